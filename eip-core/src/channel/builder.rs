@@ -1,0 +1,101 @@
+//! One builder for every channel kind: name, capacity, dead letter channel, redelivery policy,
+//! datatype, and (for subscriptions) the slow-subscriber policy.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::datatype::{Datatype, DatatypeCheck};
+use super::dead_letter::{DeadLetterChannel, InvalidMessageChannel};
+use super::error::{ChannelError, validate_channel_name};
+use super::queue::{Overflow, Queue};
+use crate::endpoint::RedeliveryPolicy;
+
+/// The capacity of a channel built without one.
+pub const DEFAULT_CAPACITY: usize = 1024;
+
+/// What every channel kind is configured with.
+#[derive(Debug, Clone)]
+pub(crate) struct ChannelConfig {
+    pub(crate) name: Arc<str>,
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) dead_letters: Option<DeadLetterChannel>,
+    pub(crate) redelivery: RedeliveryPolicy,
+    pub(crate) datatype: Option<DatatypeCheck>,
+}
+
+impl ChannelConfig {
+    pub(crate) fn validated(self) -> Result<Self, ChannelError> {
+        validate_channel_name(&self.name)?;
+        if self.capacity == 0 {
+            return Err(ChannelError::ZeroCapacity {
+                channel: self.name.to_string(),
+            });
+        }
+        Ok(self)
+    }
+
+    /// A queue with this configuration; `name` may differ (a subscription's queue).
+    pub(crate) fn queue(&self, name: Arc<str>) -> Queue {
+        Queue::new(
+            name,
+            self.capacity,
+            self.overflow,
+            self.dead_letters.clone(),
+            self.redelivery.clone(),
+        )
+    }
+}
+
+/// Builds a channel of kind `K` ([`PointToPoint`](super::PointToPoint) or
+/// [`PublishSubscribe`](super::PublishSubscribe)).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ChannelBuilder<K> {
+    pub(crate) config: ChannelConfig,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K> ChannelBuilder<K> {
+    pub(crate) fn new(name: &str) -> Self {
+        ChannelBuilder {
+            config: ChannelConfig {
+                name: name.into(),
+                capacity: DEFAULT_CAPACITY,
+                overflow: Overflow::Backpressure,
+                dead_letters: None,
+                redelivery: RedeliveryPolicy::default(),
+                datatype: None,
+            },
+            kind: PhantomData,
+        }
+    }
+
+    /// How many messages the channel holds (for publish-subscribe: each subscription), counting
+    /// those delivered and not yet settled. Senders wait when it is full.
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.config.capacity = capacity;
+        self
+    }
+
+    /// Where undeliverable messages go. Without one they are logged and counted as discarded.
+    pub fn dead_letter_channel(mut self, channel: DeadLetterChannel) -> Self {
+        self.config.dead_letters = Some(channel);
+        self
+    }
+
+    /// How consumer endpoints retry a message whose processing failed.
+    pub fn redelivery(mut self, policy: RedeliveryPolicy) -> Self {
+        self.config.redelivery = policy;
+        self
+    }
+
+    /// Makes it a Datatype Channel: messages that do not fit `datatype` go to `invalid`.
+    pub fn datatype(mut self, datatype: impl Datatype, invalid: InvalidMessageChannel) -> Self {
+        self.config.datatype = Some(DatatypeCheck {
+            datatype: Arc::new(datatype),
+            invalid,
+        });
+        self
+    }
+}

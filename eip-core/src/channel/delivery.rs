@@ -1,0 +1,187 @@
+//! Deliveries and receivers: taking a message and saying what became of it.
+//!
+//! [`Receiver::recv`] hands out a [`Delivery`]. The delivery must be settled: [`ack`]
+//! (processed, gone), [`nack`] (put back at the head of the channel for redelivery, its
+//! redelivery count raised) or [`reject`] (to the dead letter channel with reason `rejected`).
+//! A delivery dropped without settling is put back, as a nack: a consumer that crashes or is
+//! cancelled loses nothing. Until it is settled a delivery counts against the channel's capacity.
+//!
+//! [`ack`]: Delivery::ack
+//! [`nack`]: Delivery::nack
+//! [`reject`]: Delivery::reject
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::queue::{Queue, Take};
+use super::selector::Selector;
+use crate::endpoint::RedeliveryPolicy;
+use crate::message::{DeathReason, Message};
+
+/// A message taken from a channel, to be settled exactly once.
+pub struct Delivery {
+    message: Option<Message>,
+    queue: Arc<Queue>,
+}
+
+/// Gives back the in-flight slot even if the settling future is cancelled half-way.
+struct Release<'a>(&'a Queue);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+impl Delivery {
+    pub(crate) fn new(message: Message, queue: Arc<Queue>) -> Self {
+        Delivery {
+            message: Some(message),
+            queue,
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &Message {
+        // Only `settle`-style methods, which consume `self`, take the message out.
+        self.message
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("delivery already settled"))
+    }
+
+    /// The name of the channel it came from.
+    pub fn channel(&self) -> &str {
+        &self.queue.name
+    }
+
+    /// The redelivery policy of the channel it came from.
+    pub fn redelivery_policy(&self) -> &RedeliveryPolicy {
+        &self.queue.redelivery
+    }
+
+    /// Processed: the message is gone from the channel.
+    pub fn ack(mut self) {
+        self.message = None;
+        self.queue.settle();
+    }
+
+    /// Not processed: back to the head of the channel, to be delivered again.
+    pub fn nack(mut self) {
+        if let Some(msg) = self.message.take() {
+            self.queue.requeue(msg);
+        }
+    }
+
+    /// Refused: to the channel's dead letter channel with reason `rejected` and this error.
+    pub async fn reject(self, error: impl Into<String>) {
+        self.dead_letter(DeathReason::Rejected, Some(error.into()))
+            .await;
+    }
+
+    /// To the dead letter channel with any reason (used by consumer endpoints for
+    /// `max-redeliveries`). Cancel-safe: once started, the message reaches the dead letter
+    /// channel even if this future is dropped.
+    pub async fn dead_letter(mut self, reason: DeathReason, error: Option<String>) {
+        if let Some(msg) = self.message.take() {
+            let queue = self.queue.clone();
+            let _release = Release(&queue);
+            queue.dead_letter(msg, reason, error).await;
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if let Some(msg) = self.message.take() {
+            self.queue.requeue(msg);
+        }
+    }
+}
+
+impl fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery")
+            .field("channel", &self.channel())
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+/// Why [`Receiver::try_recv`] returned nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TryRecvError {
+    /// Nothing this receiver selects is waiting.
+    #[error("no message waiting")]
+    Empty,
+    /// The channel is closed and holds nothing more for this receiver.
+    #[error("channel closed")]
+    Closed,
+}
+
+/// One consumer's end of a channel. Several receivers of one channel compete for its messages.
+pub struct Receiver {
+    queue: Arc<Queue>,
+    selector: Option<Selector>,
+}
+
+impl Receiver {
+    pub(crate) fn new(queue: Arc<Queue>, selector: Option<Selector>) -> Self {
+        if selector.is_some() {
+            queue.add_selective(1);
+        }
+        Receiver { queue, selector }
+    }
+
+    /// The next message (that this receiver selects), waiting for one. `None` once the channel
+    /// is closed and nothing more is there for this receiver. Expired messages met on the way
+    /// go to the dead letter channel with reason `expired`. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<Delivery> {
+        let msg = self.queue.take(self.selector.as_ref()).await?;
+        Some(Delivery::new(msg, self.queue.clone()))
+    }
+
+    /// The next message if one is waiting now.
+    pub fn try_recv(&mut self) -> Result<Delivery, TryRecvError> {
+        loop {
+            match self.queue.try_take(self.selector.as_ref()) {
+                Take::Deliver(msg) => return Ok(Delivery::new(msg, self.queue.clone())),
+                Take::Expired(msg) => self.queue.dead_letter_now(msg, DeathReason::Expired, None),
+                Take::Empty => return Err(TryRecvError::Empty),
+                Take::Closed => return Err(TryRecvError::Closed),
+            }
+        }
+    }
+
+    /// The name of the channel.
+    pub fn channel(&self) -> &str {
+        &self.queue.name
+    }
+
+    /// The selector, for a selective consumer.
+    pub fn selector(&self) -> Option<&Selector> {
+        self.selector.as_ref()
+    }
+}
+
+impl Clone for Receiver {
+    fn clone(&self) -> Self {
+        Receiver::new(self.queue.clone(), self.selector.clone())
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if self.selector.is_some() {
+            self.queue.add_selective(-1);
+        }
+    }
+}
+
+impl fmt::Debug for Receiver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("channel", &self.channel())
+            .field("selector", &self.selector)
+            .finish()
+    }
+}

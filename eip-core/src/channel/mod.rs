@@ -1,0 +1,175 @@
+//! Message channels: the pipes between endpoints, and what they guarantee.
+//!
+//! - [`PointToPoint`]: each message to exactly one of competing consumers.
+//! - [`PublishSubscribe`]: each message to every subscriber, with durable subscriptions and a
+//!   slow-subscriber policy.
+//! - [Datatype Channel](datatype): a channel that checks the type of what it carries.
+//! - [`DeadLetterChannel`] and [`InvalidMessageChannel`]: where undeliverable and unprocessable
+//!   messages go, with a death record.
+//! - [Selective Consumer](selector), [Channel Purger](purger), and Message Expiration (an expired
+//!   message is never delivered: it is dead-lettered with reason `expired` when it would be).
+//!
+//! Every channel is bounded: its capacity is backpressure, never unbounded memory. Receiving
+//! yields a [`Delivery`] that is acked, nacked or rejected (see [`delivery`]). The send side of
+//! any channel is a `tower::Service<Message>` ([`ChannelSender`]).
+
+mod builder;
+pub mod datatype;
+pub mod dead_letter;
+pub mod delivery;
+mod error;
+pub mod point_to_point;
+pub mod publish_subscribe;
+pub mod purger;
+mod queue;
+pub mod selector;
+pub mod sender;
+mod stats;
+
+pub use builder::{ChannelBuilder, DEFAULT_CAPACITY};
+pub use datatype::{Datatype, JsonSchema, JsonType};
+pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel};
+pub use delivery::{Delivery, Receiver, TryRecvError};
+pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
+pub use point_to_point::PointToPoint;
+pub use publish_subscribe::{PublishSubscribe, Subscriber};
+pub use purger::ChannelPurger;
+pub use queue::Overflow;
+pub use selector::Selector;
+pub use sender::ChannelSender;
+pub use stats::ChannelStats;
+
+use crate::message::Message;
+
+/// What became of a message a channel was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The channel accepted it (for publish-subscribe: every current subscription did).
+    Accepted,
+    /// It did not fit the channel's datatype and went to the invalid message channel.
+    Invalid {
+        /// Why it did not fit.
+        reason: String,
+    },
+}
+
+/// The two kinds of channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChannelKind {
+    /// See [`PointToPoint`].
+    PointToPoint,
+    /// See [`PublishSubscribe`].
+    PublishSubscribe,
+}
+
+impl std::fmt::Display for ChannelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ChannelKind::PointToPoint => "point-to-point",
+            ChannelKind::PublishSubscribe => "publish-subscribe",
+        })
+    }
+}
+
+/// A channel of either kind, as the [`MessageBus`](crate::bus::MessageBus) holds them.
+#[derive(Debug, Clone)]
+pub enum Channel {
+    /// A point-to-point channel.
+    PointToPoint(PointToPoint),
+    /// A publish-subscribe channel.
+    PublishSubscribe(PublishSubscribe),
+}
+
+impl Channel {
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Channel::PointToPoint(c) => c.name(),
+            Channel::PublishSubscribe(c) => c.name(),
+        }
+    }
+
+    /// The channel's kind.
+    pub fn kind(&self) -> ChannelKind {
+        match self {
+            Channel::PointToPoint(_) => ChannelKind::PointToPoint,
+            Channel::PublishSubscribe(_) => ChannelKind::PublishSubscribe,
+        }
+    }
+
+    /// Sends (or publishes) a message, waiting for room.
+    pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
+        match self {
+            Channel::PointToPoint(c) => c.send(msg).await,
+            Channel::PublishSubscribe(c) => c.publish(msg).await,
+        }
+    }
+
+    /// The send side as a `tower::Service<Message>`.
+    pub fn sender(&self) -> ChannelSender {
+        ChannelSender::new(self.clone())
+    }
+
+    /// The channel's counters.
+    pub fn stats(&self) -> ChannelStats {
+        match self {
+            Channel::PointToPoint(c) => c.stats(),
+            Channel::PublishSubscribe(c) => c.stats(),
+        }
+    }
+
+    /// Deletes the channel (see [`PointToPoint::delete`], [`PublishSubscribe::delete`]).
+    pub async fn delete(&self) -> usize {
+        match self {
+            Channel::PointToPoint(c) => c.delete().await,
+            Channel::PublishSubscribe(c) => c.delete().await,
+        }
+    }
+
+    pub(crate) fn accepts_now(&self) -> bool {
+        match self {
+            Channel::PointToPoint(c) => c.queue().accepts_now(),
+            Channel::PublishSubscribe(c) => c.accepts_now(),
+        }
+    }
+
+    pub(crate) async fn writable(&self) {
+        match self {
+            Channel::PointToPoint(c) => c.queue().writable().await,
+            Channel::PublishSubscribe(c) => c.writable().await,
+        }
+    }
+}
+
+impl From<PointToPoint> for Channel {
+    fn from(c: PointToPoint) -> Self {
+        Channel::PointToPoint(c)
+    }
+}
+
+impl From<PublishSubscribe> for Channel {
+    fn from(c: PublishSubscribe) -> Self {
+        Channel::PublishSubscribe(c)
+    }
+}
+
+pub(crate) use queue::Queue as SubscriptionQueue;
+
+/// A subscription queue not tied to one channel (a bus wildcard subscription).
+pub(crate) fn queue_for_subscription(
+    name: &str,
+    capacity: usize,
+    dead_letters: Option<DeadLetterChannel>,
+) -> std::sync::Arc<SubscriptionQueue> {
+    std::sync::Arc::new(SubscriptionQueue::new(
+        name.into(),
+        capacity,
+        Overflow::Backpressure,
+        dead_letters,
+        crate::endpoint::RedeliveryPolicy::default(),
+    ))
+}
+
+pub(crate) fn receiver_for_subscription(queue: std::sync::Arc<SubscriptionQueue>) -> Receiver {
+    Receiver::new(queue, None)
+}

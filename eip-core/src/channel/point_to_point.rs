@@ -1,0 +1,177 @@
+//! Point-to-Point Channel: each message is received by exactly one consumer.
+//!
+//! Any number of receivers may compete for a point-to-point channel's messages; each message is
+//! delivered to one of them, and delivered again (to any of them) only if that delivery was
+//! nacked or dropped without being settled. Messages from one producer are delivered in the
+//! order sent (a requeued message goes back to the head). The channel is bounded: `send` waits
+//! while it holds `capacity` messages, counting deliveries not yet settled.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::Outcome;
+use super::builder::ChannelBuilder;
+use super::datatype::DatatypeCheck;
+use super::delivery::Receiver;
+use super::error::{ChannelError, SendError, TrySendError};
+use super::queue::{Push, Queue};
+use super::selector::Selector;
+use super::sender::ChannelSender;
+use super::stats::ChannelStats;
+use crate::message::{DeathReason, Message};
+
+/// A channel whose every message goes to exactly one of its competing consumers.
+#[derive(Clone)]
+pub struct PointToPoint {
+    queue: Arc<Queue>,
+    datatype: Option<Arc<DatatypeCheck>>,
+}
+
+impl PointToPoint {
+    /// A channel with default settings and this capacity.
+    pub fn new(name: &str, capacity: usize) -> Result<Self, ChannelError> {
+        PointToPoint::builder(name).capacity(capacity).build()
+    }
+
+    /// A builder for a channel named `name`.
+    pub fn builder(name: &str) -> ChannelBuilder<PointToPoint> {
+        ChannelBuilder::new(name)
+    }
+
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        &self.queue.name
+    }
+
+    /// How many messages it holds at most.
+    pub fn capacity(&self) -> usize {
+        self.queue.capacity
+    }
+
+    /// Sends a message, waiting while the channel is full. Completes when the channel has
+    /// accepted the message (or diverted it to the invalid message channel).
+    pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
+        let msg = match &self.datatype {
+            None => msg,
+            Some(check) => match check.divert_misfit(self.name(), msg).await {
+                Ok(msg) => msg,
+                Err(reason) => return Ok(Outcome::Invalid { reason }),
+            },
+        };
+        let mut slot = Some(msg);
+        match self.queue.push(&mut slot).await {
+            Ok(()) => Ok(Outcome::Accepted),
+            Err(message) => Err(SendError::Closed {
+                channel: self.name().to_owned(),
+                message: Box::new(message),
+            }),
+        }
+    }
+
+    /// Sends a message if there is room now.
+    pub fn try_send(&self, msg: Message) -> Result<Outcome, TrySendError> {
+        if let Some(check) = &self.datatype {
+            if let Err(reason) = check.datatype.check(&msg) {
+                check.invalid.put_now(msg, self.name(), reason.clone());
+                return Ok(Outcome::Invalid { reason });
+            }
+        }
+        match self.queue.try_push(msg) {
+            Push::Stored => Ok(Outcome::Accepted),
+            Push::StoredDropping(oldest) => {
+                self.queue
+                    .dead_letter_now(oldest, DeathReason::DroppedSlowSubscriber, None);
+                Ok(Outcome::Accepted)
+            }
+            Push::Full(message) => Err(TrySendError::Full {
+                channel: self.name().to_owned(),
+                capacity: self.capacity(),
+                message: Box::new(message),
+            }),
+            Push::Closed(message) => Err(TrySendError::Closed {
+                channel: self.name().to_owned(),
+                message: Box::new(message),
+            }),
+        }
+    }
+
+    /// A new competing consumer.
+    pub fn receiver(&self) -> Receiver {
+        Receiver::new(self.queue.clone(), None)
+    }
+
+    /// A new competing consumer that takes only what `selector` accepts
+    /// (see [Selective Consumer](super::selector)).
+    pub fn selective_receiver(&self, selector: Selector) -> Receiver {
+        Receiver::new(self.queue.clone(), Some(selector))
+    }
+
+    /// The send side as a `tower::Service<Message>`.
+    pub fn sender(&self) -> ChannelSender {
+        ChannelSender::new(super::Channel::PointToPoint(self.clone()))
+    }
+
+    /// The channel's counters.
+    pub fn stats(&self) -> ChannelStats {
+        self.queue.stats()
+    }
+
+    /// Deletes the channel: senders get [`SendError::Closed`], receivers drain nothing more, and
+    /// every waiting message goes to the dead letter channel with reason `channel-deleted`.
+    /// Deliveries in flight may still be acked; nacked ones are dead-lettered the same way.
+    /// Returns how many messages were dead-lettered.
+    pub async fn delete(&self) -> usize {
+        let rest = self.queue.close();
+        let n = rest.len();
+        for msg in rest {
+            self.queue
+                .dead_letter(msg, DeathReason::ChannelDeleted, None)
+                .await;
+        }
+        n
+    }
+
+    /// Deletes the channel without waiting: waiting messages are forced into the dead letter
+    /// channel. For drop handlers.
+    pub(crate) fn delete_now(&self) {
+        for msg in self.queue.close() {
+            self.queue
+                .dead_letter_now(msg, DeathReason::ChannelDeleted, None);
+        }
+    }
+
+    /// Whether the channel was deleted.
+    pub fn is_closed(&self) -> bool {
+        self.queue.is_closed()
+    }
+
+    pub(crate) fn queue(&self) -> &Arc<Queue> {
+        &self.queue
+    }
+
+    /// The name of the datatype it carries, for a Datatype Channel.
+    pub fn datatype(&self) -> Option<&str> {
+        self.datatype.as_deref().map(|d| d.datatype.name())
+    }
+}
+
+impl ChannelBuilder<PointToPoint> {
+    /// The channel, or why this configuration can not work.
+    pub fn build(self) -> Result<PointToPoint, ChannelError> {
+        let config = self.config.validated()?;
+        Ok(PointToPoint {
+            queue: Arc::new(config.queue(config.name.clone())),
+            datatype: config.datatype.map(Arc::new),
+        })
+    }
+}
+
+impl fmt::Debug for PointToPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PointToPoint")
+            .field("name", &self.name())
+            .field("capacity", &self.capacity())
+            .field("datatype", &self.datatype)
+            .finish()
+    }
+}

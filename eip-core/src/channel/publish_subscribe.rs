@@ -1,0 +1,348 @@
+//! Publish-Subscribe Channel and Durable Subscriber: every subscriber gets its own copy.
+//!
+//! Each subscription is a bounded queue of its own. A message published goes to every
+//! subscription that existed when the publish began, exactly once each; a subscriber that joins
+//! later does not see earlier messages. Copies share the payload and headers (no bytes are
+//! copied). A subscription's consumer acks, nacks or rejects as on a point-to-point channel, and
+//! several receivers on one subscription compete for its messages.
+//!
+//! A **slow subscriber** is handled by the channel's [`Overflow`] policy: `Backpressure` (the
+//! default) makes the publisher wait until every subscription has room; `DropOldest` dead-letters
+//! a full subscription's oldest waiting message (reason `dropped-slow-subscriber`) so the
+//! publisher never waits on that subscriber — right for price ticks, where a newer message
+//! replaces an older one.
+//!
+//! A **durable subscriber** has a name. Its subscription outlives the [`Subscriber`] handle: it
+//! keeps queueing (up to its capacity, then by the overflow policy) while no consumer is
+//! attached, and [`PublishSubscribe::durable_subscribe`] with the same name re-attaches and
+//! resumes. It ends only with [`PublishSubscribe::unsubscribe`]. A non-durable subscription ends
+//! when its `Subscriber` is dropped, and what it still held is discarded: a non-durable
+//! subscriber receives only while it listens. (Durable across process restarts needs the
+//! durable channel store, which comes with Guaranteed Delivery.)
+//!
+//! A publish that is cancelled half-way (its future dropped while waiting for a full
+//! subscription) may have reached only some subscribers.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::Outcome;
+use super::builder::{ChannelBuilder, ChannelConfig};
+use super::delivery::Receiver;
+use super::error::{ChannelError, SendError};
+use super::queue::{Overflow, Queue};
+use super::selector::Selector;
+use super::sender::ChannelSender;
+use super::stats::ChannelStats;
+use crate::message::{DeathReason, Message};
+
+/// A channel whose every message goes to each of its subscribers.
+#[derive(Clone)]
+pub struct PublishSubscribe {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ChannelConfig,
+    subscriptions: Mutex<Subscriptions>,
+}
+
+#[derive(Default)]
+struct Subscriptions {
+    /// The current set, replaced (not changed) on subscribe and unsubscribe, so a publish
+    /// takes a snapshot with one reference-count increment.
+    all: Arc<[Arc<Queue>]>,
+    durable: HashMap<String, Arc<Queue>>,
+    closed: bool,
+}
+
+impl PublishSubscribe {
+    /// A channel with default settings and this capacity per subscription.
+    pub fn new(name: &str, capacity: usize) -> Result<Self, ChannelError> {
+        PublishSubscribe::builder(name).capacity(capacity).build()
+    }
+
+    /// A builder for a channel named `name`.
+    pub fn builder(name: &str) -> ChannelBuilder<PublishSubscribe> {
+        ChannelBuilder::new(name)
+    }
+
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    /// The capacity of each subscription.
+    pub fn capacity(&self) -> usize {
+        self.inner.config.capacity
+    }
+
+    /// The name of the datatype it carries, for a Datatype Channel.
+    pub fn datatype(&self) -> Option<&str> {
+        self.inner
+            .config
+            .datatype
+            .as_ref()
+            .map(|d| d.datatype.name())
+    }
+
+    /// The slow-subscriber policy.
+    pub fn overflow(&self) -> Overflow {
+        self.inner.config.overflow
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Subscriptions> {
+        self.inner
+            .subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn snapshot(&self) -> Option<Arc<[Arc<Queue>]>> {
+        let subs = self.lock();
+        (!subs.closed).then(|| subs.all.clone())
+    }
+
+    /// Publishes a message to every current subscriber. Completes when every subscription has
+    /// accepted its copy (waiting for room under `Backpressure`).
+    pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
+        let msg = match &self.inner.config.datatype {
+            None => msg,
+            Some(check) => match check.divert_misfit(self.name(), msg).await {
+                Ok(msg) => msg,
+                Err(reason) => return Ok(Outcome::Invalid { reason }),
+            },
+        };
+        let Some(subscriptions) = self.snapshot() else {
+            return Err(SendError::Closed {
+                channel: self.name().to_owned(),
+                message: Box::new(msg),
+            });
+        };
+        for queue in subscriptions.iter() {
+            let mut slot = Some(msg.clone());
+            // A subscription closed since the snapshot has just unsubscribed: skipping it is
+            // exactly what would have happened a moment later.
+            let _ = queue.push(&mut slot).await;
+        }
+        Ok(Outcome::Accepted)
+    }
+
+    /// Whether a publish would complete now without waiting.
+    pub(crate) fn accepts_now(&self) -> bool {
+        self.snapshot()
+            .is_none_or(|subs| subs.iter().all(|q| q.accepts_now()))
+    }
+
+    /// Waits until every subscription has room.
+    pub(crate) async fn writable(&self) {
+        while let Some(subs) = self.snapshot() {
+            match subs.iter().find(|q| !q.accepts_now()) {
+                Some(full) => full.writable().await,
+                None => return,
+            }
+        }
+    }
+
+    /// A new non-durable subscription; it ends when the returned [`Subscriber`] is dropped.
+    pub fn subscribe(&self) -> Subscriber {
+        let queue = Arc::new(self.inner.config.queue(self.inner.config.name.clone()));
+        self.attach(queue.clone());
+        let channel = self.clone();
+        let detach_queue = queue.clone();
+        Subscriber::new(
+            Receiver::new(queue, None),
+            Some(Box::new(move || {
+                channel.detach(&detach_queue);
+                detach_queue.close();
+            })),
+        )
+    }
+
+    /// Attaches to the durable subscription `name`, creating it on first use. Its messages are
+    /// kept while no consumer is attached; several attached consumers compete for them.
+    pub fn durable_subscribe(&self, name: &str) -> Subscriber {
+        let mut subs = self.lock();
+        let queue = match subs.durable.get(name) {
+            Some(q) => q.clone(),
+            None => {
+                let q = Arc::new(self.inner.config.queue(self.inner.config.name.clone()));
+                subs.durable.insert(name.to_owned(), q.clone());
+                if !subs.closed {
+                    subs.all = subs.all.iter().cloned().chain([q.clone()]).collect();
+                }
+                q
+            }
+        };
+        drop(subs);
+        Subscriber::new(Receiver::new(queue, None), None)
+    }
+
+    /// Ends the durable subscription `name`. What it still held goes to the dead letter channel
+    /// with reason `channel-deleted`; returns how many, or `None` if there was no such
+    /// subscription.
+    pub async fn unsubscribe(&self, name: &str) -> Option<usize> {
+        let queue = self.lock().durable.remove(name)?;
+        self.detach(&queue);
+        let rest = queue.close();
+        let n = rest.len();
+        for msg in rest {
+            queue
+                .dead_letter(msg, DeathReason::ChannelDeleted, None)
+                .await;
+        }
+        Some(n)
+    }
+
+    /// The names of the durable subscriptions.
+    pub fn durable_subscriptions(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.lock().durable.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// How many subscriptions there are (durable ones included, attached or not).
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().all.len()
+    }
+
+    pub(crate) fn attach(&self, queue: Arc<Queue>) {
+        let mut subs = self.lock();
+        if !subs.closed {
+            subs.all = subs.all.iter().cloned().chain([queue]).collect();
+        }
+    }
+
+    pub(crate) fn detach(&self, queue: &Arc<Queue>) {
+        let mut subs = self.lock();
+        subs.all = subs
+            .all
+            .iter()
+            .filter(|q| !Arc::ptr_eq(q, queue))
+            .cloned()
+            .collect();
+    }
+
+    /// The send side as a `tower::Service<Message>`.
+    pub fn sender(&self) -> ChannelSender {
+        ChannelSender::new(super::Channel::PublishSubscribe(self.clone()))
+    }
+
+    /// The counters of all subscriptions added up (`accepted` counts one per copy).
+    pub fn stats(&self) -> ChannelStats {
+        let subs = self.lock().all.clone();
+        subs.iter()
+            .map(|q| q.stats())
+            .fold(ChannelStats::default(), |a, b| a + b)
+    }
+
+    /// Purges every subscription (by selector if given); returns how many messages went.
+    pub(crate) fn purge(&self, selector: Option<&Selector>) -> usize {
+        let subs = self.lock().all.clone();
+        subs.iter().map(|q| q.purge(selector)).sum()
+    }
+
+    /// Deletes the channel: publishers get [`SendError::Closed`] and every message waiting in
+    /// a subscription goes to the dead letter channel with reason `channel-deleted`.
+    pub async fn delete(&self) -> usize {
+        let subs = {
+            let mut subs = self.lock();
+            subs.closed = true;
+            subs.durable.clear();
+            std::mem::take(&mut subs.all)
+        };
+        let mut n = 0;
+        for queue in subs.iter() {
+            for msg in queue.close() {
+                n += 1;
+                queue
+                    .dead_letter(msg, DeathReason::ChannelDeleted, None)
+                    .await;
+            }
+        }
+        n
+    }
+
+    /// Whether the channel was deleted.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+impl ChannelBuilder<PublishSubscribe> {
+    /// The slow-subscriber policy (default [`Overflow::Backpressure`]).
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.config.overflow = overflow;
+        self
+    }
+
+    /// The channel, or why this configuration can not work.
+    pub fn build(self) -> Result<PublishSubscribe, ChannelError> {
+        Ok(PublishSubscribe {
+            inner: Arc::new(Inner {
+                config: self.config.validated()?,
+                subscriptions: Mutex::new(Subscriptions::default()),
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for PublishSubscribe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PublishSubscribe")
+            .field("name", &self.name())
+            .field("capacity", &self.capacity())
+            .field("overflow", &self.overflow())
+            .field("subscribers", &self.subscriber_count())
+            .finish()
+    }
+}
+
+/// A subscriber's handle: a [`Receiver`] over its subscription (it derefs to one).
+pub struct Subscriber {
+    receiver: Receiver,
+    detach: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl Subscriber {
+    pub(crate) fn new(receiver: Receiver, detach: Option<Box<dyn FnOnce() + Send + Sync>>) -> Self {
+        Subscriber { receiver, detach }
+    }
+
+    /// Whether the subscription outlives this handle.
+    pub fn is_durable(&self) -> bool {
+        self.detach.is_none()
+    }
+}
+
+impl Deref for Subscriber {
+    type Target = Receiver;
+    fn deref(&self) -> &Receiver {
+        &self.receiver
+    }
+}
+
+impl DerefMut for Subscriber {
+    fn deref_mut(&mut self) -> &mut Receiver {
+        &mut self.receiver
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        if let Some(detach) = self.detach.take() {
+            detach();
+        }
+    }
+}
+
+impl fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("channel", &self.receiver.channel())
+            .field("durable", &self.is_durable())
+            .finish()
+    }
+}

@@ -1,0 +1,427 @@
+//! The bounded, acknowledging queue under every channel.
+//!
+//! A point-to-point channel is one `Queue`; a publish-subscribe channel keeps one per
+//! subscription. Capacity counts both the messages waiting (`ready`) and those delivered but not
+//! yet settled (`in_flight`), so memory stays bounded even when consumers hold deliveries, and a
+//! requeue (nack or dropped delivery) always has room. Producers and consumers park on two
+//! `Notify`s, and only pay for a wake-up when a counter says someone is waiting.
+
+use std::collections::VecDeque;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::dead_letter::DeadLetterChannel;
+use super::selector::Selector;
+use super::stats::ChannelStats;
+use crate::endpoint::RedeliveryPolicy;
+use crate::message::{DeathReason, Message, names, now_millis};
+
+/// What a full queue does with one more message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overflow {
+    /// The sender waits for room (the default).
+    #[default]
+    Backpressure,
+    /// The oldest waiting message is dead-lettered (reason `dropped-slow-subscriber`) to make
+    /// room. When every held message is in flight (delivered, not yet settled) the sender waits.
+    DropOldest,
+}
+
+pub(crate) enum Push {
+    Stored,
+    /// Stored after taking the oldest waiting message out, which the caller must dead-letter.
+    StoredDropping(Message),
+    Full(Message),
+    Closed(Message),
+}
+
+pub(crate) enum Take {
+    Deliver(Message),
+    /// Taken out because it expired; the caller must dead-letter it.
+    Expired(Message),
+    Empty,
+    Closed,
+}
+
+struct State {
+    ready: VecDeque<Message>,
+    closed: bool,
+    /// Receivers with a selector: they need every waiter woken, since a notify_one could pick a
+    /// receiver that does not select the new message.
+    selective: usize,
+}
+
+pub(crate) struct Queue {
+    pub(crate) name: Arc<str>,
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) dead_letters: Option<DeadLetterChannel>,
+    pub(crate) redelivery: RedeliveryPolicy,
+    state: Mutex<State>,
+    in_flight: AtomicUsize,
+    readable: Notify,
+    writable: Notify,
+    readers_waiting: AtomicUsize,
+    writers_waiting: AtomicUsize,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    accepted: AtomicU64,
+    delivered: AtomicU64,
+    acked: AtomicU64,
+    requeued: AtomicU64,
+    dead_lettered: AtomicU64,
+    discarded: AtomicU64,
+}
+
+/// Increments a waiting counter for as long as it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Waiting(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Queue {
+    pub(crate) fn new(
+        name: Arc<str>,
+        capacity: usize,
+        overflow: Overflow,
+        dead_letters: Option<DeadLetterChannel>,
+        redelivery: RedeliveryPolicy,
+    ) -> Self {
+        Queue {
+            name,
+            capacity,
+            overflow,
+            dead_letters,
+            redelivery,
+            state: Mutex::new(State {
+                ready: VecDeque::with_capacity(capacity.min(1024)),
+                closed: false,
+                selective: 0,
+            }),
+            in_flight: AtomicUsize::new(0),
+            readable: Notify::new(),
+            writable: Notify::new(),
+            readers_waiting: AtomicUsize::new(0),
+            writers_waiting: AtomicUsize::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock can only come from a bug in this module (no user code
+        // runs under it); the state is still consistent, so keep going rather than poison everyone.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn has_room(&self, state: &State) -> bool {
+        state.ready.len() + self.in_flight.load(Ordering::SeqCst) < self.capacity
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Whether a message would be accepted now without waiting.
+    pub(crate) fn accepts_now(&self) -> bool {
+        let state = self.lock();
+        state.closed || self.has_room(&state) || self.overflow == Overflow::DropOldest
+    }
+
+    pub(crate) fn try_push(&self, msg: Message) -> Push {
+        let mut state = self.lock();
+        if state.closed {
+            return Push::Closed(msg);
+        }
+        let mut dropped = None;
+        if !self.has_room(&state) {
+            match (self.overflow, state.ready.pop_front()) {
+                (Overflow::DropOldest, Some(oldest)) => dropped = Some(oldest),
+                (_, popped) => {
+                    if let Some(p) = popped {
+                        state.ready.push_front(p);
+                    }
+                    return Push::Full(msg);
+                }
+            }
+        }
+        state.ready.push_back(msg);
+        let wake_all = state.selective > 0;
+        drop(state);
+        self.counters.accepted.fetch_add(1, Ordering::Relaxed);
+        self.wake_readers(wake_all);
+        match dropped {
+            Some(d) => Push::StoredDropping(d),
+            None => Push::Stored,
+        }
+    }
+
+    /// Pushes ignoring capacity. Only for paths that cannot wait (drop handlers), where losing
+    /// the message would be worse than briefly holding one more than the bound.
+    pub(crate) fn force_push(&self, msg: Message, front: bool) -> Result<(), Message> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(msg);
+        }
+        if front {
+            state.ready.push_front(msg);
+        } else {
+            state.ready.push_back(msg);
+        }
+        let wake_all = state.selective > 0;
+        drop(state);
+        self.wake_readers(wake_all);
+        Ok(())
+    }
+
+    fn wake_readers(&self, all: bool) {
+        if self.readers_waiting.load(Ordering::SeqCst) > 0 {
+            if all {
+                self.readable.notify_waiters();
+            } else {
+                self.readable.notify_one();
+            }
+        }
+    }
+
+    fn wake_writers(&self) {
+        if self.writers_waiting.load(Ordering::SeqCst) > 0 {
+            self.writable.notify_waiters();
+        }
+    }
+
+    /// Pushes, waiting for room. Cancel-safe: the message leaves `slot` only once it is stored.
+    pub(crate) async fn push(&self, slot: &mut Option<Message>) -> Result<(), Message> {
+        let mut waiting = None;
+        loop {
+            let notified = self.writable.notified();
+            let mut notified = pin!(notified);
+            if waiting.is_some() {
+                notified.as_mut().enable();
+            }
+            let Some(msg) = slot.take() else {
+                return Ok(());
+            };
+            match self.try_push(msg) {
+                Push::Stored => return Ok(()),
+                Push::StoredDropping(oldest) => {
+                    // Boxed: dead-lettering pushes onto another queue, a recursive await.
+                    Box::pin(self.dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None))
+                        .await;
+                    return Ok(());
+                }
+                Push::Closed(msg) => return Err(msg),
+                Push::Full(msg) => {
+                    *slot = Some(msg);
+                    if waiting.is_none() {
+                        waiting = Some(Waiting::new(&self.writers_waiting));
+                        continue;
+                    }
+                    notified.await;
+                }
+            }
+        }
+    }
+
+    /// Waits until the queue has room (or is closed).
+    pub(crate) async fn writable(&self) {
+        let _waiting = Waiting::new(&self.writers_waiting);
+        loop {
+            let notified = self.writable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if self.accepts_now() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    pub(crate) fn try_take(&self, selector: Option<&Selector>) -> Take {
+        let mut state = self.lock();
+        let taken = match selector {
+            None => state.ready.pop_front(),
+            Some(sel) => match state.ready.iter().position(|m| sel.matches(m)) {
+                Some(i) => state.ready.remove(i),
+                None => None,
+            },
+        };
+        let Some(msg) = taken else {
+            return if state.closed {
+                Take::Closed
+            } else {
+                Take::Empty
+            };
+        };
+        if msg.headers().contains(names::EXPIRES_AT) && msg.is_expired_at(now_millis()) {
+            drop(state);
+            self.wake_writers();
+            return Take::Expired(msg);
+        }
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        drop(state);
+        self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+        Take::Deliver(msg)
+    }
+
+    /// Takes the next message this selector accepts, waiting for one; `None` once the queue is
+    /// closed and holds nothing for this receiver.
+    pub(crate) async fn take(&self, selector: Option<&Selector>) -> Option<Message> {
+        let mut waiting = None;
+        loop {
+            let notified = self.readable.notified();
+            let mut notified = pin!(notified);
+            if waiting.is_some() {
+                notified.as_mut().enable();
+            }
+            match self.try_take(selector) {
+                Take::Deliver(msg) => return Some(msg),
+                Take::Expired(msg) => {
+                    self.dead_letter(msg, DeathReason::Expired, None).await;
+                }
+                Take::Closed => return None,
+                Take::Empty if waiting.is_none() => {
+                    waiting = Some(Waiting::new(&self.readers_waiting));
+                }
+                Take::Empty => notified.await,
+            }
+        }
+    }
+
+    /// A delivered message was acknowledged.
+    pub(crate) fn settle(&self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.counters.acked.fetch_add(1, Ordering::Relaxed);
+        self.wake_writers();
+    }
+
+    /// A delivered message was dead-lettered or discarded: it leaves without being acked.
+    pub(crate) fn release(&self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.wake_writers();
+    }
+
+    /// A delivered message goes back to the head of the queue, its redelivery count raised.
+    pub(crate) fn requeue(&self, mut msg: Message) {
+        let count = msg.redelivery_count().unwrap_or(0).saturating_add(1);
+        msg.headers_mut()
+            .insert(names::REDELIVERY_COUNT, i64::from(count));
+        let mut state = self.lock();
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if state.closed {
+            drop(state);
+            self.wake_writers();
+            self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
+            return;
+        }
+        state.ready.push_front(msg);
+        let wake_all = state.selective > 0;
+        drop(state);
+        self.counters.requeued.fetch_add(1, Ordering::Relaxed);
+        self.wake_readers(wake_all);
+    }
+
+    /// Moves `msg` to the dead letter channel, waiting for room there; without one, logs and
+    /// counts the loss. Cancel-safe: if the wait is cancelled the message is forced in.
+    pub(crate) async fn dead_letter(
+        &self,
+        msg: Message,
+        reason: DeathReason,
+        error: Option<String>,
+    ) {
+        self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
+        match &self.dead_letters {
+            Some(dlc) => {
+                if let Err(msg) = dlc.bury(msg, &self.name, reason, error).await {
+                    self.discard(&msg, reason);
+                }
+            }
+            None => self.discard(&msg, reason),
+        }
+    }
+
+    /// Like [`dead_letter`](Self::dead_letter) for paths that can not wait.
+    pub(crate) fn dead_letter_now(&self, msg: Message, reason: DeathReason, error: Option<String>) {
+        self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
+        match &self.dead_letters {
+            Some(dlc) => {
+                if let Err(msg) = dlc.bury_now(msg, &self.name, reason, error) {
+                    self.discard(&msg, reason);
+                }
+            }
+            None => self.discard(&msg, reason),
+        }
+    }
+
+    fn discard(&self, msg: &Message, reason: DeathReason) {
+        self.counters.discarded.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            channel = %self.name,
+            message = %msg.id(),
+            %reason,
+            "no open dead letter channel: message discarded"
+        );
+    }
+
+    pub(crate) fn add_selective(&self, delta: isize) {
+        let mut state = self.lock();
+        state.selective = state.selective.saturating_add_signed(delta);
+    }
+
+    /// Removes waiting messages the selector accepts (all without one); returns how many.
+    pub(crate) fn purge(&self, selector: Option<&Selector>) -> usize {
+        let mut state = self.lock();
+        let before = state.ready.len();
+        match selector {
+            None => state.ready.clear(),
+            Some(sel) => state.ready.retain(|m| !sel.matches(m)),
+        }
+        let purged = before - state.ready.len();
+        drop(state);
+        if purged > 0 {
+            self.wake_writers();
+        }
+        purged
+    }
+
+    /// Closes the queue and takes out what was waiting; in-flight deliveries settle as usual.
+    pub(crate) fn close(&self) -> Vec<Message> {
+        let mut state = self.lock();
+        state.closed = true;
+        let rest = state.ready.drain(..).collect();
+        drop(state);
+        self.readable.notify_waiters();
+        self.writable.notify_waiters();
+        rest
+    }
+
+    pub(crate) fn stats(&self) -> ChannelStats {
+        let depth = self.lock().ready.len();
+        let c = &self.counters;
+        ChannelStats {
+            depth,
+            in_flight: self.in_flight.load(Ordering::SeqCst),
+            accepted: c.accepted.load(Ordering::Relaxed),
+            delivered: c.delivered.load(Ordering::Relaxed),
+            acked: c.acked.load(Ordering::Relaxed),
+            requeued: c.requeued.load(Ordering::Relaxed),
+            dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
+            discarded: c.discarded.load(Ordering::Relaxed),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Consumer endpoints: a channel's receiver driving a `tower::Service<Message>`.
+//!
+//! A [`Consumer`] takes deliveries from a channel and calls its service with each message, up to
+//! `concurrency` at a time (waiting on the service's `poll_ready`, so a limited service slows
+//! the consumer instead of piling up work). `Ok` acks the delivery. `Err` applies the redelivery
+//! policy (the channel's, unless the consumer sets its own): after a backoff the message is
+//! nacked and delivered again, and once the attempts are used up it goes to the dead letter
+//! channel with reason `max-redeliveries` and the last error's text. Shutting a consumer down
+//! stops taking deliveries and waits for those in progress to settle (drain).
+
+mod consumer;
+mod redelivery;
+
+pub use consumer::{Consumer, ConsumerHandle, Inbox};
+pub use redelivery::RedeliveryPolicy;

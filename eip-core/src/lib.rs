@@ -1,0 +1,36 @@
+//! # eip-core
+//!
+//! The message model and the in-process runtime of eip, a framework for Enterprise Integration
+//! Patterns. This crate has no network I/O: adapters and broker bridges live in `eip-adapters`,
+//! flow files and the `eip` tool in `eip-dsl`.
+//!
+//! - [`message`]: the [`Message`] (id, typed headers, payload) and its death record.
+//! - [`channel`]: Point-to-Point, Publish-Subscribe, Datatype, Dead Letter and Invalid Message
+//!   channels, deliveries and acknowledgement, selective consumers, purging, expiration.
+//! - [`endpoint`]: consumers that drive a `tower::Service<Message>`, with redelivery.
+//! - [`bus`]: the Message Bus, a registry of hierarchical channel names with wildcard
+//!   subscriptions, and Request-Reply.
+//! - [`topic`]: the `*` / `#` topic matcher shared by wildcard subscriptions and topic exchanges.
+//!
+//! ```
+//! use eip_core::{Message, channel::PointToPoint};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let orders = PointToPoint::new("orders", 100).unwrap();
+//! let mut consumer = orders.receiver();
+//! orders.send(Message::new("one widget")).await.unwrap();
+//! let delivery = consumer.recv().await.unwrap();
+//! assert_eq!(delivery.message().payload_str(), Some("one widget"));
+//! delivery.ack();
+//! # }
+//! ```
+
+pub mod bus;
+pub mod channel;
+pub mod endpoint;
+pub mod message;
+pub mod topic;
+
+pub use bus::MessageBus;
+pub use channel::{Channel, Delivery, Outcome, Receiver};
+pub use message::{Message, MessageBuilder, MessageId};
