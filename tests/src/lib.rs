@@ -1,1 +1,53 @@
 //! Cross-crate integration tests (in `tests/`) and the book's chapters, compiled and run as doc tests.
+
+#[doc = include_str!("../../book/src/introduction.md")]
+#[cfg(doctest)]
+pub struct Introduction;
+
+#[doc = include_str!("../../book/src/message.md")]
+#[cfg(doctest)]
+pub struct TheMessage;
+
+#[doc = include_str!("../../book/src/point-to-point.md")]
+#[cfg(doctest)]
+pub struct PointToPointChannel;
+
+#[doc = include_str!("../../book/src/publish-subscribe.md")]
+#[cfg(doctest)]
+pub struct PublishSubscribeChannel;
+
+#[doc = include_str!("../../book/src/datatype-channel.md")]
+#[cfg(doctest)]
+pub struct DatatypeChannel;
+
+#[doc = include_str!("../../book/src/invalid-message-channel.md")]
+#[cfg(doctest)]
+pub struct InvalidMessageChannel;
+
+#[doc = include_str!("../../book/src/dead-letter-channel.md")]
+#[cfg(doctest)]
+pub struct DeadLetterChannel;
+
+#[doc = include_str!("../../book/src/message-expiration.md")]
+#[cfg(doctest)]
+pub struct MessageExpiration;
+
+#[doc = include_str!("../../book/src/selective-consumer.md")]
+#[cfg(doctest)]
+pub struct SelectiveConsumer;
+
+#[doc = include_str!("../../book/src/channel-purger.md")]
+#[cfg(doctest)]
+pub struct ChannelPurger;
+
+#[doc = include_str!("../../book/src/request-reply.md")]
+#[cfg(doctest)]
+pub struct RequestReply;
+
+#[doc = include_str!("../../book/src/acknowledgement-and-redelivery.md")]
+#[cfg(doctest)]
+pub struct AcknowledgementAndRedelivery;
+
+#[doc = include_str!("../../book/src/message-bus.md")]
+#[cfg(doctest)]
+pub struct MessageBus;
