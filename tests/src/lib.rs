@@ -51,3 +51,7 @@ pub struct AcknowledgementAndRedelivery;
 #[doc = include_str!("../../book/src/message-bus.md")]
 #[cfg(doctest)]
 pub struct MessageBus;
+
+#[doc = include_str!("../../book/src/benchmarks.md")]
+#[cfg(doctest)]
+pub struct Benchmarks;
