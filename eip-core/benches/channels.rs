@@ -2,9 +2,9 @@
 //!
 //! Each comparison runs eip's channel and its baseline over the same workload: a 1 KiB
 //! `Bytes` payload made once and cloned per message (a reference-count bump), on a tokio
-//! multi-thread runtime with 2 workers. eip sends `Message::new(payload.clone())` and every
-//! consumer acks what it receives; the baseline carries the bare `Bytes`, so the ratio is the
-//! whole cost of using eip instead of raw tokio (message id included).
+//! multi-thread runtime with 2 workers. Both sides carry the same `Message::new(payload.clone())`
+//! (so both pay for the message id), and every eip consumer acks what it receives: the ratio is
+//! the cost of eip's channel, with its acknowledgements, against the raw tokio channel.
 //!
 //! - `p2p 1x1`, `p2p 4x2`: [`PointToPoint`] (send, recv, ack) against a bounded
 //!   `tokio::sync::mpsc` of the same capacity. mpsc has a single receiver, so in the 4x2 case
@@ -259,7 +259,7 @@ fn mpsc_p2p(
     messages: u64,
 ) -> Duration {
     rt.block_on(async {
-        let (tx, rx) = mpsc::channel::<Bytes>(CAPACITY);
+        let (tx, rx) = mpsc::channel::<Message>(CAPACITY);
         let received = Arc::new(AtomicU64::new(0));
         let consumer_tasks: Vec<_> = if consumers == 1 {
             let received = received.clone();
@@ -290,7 +290,9 @@ fn mpsc_p2p(
                 let payload = payload.clone();
                 tokio::spawn(async move {
                     for _ in 0..share {
-                        tx.send(payload.clone()).await.expect("receiver alive");
+                        tx.send(Message::new(payload.clone()))
+                            .await
+                            .expect("receiver alive");
                     }
                 })
             })
@@ -341,7 +343,7 @@ fn eip_fan_out(rt: &Runtime, payload: &Bytes, subscribers: u64, messages: u64) -
 
 fn broadcast_fan_out(rt: &Runtime, payload: &Bytes, subscribers: u64, messages: u64) -> Duration {
     rt.block_on(async {
-        let (tx, _) = broadcast::channel::<Bytes>(CAPACITY);
+        let (tx, _) = broadcast::channel::<Message>(CAPACITY);
         let subscriber_tasks: Vec<_> = (0..subscribers)
             .map(|_| {
                 let mut rx = tx.subscribe();
@@ -366,7 +368,8 @@ fn broadcast_fan_out(rt: &Runtime, payload: &Bytes, subscribers: u64, messages: 
                             tokio::task::yield_now().await;
                         }
                     }
-                    tx.send(payload.clone()).expect("subscribers alive");
+                    tx.send(Message::new(payload.clone()))
+                        .expect("subscribers alive");
                     room -= 1;
                 }
             })

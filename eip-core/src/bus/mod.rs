@@ -75,6 +75,17 @@ pub enum BusError {
     Send(#[from] SendError),
 }
 
+/// A dead letter that could not be replayed, handed back unsettled.
+#[derive(Debug, thiserror::Error)]
+#[error("replay of message {} failed: {error}", delivery.message().id())]
+pub struct ReplayError {
+    /// Why the replay failed.
+    #[source]
+    pub error: BusError,
+    /// The dead letter, still unsettled.
+    pub delivery: Delivery,
+}
+
 /// A registry of named channels, with wildcard subscriptions and a default dead letter channel.
 #[derive(Clone)]
 pub struct MessageBus {
@@ -184,7 +195,7 @@ impl MessageBus {
             // the map or is in the list already, never neither.
             for w in self.wildcards().iter() {
                 if w.pattern.matches(&name) {
-                    pubsub.attach(w.subscriber.clone());
+                    pubsub.attach_foreign(w.subscriber.clone());
                 }
             }
         }
@@ -264,7 +275,7 @@ impl MessageBus {
             for channel in channels.values() {
                 if let Channel::PublishSubscribe(pubsub) = channel {
                     if pattern.matches(pubsub.name()) {
-                        pubsub.attach(queue.clone());
+                        pubsub.attach_foreign(queue.clone());
                         joined.push(pubsub.clone());
                     }
                 }
@@ -309,12 +320,15 @@ impl MessageBus {
 
     /// Sends a dead letter back to the channel it died on, then acks it. Its death record stays
     /// (so a second death counts on) and its redelivery count starts again from zero.
-    pub async fn replay(&self, delivery: Delivery) -> Result<Outcome, BusError> {
+    ///
+    /// On failure the delivery comes back unsettled with the error, for the caller to decide:
+    /// ack it (give up), reject it elsewhere, or drop it (it is requeued at the head).
+    pub async fn replay(&self, delivery: Delivery) -> Result<Outcome, Box<ReplayError>> {
         let record = delivery.message().death().ok().flatten();
         let Some(record) = record else {
             let id = delivery.message().id().to_string();
-            delivery.nack();
-            return Err(BusError::NotADeadLetter { id });
+            let error = BusError::NotADeadLetter { id };
+            return Err(Box::new(ReplayError { error, delivery }));
         };
         let mut msg = delivery.message().clone();
         msg.headers_mut().remove(names::REDELIVERY_COUNT);
@@ -323,10 +337,7 @@ impl MessageBus {
                 delivery.ack();
                 Ok(outcome)
             }
-            Err(e) => {
-                delivery.nack();
-                Err(e)
-            }
+            Err(error) => Err(Box::new(ReplayError { error, delivery })),
         }
     }
 }

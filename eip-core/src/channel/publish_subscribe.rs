@@ -32,7 +32,7 @@ use super::Outcome;
 use super::builder::{ChannelBuilder, ChannelConfig};
 use super::delivery::Receiver;
 use super::error::{ChannelError, SendError};
-use super::queue::{Overflow, Queue};
+use super::queue::{Overflow, Push, Queue};
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
@@ -55,6 +55,9 @@ struct Subscriptions {
     /// takes a snapshot with one reference-count increment.
     all: Arc<[Arc<Queue>]>,
     durable: HashMap<String, Arc<Queue>>,
+    /// Queues attached from outside (bus wildcard subscriptions spanning several channels):
+    /// deleting this channel detaches them but must not close them.
+    foreign: Vec<Arc<Queue>>,
     closed: bool,
 }
 
@@ -122,10 +125,19 @@ impl PublishSubscribe {
             });
         };
         for queue in subscriptions.iter() {
-            let mut slot = Some(msg.clone());
             // A subscription closed since the snapshot has just unsubscribed: skipping it is
             // exactly what would have happened a moment later.
-            let _ = queue.push(&mut slot).await;
+            match queue.try_push(msg.clone()) {
+                Push::Stored | Push::Closed(_) => {}
+                Push::StoredDropping(oldest) => {
+                    queue
+                        .dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None)
+                        .await
+                }
+                Push::Full(copy) => {
+                    let _ = queue.push(&mut Some(copy)).await;
+                }
+            }
         }
         Ok(Outcome::Accepted)
     }
@@ -149,7 +161,12 @@ impl PublishSubscribe {
     /// A new non-durable subscription; it ends when the returned [`Subscriber`] is dropped.
     pub fn subscribe(&self) -> Subscriber {
         let queue = Arc::new(self.inner.config.queue(self.inner.config.name.clone()));
-        self.attach(queue.clone());
+        {
+            let mut subs = self.lock();
+            if !subs.closed {
+                subs.all = subs.all.iter().cloned().chain([queue.clone()]).collect();
+            }
+        }
         let channel = self.clone();
         let detach_queue = queue.clone();
         Subscriber::new(
@@ -208,10 +225,12 @@ impl PublishSubscribe {
         self.lock().all.len()
     }
 
-    pub(crate) fn attach(&self, queue: Arc<Queue>) {
+    /// Attaches a subscription queue owned elsewhere (a bus wildcard subscription).
+    pub(crate) fn attach_foreign(&self, queue: Arc<Queue>) {
         let mut subs = self.lock();
         if !subs.closed {
-            subs.all = subs.all.iter().cloned().chain([queue]).collect();
+            subs.all = subs.all.iter().cloned().chain([queue.clone()]).collect();
+            subs.foreign.push(queue);
         }
     }
 
@@ -223,6 +242,7 @@ impl PublishSubscribe {
             .filter(|q| !Arc::ptr_eq(q, queue))
             .cloned()
             .collect();
+        subs.foreign.retain(|q| !Arc::ptr_eq(q, queue));
     }
 
     /// The send side as a `tower::Service<Message>`.
@@ -247,14 +267,17 @@ impl PublishSubscribe {
     /// Deletes the channel: publishers get [`SendError::Closed`] and every message waiting in
     /// a subscription goes to the dead letter channel with reason `channel-deleted`.
     pub async fn delete(&self) -> usize {
-        let subs = {
+        let (subs, foreign) = {
             let mut subs = self.lock();
             subs.closed = true;
             subs.durable.clear();
-            std::mem::take(&mut subs.all)
+            (std::mem::take(&mut subs.all), std::mem::take(&mut subs.foreign))
         };
         let mut n = 0;
-        for queue in subs.iter() {
+        let own = subs
+            .iter()
+            .filter(|q| !foreign.iter().any(|f| Arc::ptr_eq(f, q)));
+        for queue in own {
             for msg in queue.close() {
                 n += 1;
                 queue

@@ -112,6 +112,11 @@ impl From<i64> for HeaderValue {
         HeaderValue::Int(v)
     }
 }
+impl From<i32> for HeaderValue {
+    fn from(v: i32) -> Self {
+        HeaderValue::Int(i64::from(v))
+    }
+}
 impl From<u32> for HeaderValue {
     fn from(v: u32) -> Self {
         HeaderValue::Int(i64::from(v))

@@ -8,6 +8,7 @@
 
 mod death;
 mod headers;
+mod id;
 
 use std::fmt;
 use std::time::Duration;
@@ -27,7 +28,7 @@ pub struct MessageId(Uuid);
 impl MessageId {
     /// A new id, later than every id made before it in this process.
     pub fn new() -> Self {
-        MessageId(Uuid::now_v7())
+        MessageId(id::next_v7())
     }
 
     /// The id as a UUID.

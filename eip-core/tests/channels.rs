@@ -1,0 +1,460 @@
+//! Behaviour of the channel patterns: point-to-point, publish-subscribe, durable subscribers,
+//! datatype, invalid message and dead letter channels, expiration, selective consumers, purging.
+
+use std::time::Duration;
+
+use eip_core::channel::{
+    ChannelPurger, DeadLetterChannel, InvalidMessageChannel, JsonSchema, JsonType, Overflow,
+    PointToPoint, PublishSubscribe, Selector, TryRecvError, TrySendError,
+};
+use eip_core::message::{DeathReason, names, now_millis};
+use eip_core::{Message, Outcome};
+use serde::Deserialize;
+use tokio::time::timeout;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn dlc() -> DeadLetterChannel {
+    DeadLetterChannel::new("dead-letters", 100).unwrap()
+}
+
+#[tokio::test]
+async fn competing_consumers_receive_each_message_once() {
+    let ch = PointToPoint::new("work", 1000).unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let mut rx = ch.receiver();
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            while let Ok(Some(d)) = timeout(Duration::from_millis(200), rx.recv()).await {
+                got.push(d.message().payload_str().unwrap().to_owned());
+                d.ack();
+            }
+            got
+        }));
+    }
+    for i in 0..500 {
+        ch.send(Message::new(format!("m{i}"))).await.unwrap();
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort();
+    let mut expected: Vec<String> = (0..500).map(|i| format!("m{i}")).collect();
+    expected.sort();
+    assert_eq!(all, expected, "every message exactly once");
+    assert_eq!(ch.stats().acked, 500);
+}
+
+#[tokio::test]
+async fn point_to_point_is_fifo_per_producer() {
+    let ch = PointToPoint::new("fifo", 100).unwrap();
+    let mut rx = ch.receiver();
+    for i in 0..50 {
+        ch.send(Message::new(i.to_string())).await.unwrap();
+    }
+    for i in 0..50 {
+        let d = rx.recv().await.unwrap();
+        assert_eq!(d.message().payload_str(), Some(i.to_string().as_str()));
+        d.ack();
+    }
+}
+
+#[tokio::test]
+async fn a_full_channel_makes_senders_wait_and_try_send_fail() {
+    let ch = PointToPoint::new("small", 2).unwrap();
+    ch.send(Message::new("a")).await.unwrap();
+    ch.send(Message::new("b")).await.unwrap();
+    match ch.try_send(Message::new("c")) {
+        Err(TrySendError::Full {
+            channel, capacity, message,
+        }) => {
+            assert_eq!(channel, "small");
+            assert_eq!(capacity, 2);
+            assert_eq!(message.payload_str(), Some("c"), "the message comes back");
+        }
+        other => panic!("expected Full, got {other:?}"),
+    }
+    let blocked = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.send(Message::new("c")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!blocked.is_finished(), "send waits while the channel is full");
+    let mut rx = ch.receiver();
+    let d = rx.recv().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!blocked.is_finished(), "an unsettled delivery still counts against capacity");
+    d.ack();
+    timeout(WAIT, blocked).await.unwrap().unwrap().unwrap();
+    assert_eq!(ch.stats().depth, 2);
+}
+
+#[tokio::test]
+async fn nack_and_dropped_deliveries_requeue_at_the_head_with_a_redelivery_count() {
+    let ch = PointToPoint::new("retry", 10).unwrap();
+    let mut rx = ch.receiver();
+    ch.send(Message::new("first")).await.unwrap();
+    ch.send(Message::new("second")).await.unwrap();
+    let d = rx.recv().await.unwrap();
+    assert_eq!(d.message().redelivery_count().unwrap(), 0);
+    d.nack();
+    let d = rx.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some("first"));
+    assert_eq!(d.message().redelivery_count().unwrap(), 1);
+    drop(d);
+    let d = rx.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some("first"));
+    assert_eq!(d.message().redelivery_count().unwrap(), 2);
+    d.ack();
+    let stats = ch.stats();
+    assert_eq!(stats.requeued, 2);
+    assert_eq!(stats.depth, 1);
+}
+
+#[tokio::test]
+async fn rejected_messages_go_to_the_dead_letter_channel_with_a_death_record() {
+    let dead = dlc();
+    let ch = PointToPoint::builder("orders")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    ch.send(Message::new("bad order")).await.unwrap();
+    let d = ch.receiver().recv().await.unwrap();
+    let id = d.message().id();
+    d.reject("customer unknown").await;
+    let dl = dead.receiver().try_recv().unwrap();
+    assert_eq!(dl.message().id(), id, "the same message, not a copy with a new id");
+    let death = dl.message().death().unwrap().unwrap();
+    assert_eq!(death.channel, "orders");
+    assert_eq!(death.reason, DeathReason::Rejected);
+    assert_eq!(death.count, 1);
+    assert_eq!(death.error.as_deref(), Some("customer unknown"));
+    assert!(!death.host.is_empty());
+    assert!(death.first_time <= death.last_time);
+    assert_eq!(ch.stats().in_flight, 0);
+}
+
+#[tokio::test]
+async fn expired_messages_are_never_delivered_but_dead_lettered() {
+    let dead = dlc();
+    let ch = PointToPoint::builder("quotes")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    ch.send(Message::builder("stale").expires_at(now_millis() - 1).build())
+        .await
+        .unwrap();
+    ch.send(Message::builder("fresh").time_to_live(Duration::from_secs(60)).build())
+        .await
+        .unwrap();
+    let mut rx = ch.receiver();
+    let d = rx.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some("fresh"));
+    d.ack();
+    let dl = dead.receiver().try_recv().unwrap();
+    assert_eq!(dl.message().payload_str(), Some("stale"));
+    assert_eq!(dl.message().death().unwrap().unwrap().reason, DeathReason::Expired);
+    assert!(
+        !dl.message().headers().contains(names::EXPIRES_AT),
+        "a dead letter never expires again"
+    );
+}
+
+#[tokio::test]
+async fn expiration_is_checked_when_the_message_would_be_delivered() {
+    let dead = dlc();
+    let ch = PointToPoint::builder("slow")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    ch.send(Message::builder("x").time_to_live(Duration::from_millis(30)).build())
+        .await
+        .unwrap();
+    assert_eq!(ch.stats().depth, 1, "nothing scans the queue in the meantime");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let mut rx = ch.receiver();
+    assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(dead.stats().depth, 1);
+}
+
+#[tokio::test]
+async fn selective_consumers_take_only_what_they_select_and_leave_the_rest() {
+    let ch = PointToPoint::new("mixed", 10).unwrap();
+    let mut orders = ch.selective_receiver(Selector::header_equals("type", "order"));
+    let mut invoices = ch.selective_receiver(Selector::header_equals("type", "invoice"));
+    for (i, t) in ["invoice", "order", "other", "order"].into_iter().enumerate() {
+        ch.send(Message::builder(i.to_string()).header("type", t).build())
+            .await
+            .unwrap();
+    }
+    let a = orders.recv().await.unwrap();
+    assert_eq!(a.message().payload_str(), Some("1"));
+    a.ack();
+    let b = orders.recv().await.unwrap();
+    assert_eq!(b.message().payload_str(), Some("3"));
+    b.ack();
+    assert_eq!(orders.try_recv().unwrap_err(), TryRecvError::Empty);
+    let c = invoices.recv().await.unwrap();
+    assert_eq!(c.message().payload_str(), Some("0"));
+    c.ack();
+    assert_eq!(ch.stats().depth, 1, "the unselected message waits on the channel");
+    let rest = ch.receiver().try_recv().unwrap();
+    assert_eq!(rest.message().payload_str(), Some("2"));
+}
+
+#[tokio::test]
+async fn a_waiting_selective_consumer_is_woken_by_a_matching_message() {
+    let ch = PointToPoint::new("wake", 10).unwrap();
+    let mut blue = ch.selective_receiver(Selector::header_equals("color", "blue"));
+    let mut red = ch.selective_receiver(Selector::header_equals("color", "red"));
+    let blue_task = tokio::spawn(async move { blue.recv().await.map(|d| d.message().id()) });
+    let red_task = tokio::spawn(async move { red.recv().await.map(|d| d.message().id()) });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let red_msg = Message::builder("r").header("color", "red").build();
+    let blue_msg = Message::builder("b").header("color", "blue").build();
+    let (r, b) = (red_msg.id(), blue_msg.id());
+    ch.send(red_msg).await.unwrap();
+    ch.send(blue_msg).await.unwrap();
+    assert_eq!(timeout(WAIT, red_task).await.unwrap().unwrap(), Some(r));
+    assert_eq!(timeout(WAIT, blue_task).await.unwrap().unwrap(), Some(b));
+}
+
+#[tokio::test]
+async fn purger_removes_all_or_what_a_selector_accepts() {
+    let ch = PointToPoint::new("purge", 10).unwrap();
+    for i in 0..6 {
+        let kind = if i % 2 == 0 { "test" } else { "real" };
+        ch.send(Message::builder("x").header("kind", kind).build())
+            .await
+            .unwrap();
+    }
+    let in_flight = ch.receiver().recv().await.unwrap();
+    assert_eq!(ch.purge_matching(&Selector::header_equals("kind", "test")), 2);
+    assert_eq!(ch.stats().depth, 3);
+    assert_eq!(ch.purge(), 3);
+    assert_eq!(ch.stats().depth, 0);
+    assert_eq!(ch.stats().in_flight, 1, "a purge leaves deliveries in flight alone");
+    in_flight.ack();
+}
+
+#[tokio::test]
+async fn every_subscriber_gets_each_message_published_after_it_subscribed_once() {
+    let ch = PublishSubscribe::new("prices", 100).unwrap();
+    ch.publish(Message::new("before anyone")).await.unwrap();
+    let mut a = ch.subscribe();
+    let mut b = ch.subscribe();
+    ch.publish(Message::new("one")).await.unwrap();
+    let mut late = ch.subscribe();
+    ch.publish(Message::new("two")).await.unwrap();
+    for sub in [&mut a, &mut b] {
+        for expected in ["one", "two"] {
+            let d = sub.recv().await.unwrap();
+            assert_eq!(d.message().payload_str(), Some(expected));
+            d.ack();
+        }
+        assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
+    }
+    let d = late.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some("two"), "a late subscriber misses earlier messages");
+    d.ack();
+    assert_eq!(late.try_recv().unwrap_err(), TryRecvError::Empty);
+}
+
+#[tokio::test]
+async fn fan_out_shares_one_payload_among_subscribers() {
+    let ch = PublishSubscribe::new("big", 10).unwrap();
+    let mut subs: Vec<_> = (0..5).map(|_| ch.subscribe()).collect();
+    let msg = Message::new(vec![0u8; 4096]);
+    let ptr = msg.payload().as_ptr();
+    ch.publish(msg).await.unwrap();
+    for s in &mut subs {
+        let d = s.recv().await.unwrap();
+        assert_eq!(d.message().payload().as_ptr(), ptr, "no subscriber got a copy of the bytes");
+        d.ack();
+    }
+}
+
+#[tokio::test]
+async fn a_slow_subscriber_backpressures_the_publisher_by_default() {
+    let ch = PublishSubscribe::new("ticks", 2).unwrap();
+    let mut slow = ch.subscribe();
+    ch.publish(Message::new("1")).await.unwrap();
+    ch.publish(Message::new("2")).await.unwrap();
+    let blocked = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.publish(Message::new("3")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!blocked.is_finished());
+    slow.recv().await.unwrap().ack();
+    timeout(WAIT, blocked).await.unwrap().unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn drop_oldest_dead_letters_what_a_slow_subscriber_missed() {
+    let dead = dlc();
+    let ch = PublishSubscribe::builder("ticks")
+        .capacity(2)
+        .overflow(Overflow::DropOldest)
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    let mut slow = ch.subscribe();
+    for i in 1..=5 {
+        ch.publish(Message::new(i.to_string())).await.unwrap();
+    }
+    let got: Vec<String> = [slow.recv().await.unwrap(), slow.recv().await.unwrap()]
+        .into_iter()
+        .map(|d| {
+            let s = d.message().payload_str().unwrap().to_owned();
+            d.ack();
+            s
+        })
+        .collect();
+    assert_eq!(got, ["4", "5"], "the newest messages are kept");
+    let mut dl = dead.receiver();
+    for expected in ["1", "2", "3"] {
+        let d = dl.try_recv().unwrap();
+        assert_eq!(d.message().payload_str(), Some(expected));
+        assert_eq!(
+            d.message().death().unwrap().unwrap().reason,
+            DeathReason::DroppedSlowSubscriber
+        );
+        d.ack();
+    }
+}
+
+#[tokio::test]
+async fn a_durable_subscriber_keeps_its_messages_while_detached() {
+    let ch = PublishSubscribe::new("news", 10).unwrap();
+    let sub = ch.durable_subscribe("archive");
+    assert!(sub.is_durable());
+    drop(sub);
+    ch.publish(Message::new("while away")).await.unwrap();
+    let transient = ch.subscribe();
+    drop(transient);
+    assert_eq!(ch.subscriber_count(), 1, "a dropped non-durable subscription ends");
+    let mut back = ch.durable_subscribe("archive");
+    let d = back.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some("while away"));
+    d.ack();
+    assert_eq!(ch.durable_subscriptions(), ["archive"]);
+    assert_eq!(ch.unsubscribe("archive").await, Some(0));
+    assert_eq!(ch.subscriber_count(), 0);
+    assert_eq!(ch.unsubscribe("archive").await, None);
+}
+
+#[tokio::test]
+async fn a_durable_subscription_is_bounded_while_detached() {
+    let ch = PublishSubscribe::new("news", 2).unwrap();
+    drop(ch.durable_subscribe("archive"));
+    ch.publish(Message::new("1")).await.unwrap();
+    ch.publish(Message::new("2")).await.unwrap();
+    let third = timeout(Duration::from_millis(50), ch.publish(Message::new("3"))).await;
+    assert!(third.is_err(), "the publisher waits once the detached subscription is full");
+}
+
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct Trade {
+    side: String,
+    qty: u32,
+}
+
+#[tokio::test]
+async fn a_datatype_channel_diverts_misfits_to_the_invalid_message_channel() {
+    let invalid = InvalidMessageChannel::new("trades.invalid", 10).unwrap();
+    let ch = PointToPoint::builder("trades")
+        .datatype(JsonType::<Trade>::new(), invalid.clone())
+        .build()
+        .unwrap();
+    assert_eq!(ch.datatype(), Some("Trade"));
+    let ok = ch.send(Message::new(r#"{"side":"buy","qty":3}"#)).await.unwrap();
+    assert_eq!(ok, Outcome::Accepted);
+    let bad = ch.send(Message::new(r#"{"side":"buy"}"#)).await.unwrap();
+    let Outcome::Invalid { reason } = bad else { panic!("expected Invalid") };
+    assert!(reason.contains("missing field `qty`"), "{reason}");
+    let text = ch
+        .send(Message::builder("{}").content_type("text/plain").build())
+        .await
+        .unwrap();
+    assert!(matches!(text, Outcome::Invalid { reason } if reason.contains("text/plain")));
+
+    let mut rx = ch.receiver();
+    let d = rx.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some(r#"{"side":"buy","qty":3}"#));
+    d.ack();
+    assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty, "misfits never reach a consumer");
+    let inv = invalid.receiver().try_recv().unwrap();
+    let death = inv.message().death().unwrap().unwrap();
+    assert_eq!(death.reason, DeathReason::Invalid);
+    assert_eq!(death.channel, "trades");
+    assert!(death.error.unwrap().contains("qty"));
+}
+
+#[tokio::test]
+async fn a_json_schema_datatype_reports_where_the_payload_fails() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "required": ["side"],
+        "properties": {"side": {"enum": ["buy", "sell"]}, "qty": {"type": "integer", "minimum": 1}}
+    });
+    let invalid = InvalidMessageChannel::new("quotes.invalid", 10).unwrap();
+    let ch = PublishSubscribe::builder("quotes")
+        .datatype(JsonSchema::new("trade", &schema).unwrap(), invalid.clone())
+        .build()
+        .unwrap();
+    let mut sub = ch.subscribe();
+    assert_eq!(ch.publish(Message::new(r#"{"side":"sell","qty":2}"#)).await.unwrap(), Outcome::Accepted);
+    let Outcome::Invalid { reason } = ch.publish(Message::new(r#"{"side":"hold","qty":0}"#)).await.unwrap() else {
+        panic!("expected Invalid")
+    };
+    assert!(reason.contains("/side") && reason.contains("/qty"), "{reason}");
+    let Outcome::Invalid { reason } = ch.publish(Message::new("not json")).await.unwrap() else {
+        panic!("expected Invalid")
+    };
+    assert!(reason.contains("not JSON"), "{reason}");
+    sub.recv().await.unwrap().ack();
+    assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(invalid.stats().depth, 2);
+    assert!(JsonSchema::new("broken", &serde_json::json!({"type": 12})).is_err());
+}
+
+#[tokio::test]
+async fn a_deleted_channel_dead_letters_what_it_held_and_refuses_sends() {
+    let dead = dlc();
+    let ch = PointToPoint::builder("temp")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    ch.send(Message::new("a")).await.unwrap();
+    ch.send(Message::new("b")).await.unwrap();
+    let held = ch.receiver().recv().await.unwrap();
+    assert_eq!(ch.delete().await, 1);
+    assert!(ch.send(Message::new("c")).await.is_err());
+    held.nack();
+    let mut dl = dead.receiver();
+    for _ in 0..2 {
+        let d = dl.try_recv().unwrap();
+        assert_eq!(d.message().death().unwrap().unwrap().reason, DeathReason::ChannelDeleted);
+        d.ack();
+    }
+    assert_eq!(ch.receiver().recv().await.map(|d| d.message().id()), None);
+}
+
+#[tokio::test]
+async fn without_a_dead_letter_channel_losses_are_counted() {
+    let ch = PointToPoint::new("bare", 10).unwrap();
+    ch.send(Message::new("x")).await.unwrap();
+    ch.receiver().recv().await.unwrap().reject("no").await;
+    assert_eq!(ch.stats().discarded, 1);
+}
+
+#[test]
+fn bad_channel_configurations_are_refused() {
+    assert!(PointToPoint::new("zero", 0).is_err());
+    assert!(PointToPoint::new("bad name", 1).is_err());
+    assert!(PublishSubscribe::new("a..b", 1).is_err());
+}
