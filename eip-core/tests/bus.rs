@@ -13,8 +13,14 @@ async fn channels_are_found_by_name_and_unknown_names_are_errors_with_a_suggesti
     let bus = MessageBus::new();
     bus.create_point_to_point("trades.requests").unwrap();
     bus.create_publish_subscribe("quotes").unwrap();
-    assert_eq!(bus.channel("quotes").unwrap().kind(), ChannelKind::PublishSubscribe);
-    let err = bus.send("trade.requests", Message::new("x")).await.unwrap_err();
+    assert_eq!(
+        bus.channel("quotes").unwrap().kind(),
+        ChannelKind::PublishSubscribe
+    );
+    let err = bus
+        .send("trade.requests", Message::new("x"))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "unknown channel `trade.requests`; did you mean `trades.requests`?"
@@ -29,8 +35,14 @@ async fn channels_are_found_by_name_and_unknown_names_are_errors_with_a_suggesti
         bus.create_point_to_point("quotes"),
         Err(BusError::DuplicateChannel { .. })
     ));
-    assert!(matches!(bus.create_point_to_point("bad name"), Err(BusError::Channel(_))));
-    assert_eq!(bus.channel_names(), [DEAD_LETTERS, "quotes", "trades.requests"]);
+    assert!(matches!(
+        bus.create_point_to_point("bad name"),
+        Err(BusError::Channel(_))
+    ));
+    assert_eq!(
+        bus.channel_names(),
+        [DEAD_LETTERS, "quotes", "trades.requests"]
+    );
 }
 
 #[tokio::test]
@@ -47,14 +59,20 @@ async fn wildcard_subscribers_receive_from_matching_channels_created_later() {
     nyse.publish(Message::new("ibm")).await.unwrap();
     lse.publish(Message::new("vod")).await.unwrap();
     flat.publish(Message::new("sum")).await.unwrap();
-    bus.send("trades.queue", Message::new("queued")).await.unwrap();
+    bus.send("trades.queue", Message::new("queued"))
+        .await
+        .unwrap();
 
     let mut got = Vec::new();
     while let Ok(d) = all.try_recv() {
         got.push(d.message().payload_str().unwrap().to_owned());
         d.ack();
     }
-    assert_eq!(got, ["ibm", "vod", "sum"], "point-to-point channels are not joined");
+    assert_eq!(
+        got,
+        ["ibm", "vod", "sum"],
+        "point-to-point channels are not joined"
+    );
     let d = one_level.try_recv().unwrap();
     assert_eq!(d.message().payload_str(), Some("sum"));
     d.ack();
@@ -109,8 +127,14 @@ async fn removed_channels_dead_letter_their_messages_to_the_bus_dead_letter_chan
     assert_eq!(bus.remove("orders").await.unwrap(), 1);
     let d = bus.dead_letter_channel().receiver().try_recv().unwrap();
     let death = d.message().death().unwrap().unwrap();
-    assert_eq!((death.channel.as_str(), death.reason), ("orders", DeathReason::ChannelDeleted));
-    assert!(matches!(bus.remove("orders").await, Err(BusError::UnknownChannel { .. })));
+    assert_eq!(
+        (death.channel.as_str(), death.reason),
+        ("orders", DeathReason::ChannelDeleted)
+    );
+    assert!(matches!(
+        bus.remove("orders").await,
+        Err(BusError::UnknownChannel { .. })
+    ));
 }
 
 #[tokio::test]
@@ -128,8 +152,15 @@ async fn a_dead_letter_replays_to_its_original_channel() {
     assert_eq!(bus.replay(dead).await.unwrap(), Outcome::Accepted);
     let again = rx.recv().await.unwrap();
     assert_eq!(again.message().payload_str(), Some("retry me"));
-    assert_eq!(again.message().redelivery_count().unwrap(), 0, "redelivery count starts over");
-    assert_eq!(again.message().death().unwrap().unwrap().reason, DeathReason::Rejected);
+    assert_eq!(
+        again.message().redelivery_count().unwrap(),
+        0,
+        "redelivery count starts over"
+    );
+    assert_eq!(
+        again.message().death().unwrap().unwrap().reason,
+        DeathReason::Rejected
+    );
     again.ack();
     assert_eq!(bus.dead_letter_channel().stats().depth, 0);
 }
@@ -158,7 +189,13 @@ async fn request_reply_correlates_the_reply_through_the_return_address() {
             let mut rx = bus.receiver("prices.requests").unwrap();
             let d = rx.recv().await.unwrap();
             let ticker = d.message().payload_str().unwrap().to_owned();
-            assert!(d.message().return_address().unwrap().unwrap().starts_with("reply."));
+            assert!(
+                d.message()
+                    .return_address()
+                    .unwrap()
+                    .unwrap()
+                    .starts_with("reply.")
+            );
             bus.reply(d.message(), Message::new(format!("{ticker}=142.10")))
                 .await
                 .unwrap();
@@ -191,8 +228,14 @@ async fn a_request_without_reply_times_out_and_a_late_reply_finds_no_channel() {
         .unwrap_err();
     assert!(matches!(err, RequestError::Timeout { .. }), "{err}");
     let d = bus.receiver("slow").unwrap().try_recv().unwrap();
-    let late = bus.reply(d.message(), Message::new("late")).await.unwrap_err();
-    assert!(matches!(late, RequestError::Bus(BusError::UnknownChannel { .. })), "{late}");
+    let late = bus
+        .reply(d.message(), Message::new("late"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(late, RequestError::Bus(BusError::UnknownChannel { .. })),
+        "{late}"
+    );
     d.ack();
 }
 
@@ -205,7 +248,9 @@ async fn replies_that_do_not_correlate_are_dead_lettered() {
         tokio::spawn(async move {
             let d = bus.receiver("svc").unwrap().recv().await.unwrap();
             let addr = d.message().return_address().unwrap().unwrap().to_owned();
-            let stray = Message::builder("stray").correlation_id("someone-else").build();
+            let stray = Message::builder("stray")
+                .correlation_id("someone-else")
+                .build();
             bus.send(&addr, stray).await.unwrap();
             bus.reply(d.message(), Message::new("right")).await.unwrap();
             d.ack();
@@ -219,15 +264,23 @@ async fn replies_that_do_not_correlate_are_dead_lettered() {
     assert_eq!(reply.payload_str(), Some("right"));
     let dead = bus.dead_letter_channel().receiver().try_recv().unwrap();
     assert_eq!(dead.message().payload_str(), Some("stray"));
-    assert_eq!(dead.message().death().unwrap().unwrap().reason, DeathReason::Rejected);
+    assert_eq!(
+        dead.message().death().unwrap().unwrap().reason,
+        DeathReason::Rejected
+    );
 }
 
 #[tokio::test]
 async fn a_request_without_return_address_cannot_be_replied_to() {
     let bus = MessageBus::new();
-    let err = bus.reply(&Message::new("q"), Message::new("a")).await.unwrap_err();
+    let err = bus
+        .reply(&Message::new("q"), Message::new("a"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, RequestError::NoReturnAddress { .. }));
-    let bad = Message::builder("q").header(names::RETURN_ADDRESS, 5_i64).build();
+    let bad = Message::builder("q")
+        .header(names::RETURN_ADDRESS, 5_i64)
+        .build();
     assert!(matches!(
         bus.reply(&bad, Message::new("a")).await,
         Err(RequestError::Header(_))

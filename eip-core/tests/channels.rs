@@ -68,7 +68,9 @@ async fn a_full_channel_makes_senders_wait_and_try_send_fail() {
     ch.send(Message::new("b")).await.unwrap();
     match ch.try_send(Message::new("c")) {
         Err(TrySendError::Full {
-            channel, capacity, message,
+            channel,
+            capacity,
+            message,
         }) => {
             assert_eq!(channel, "small");
             assert_eq!(capacity, 2);
@@ -81,11 +83,17 @@ async fn a_full_channel_makes_senders_wait_and_try_send_fail() {
         async move { ch.send(Message::new("c")).await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!blocked.is_finished(), "send waits while the channel is full");
+    assert!(
+        !blocked.is_finished(),
+        "send waits while the channel is full"
+    );
     let mut rx = ch.receiver();
     let d = rx.recv().await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!blocked.is_finished(), "an unsettled delivery still counts against capacity");
+    assert!(
+        !blocked.is_finished(),
+        "an unsettled delivery still counts against capacity"
+    );
     d.ack();
     timeout(WAIT, blocked).await.unwrap().unwrap().unwrap();
     assert_eq!(ch.stats().depth, 2);
@@ -125,7 +133,11 @@ async fn rejected_messages_go_to_the_dead_letter_channel_with_a_death_record() {
     let id = d.message().id();
     d.reject("customer unknown").await;
     let dl = dead.receiver().try_recv().unwrap();
-    assert_eq!(dl.message().id(), id, "the same message, not a copy with a new id");
+    assert_eq!(
+        dl.message().id(),
+        id,
+        "the same message, not a copy with a new id"
+    );
     let death = dl.message().death().unwrap().unwrap();
     assert_eq!(death.channel, "orders");
     assert_eq!(death.reason, DeathReason::Rejected);
@@ -143,19 +155,30 @@ async fn expired_messages_are_never_delivered_but_dead_lettered() {
         .dead_letter_channel(dead.clone())
         .build()
         .unwrap();
-    ch.send(Message::builder("stale").expires_at(now_millis() - 1).build())
-        .await
-        .unwrap();
-    ch.send(Message::builder("fresh").time_to_live(Duration::from_secs(60)).build())
-        .await
-        .unwrap();
+    ch.send(
+        Message::builder("stale")
+            .expires_at(now_millis() - 1)
+            .build(),
+    )
+    .await
+    .unwrap();
+    ch.send(
+        Message::builder("fresh")
+            .time_to_live(Duration::from_secs(60))
+            .build(),
+    )
+    .await
+    .unwrap();
     let mut rx = ch.receiver();
     let d = rx.recv().await.unwrap();
     assert_eq!(d.message().payload_str(), Some("fresh"));
     d.ack();
     let dl = dead.receiver().try_recv().unwrap();
     assert_eq!(dl.message().payload_str(), Some("stale"));
-    assert_eq!(dl.message().death().unwrap().unwrap().reason, DeathReason::Expired);
+    assert_eq!(
+        dl.message().death().unwrap().unwrap().reason,
+        DeathReason::Expired
+    );
     assert!(
         !dl.message().headers().contains(names::EXPIRES_AT),
         "a dead letter never expires again"
@@ -169,10 +192,18 @@ async fn expiration_is_checked_when_the_message_would_be_delivered() {
         .dead_letter_channel(dead.clone())
         .build()
         .unwrap();
-    ch.send(Message::builder("x").time_to_live(Duration::from_millis(30)).build())
-        .await
-        .unwrap();
-    assert_eq!(ch.stats().depth, 1, "nothing scans the queue in the meantime");
+    ch.send(
+        Message::builder("x")
+            .time_to_live(Duration::from_millis(30))
+            .build(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ch.stats().depth,
+        1,
+        "nothing scans the queue in the meantime"
+    );
     tokio::time::sleep(Duration::from_millis(60)).await;
     let mut rx = ch.receiver();
     assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty);
@@ -184,7 +215,10 @@ async fn selective_consumers_take_only_what_they_select_and_leave_the_rest() {
     let ch = PointToPoint::new("mixed", 10).unwrap();
     let mut orders = ch.selective_receiver(Selector::header_equals("type", "order"));
     let mut invoices = ch.selective_receiver(Selector::header_equals("type", "invoice"));
-    for (i, t) in ["invoice", "order", "other", "order"].into_iter().enumerate() {
+    for (i, t) in ["invoice", "order", "other", "order"]
+        .into_iter()
+        .enumerate()
+    {
         ch.send(Message::builder(i.to_string()).header("type", t).build())
             .await
             .unwrap();
@@ -199,7 +233,11 @@ async fn selective_consumers_take_only_what_they_select_and_leave_the_rest() {
     let c = invoices.recv().await.unwrap();
     assert_eq!(c.message().payload_str(), Some("0"));
     c.ack();
-    assert_eq!(ch.stats().depth, 1, "the unselected message waits on the channel");
+    assert_eq!(
+        ch.stats().depth,
+        1,
+        "the unselected message waits on the channel"
+    );
     let rest = ch.receiver().try_recv().unwrap();
     assert_eq!(rest.message().payload_str(), Some("2"));
 }
@@ -231,11 +269,18 @@ async fn purger_removes_all_or_what_a_selector_accepts() {
             .unwrap();
     }
     let in_flight = ch.receiver().recv().await.unwrap();
-    assert_eq!(ch.purge_matching(&Selector::header_equals("kind", "test")), 2);
+    assert_eq!(
+        ch.purge_matching(&Selector::header_equals("kind", "test")),
+        2
+    );
     assert_eq!(ch.stats().depth, 3);
     assert_eq!(ch.purge(), 3);
     assert_eq!(ch.stats().depth, 0);
-    assert_eq!(ch.stats().in_flight, 1, "a purge leaves deliveries in flight alone");
+    assert_eq!(
+        ch.stats().in_flight,
+        1,
+        "a purge leaves deliveries in flight alone"
+    );
     in_flight.ack();
 }
 
@@ -257,7 +302,11 @@ async fn every_subscriber_gets_each_message_published_after_it_subscribed_once()
         assert_eq!(sub.try_recv().unwrap_err(), TryRecvError::Empty);
     }
     let d = late.recv().await.unwrap();
-    assert_eq!(d.message().payload_str(), Some("two"), "a late subscriber misses earlier messages");
+    assert_eq!(
+        d.message().payload_str(),
+        Some("two"),
+        "a late subscriber misses earlier messages"
+    );
     d.ack();
     assert_eq!(late.try_recv().unwrap_err(), TryRecvError::Empty);
 }
@@ -271,7 +320,11 @@ async fn fan_out_shares_one_payload_among_subscribers() {
     ch.publish(msg).await.unwrap();
     for s in &mut subs {
         let d = s.recv().await.unwrap();
-        assert_eq!(d.message().payload().as_ptr(), ptr, "no subscriber got a copy of the bytes");
+        assert_eq!(
+            d.message().payload().as_ptr(),
+            ptr,
+            "no subscriber got a copy of the bytes"
+        );
         d.ack();
     }
 }
@@ -335,7 +388,11 @@ async fn a_durable_subscriber_keeps_its_messages_while_detached() {
     ch.publish(Message::new("while away")).await.unwrap();
     let transient = ch.subscribe();
     drop(transient);
-    assert_eq!(ch.subscriber_count(), 1, "a dropped non-durable subscription ends");
+    assert_eq!(
+        ch.subscriber_count(),
+        1,
+        "a dropped non-durable subscription ends"
+    );
     let mut back = ch.durable_subscribe("archive");
     let d = back.recv().await.unwrap();
     assert_eq!(d.message().payload_str(), Some("while away"));
@@ -353,7 +410,10 @@ async fn a_durable_subscription_is_bounded_while_detached() {
     ch.publish(Message::new("1")).await.unwrap();
     ch.publish(Message::new("2")).await.unwrap();
     let third = timeout(Duration::from_millis(50), ch.publish(Message::new("3"))).await;
-    assert!(third.is_err(), "the publisher waits once the detached subscription is full");
+    assert!(
+        third.is_err(),
+        "the publisher waits once the detached subscription is full"
+    );
 }
 
 #[derive(Debug, Deserialize)]
@@ -371,10 +431,15 @@ async fn a_datatype_channel_diverts_misfits_to_the_invalid_message_channel() {
         .build()
         .unwrap();
     assert_eq!(ch.datatype(), Some("Trade"));
-    let ok = ch.send(Message::new(r#"{"side":"buy","qty":3}"#)).await.unwrap();
+    let ok = ch
+        .send(Message::new(r#"{"side":"buy","qty":3}"#))
+        .await
+        .unwrap();
     assert_eq!(ok, Outcome::Accepted);
     let bad = ch.send(Message::new(r#"{"side":"buy"}"#)).await.unwrap();
-    let Outcome::Invalid { reason } = bad else { panic!("expected Invalid") };
+    let Outcome::Invalid { reason } = bad else {
+        panic!("expected Invalid")
+    };
     assert!(reason.contains("missing field `qty`"), "{reason}");
     let text = ch
         .send(Message::builder("{}").content_type("text/plain").build())
@@ -386,7 +451,11 @@ async fn a_datatype_channel_diverts_misfits_to_the_invalid_message_channel() {
     let d = rx.recv().await.unwrap();
     assert_eq!(d.message().payload_str(), Some(r#"{"side":"buy","qty":3}"#));
     d.ack();
-    assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty, "misfits never reach a consumer");
+    assert_eq!(
+        rx.try_recv().unwrap_err(),
+        TryRecvError::Empty,
+        "misfits never reach a consumer"
+    );
     let inv = invalid.receiver().try_recv().unwrap();
     let death = inv.message().death().unwrap().unwrap();
     assert_eq!(death.reason, DeathReason::Invalid);
@@ -407,11 +476,23 @@ async fn a_json_schema_datatype_reports_where_the_payload_fails() {
         .build()
         .unwrap();
     let mut sub = ch.subscribe();
-    assert_eq!(ch.publish(Message::new(r#"{"side":"sell","qty":2}"#)).await.unwrap(), Outcome::Accepted);
-    let Outcome::Invalid { reason } = ch.publish(Message::new(r#"{"side":"hold","qty":0}"#)).await.unwrap() else {
+    assert_eq!(
+        ch.publish(Message::new(r#"{"side":"sell","qty":2}"#))
+            .await
+            .unwrap(),
+        Outcome::Accepted
+    );
+    let Outcome::Invalid { reason } = ch
+        .publish(Message::new(r#"{"side":"hold","qty":0}"#))
+        .await
+        .unwrap()
+    else {
         panic!("expected Invalid")
     };
-    assert!(reason.contains("/side") && reason.contains("/qty"), "{reason}");
+    assert!(
+        reason.contains("/side") && reason.contains("/qty"),
+        "{reason}"
+    );
     let Outcome::Invalid { reason } = ch.publish(Message::new("not json")).await.unwrap() else {
         panic!("expected Invalid")
     };
@@ -438,7 +519,10 @@ async fn a_deleted_channel_dead_letters_what_it_held_and_refuses_sends() {
     let mut dl = dead.receiver();
     for _ in 0..2 {
         let d = dl.try_recv().unwrap();
-        assert_eq!(d.message().death().unwrap().unwrap().reason, DeathReason::ChannelDeleted);
+        assert_eq!(
+            d.message().death().unwrap().unwrap().reason,
+            DeathReason::ChannelDeleted
+        );
         d.ack();
     }
     assert_eq!(ch.receiver().recv().await.map(|d| d.message().id()), None);

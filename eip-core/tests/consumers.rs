@@ -61,7 +61,10 @@ async fn ok_acks_each_message() {
 
 #[tokio::test]
 async fn failures_are_redelivered_then_dead_lettered_with_the_last_error() {
-    let (ch, dead) = channel_with_dlc("flaky", RedeliveryPolicy::fixed(3, Duration::from_millis(1)));
+    let (ch, dead) = channel_with_dlc(
+        "flaky",
+        RedeliveryPolicy::fixed(3, Duration::from_millis(1)),
+    );
     let attempts = Arc::new(AtomicUsize::new(0));
     let counter = attempts.clone();
     let consumer = Consumer::new(
@@ -77,9 +80,16 @@ async fn failures_are_redelivered_then_dead_lettered_with_the_last_error() {
     .spawn();
     ch.send(Message::new("doomed")).await.unwrap();
     let mut dl = dead.receiver();
-    let d = tokio::time::timeout(WAIT, dl.recv()).await.unwrap().unwrap();
+    let d = tokio::time::timeout(WAIT, dl.recv())
+        .await
+        .unwrap()
+        .unwrap();
     consumer.shutdown().await;
-    assert_eq!(attempts.load(Ordering::SeqCst), 3, "max_attempts counts every delivery");
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        3,
+        "max_attempts counts every delivery"
+    );
     let death = d.message().death().unwrap().unwrap();
     assert_eq!(death.reason, DeathReason::MaxRedeliveries);
     assert_eq!(death.error.as_deref(), Some("attempt 3 failed"));
@@ -88,7 +98,10 @@ async fn failures_are_redelivered_then_dead_lettered_with_the_last_error() {
 
 #[tokio::test]
 async fn a_transient_failure_succeeds_on_redelivery() {
-    let (ch, dead) = channel_with_dlc("transient", RedeliveryPolicy::fixed(5, Duration::from_millis(1)));
+    let (ch, dead) = channel_with_dlc(
+        "transient",
+        RedeliveryPolicy::fixed(5, Duration::from_millis(1)),
+    );
     let attempts = Arc::new(AtomicUsize::new(0));
     let counter = attempts.clone();
     let consumer = Consumer::new(
@@ -132,7 +145,11 @@ async fn concurrency_bounds_messages_in_processing() {
     }
     eventually(|| ch.stats().acked == 40).await;
     consumer.shutdown().await;
-    assert_eq!(peak.load(Ordering::SeqCst), 4, "four at a time, and no more");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        4,
+        "four at a time, and no more"
+    );
 }
 
 #[tokio::test]
@@ -158,7 +175,11 @@ async fn shutdown_drains_messages_in_processing() {
     }
     eventually(|| ch.stats().in_flight == 3).await;
     consumer.shutdown().await;
-    assert_eq!(done.load(Ordering::SeqCst), 3, "the three in processing finished");
+    assert_eq!(
+        done.load(Ordering::SeqCst),
+        3,
+        "the three in processing finished"
+    );
     let stats = ch.stats();
     assert_eq!((stats.acked, stats.in_flight, stats.depth), (3, 0, 7));
 }
@@ -166,7 +187,11 @@ async fn shutdown_drains_messages_in_processing() {
 #[tokio::test]
 async fn a_consumer_of_a_subscription_stops_when_its_channel_is_deleted() {
     let ch = PublishSubscribe::new("events", 10).unwrap();
-    let consumer = Consumer::new(ch.subscribe(), service_fn(|_m: Message| async { Ok::<_, Infallible>(()) })).spawn();
+    let consumer = Consumer::new(
+        ch.subscribe(),
+        service_fn(|_m: Message| async { Ok::<_, Infallible>(()) }),
+    )
+    .spawn();
     ch.publish(Message::new("e")).await.unwrap();
     eventually(|| ch.stats().acked == 1).await;
     ch.delete().await;
@@ -180,16 +205,25 @@ async fn channel_sender_is_a_tower_service_with_backpressure() {
     let ch = PointToPoint::new("svc", 1).unwrap();
     let mut sender = ch.sender();
     sender.ready().await.unwrap();
-    assert_eq!(sender.call(Message::new("a")).await.unwrap(), Outcome::Accepted);
+    assert_eq!(
+        sender.call(Message::new("a")).await.unwrap(),
+        Outcome::Accepted
+    );
     let pending = tokio::time::timeout(Duration::from_millis(50), sender.ready()).await;
-    assert!(pending.is_err(), "poll_ready is pending while the channel is full");
+    assert!(
+        pending.is_err(),
+        "poll_ready is pending while the channel is full"
+    );
     let mut rx = ch.receiver();
     let ready = tokio::spawn(async move {
         sender.ready().await.unwrap();
         sender.call(Message::new("b")).await.unwrap()
     });
     rx.recv().await.unwrap().ack();
-    assert_eq!(tokio::time::timeout(WAIT, ready).await.unwrap().unwrap(), Outcome::Accepted);
+    assert_eq!(
+        tokio::time::timeout(WAIT, ready).await.unwrap().unwrap(),
+        Outcome::Accepted
+    );
 }
 
 #[tokio::test]
@@ -215,10 +249,18 @@ async fn rate_limit_layer_paces_sends() {
         .service(ch.sender());
     let start = tokio::time::Instant::now();
     for i in 0..5 {
-        svc.ready().await.unwrap().call(Message::new(i.to_string())).await.unwrap();
+        svc.ready()
+            .await
+            .unwrap()
+            .call(Message::new(i.to_string()))
+            .await
+            .unwrap();
     }
     assert_eq!(ch.stats().depth, 5);
-    assert!(start.elapsed() >= Duration::from_secs(2), "five sends at two a second take two periods");
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "five sends at two a second take two periods"
+    );
 }
 
 #[tokio::test]
@@ -226,8 +268,12 @@ async fn concurrency_limit_layer_composes_with_senders_and_consumers() {
     let inbound = PointToPoint::new("in", 100).unwrap();
     let outbound = PointToPoint::new("out", 100).unwrap();
     // A consumer whose service is a channel sender behind a concurrency limit: a bridge.
-    let svc = ServiceBuilder::new().concurrency_limit(2).service(outbound.sender());
-    let consumer = Consumer::new(inbound.receiver(), svc).concurrency(8).spawn();
+    let svc = ServiceBuilder::new()
+        .concurrency_limit(2)
+        .service(outbound.sender());
+    let consumer = Consumer::new(inbound.receiver(), svc)
+        .concurrency(8)
+        .spawn();
     for i in 0..30 {
         inbound.send(Message::new(i.to_string())).await.unwrap();
     }
@@ -268,6 +314,10 @@ async fn retry_layer_composes_with_consumer_services() {
     ch.send(Message::new("x")).await.unwrap();
     eventually(|| ch.stats().acked == 1).await;
     consumer.shutdown().await;
-    assert_eq!(calls.load(Ordering::SeqCst), 3, "the retry layer retried in place");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "the retry layer retried in place"
+    );
     assert_eq!(dead.receiver().try_recv().unwrap_err(), TryRecvError::Empty);
 }

@@ -271,7 +271,10 @@ impl PublishSubscribe {
             let mut subs = self.lock();
             subs.closed = true;
             subs.durable.clear();
-            (std::mem::take(&mut subs.all), std::mem::take(&mut subs.foreign))
+            (
+                std::mem::take(&mut subs.all),
+                std::mem::take(&mut subs.foreign),
+            )
         };
         let mut n = 0;
         let own = subs

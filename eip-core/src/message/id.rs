@@ -79,7 +79,10 @@ mod tests {
         assert_eq!(id.get_variant(), uuid::Variant::RFC4122);
         let (secs, nanos) = id.get_timestamp().unwrap().to_unix();
         let ms = secs * 1000 + u64::from(nanos) / 1_000_000;
-        assert!(before <= ms && ms <= after + 1, "{before} <= {ms} <= {after}");
+        assert!(
+            before <= ms && ms <= after + 1,
+            "{before} <= {ms} <= {after}"
+        );
     }
 
     #[test]
