@@ -59,7 +59,7 @@ impl DeadLetterChannel {
     ) -> Result<(), Message> {
         self.channel
             .queue()
-            .force_push(mark_dead(msg, origin, reason, error), false)
+            .force_push(mark_dead(msg, origin, reason, error))
     }
 }
 
@@ -89,7 +89,7 @@ impl InvalidMessageChannel {
     /// Like [`put`](Self::put) for paths that can not wait: ignores the capacity.
     pub(crate) fn put_now(&self, msg: Message, origin: &str, reason: String) {
         let msg = mark_dead(msg, origin, DeathReason::Invalid, Some(reason));
-        if let Err(msg) = self.channel.queue().force_push(msg, false) {
+        if let Err(msg) = self.channel.queue().force_push(msg) {
             tracing::warn!(channel = %self.name(), message = %msg.id(), "invalid message channel closed: message discarded");
         }
     }
@@ -132,7 +132,7 @@ struct ForceOnDrop<'a> {
 impl Drop for ForceOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(msg) = self.msg.take() {
-            if let Err(msg) = self.queue.force_push(msg, false) {
+            if let Err(msg) = self.queue.force_push(msg) {
                 tracing::warn!(channel = %self.queue.name, message = %msg.id(), "dead letter channel closed: message discarded");
             }
         }

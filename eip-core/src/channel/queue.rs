@@ -176,16 +176,13 @@ impl Queue {
 
     /// Pushes ignoring capacity. Only for paths that cannot wait (drop handlers), where losing
     /// the message would be worse than briefly holding one more than the bound.
-    pub(crate) fn force_push(&self, msg: Message, front: bool) -> Result<(), Message> {
+    pub(crate) fn force_push(&self, msg: Message) -> Result<(), Message> {
         let mut state = self.lock();
         if state.closed {
             return Err(msg);
         }
-        if front {
-            state.ready.push_front(msg);
-        } else {
-            state.ready.push_back(msg);
-        }
+        state.ready.push_back(msg);
+        state.accepted += 1;
         let wake_all = state.selective > 0;
         drop(state);
         self.wake_readers(wake_all);
