@@ -542,3 +542,40 @@ fn bad_channel_configurations_are_refused() {
     assert!(PointToPoint::new("bad name", 1).is_err());
     assert!(PublishSubscribe::new("a..b", 1).is_err());
 }
+
+#[tokio::test]
+async fn a_dropped_receiver_returns_its_prefetched_messages_in_order_uncounted() {
+    let ch = PointToPoint::new("prefetch", 10).unwrap();
+    for i in 0..5 {
+        ch.send(Message::new(i.to_string())).await.unwrap();
+    }
+    let mut greedy = ch.receiver().with_prefetch(4);
+    let first = greedy.recv().await.unwrap();
+    assert_eq!(first.message().payload_str(), Some("0"));
+    assert_eq!(
+        ch.stats().in_flight,
+        4,
+        "prefetched messages count as in flight"
+    );
+    let mut other = ch.receiver();
+    let d = other.recv().await.unwrap();
+    assert_eq!(
+        d.message().payload_str(),
+        Some("4"),
+        "the other consumer gets what is left"
+    );
+    d.ack();
+    drop(greedy);
+    first.ack();
+    let rest: Vec<(String, u32)> = std::iter::from_fn(|| other.try_recv().ok())
+        .map(|d| {
+            let r = (
+                d.message().payload_str().unwrap().to_owned(),
+                d.message().redelivery_count().unwrap(),
+            );
+            d.ack();
+            r
+        })
+        .collect();
+    assert_eq!(rest, [("1".into(), 0), ("2".into(), 0), ("3".into(), 0)]);
+}

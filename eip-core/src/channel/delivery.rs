@@ -10,13 +10,14 @@
 //! [`nack`]: Delivery::nack
 //! [`reject`]: Delivery::reject
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
 use super::queue::{Queue, Take};
 use super::selector::Selector;
 use crate::endpoint::RedeliveryPolicy;
-use crate::message::{DeathReason, Message};
+use crate::message::{DeathReason, Message, names, now_millis};
 
 /// A message taken from a channel, to be settled exactly once.
 pub struct Delivery {
@@ -119,33 +120,99 @@ pub enum TryRecvError {
 }
 
 /// One consumer's end of a channel. Several receivers of one channel compete for its messages.
+///
+/// A receiver may **prefetch**: take up to `prefetch` messages from the channel in one go and
+/// hand them out one by one, as RabbitMQ's consumer prefetch does. Prefetched messages count as
+/// in flight (against the channel's capacity) until settled; those not yet handed out when the
+/// receiver is dropped go back to the head of the channel in their order, with no redelivery
+/// counted. Expiration is checked when a message is handed out. Point-to-point receivers
+/// prefetch 1 by default, so competing consumers share work message by message; subscriptions,
+/// which usually have one consumer, prefetch [`SUBSCRIPTION_PREFETCH`].
 pub struct Receiver {
     queue: Arc<Queue>,
     selector: Option<Selector>,
+    prefetch: usize,
+    buffer: VecDeque<Message>,
 }
+
+/// How many messages a subscription's receiver takes at once by default.
+pub const SUBSCRIPTION_PREFETCH: usize = 32;
 
 impl Receiver {
     pub(crate) fn new(queue: Arc<Queue>, selector: Option<Selector>) -> Self {
         if selector.is_some() {
             queue.add_selective(1);
         }
-        Receiver { queue, selector }
+        Receiver {
+            queue,
+            selector,
+            prefetch: 1,
+            buffer: VecDeque::new(),
+        }
+    }
+
+    /// Takes up to `prefetch` messages (at least 1) from the channel at a time.
+    #[must_use]
+    pub fn with_prefetch(mut self, prefetch: usize) -> Self {
+        self.prefetch = prefetch.max(1);
+        self
+    }
+
+    /// How many messages it takes at a time.
+    pub fn prefetch(&self) -> usize {
+        self.prefetch
+    }
+
+    /// Hands out the next buffered message that has not expired; expired ones are dead-lettered
+    /// with `dead_letter_now` (no waiting).
+    fn next_buffered_now(&mut self) -> Option<Delivery> {
+        let now = now_millis();
+        while let Some(msg) = self.buffer.pop_front() {
+            if is_expired(&msg, now) {
+                self.queue.release();
+                self.queue.dead_letter_now(msg, DeathReason::Expired, None);
+                continue;
+            }
+            self.queue.count_delivery();
+            return Some(Delivery::new(msg, self.queue.clone()));
+        }
+        None
     }
 
     /// The next message (that this receiver selects), waiting for one. `None` once the channel
     /// is closed and nothing more is there for this receiver. Expired messages met on the way
     /// go to the dead letter channel with reason `expired`. Cancel-safe.
     pub async fn recv(&mut self) -> Option<Delivery> {
-        let msg = self.queue.take(self.selector.as_ref()).await?;
-        Some(Delivery::new(msg, self.queue.clone()))
+        loop {
+            let now = now_millis();
+            while let Some(msg) = self.buffer.pop_front() {
+                if is_expired(&msg, now) {
+                    let queue = self.queue.clone();
+                    let _release = Release(&queue);
+                    queue.dead_letter(msg, DeathReason::Expired, None).await;
+                    continue;
+                }
+                self.queue.count_delivery();
+                return Some(Delivery::new(msg, self.queue.clone()));
+            }
+            let (queue, selector) = (&self.queue, self.selector.as_ref());
+            if !queue.take(selector, self.prefetch, &mut self.buffer).await {
+                return None;
+            }
+        }
     }
 
     /// The next message if one is waiting now.
     pub fn try_recv(&mut self) -> Result<Delivery, TryRecvError> {
         loop {
-            match self.queue.try_take(self.selector.as_ref()) {
-                Take::Deliver(msg) => return Ok(Delivery::new(msg, self.queue.clone())),
-                Take::Expired(msg) => self.queue.dead_letter_now(msg, DeathReason::Expired, None),
+            if let Some(d) = self.next_buffered_now() {
+                return Ok(d);
+            }
+            match self
+                .queue
+                .try_take(self.selector.as_ref(), self.prefetch, &mut self.buffer)
+            {
+                Take::Taken => {}
                 Take::Empty => return Err(TryRecvError::Empty),
                 Take::Closed => return Err(TryRecvError::Closed),
             }
@@ -163,14 +230,28 @@ impl Receiver {
     }
 }
 
+fn is_expired(msg: &Message, now: u64) -> bool {
+    msg.headers().contains(names::EXPIRES_AT) && msg.is_expired_at(now)
+}
+
 impl Clone for Receiver {
     fn clone(&self) -> Self {
-        Receiver::new(self.queue.clone(), self.selector.clone())
+        Receiver::new(self.queue.clone(), self.selector.clone()).with_prefetch(self.prefetch)
+    }
+}
+
+impl Receiver {
+    /// Gives prefetched, not yet handed out messages back to the head of the channel.
+    pub(crate) fn return_prefetched(&mut self) {
+        if !self.buffer.is_empty() {
+            self.queue.unprefetch(self.buffer.drain(..));
+        }
     }
 }
 
 impl Drop for Receiver {
     fn drop(&mut self) {
+        self.return_prefetched();
         if self.selector.is_some() {
             self.queue.add_selective(-1);
         }
@@ -182,6 +263,7 @@ impl fmt::Debug for Receiver {
         f.debug_struct("Receiver")
             .field("channel", &self.channel())
             .field("selector", &self.selector)
+            .field("prefetch", &self.prefetch)
             .finish()
     }
 }

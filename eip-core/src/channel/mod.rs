@@ -29,7 +29,7 @@ mod stats;
 pub use builder::{ChannelBuilder, DEFAULT_CAPACITY};
 pub use datatype::{Datatype, JsonSchema, JsonType};
 pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel};
-pub use delivery::{Delivery, Receiver, TryRecvError};
+pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};
@@ -171,5 +171,5 @@ pub(crate) fn queue_for_subscription(
 }
 
 pub(crate) fn receiver_for_subscription(queue: std::sync::Arc<SubscriptionQueue>) -> Receiver {
-    Receiver::new(queue, None)
+    Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH)
 }

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Outcome;
 use super::builder::{ChannelBuilder, ChannelConfig};
-use super::delivery::Receiver;
+use super::delivery::{Receiver, SUBSCRIPTION_PREFETCH};
 use super::error::{ChannelError, SendError};
 use super::queue::{Overflow, Push, Queue};
 use super::selector::Selector;
@@ -170,7 +170,7 @@ impl PublishSubscribe {
         let channel = self.clone();
         let detach_queue = queue.clone();
         Subscriber::new(
-            Receiver::new(queue, None),
+            Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH),
             Some(Box::new(move || {
                 channel.detach(&detach_queue);
                 detach_queue.close();
@@ -194,7 +194,10 @@ impl PublishSubscribe {
             }
         };
         drop(subs);
-        Subscriber::new(Receiver::new(queue, None), None)
+        Subscriber::new(
+            Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH),
+            None,
+        )
     }
 
     /// Ends the durable subscription `name`. What it still held goes to the dead letter channel
@@ -359,6 +362,9 @@ impl DerefMut for Subscriber {
 impl Drop for Subscriber {
     fn drop(&mut self) {
         if let Some(detach) = self.detach.take() {
+            // Back into the subscription first, so ending it discards them with the rest
+            // rather than finding them in a closed queue later.
+            self.receiver.return_prefetched();
             detach();
         }
     }

@@ -17,7 +17,7 @@ use super::dead_letter::DeadLetterChannel;
 use super::selector::Selector;
 use super::stats::ChannelStats;
 use crate::endpoint::RedeliveryPolicy;
-use crate::message::{DeathReason, Message, names, now_millis};
+use crate::message::{DeathReason, Message, names};
 
 /// What a full queue does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -39,9 +39,8 @@ pub(crate) enum Push {
 }
 
 pub(crate) enum Take {
-    Deliver(Message),
-    /// Taken out because it expired; the caller must dead-letter it.
-    Expired(Message),
+    /// At least one message was moved to the receiver's buffer, each counted in flight.
+    Taken,
     Empty,
     Closed,
 }
@@ -52,9 +51,8 @@ struct State {
     /// Receivers with a selector: they need every waiter woken, since a notify_one could pick a
     /// receiver that does not select the new message.
     selective: usize,
-    /// Counted under the lock already held, saving two atomic operations per message.
+    /// Counted under the lock already held, saving an atomic operation per message.
     accepted: u64,
-    delivered: u64,
 }
 
 pub(crate) struct Queue {
@@ -74,6 +72,7 @@ pub(crate) struct Queue {
 
 #[derive(Default)]
 struct Counters {
+    delivered: AtomicU64,
     acked: AtomicU64,
     requeued: AtomicU64,
     dead_lettered: AtomicU64,
@@ -115,7 +114,6 @@ impl Queue {
                 closed: false,
                 selective: 0,
                 accepted: 0,
-                delivered: 0,
             }),
             in_flight: AtomicUsize::new(0),
             readable: Notify::new(),
@@ -252,36 +250,54 @@ impl Queue {
         }
     }
 
-    pub(crate) fn try_take(&self, selector: Option<&Selector>) -> Take {
+    /// Moves up to `max` messages this selector accepts into `into` (a receiver's prefetch
+    /// buffer); each counts in flight from now on.
+    pub(crate) fn try_take(
+        &self,
+        selector: Option<&Selector>,
+        max: usize,
+        into: &mut VecDeque<Message>,
+    ) -> Take {
         let mut state = self.lock();
-        let taken = match selector {
-            None => state.ready.pop_front(),
-            Some(sel) => match state.ready.iter().position(|m| sel.matches(m)) {
-                Some(i) => state.ready.remove(i),
-                None => None,
-            },
-        };
-        let Some(msg) = taken else {
+        let before = into.len();
+        match selector {
+            None => {
+                let n = max.min(state.ready.len());
+                into.extend(state.ready.drain(..n));
+            }
+            Some(sel) => {
+                let mut i = 0;
+                while i < state.ready.len() && into.len() - before < max {
+                    if sel.matches(&state.ready[i]) {
+                        if let Some(m) = state.ready.remove(i) {
+                            into.push_back(m);
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+        let taken = into.len() - before;
+        if taken == 0 {
             return if state.closed {
                 Take::Closed
             } else {
                 Take::Empty
             };
-        };
-        if msg.headers().contains(names::EXPIRES_AT) && msg.is_expired_at(now_millis()) {
-            drop(state);
-            self.wake_writers();
-            return Take::Expired(msg);
         }
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        state.delivered += 1;
-        drop(state);
-        Take::Deliver(msg)
+        self.in_flight.fetch_add(taken, Ordering::SeqCst);
+        Take::Taken
     }
 
-    /// Takes the next message this selector accepts, waiting for one; `None` once the queue is
-    /// closed and holds nothing for this receiver.
-    pub(crate) async fn take(&self, selector: Option<&Selector>) -> Option<Message> {
+    /// Waits until [`try_take`](Self::try_take) takes something; `false` once the queue is
+    /// closed and holds nothing for this selector.
+    pub(crate) async fn take(
+        &self,
+        selector: Option<&Selector>,
+        max: usize,
+        into: &mut VecDeque<Message>,
+    ) -> bool {
         let mut waiting = None;
         loop {
             let notified = self.readable.notified();
@@ -289,17 +305,42 @@ impl Queue {
             if waiting.is_some() {
                 notified.as_mut().enable();
             }
-            match self.try_take(selector) {
-                Take::Deliver(msg) => return Some(msg),
-                Take::Expired(msg) => {
-                    self.dead_letter(msg, DeathReason::Expired, None).await;
-                }
-                Take::Closed => return None,
+            match self.try_take(selector, max, into) {
+                Take::Taken => return true,
+                Take::Closed => return false,
                 Take::Empty if waiting.is_none() => {
                     waiting = Some(Waiting::new(&self.readers_waiting));
                 }
                 Take::Empty => notified.await,
             }
+        }
+    }
+
+    /// A message is handed from a receiver's buffer to its consumer.
+    pub(crate) fn count_delivery(&self) {
+        self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Prefetched messages a receiver gives back undelivered: to the head, in their order, with
+    /// no redelivery counted (no consumer saw them).
+    pub(crate) fn unprefetch(&self, messages: impl DoubleEndedIterator<Item = Message>) {
+        let mut state = self.lock();
+        let mut n = 0;
+        let mut orphans = Vec::new();
+        for msg in messages.rev() {
+            n += 1;
+            if state.closed {
+                orphans.push(msg);
+            } else {
+                state.ready.push_front(msg);
+            }
+        }
+        self.in_flight.fetch_sub(n, Ordering::SeqCst);
+        drop(state);
+        self.readable.notify_waiters();
+        self.wake_writers();
+        for msg in orphans.into_iter().rev() {
+            self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
         }
     }
 
@@ -411,10 +452,11 @@ impl Queue {
     }
 
     pub(crate) fn stats(&self) -> ChannelStats {
-        let (depth, accepted, delivered) = {
+        let (depth, accepted) = {
             let state = self.lock();
-            (state.ready.len(), state.accepted, state.delivered)
+            (state.ready.len(), state.accepted)
         };
+        let delivered = self.counters.delivered.load(Ordering::Relaxed);
         let c = &self.counters;
         ChannelStats {
             depth,
