@@ -2,7 +2,7 @@
 //!
 //! Each comparison runs eip's channel and its baseline over the same workload: a 1 KiB
 //! `Bytes` payload made once and cloned per message (a reference-count bump), on a tokio
-//! multi-thread runtime with 2 workers. Both sides carry the same `Message::new(payload.clone())`
+//! runtime. Both sides carry the same `Message::new(payload.clone())`
 //! (so both pay for the message id), and every eip consumer acks what it receives: the ratio is
 //! the cost of eip's channel, with its acknowledgements, against the raw tokio channel.
 //!
@@ -15,9 +15,11 @@
 //!   messages), so the baseline publisher yields while the buffer is full: both sides then
 //!   deliver every message to every subscriber. ns/msg counts published messages.
 //!
-//! After each comparison it prints
-//! `compare: NAME: eip X ns/msg, baseline Y ns/msg (BASELINE), ratio R` (R = X / Y, totals over
-//! every sample criterion took), then `allocs: NAME: eip A allocs/msg, baseline B allocs/msg`,
+//! Every comparison runs twice: on a multi-thread runtime with 2 workers (names as above) and on
+//! a current-thread runtime (names ending in `[current-thread]`), where no cross-core traffic
+//! or scheduling luck blurs the per-message cost. After each comparison it prints
+//! `compare: NAME: eip X ns/msg, baseline Y ns/msg (BASELINE), ratio R` (R = X / Y, medians of
+//! alternating rounds, see `compare`), then `allocs: NAME: eip A allocs/msg, baseline B allocs/msg`,
 //! counted by the global allocator over two separate passes of N and 2N messages: the
 //! difference divided by N is what each further message costs, with the fixed set-up and
 //! teardown (channel, subscriptions, task spawns) cancelled out.
@@ -79,60 +81,61 @@ const ALLOC_PASS_MAX_MESSAGES: u64 = 100_000;
 /// One side of a comparison: sends `messages` messages end to end, returns the time it took.
 type Run<'a> = Box<dyn Fn(u64) -> Duration + 'a>;
 
-/// Total time and messages over every sample of one side.
-#[derive(Default)]
-struct Totals {
-    elapsed: Duration,
-    messages: u64,
-}
-
-impl Totals {
-    fn ns_per_msg(&self) -> f64 {
-        self.elapsed.as_nanos() as f64 / self.messages as f64
-    }
-}
-
 fn channels(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let two_workers = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .expect("tokio runtime");
-    let rt = &rt;
+    let one_thread = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio runtime");
     let payload = Bytes::from(vec![0x5a; PAYLOAD_LEN]);
     let p = &payload;
     let mpsc_label = "tokio::sync::mpsc";
     let mpsc_shared_label = "tokio::sync::mpsc, receiver shared by tokio::sync::Mutex";
     let broadcast_label = "tokio::sync::broadcast";
 
-    compare(
-        c,
-        "p2p 1x1",
-        mpsc_label,
-        1,
-        Box::new(move |n| eip_p2p(rt, p, 1, 1, n)),
-        Box::new(move |n| mpsc_p2p(rt, p, 1, 1, n)),
-    );
-    compare(
-        c,
-        "p2p 4x2",
-        mpsc_shared_label,
-        1,
-        Box::new(move |n| eip_p2p(rt, p, 4, 2, n)),
-        Box::new(move |n| mpsc_p2p(rt, p, 4, 2, n)),
-    );
-    for subscribers in [1, 10, 100] {
+    for (flavor, rt) in [("", &two_workers), (" [current-thread]", &one_thread)] {
         compare(
             c,
-            &format!("fan-out {subscribers}"),
-            broadcast_label,
-            subscribers,
-            Box::new(move |n| eip_fan_out(rt, p, subscribers, n)),
-            Box::new(move |n| broadcast_fan_out(rt, p, subscribers, n)),
+            &format!("p2p 1x1{flavor}"),
+            mpsc_label,
+            1,
+            Box::new(move |n| eip_p2p(rt, p, 1, 1, n)),
+            Box::new(move |n| mpsc_p2p(rt, p, 1, 1, n)),
         );
+        compare(
+            c,
+            &format!("p2p 4x2{flavor}"),
+            mpsc_shared_label,
+            1,
+            Box::new(move |n| eip_p2p(rt, p, 4, 2, n)),
+            Box::new(move |n| mpsc_p2p(rt, p, 4, 2, n)),
+        );
+        for subscribers in [1, 10, 100] {
+            compare(
+                c,
+                &format!("fan-out {subscribers}{flavor}"),
+                broadcast_label,
+                subscribers,
+                Box::new(move |n| eip_fan_out(rt, p, subscribers, n)),
+                Box::new(move |n| broadcast_fan_out(rt, p, subscribers, n)),
+            );
+        }
     }
 }
 
+/// Rounds of the alternating measurement behind each compare line.
+const ROUNDS: usize = 9;
+/// Deliveries (messages times subscribers) per side per round.
+const ROUND_DELIVERIES: u64 = 400_000;
+
 /// Benchmarks both sides as one criterion group, then prints the compare and allocs lines.
+///
+/// The compare line does not reuse criterion's samples, which run one side after the other: on
+/// a shared two-core machine the load drifts between the two, and scheduling makes single runs
+/// bimodal. Instead it alternates eip and baseline runs for [`ROUNDS`] rounds and compares the
+/// medians, so both sides see the same conditions.
 fn compare(
     c: &mut Criterion,
     name: &str,
@@ -141,41 +144,42 @@ fn compare(
     eip: Run<'_>,
     baseline: Run<'_>,
 ) {
-    let mut eip_totals = Totals::default();
-    let mut baseline_totals = Totals::default();
     let mut group = c.benchmark_group(name);
-    for (id, run, totals) in [
-        ("eip", &eip, &mut eip_totals),
-        ("baseline", &baseline, &mut baseline_totals),
-    ] {
+    let mut ran = false;
+    for (id, run) in [("eip", &eip), ("baseline", &baseline)] {
         group.bench_function(id, |b| {
-            b.iter_custom(|iters| {
-                let elapsed = run(iters);
-                totals.elapsed += elapsed;
-                totals.messages += iters;
-                elapsed
-            })
+            ran = true;
+            b.iter_custom(run)
         });
     }
     group.finish();
-    // Filtered out by the command line: nothing to compare.
-    if eip_totals.messages == 0 || baseline_totals.messages == 0 {
+    // Filtered out by the command line, or a `--test` run: nothing to compare.
+    if !ran || !measuring() {
         return;
     }
-    let (x, y) = (eip_totals.ns_per_msg(), baseline_totals.ns_per_msg());
+    let messages = (ROUND_DELIVERIES / deliveries_per_message).max(1000);
+    let mut eip_ns = Vec::with_capacity(ROUNDS);
+    let mut baseline_ns = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        eip_ns.push(eip(messages).as_nanos() as f64 / messages as f64);
+        baseline_ns.push(baseline(messages).as_nanos() as f64 / messages as f64);
+    }
+    let (x, y) = (median(&mut eip_ns), median(&mut baseline_ns));
     println!(
         "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg ({baseline_label}), ratio {:.2}",
         x / y
     );
-    if !measuring() {
-        return;
-    }
     let messages = (ALLOC_PASS_DELIVERIES / deliveries_per_message).min(ALLOC_PASS_MAX_MESSAGES);
     let (a, b) = (
         allocations_per_message(&eip, messages),
         allocations_per_message(&baseline, messages),
     );
     println!("allocs: {name}: eip {a:.3} allocs/msg, baseline {b:.3} allocs/msg");
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth an extra pass.

@@ -166,14 +166,12 @@ impl Receiver {
     /// Hands out the next buffered message that has not expired; expired ones are dead-lettered
     /// with `dead_letter_now` (no waiting).
     fn next_buffered_now(&mut self) -> Option<Delivery> {
-        let now = now_millis();
         while let Some(msg) = self.buffer.pop_front() {
-            if is_expired(&msg, now) {
+            if is_expired(&msg) {
                 self.queue.release();
                 self.queue.dead_letter_now(msg, DeathReason::Expired, None);
                 continue;
             }
-            self.queue.count_delivery();
             return Some(Delivery::new(msg, self.queue.clone()));
         }
         None
@@ -184,15 +182,13 @@ impl Receiver {
     /// go to the dead letter channel with reason `expired`. Cancel-safe.
     pub async fn recv(&mut self) -> Option<Delivery> {
         loop {
-            let now = now_millis();
             while let Some(msg) = self.buffer.pop_front() {
-                if is_expired(&msg, now) {
+                if is_expired(&msg) {
                     let queue = self.queue.clone();
                     let _release = Release(&queue);
                     queue.dead_letter(msg, DeathReason::Expired, None).await;
                     continue;
                 }
-                self.queue.count_delivery();
                 return Some(Delivery::new(msg, self.queue.clone()));
             }
             let (queue, selector) = (&self.queue, self.selector.as_ref());
@@ -230,8 +226,9 @@ impl Receiver {
     }
 }
 
-fn is_expired(msg: &Message, now: u64) -> bool {
-    msg.headers().contains(names::EXPIRES_AT) && msg.is_expired_at(now)
+/// Reads the clock only for messages that carry an expiration.
+fn is_expired(msg: &Message) -> bool {
+    msg.headers().contains(names::EXPIRES_AT) && msg.is_expired_at(now_millis())
 }
 
 impl Clone for Receiver {

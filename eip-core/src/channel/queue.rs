@@ -51,8 +51,13 @@ struct State {
     /// Receivers with a selector: they need every waiter woken, since a notify_one could pick a
     /// receiver that does not select the new message.
     selective: usize,
-    /// Counted under the lock already held, saving an atomic operation per message.
+    /// Counted under the lock already held, saving atomic operations per message.
     accepted: u64,
+    /// Messages handed to receivers and not put back (requeue, unprefetch): with `settled`,
+    /// gives the number in flight.
+    taken: u64,
+    /// Deliveries handed out (a redelivery counts again; prefetched ones given back do not).
+    delivered: u64,
 }
 
 pub(crate) struct Queue {
@@ -62,7 +67,9 @@ pub(crate) struct Queue {
     pub(crate) dead_letters: Option<DeadLetterChannel>,
     pub(crate) redelivery: RedeliveryPolicy,
     state: Mutex<State>,
-    in_flight: AtomicUsize,
+    /// Deliveries settled (acked, dead-lettered or discarded) since the start. Written without
+    /// the lock, so that an ack costs one atomic add; `State::taken - settled` is in flight.
+    settled: AtomicU64,
     readable: Notify,
     writable: Notify,
     readers_waiting: AtomicUsize,
@@ -72,8 +79,8 @@ pub(crate) struct Queue {
 
 #[derive(Default)]
 struct Counters {
-    delivered: AtomicU64,
-    acked: AtomicU64,
+    /// Settled without an ack (the rare path): `acked = settled - released`.
+    released: AtomicU64,
     requeued: AtomicU64,
     dead_lettered: AtomicU64,
     discarded: AtomicU64,
@@ -114,8 +121,10 @@ impl Queue {
                 closed: false,
                 selective: 0,
                 accepted: 0,
+                taken: 0,
+                delivered: 0,
             }),
-            in_flight: AtomicUsize::new(0),
+            settled: AtomicU64::new(0),
             readable: Notify::new(),
             writable: Notify::new(),
             readers_waiting: AtomicUsize::new(0),
@@ -130,8 +139,15 @@ impl Queue {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Messages taken and not yet settled. `taken` only changes under the lock the caller
+    /// holds; `settled` only grows, so this never underflows.
+    fn in_flight(&self, state: &State) -> usize {
+        let settled = self.settled.load(Ordering::SeqCst);
+        usize::try_from(state.taken.saturating_sub(settled)).unwrap_or(usize::MAX)
+    }
+
     fn has_room(&self, state: &State) -> bool {
-        state.ready.len() + self.in_flight.load(Ordering::SeqCst) < self.capacity
+        state.ready.len() + self.in_flight(state) < self.capacity
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -286,7 +302,8 @@ impl Queue {
                 Take::Empty
             };
         }
-        self.in_flight.fetch_add(taken, Ordering::SeqCst);
+        state.taken += taken as u64;
+        state.delivered += taken as u64;
         Take::Taken
     }
 
@@ -316,11 +333,6 @@ impl Queue {
         }
     }
 
-    /// A message is handed from a receiver's buffer to its consumer.
-    pub(crate) fn count_delivery(&self) {
-        self.counters.delivered.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Prefetched messages a receiver gives back undelivered: to the head, in their order, with
     /// no redelivery counted (no consumer saw them).
     pub(crate) fn unprefetch(&self, messages: impl DoubleEndedIterator<Item = Message>) {
@@ -335,7 +347,8 @@ impl Queue {
                 state.ready.push_front(msg);
             }
         }
-        self.in_flight.fetch_sub(n, Ordering::SeqCst);
+        state.taken -= n;
+        state.delivered -= n;
         drop(state);
         self.readable.notify_waiters();
         self.wake_writers();
@@ -346,14 +359,14 @@ impl Queue {
 
     /// A delivered message was acknowledged.
     pub(crate) fn settle(&self) {
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.counters.acked.fetch_add(1, Ordering::Relaxed);
+        self.settled.fetch_add(1, Ordering::SeqCst);
         self.wake_writers();
     }
 
     /// A delivered message was dead-lettered or discarded: it leaves without being acked.
     pub(crate) fn release(&self) {
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.counters.released.fetch_add(1, Ordering::Relaxed);
+        self.settled.fetch_add(1, Ordering::SeqCst);
         self.wake_writers();
     }
 
@@ -363,7 +376,7 @@ impl Queue {
         msg.headers_mut()
             .insert(names::REDELIVERY_COUNT, i64::from(count));
         let mut state = self.lock();
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        state.taken -= 1;
         if state.closed {
             drop(state);
             self.wake_writers();
@@ -452,18 +465,25 @@ impl Queue {
     }
 
     pub(crate) fn stats(&self) -> ChannelStats {
-        let (depth, accepted) = {
+        let (depth, accepted, delivered, in_flight) = {
             let state = self.lock();
-            (state.ready.len(), state.accepted)
+            let in_flight = self.in_flight(&state);
+            (
+                state.ready.len(),
+                state.accepted,
+                state.delivered,
+                in_flight,
+            )
         };
-        let delivered = self.counters.delivered.load(Ordering::Relaxed);
+        let released = self.counters.released.load(Ordering::Relaxed);
+        let acked = self.settled.load(Ordering::SeqCst).saturating_sub(released);
         let c = &self.counters;
         ChannelStats {
             depth,
-            in_flight: self.in_flight.load(Ordering::SeqCst),
+            in_flight,
             accepted,
             delivered,
-            acked: c.acked.load(Ordering::Relaxed),
+            acked,
             requeued: c.requeued.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             discarded: c.discarded.load(Ordering::Relaxed),
