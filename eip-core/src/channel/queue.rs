@@ -213,7 +213,15 @@ impl Queue {
         }
     }
 
+    /// One slot came free: wake one writer (it passes the wake-up on if it leaves room).
     fn wake_writers(&self) {
+        if self.writers_waiting.load(Ordering::SeqCst) > 0 {
+            self.writable.notify_one();
+        }
+    }
+
+    /// Many slots came free.
+    fn wake_all_writers(&self) {
         if self.writers_waiting.load(Ordering::SeqCst) > 0 {
             self.writable.notify_waiters();
         }
@@ -221,45 +229,71 @@ impl Queue {
 
     /// Pushes, waiting for room. Cancel-safe: the message leaves `slot` only once it is stored.
     pub(crate) async fn push(&self, slot: &mut Option<Message>) -> Result<(), Message> {
-        let mut waiting = None;
+        let Some(msg) = slot.take() else {
+            return Ok(());
+        };
+        // The fast path registers no wake-up: that costs only when the queue is full.
+        let pushed = match self.try_push(msg) {
+            Push::Full(msg) => {
+                *slot = Some(msg);
+                self.push_waiting(slot).await
+            }
+            pushed => pushed,
+        };
+        match pushed {
+            Push::Stored => Ok(()),
+            Push::StoredDropping(oldest) => {
+                // Boxed: dead-lettering pushes onto another queue, a recursive await.
+                Box::pin(self.dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None)).await;
+                Ok(())
+            }
+            Push::Closed(msg) | Push::Full(msg) => Err(msg),
+        }
+    }
+
+    /// The slow path of [`push`](Self::push): waits for room, then passes the wake-up on.
+    async fn push_waiting(&self, slot: &mut Option<Message>) -> Push {
+        let waiting = Waiting::new(&self.writers_waiting);
         loop {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
-            if waiting.is_some() {
-                notified.as_mut().enable();
-            }
+            notified.as_mut().enable();
             let Some(msg) = slot.take() else {
-                return Ok(());
+                return Push::Stored;
             };
             match self.try_push(msg) {
-                Push::Stored => return Ok(()),
-                Push::StoredDropping(oldest) => {
-                    // Boxed: dead-lettering pushes onto another queue, a recursive await.
-                    Box::pin(self.dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None))
-                        .await;
-                    return Ok(());
-                }
-                Push::Closed(msg) => return Err(msg),
                 Push::Full(msg) => {
                     *slot = Some(msg);
-                    if waiting.is_none() {
-                        waiting = Some(Waiting::new(&self.writers_waiting));
-                        continue;
-                    }
                     notified.await;
+                }
+                pushed => {
+                    drop(waiting);
+                    self.pass_wake_up();
+                    return pushed;
                 }
             }
         }
     }
 
+    /// A settle wakes one waiting writer; a writer that got through wakes the next if there is
+    /// still room, so no writer sleeps beside free space.
+    fn pass_wake_up(&self) {
+        if self.writers_waiting.load(Ordering::SeqCst) > 0 && self.accepts_now() {
+            self.writable.notify_one();
+        }
+    }
+
     /// Waits until the queue has room (or is closed).
     pub(crate) async fn writable(&self) {
-        let _waiting = Waiting::new(&self.writers_waiting);
+        let waiting = Waiting::new(&self.writers_waiting);
         loop {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
             notified.as_mut().enable();
             if self.accepts_now() {
+                // Only a look, not a claim on the room: let the next waiter look too.
+                drop(waiting);
+                self.pass_wake_up();
                 return;
             }
             notified.await;
@@ -351,7 +385,7 @@ impl Queue {
         state.delivered -= n;
         drop(state);
         self.readable.notify_waiters();
-        self.wake_writers();
+        self.wake_all_writers();
         for msg in orphans.into_iter().rev() {
             self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
         }
@@ -448,7 +482,7 @@ impl Queue {
         let purged = before - state.ready.len();
         drop(state);
         if purged > 0 {
-            self.wake_writers();
+            self.wake_all_writers();
         }
         purged
     }
