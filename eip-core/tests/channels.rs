@@ -579,3 +579,38 @@ async fn a_dropped_receiver_returns_its_prefetched_messages_in_order_uncounted()
         .collect();
     assert_eq!(rest, [("1".into(), 0), ("2".into(), 0), ("3".into(), 0)]);
 }
+
+#[tokio::test]
+async fn messages_prefetched_by_a_subscriber_are_dead_lettered_when_its_subscription_ends() {
+    let dead = dlc();
+    let ch = PublishSubscribe::builder("news")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    let mut sub = ch.durable_subscribe("archive");
+    for i in 0..3 {
+        ch.publish(Message::new(i.to_string())).await.unwrap();
+    }
+    let first = sub.recv().await.unwrap(); // takes all three into its prefetch buffer
+    assert_eq!(
+        ch.unsubscribe("archive").await,
+        Some(0),
+        "nothing was left waiting"
+    );
+    assert_eq!(
+        sub.try_recv().unwrap_err(),
+        TryRecvError::Closed,
+        "nothing more is handed out"
+    );
+    first.ack();
+    let mut dl = dead.receiver();
+    for expected in ["1", "2"] {
+        let d = dl.try_recv().unwrap();
+        assert_eq!(d.message().payload_str(), Some(expected));
+        assert_eq!(
+            d.message().death().unwrap().unwrap().reason,
+            DeathReason::ChannelDeleted
+        );
+        d.ack();
+    }
+}

@@ -164,17 +164,29 @@ impl Receiver {
     }
 
     /// Hands out the next buffered message that has not expired; expired ones are dead-lettered
-    /// with `dead_letter_now` (no waiting).
+    /// with `dead_letter_now` (no waiting). Once the channel is closed nothing more is handed
+    /// out: what the buffer holds is dead-lettered with reason `channel-deleted`.
     fn next_buffered_now(&mut self) -> Option<Delivery> {
         while let Some(msg) = self.buffer.pop_front() {
-            if is_expired(&msg) {
+            if let Some(reason) = self.undeliverable(&msg) {
                 self.queue.release();
-                self.queue.dead_letter_now(msg, DeathReason::Expired, None);
+                self.queue.dead_letter_now(msg, reason, None);
                 continue;
             }
             return Some(Delivery::new(msg, self.queue.clone()));
         }
         None
+    }
+
+    /// Why a prefetched message must not be handed out, if it must not.
+    fn undeliverable(&self, msg: &Message) -> Option<DeathReason> {
+        if self.queue.is_closed() {
+            Some(DeathReason::ChannelDeleted)
+        } else if is_expired(msg) {
+            Some(DeathReason::Expired)
+        } else {
+            None
+        }
     }
 
     /// The next message (that this receiver selects), waiting for one. `None` once the channel
@@ -183,10 +195,10 @@ impl Receiver {
     pub async fn recv(&mut self) -> Option<Delivery> {
         loop {
             while let Some(msg) = self.buffer.pop_front() {
-                if is_expired(&msg) {
+                if let Some(reason) = self.undeliverable(&msg) {
                     let queue = self.queue.clone();
                     let _release = Release(&queue);
-                    queue.dead_letter(msg, DeathReason::Expired, None).await;
+                    queue.dead_letter(msg, reason, None).await;
                     continue;
                 }
                 return Some(Delivery::new(msg, self.queue.clone()));

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -67,6 +67,8 @@ pub(crate) struct Queue {
     pub(crate) dead_letters: Option<DeadLetterChannel>,
     pub(crate) redelivery: RedeliveryPolicy,
     state: Mutex<State>,
+    /// Mirrors `State::closed` for receivers handing out prefetched messages without the lock.
+    closed: AtomicBool,
     /// Deliveries settled (acked, dead-lettered or discarded) since the start. Written without
     /// the lock, so that an ack costs one atomic add; `State::taken - settled` is in flight.
     settled: AtomicU64,
@@ -125,6 +127,7 @@ impl Queue {
                 delivered: 0,
             }),
             settled: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
             readable: Notify::new(),
             writable: Notify::new(),
             readers_waiting: AtomicUsize::new(0),
@@ -151,7 +154,7 @@ impl Queue {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Whether a message would be accepted now without waiting.
@@ -491,6 +494,7 @@ impl Queue {
     pub(crate) fn close(&self) -> Vec<Message> {
         let mut state = self.lock();
         state.closed = true;
+        self.closed.store(true, Ordering::Release);
         let rest = state.ready.drain(..).collect();
         drop(state);
         self.readable.notify_waiters();
