@@ -28,7 +28,10 @@
 pub mod bus;
 pub mod channel;
 pub mod endpoint;
+pub mod join;
 pub mod message;
+pub mod predicate;
+pub mod router;
 pub mod topic;
 
 pub use bus::MessageBus;

@@ -11,6 +11,7 @@ mod headers;
 mod id;
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -76,11 +77,20 @@ pub struct BodyError {
 }
 
 /// A message: id, headers and payload.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Message {
     id: MessageId,
     headers: Headers,
     payload: Bytes,
+    /// The payload parsed as JSON, once, by the first predicate or router that needed it.
+    /// Clones made after that share it; the payload never changes, so it never goes stale.
+    parsed: OnceLock<Arc<serde_json::Value>>,
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.headers == other.headers && self.payload == other.payload
+    }
 }
 
 impl Message {
@@ -90,6 +100,7 @@ impl Message {
             id: MessageId::new(),
             headers: Headers::new(),
             payload: payload.into(),
+            parsed: OnceLock::new(),
         }
     }
 
@@ -115,6 +126,7 @@ impl Message {
             id,
             headers,
             payload,
+            parsed: OnceLock::new(),
         }
     }
 
@@ -155,6 +167,22 @@ impl Message {
             format: "JSON",
             source,
         })
+    }
+
+    /// The payload as a JSON value, parsed at most once per message: the first call parses
+    /// and keeps the result, later calls (on this message or clones made after it) reuse it.
+    /// A payload that is not JSON is an error every time (nothing is kept).
+    pub fn json_value(&self) -> Result<&serde_json::Value, BodyError> {
+        if let Some(v) = self.parsed.get() {
+            return Ok(v);
+        }
+        let value: serde_json::Value = self.json()?;
+        Ok(self.parsed.get_or_init(|| Arc::new(value)))
+    }
+
+    /// Whether the payload has been parsed as JSON already (see [`json_value`](Self::json_value)).
+    pub fn is_json_parsed(&self) -> bool {
+        self.parsed.get().is_some()
     }
 
     /// The subject (routing key), if set.
@@ -401,6 +429,25 @@ mod tests {
         let bad = Message::new("{\"side\": 1");
         let err = bad.json::<Trade>().unwrap_err();
         assert!(err.to_string().contains("not valid JSON"), "{err}");
+    }
+
+    #[test]
+    fn json_is_parsed_once_and_shared_with_later_clones() {
+        let msg = Message::new(r#"{"price": 101}"#);
+        let early = msg.clone();
+        assert!(!msg.is_json_parsed());
+        let first: *const serde_json::Value = msg.json_value().unwrap();
+        let late = msg.clone();
+        assert!(
+            late.is_json_parsed(),
+            "a clone made after parsing shares the value"
+        );
+        assert!(std::ptr::eq(first, late.json_value().unwrap()));
+        assert!(!early.is_json_parsed(), "a clone made before does not");
+        assert_eq!(msg.json_value().unwrap()["price"], 101);
+        let bad = Message::new("nope");
+        assert!(bad.json_value().is_err());
+        assert!(!bad.is_json_parsed());
     }
 
     #[test]

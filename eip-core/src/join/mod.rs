@@ -1,0 +1,1 @@
+//! Channel joins. Arrive with the routing issue.

@@ -1,0 +1,1 @@
+//! Predicates over messages (JSONPath, headers, subject). Arrives with the routing issue.
