@@ -57,6 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Outcome::Invalid { reason } => {
                 println!("trades.invalid   <- {t}\n                    ({reason})")
             }
+            other => println!("trades.requests  ?? {t}: {other:?}"),
         }
     }
     for (symbol, price, ttl_ms) in [

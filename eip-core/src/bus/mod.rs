@@ -25,6 +25,7 @@ use crate::channel::{
     Channel, ChannelBuilder, ChannelError, ChannelKind, DEFAULT_CAPACITY, DeadLetterChannel,
     Delivery, Outcome, PointToPoint, PublishSubscribe, Receiver, SendError, Subscriber,
 };
+use crate::join::{Join, JoinBuilder, JoinError, JoinId};
 use crate::message::{Message, names};
 use crate::topic::{TopicError, TopicPattern};
 
@@ -73,6 +74,9 @@ pub enum BusError {
     /// A send failed.
     #[error(transparent)]
     Send(#[from] SendError),
+    /// A join could not be made.
+    #[error(transparent)]
+    Join(#[from] JoinError),
 }
 
 /// A dead letter that could not be replayed, handed back unsettled.
@@ -296,6 +300,23 @@ impl MessageBus {
                 detach_queue.close();
             })),
         ))
+    }
+
+    /// A join from the channel `source` to the channel or queue `destination`, to be configured
+    /// and [created](JoinBuilder::create). Unknown names are errors with a suggestion.
+    pub fn join(&self, source: &str, destination: &str) -> Result<JoinBuilder, BusError> {
+        Ok(Join::builder(
+            self.channel(source)?,
+            self.channel(destination)?,
+        ))
+    }
+
+    /// Removes the join `id` leaving the channel `source`; whether it was there.
+    pub fn remove_join(&self, source: &str, id: JoinId) -> Result<bool, BusError> {
+        match self.channel(source)? {
+            Channel::PublishSubscribe(c) => Ok(c.remove_join(id)),
+            Channel::PointToPoint(_) => Ok(false),
+        }
     }
 
     /// Deletes the channel `name` (see [`Channel::delete`]); returns how many waiting messages

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::datatype::{Datatype, DatatypeCheck};
 use super::dead_letter::{DeadLetterChannel, InvalidMessageChannel};
 use super::error::{ChannelError, validate_channel_name};
+use super::loop_guard::LoopDetection;
 use super::queue::{Overflow, Queue};
 use crate::endpoint::RedeliveryPolicy;
 
@@ -22,6 +23,7 @@ pub(crate) struct ChannelConfig {
     pub(crate) dead_letters: Option<DeadLetterChannel>,
     pub(crate) redelivery: RedeliveryPolicy,
     pub(crate) datatype: Option<DatatypeCheck>,
+    pub(crate) loop_detection: LoopDetection,
 }
 
 impl ChannelConfig {
@@ -66,6 +68,7 @@ impl<K> ChannelBuilder<K> {
                 dead_letters: None,
                 redelivery: RedeliveryPolicy::default(),
                 datatype: None,
+                loop_detection: LoopDetection::default(),
             },
             kind: PhantomData,
         }
@@ -87,6 +90,13 @@ impl<K> ChannelBuilder<K> {
     /// How consumer endpoints retry a message whose processing failed.
     pub fn redelivery(mut self, policy: RedeliveryPolicy) -> Self {
         self.config.redelivery = policy;
+        self
+    }
+
+    /// How many message ids the channel remembers for loop detection once it takes part in a
+    /// join (see [`LoopDetection`]).
+    pub fn loop_detection(mut self, config: LoopDetection) -> Self {
+        self.config.loop_detection = config;
         self
     }
 

@@ -18,6 +18,7 @@ pub mod datatype;
 pub mod dead_letter;
 pub mod delivery;
 mod error;
+mod loop_guard;
 pub mod point_to_point;
 pub mod publish_subscribe;
 pub mod purger;
@@ -31,6 +32,8 @@ pub use datatype::{Datatype, JsonSchema, JsonType};
 pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel};
 pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
+pub use loop_guard::LoopDetection;
+pub(crate) use loop_guard::LoopGuard;
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};
 pub use purger::ChannelPurger;
@@ -43,6 +46,7 @@ use crate::message::Message;
 
 /// What became of a message a channel was sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The channel accepted it (for publish-subscribe: every current subscription did).
     Accepted,
@@ -51,6 +55,35 @@ pub enum Outcome {
         /// Why it did not fit.
         reason: String,
     },
+    /// The channel takes part in joins and had stored this message id already (loop
+    /// detection): it was not stored again.
+    Duplicate,
+}
+
+/// What storing one message at one channel did.
+pub(crate) enum Stored {
+    /// Stored; for a channel that can have joins, the message as stored, to follow them.
+    Yes(Option<Message>),
+    /// Diverted to the invalid message channel.
+    Invalid(String),
+    /// Refused by loop detection.
+    Duplicate,
+    /// The channel is deleted.
+    Closed(Message),
+}
+
+impl Stored {
+    fn outcome(self, channel: &str) -> Result<Outcome, SendError> {
+        match self {
+            Stored::Yes(_) => Ok(Outcome::Accepted),
+            Stored::Invalid(reason) => Ok(Outcome::Invalid { reason }),
+            Stored::Duplicate => Ok(Outcome::Duplicate),
+            Stored::Closed(message) => Err(SendError::Closed {
+                channel: channel.to_owned(),
+                message: Box::new(message),
+            }),
+        }
+    }
 }
 
 /// The two kinds of channel.
@@ -108,6 +141,41 @@ impl Channel {
     /// The send side as a `tower::Service<Message>`.
     pub fn sender(&self) -> ChannelSender {
         ChannelSender::new(self.clone())
+    }
+
+    /// Where sending `msg` here would store it, without storing anything: the names of the
+    /// channels in the order a send would store them (this one first, then those its joins
+    /// lead to), once per stored copy. Empty if this channel would not store it (it does not
+    /// fit the datatype, or loop detection has seen its id).
+    pub fn trace(&self, msg: &Message) -> Vec<String> {
+        crate::join::trace(self, msg)
+    }
+
+    /// Stores one message here (no joins followed), checking the datatype and, if
+    /// `check_loops`, the loop memory.
+    pub(crate) async fn store(&self, msg: Message, check_loops: bool) -> Stored {
+        match self {
+            Channel::PointToPoint(c) => c.store(msg, check_loops).await,
+            Channel::PublishSubscribe(c) => c.store(msg, check_loops).await,
+        }
+    }
+
+    /// Whether [`store`](Self::store) would store it, changing nothing.
+    pub(crate) fn would_store(&self, msg: &Message, check_loops: bool) -> bool {
+        let (datatype, guard, closed) = match self {
+            Channel::PointToPoint(c) => (c.datatype_check(), c.loop_guard(), c.is_closed()),
+            Channel::PublishSubscribe(c) => (c.datatype_check(), c.loop_guard(), c.is_closed()),
+        };
+        !closed
+            && datatype.is_none_or(|d| d.datatype.check(msg).is_ok())
+            && (!check_loops || guard.would_admit(msg.id()))
+    }
+
+    pub(crate) fn loop_guard(&self) -> &LoopGuard {
+        match self {
+            Channel::PointToPoint(c) => c.loop_guard(),
+            Channel::PublishSubscribe(c) => c.loop_guard(),
+        }
     }
 
     /// The channel's counters.

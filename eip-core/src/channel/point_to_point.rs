@@ -9,7 +9,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::Outcome;
 use super::builder::ChannelBuilder;
 use super::datatype::DatatypeCheck;
 use super::delivery::Receiver;
@@ -18,6 +17,7 @@ use super::queue::{Push, Queue};
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
+use super::{LoopGuard, Outcome, Stored};
 use crate::message::{DeathReason, Message};
 
 /// A channel whose every message goes to exactly one of its competing consumers.
@@ -25,6 +25,7 @@ use crate::message::{DeathReason, Message};
 pub struct PointToPoint {
     queue: Arc<Queue>,
     datatype: Option<Arc<DatatypeCheck>>,
+    guard: Arc<LoopGuard>,
 }
 
 impl PointToPoint {
@@ -51,20 +52,25 @@ impl PointToPoint {
     /// Sends a message, waiting while the channel is full. Completes when the channel has
     /// accepted the message (or diverted it to the invalid message channel).
     pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
+        self.store(msg, true).await.outcome(self.name())
+    }
+
+    pub(crate) async fn store(&self, msg: Message, check_loops: bool) -> Stored {
         let msg = match &self.datatype {
             None => msg,
             Some(check) => match check.divert_misfit(self.name(), msg).await {
                 Ok(msg) => msg,
-                Err(reason) => return Ok(Outcome::Invalid { reason }),
+                Err(reason) => return Stored::Invalid(reason),
             },
         };
+        if check_loops && !self.guard.admit(msg.id()) {
+            return Stored::Duplicate;
+        }
         let mut slot = Some(msg);
         match self.queue.push(&mut slot).await {
-            Ok(()) => Ok(Outcome::Accepted),
-            Err(message) => Err(SendError::Closed {
-                channel: self.name().to_owned(),
-                message: Box::new(message),
-            }),
+            // Joins never start at a queue: nothing to follow from here.
+            Ok(()) => Stored::Yes(None),
+            Err(message) => Stored::Closed(message),
         }
     }
 
@@ -75,6 +81,9 @@ impl PointToPoint {
                 check.invalid.put_now(msg, self.name(), reason.clone());
                 return Ok(Outcome::Invalid { reason });
             }
+        }
+        if !self.guard.admit(msg.id()) {
+            return Ok(Outcome::Duplicate);
         }
         match self.queue.try_push(msg) {
             Push::Stored => Ok(Outcome::Accepted),
@@ -113,7 +122,10 @@ impl PointToPoint {
 
     /// The channel's counters.
     pub fn stats(&self) -> ChannelStats {
-        self.queue.stats()
+        ChannelStats {
+            duplicates: self.guard.duplicates(),
+            ..self.queue.stats()
+        }
     }
 
     /// Deletes the channel: senders get [`SendError::Closed`], receivers drain nothing more, and
@@ -153,6 +165,14 @@ impl PointToPoint {
     pub fn datatype(&self) -> Option<&str> {
         self.datatype.as_deref().map(|d| d.datatype.name())
     }
+
+    pub(crate) fn datatype_check(&self) -> Option<&DatatypeCheck> {
+        self.datatype.as_deref()
+    }
+
+    pub(crate) fn loop_guard(&self) -> &LoopGuard {
+        &self.guard
+    }
 }
 
 impl ChannelBuilder<PointToPoint> {
@@ -162,6 +182,7 @@ impl ChannelBuilder<PointToPoint> {
         Ok(PointToPoint {
             queue: Arc::new(config.queue(config.name.clone())),
             datatype: config.datatype.map(Arc::new),
+            guard: Arc::new(LoopGuard::new(config.loop_detection)),
         })
     }
 }

@@ -28,7 +28,6 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::Outcome;
 use super::builder::{ChannelBuilder, ChannelConfig};
 use super::delivery::{Receiver, SUBSCRIPTION_PREFETCH};
 use super::error::{ChannelError, SendError};
@@ -36,6 +35,8 @@ use super::queue::{Overflow, Push, Queue};
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
+use super::{LoopGuard, Outcome, Stored};
+use crate::join::{Join, JoinId};
 use crate::message::{DeathReason, Message};
 
 /// A channel whose every message goes to each of its subscribers.
@@ -47,6 +48,7 @@ pub struct PublishSubscribe {
 struct Inner {
     config: ChannelConfig,
     subscriptions: Mutex<Subscriptions>,
+    guard: LoopGuard,
 }
 
 #[derive(Default)]
@@ -58,6 +60,8 @@ struct Subscriptions {
     /// Queues attached from outside (bus wildcard subscriptions spanning several channels):
     /// deleting this channel detaches them but must not close them.
     foreign: Vec<Arc<Queue>>,
+    /// The joins leaving this channel, replaced (not changed) like `all`.
+    joins: Arc<[Arc<Join>]>,
     closed: bool,
 }
 
@@ -108,22 +112,36 @@ impl PublishSubscribe {
         (!subs.closed).then(|| subs.all.clone())
     }
 
-    /// Publishes a message to every current subscriber. Completes when every subscription has
-    /// accepted its copy (waiting for room under `Backpressure`).
+    /// Publishes a message to every current subscriber, then follows the channel's joins (see
+    /// [`crate::join`]). Completes when every subscription here and at every join destination
+    /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
+        match self.store(msg, true).await {
+            Stored::Yes(Some(stored)) => {
+                if !self.joins().is_empty() {
+                    crate::join::propagate(self, stored).await;
+                }
+                Ok(Outcome::Accepted)
+            }
+            other => other.outcome(self.name()),
+        }
+    }
+
+    /// Stores one message in every subscription (joins not followed).
+    pub(crate) async fn store(&self, msg: Message, check_loops: bool) -> Stored {
         let msg = match &self.inner.config.datatype {
             None => msg,
             Some(check) => match check.divert_misfit(self.name(), msg).await {
                 Ok(msg) => msg,
-                Err(reason) => return Ok(Outcome::Invalid { reason }),
+                Err(reason) => return Stored::Invalid(reason),
             },
         };
         let Some(subscriptions) = self.snapshot() else {
-            return Err(SendError::Closed {
-                channel: self.name().to_owned(),
-                message: Box::new(msg),
-            });
+            return Stored::Closed(msg);
         };
+        if check_loops && !self.inner.guard.admit(msg.id()) {
+            return Stored::Duplicate;
+        }
         for queue in subscriptions.iter() {
             // A subscription closed since the snapshot has just unsubscribed: skipping it is
             // exactly what would have happened a moment later.
@@ -139,7 +157,44 @@ impl PublishSubscribe {
                 }
             }
         }
-        Ok(Outcome::Accepted)
+        Stored::Yes(Some(msg))
+    }
+
+    /// The joins leaving this channel, as of now.
+    pub fn joins(&self) -> Arc<[Arc<Join>]> {
+        self.lock().joins.clone()
+    }
+
+    /// Attaches a join; false if the channel is deleted.
+    pub(crate) fn add_join(&self, join: Join) -> bool {
+        let mut subs = self.lock();
+        if subs.closed {
+            return false;
+        }
+        subs.joins = subs.joins.iter().cloned().chain([Arc::new(join)]).collect();
+        true
+    }
+
+    /// Removes the join `id`; returns whether it was there. Publishes that start after this
+    /// returns no longer follow it.
+    pub fn remove_join(&self, id: JoinId) -> bool {
+        let mut subs = self.lock();
+        let before = subs.joins.len();
+        subs.joins = subs
+            .joins
+            .iter()
+            .filter(|j| j.id() != id)
+            .cloned()
+            .collect();
+        subs.joins.len() != before
+    }
+
+    pub(crate) fn loop_guard(&self) -> &LoopGuard {
+        &self.inner.guard
+    }
+
+    pub(crate) fn datatype_check(&self) -> Option<&super::datatype::DatatypeCheck> {
+        self.inner.config.datatype.as_ref()
     }
 
     /// Whether a publish would complete now without waiting.
@@ -253,12 +308,17 @@ impl PublishSubscribe {
         ChannelSender::new(super::Channel::PublishSubscribe(self.clone()))
     }
 
-    /// The counters of all subscriptions added up (`accepted` counts one per copy).
+    /// The counters of all subscriptions added up (`accepted` counts one per copy), and the
+    /// channel's loop-detection duplicates.
     pub fn stats(&self) -> ChannelStats {
         let subs = self.lock().all.clone();
+        let duplicates = ChannelStats {
+            duplicates: self.inner.guard.duplicates(),
+            ..ChannelStats::default()
+        };
         subs.iter()
             .map(|q| q.stats())
-            .fold(ChannelStats::default(), |a, b| a + b)
+            .fold(duplicates, |a, b| a + b)
     }
 
     /// Purges every subscription (by selector if given); returns how many messages went.
@@ -274,6 +334,7 @@ impl PublishSubscribe {
             let mut subs = self.lock();
             subs.closed = true;
             subs.durable.clear();
+            subs.joins = Arc::from([]);
             (
                 std::mem::take(&mut subs.all),
                 std::mem::take(&mut subs.foreign),
@@ -309,9 +370,11 @@ impl ChannelBuilder<PublishSubscribe> {
 
     /// The channel, or why this configuration can not work.
     pub fn build(self) -> Result<PublishSubscribe, ChannelError> {
+        let config = self.config.validated()?;
         Ok(PublishSubscribe {
             inner: Arc::new(Inner {
-                config: self.config.validated()?,
+                guard: LoopGuard::new(config.loop_detection),
+                config,
                 subscriptions: Mutex::new(Subscriptions::default()),
             }),
         })

@@ -525,6 +525,7 @@ impl Queue {
             requeued: c.requeued.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             discarded: c.discarded.load(Ordering::Relaxed),
+            duplicates: 0,
         }
     }
 }

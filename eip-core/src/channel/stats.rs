@@ -24,6 +24,8 @@ pub struct ChannelStats {
     pub dead_lettered: u64,
     /// Messages lost for want of a dead letter channel (each one logged as a warning).
     pub discarded: u64,
+    /// Messages not stored because loop detection had seen their id (channels in joins).
+    pub duplicates: u64,
 }
 
 impl std::ops::Add for ChannelStats {
@@ -38,6 +40,7 @@ impl std::ops::Add for ChannelStats {
             requeued: self.requeued + o.requeued,
             dead_lettered: self.dead_lettered + o.dead_lettered,
             discarded: self.discarded + o.discarded,
+            duplicates: self.duplicates + o.duplicates,
         }
     }
 }

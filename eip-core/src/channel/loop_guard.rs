@@ -1,0 +1,158 @@
+//! Loop detection: a channel that takes part in joins never stores the same message id twice.
+//!
+//! Joins can form cycles and diamonds; without a check a message would circle until its hop
+//! budget ran out, or arrive twice over two paths. Within one publish, eip follows joins breadth
+//! first and stores at each channel at most once. Across publishes (the same message id sent
+//! again later, say replayed from a broker) each such channel also remembers the ids it stored,
+//! bounded by count and by age ([`LoopDetection`]): an id older than `max_age`, or pushed out by
+//! `max_ids` newer ones, is forgotten, and a message with that id would be stored again. The
+//! memory exists only for channels that are the source or destination of a join. Archival joins
+//! skip the check at their destination queue on purpose (see [`crate::join`]).
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::message::MessageId;
+
+/// How much a channel remembers for loop detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopDetection {
+    /// The most ids remembered (the oldest is forgotten first).
+    pub max_ids: usize,
+    /// How long an id is remembered.
+    pub max_age: Duration,
+}
+
+impl Default for LoopDetection {
+    /// 100 000 ids or ten minutes, whichever is shorter: about 2.4 MiB per channel when full.
+    fn default() -> Self {
+        LoopDetection {
+            max_ids: 100_000,
+            max_age: Duration::from_secs(600),
+        }
+    }
+}
+
+struct RecentIds {
+    seen: HashSet<MessageId>,
+    order: VecDeque<(MessageId, Instant)>,
+}
+
+/// A channel's memory of the ids it stored, switched on by the first join that touches it.
+#[derive(Default)]
+pub(crate) struct LoopGuard {
+    config: LoopDetection,
+    recent: OnceLock<Mutex<RecentIds>>,
+    duplicates: AtomicU64,
+}
+
+impl LoopGuard {
+    pub(crate) fn new(config: LoopDetection) -> Self {
+        LoopGuard {
+            config,
+            recent: OnceLock::new(),
+            duplicates: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts remembering ids (idempotent).
+    pub(crate) fn enable(&self) {
+        self.recent.get_or_init(|| {
+            Mutex::new(RecentIds {
+                seen: HashSet::new(),
+                order: VecDeque::new(),
+            })
+        });
+    }
+
+    /// Whether `id` may be stored: true the first time (and remembers it), false for an id
+    /// stored before and not yet forgotten (counted as a duplicate). Always true when off.
+    pub(crate) fn admit(&self, id: MessageId) -> bool {
+        let Some(recent) = self.recent.get() else {
+            return true;
+        };
+        let now = Instant::now();
+        let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(&(old, at)) = recent.order.front() {
+            let too_many = recent.order.len() >= self.config.max_ids.max(1);
+            if !too_many && now.duration_since(at) < self.config.max_age {
+                break;
+            }
+            recent.order.pop_front();
+            recent.seen.remove(&old);
+        }
+        if recent.seen.insert(id) {
+            recent.order.push_back((id, now));
+            true
+        } else {
+            drop(recent);
+            self.duplicates.fetch_add(1, Ordering::Relaxed);
+            false
+        }
+    }
+
+    /// Whether `id` would be admitted now, without remembering it (for dry runs).
+    pub(crate) fn would_admit(&self, id: MessageId) -> bool {
+        let Some(recent) = self.recent.get() else {
+            return true;
+        };
+        let recent = recent.lock().unwrap_or_else(|p| p.into_inner());
+        match recent.order.iter().find(|(seen, _)| *seen == id) {
+            Some((_, at)) => at.elapsed() >= self.config.max_age,
+            None => true,
+        }
+    }
+
+    pub(crate) fn duplicates(&self) -> u64 {
+        self.duplicates.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_until_enabled() {
+        let guard = LoopGuard::new(LoopDetection::default());
+        let id = MessageId::new();
+        assert!(guard.admit(id));
+        assert!(guard.admit(id));
+        guard.enable();
+        assert!(guard.admit(id));
+        assert!(!guard.admit(id));
+        assert_eq!(guard.duplicates(), 1);
+    }
+
+    #[test]
+    fn memory_is_bounded_by_count() {
+        let guard = LoopGuard::new(LoopDetection {
+            max_ids: 3,
+            max_age: Duration::from_secs(60),
+        });
+        guard.enable();
+        let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
+        for id in &ids {
+            assert!(guard.admit(*id));
+        }
+        assert!(guard.admit(ids[0]), "the oldest was forgotten");
+        assert!(!guard.admit(ids[3]));
+    }
+
+    #[test]
+    fn memory_is_bounded_by_age() {
+        let guard = LoopGuard::new(LoopDetection {
+            max_ids: 100,
+            max_age: Duration::from_millis(20),
+        });
+        guard.enable();
+        let id = MessageId::new();
+        assert!(guard.admit(id));
+        assert!(!guard.would_admit(id));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(guard.would_admit(id));
+        assert!(guard.admit(id), "an id older than max_age is forgotten");
+    }
+}
