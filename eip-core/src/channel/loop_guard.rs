@@ -26,18 +26,48 @@ pub struct LoopDetection {
 }
 
 impl Default for LoopDetection {
-    /// 100 000 ids or ten minutes, whichever is shorter: about 2.4 MiB per channel when full.
+    /// 16 384 ids or one minute, whichever is shorter: about 1 MiB per channel when full. Within
+    /// one publish loops are caught whatever these bounds; they only decide how long a channel
+    /// recognises an id published to it again later (a replay, or a loop through a broker).
     fn default() -> Self {
         LoopDetection {
-            max_ids: 100_000,
-            max_age: Duration::from_secs(600),
+            max_ids: 16_384,
+            max_age: Duration::from_secs(60),
         }
     }
 }
 
 struct RecentIds {
-    seen: HashSet<MessageId>,
+    seen: HashSet<MessageId, IdHash>,
     order: VecDeque<(MessageId, Instant)>,
+}
+
+/// Hashes a message id by its last eight bytes. Ids are UUID v7, whose low bits are random
+/// (eip's generator) or a counter: already spread, so SipHash would only cost time.
+#[derive(Default, Clone, Copy)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // Mix once: a counter in the low bits would otherwise fill buckets in order.
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+        }
+    }
 }
 
 /// A channel's memory of the ids it stored, switched on by the first join that touches it.
@@ -61,7 +91,7 @@ impl LoopGuard {
     pub(crate) fn enable(&self) {
         self.recent.get_or_init(|| {
             Mutex::new(RecentIds {
-                seen: HashSet::new(),
+                seen: HashSet::with_hasher(IdHash),
                 order: VecDeque::new(),
             })
         });
@@ -69,11 +99,10 @@ impl LoopGuard {
 
     /// Whether `id` may be stored: true the first time (and remembers it), false for an id
     /// stored before and not yet forgotten (counted as a duplicate). Always true when off.
-    pub(crate) fn admit(&self, id: MessageId) -> bool {
+    pub(crate) fn admit(&self, id: MessageId, now: Instant) -> bool {
         let Some(recent) = self.recent.get() else {
             return true;
         };
-        let now = Instant::now();
         let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(&(old, at)) = recent.order.front() {
             let too_many = recent.order.len() >= self.config.max_ids.max(1);
@@ -118,11 +147,11 @@ mod tests {
     fn off_until_enabled() {
         let guard = LoopGuard::new(LoopDetection::default());
         let id = MessageId::new();
-        assert!(guard.admit(id));
-        assert!(guard.admit(id));
+        assert!(guard.admit(id, Instant::now()));
+        assert!(guard.admit(id, Instant::now()));
         guard.enable();
-        assert!(guard.admit(id));
-        assert!(!guard.admit(id));
+        assert!(guard.admit(id, Instant::now()));
+        assert!(!guard.admit(id, Instant::now()));
         assert_eq!(guard.duplicates(), 1);
     }
 
@@ -135,10 +164,13 @@ mod tests {
         guard.enable();
         let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
         for id in &ids {
-            assert!(guard.admit(*id));
+            assert!(guard.admit(*id, Instant::now()));
         }
-        assert!(guard.admit(ids[0]), "the oldest was forgotten");
-        assert!(!guard.admit(ids[3]));
+        assert!(
+            guard.admit(ids[0], Instant::now()),
+            "the oldest was forgotten"
+        );
+        assert!(!guard.admit(ids[3], Instant::now()));
     }
 
     #[test]
@@ -149,10 +181,13 @@ mod tests {
         });
         guard.enable();
         let id = MessageId::new();
-        assert!(guard.admit(id));
+        assert!(guard.admit(id, Instant::now()));
         assert!(!guard.would_admit(id));
         std::thread::sleep(Duration::from_millis(30));
         assert!(guard.would_admit(id));
-        assert!(guard.admit(id), "an id older than max_age is forgotten");
+        assert!(
+            guard.admit(id, Instant::now()),
+            "an id older than max_age is forgotten"
+        );
     }
 }

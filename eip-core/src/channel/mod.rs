@@ -42,6 +42,8 @@ pub use selector::Selector;
 pub use sender::ChannelSender;
 pub use stats::ChannelStats;
 
+use std::time::Instant;
+
 use crate::message::Message;
 
 /// What became of a message a channel was sent.
@@ -151,12 +153,12 @@ impl Channel {
         crate::join::trace(self, msg)
     }
 
-    /// Stores one message here (no joins followed), checking the datatype and, if
-    /// `check_loops`, the loop memory.
-    pub(crate) async fn store(&self, msg: Message, check_loops: bool) -> Stored {
+    /// Stores one message here (no joins followed), checking the datatype and, given the time
+    /// (`loops`), the loop memory.
+    pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
         match self {
-            Channel::PointToPoint(c) => c.store(msg, check_loops).await,
-            Channel::PublishSubscribe(c) => c.store(msg, check_loops).await,
+            Channel::PointToPoint(c) => c.store(msg, loops).await,
+            Channel::PublishSubscribe(c) => c.store(msg, loops).await,
         }
     }
 
@@ -169,6 +171,13 @@ impl Channel {
         !closed
             && datatype.is_none_or(|d| d.datatype.check(msg).is_ok())
             && (!check_loops || guard.would_admit(msg.id()))
+    }
+
+    pub(crate) fn identity(&self) -> usize {
+        match self {
+            Channel::PointToPoint(c) => c.identity(),
+            Channel::PublishSubscribe(c) => c.identity(),
+        }
     }
 
     pub(crate) fn loop_guard(&self) -> &LoopGuard {

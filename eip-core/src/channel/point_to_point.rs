@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::builder::ChannelBuilder;
 use super::datatype::DatatypeCheck;
@@ -52,10 +53,12 @@ impl PointToPoint {
     /// Sends a message, waiting while the channel is full. Completes when the channel has
     /// accepted the message (or diverted it to the invalid message channel).
     pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
-        self.store(msg, true).await.outcome(self.name())
+        self.store(msg, Some(Instant::now()))
+            .await
+            .outcome(self.name())
     }
 
-    pub(crate) async fn store(&self, msg: Message, check_loops: bool) -> Stored {
+    pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
         let msg = match &self.datatype {
             None => msg,
             Some(check) => match check.divert_misfit(self.name(), msg).await {
@@ -63,7 +66,7 @@ impl PointToPoint {
                 Err(reason) => return Stored::Invalid(reason),
             },
         };
-        if check_loops && !self.guard.admit(msg.id()) {
+        if loops.is_some_and(|now| !self.guard.admit(msg.id(), now)) {
             return Stored::Duplicate;
         }
         let mut slot = Some(msg);
@@ -82,7 +85,7 @@ impl PointToPoint {
                 return Ok(Outcome::Invalid { reason });
             }
         }
-        if !self.guard.admit(msg.id()) {
+        if !self.guard.admit(msg.id(), Instant::now()) {
             return Ok(Outcome::Duplicate);
         }
         match self.queue.try_push(msg) {
@@ -172,6 +175,11 @@ impl PointToPoint {
 
     pub(crate) fn loop_guard(&self) -> &LoopGuard {
         &self.guard
+    }
+
+    /// Identity of the channel (shared by its clones), for visited sets.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.queue) as usize
     }
 }
 

@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use super::builder::{ChannelBuilder, ChannelConfig};
 use super::delivery::{Receiver, SUBSCRIPTION_PREFETCH};
@@ -116,10 +117,11 @@ impl PublishSubscribe {
     /// [`crate::join`]). Completes when every subscription here and at every join destination
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
-        match self.store(msg, true).await {
+        match self.store(msg, Some(Instant::now())).await {
             Stored::Yes(Some(stored)) => {
-                if !self.joins().is_empty() {
-                    crate::join::propagate(self, stored).await;
+                let joins = self.joins();
+                if !joins.is_empty() {
+                    crate::join::propagate(self, &joins, stored).await;
                 }
                 Ok(Outcome::Accepted)
             }
@@ -128,7 +130,7 @@ impl PublishSubscribe {
     }
 
     /// Stores one message in every subscription (joins not followed).
-    pub(crate) async fn store(&self, msg: Message, check_loops: bool) -> Stored {
+    pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
         let msg = match &self.inner.config.datatype {
             None => msg,
             Some(check) => match check.divert_misfit(self.name(), msg).await {
@@ -139,7 +141,7 @@ impl PublishSubscribe {
         let Some(subscriptions) = self.snapshot() else {
             return Stored::Closed(msg);
         };
-        if check_loops && !self.inner.guard.admit(msg.id()) {
+        if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
             return Stored::Duplicate;
         }
         for queue in subscriptions.iter() {
@@ -191,6 +193,11 @@ impl PublishSubscribe {
 
     pub(crate) fn loop_guard(&self) -> &LoopGuard {
         &self.inner.guard
+    }
+
+    /// Identity of the channel (shared by its clones), for visited sets.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
     }
 
     pub(crate) fn datatype_check(&self) -> Option<&super::datatype::DatatypeCheck> {

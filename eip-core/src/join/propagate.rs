@@ -1,7 +1,10 @@
 //! Following joins from the channel a message was published on.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
 
+use super::Join;
 use crate::channel::{Channel, PublishSubscribe, Stored};
 use crate::message::Message;
 
@@ -12,33 +15,54 @@ struct Hop {
     archival: bool,
 }
 
-/// Queues the joins of `channel` (if it has any) that `message` crosses.
-fn next_hops(channel: &Channel, message: &Message, work: &mut VecDeque<Hop>) {
-    if let Channel::PublishSubscribe(pubsub) = channel {
-        for join in pubsub.joins().iter() {
-            if let Some(crossed) = join.cross(message) {
-                work.push_back(Hop {
-                    channel: join.destination().clone(),
-                    message: crossed,
-                    archival: join.is_archival(),
-                });
-            }
+/// Queues the joins that `message` crosses.
+fn cross_all(joins: &[Arc<Join>], message: &Message, work: &mut VecDeque<Hop>) {
+    for join in joins {
+        if let Some(crossed) = join.cross(message) {
+            work.push_back(Hop {
+                channel: join.destination().clone(),
+                message: crossed,
+                archival: join.is_archival(),
+            });
         }
     }
 }
 
-/// Having stored `message` on `entry`, stores it on every channel the joins take it to, breadth
-/// first, each (archival destinations aside) at most once.
-pub(crate) async fn propagate(entry: &PublishSubscribe, message: Message) {
-    let entry = Channel::PublishSubscribe(entry.clone());
-    let mut visited: HashSet<String> = HashSet::from([entry.name().to_owned()]);
+/// Queues the joins of `channel` (if it can have any) that `message` crosses.
+fn next_hops(channel: &Channel, message: &Message, work: &mut VecDeque<Hop>) {
+    if let Channel::PublishSubscribe(pubsub) = channel {
+        cross_all(&pubsub.joins(), message, work);
+    }
+}
+
+/// Channels stored at in one publish. A publish touches few channels: a vector beats hashing.
+struct Visited(Vec<usize>);
+
+impl Visited {
+    fn first_time(&mut self, channel: &Channel) -> bool {
+        let id = channel.identity();
+        if self.0.contains(&id) {
+            false
+        } else {
+            self.0.push(id);
+            true
+        }
+    }
+}
+
+/// Having stored `message` on `entry` (whose joins are `joins`), stores it on every channel the
+/// joins take it to, breadth first, each (archival destinations aside) at most once.
+pub(crate) async fn propagate(entry: &PublishSubscribe, joins: &[Arc<Join>], message: Message) {
+    let now = Instant::now();
+    let mut visited = Visited(vec![entry.identity()]);
     let mut work = VecDeque::new();
-    next_hops(&entry, &message, &mut work);
+    cross_all(joins, &message, &mut work);
     while let Some(hop) = work.pop_front() {
-        if !hop.archival && !visited.insert(hop.channel.name().to_owned()) {
+        if !hop.archival && !visited.first_time(&hop.channel) {
             continue;
         }
-        match hop.channel.store(hop.message, !hop.archival).await {
+        let loops = (!hop.archival).then_some(now);
+        match hop.channel.store(hop.message, loops).await {
             Stored::Yes(Some(message)) => next_hops(&hop.channel, &message, &mut work),
             Stored::Yes(None) | Stored::Invalid(_) | Stored::Duplicate => {}
             Stored::Closed(message) => tracing::warn!(
@@ -59,11 +83,11 @@ pub(crate) fn trace(entry: &Channel, message: &Message) -> Vec<String> {
         return stored;
     }
     stored.push(entry.name().to_owned());
-    let mut visited: HashSet<String> = HashSet::from([entry.name().to_owned()]);
+    let mut visited = Visited(vec![entry.identity()]);
     let mut work = VecDeque::new();
     next_hops(entry, message, &mut work);
     while let Some(hop) = work.pop_front() {
-        if !hop.archival && !visited.insert(hop.channel.name().to_owned()) {
+        if !hop.archival && !visited.first_time(&hop.channel) {
             continue;
         }
         if hop.channel.would_store(&hop.message, !hop.archival) {
