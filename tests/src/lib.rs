@@ -55,3 +55,7 @@ pub struct MessageBus;
 #[doc = include_str!("../../book/src/benchmarks.md")]
 #[cfg(doctest)]
 pub struct Benchmarks;
+
+#[doc = include_str!("../../book/src/channel-joins.md")]
+#[cfg(doctest)]
+pub struct ChannelJoins;
