@@ -42,6 +42,7 @@ pub use selector::Selector;
 pub use sender::ChannelSender;
 pub use stats::ChannelStats;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::message::Message;
@@ -64,8 +65,10 @@ pub enum Outcome {
 
 /// What storing one message at one channel did.
 pub(crate) enum Stored {
-    /// Stored; for a channel that can have joins, the message as stored, to follow them.
-    Yes(Option<Message>),
+    /// Stored, and no join leaves the channel.
+    Yes,
+    /// Stored; these joins leave the channel, to be followed with the message as stored.
+    Forward(Message, Arc<[Arc<crate::join::Join>]>),
     /// Diverted to the invalid message channel.
     Invalid(String),
     /// Refused by loop detection.
@@ -77,7 +80,7 @@ pub(crate) enum Stored {
 impl Stored {
     fn outcome(self, channel: &str) -> Result<Outcome, SendError> {
         match self {
-            Stored::Yes(_) => Ok(Outcome::Accepted),
+            Stored::Yes | Stored::Forward(..) => Ok(Outcome::Accepted),
             Stored::Invalid(reason) => Ok(Outcome::Invalid { reason }),
             Stored::Duplicate => Ok(Outcome::Duplicate),
             Stored::Closed(message) => Err(SendError::Closed {

@@ -72,7 +72,7 @@ impl PointToPoint {
         let mut slot = Some(msg);
         match self.queue.push(&mut slot).await {
             // Joins never start at a queue: nothing to follow from here.
-            Ok(()) => Stored::Yes(None),
+            Ok(()) => Stored::Yes,
             Err(message) => Stored::Closed(message),
         }
     }

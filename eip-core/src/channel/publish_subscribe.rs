@@ -113,16 +113,19 @@ impl PublishSubscribe {
         (!subs.closed).then(|| subs.all.clone())
     }
 
+    /// The subscriptions and the joins, in one look.
+    fn snapshot_with_joins(&self) -> Option<(Arc<[Arc<Queue>]>, Arc<[Arc<Join>]>)> {
+        let subs = self.lock();
+        (!subs.closed).then(|| (subs.all.clone(), subs.joins.clone()))
+    }
+
     /// Publishes a message to every current subscriber, then follows the channel's joins (see
     /// [`crate::join`]). Completes when every subscription here and at every join destination
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
         match self.store(msg, Some(Instant::now())).await {
-            Stored::Yes(Some(stored)) => {
-                let joins = self.joins();
-                if !joins.is_empty() {
-                    crate::join::propagate(self, &joins, stored).await;
-                }
+            Stored::Forward(stored, joins) => {
+                crate::join::propagate(self, &joins, stored).await;
                 Ok(Outcome::Accepted)
             }
             other => other.outcome(self.name()),
@@ -138,7 +141,7 @@ impl PublishSubscribe {
                 Err(reason) => return Stored::Invalid(reason),
             },
         };
-        let Some(subscriptions) = self.snapshot() else {
+        let Some((subscriptions, joins)) = self.snapshot_with_joins() else {
             return Stored::Closed(msg);
         };
         if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
@@ -159,7 +162,11 @@ impl PublishSubscribe {
                 }
             }
         }
-        Stored::Yes(Some(msg))
+        if joins.is_empty() {
+            Stored::Yes
+        } else {
+            Stored::Forward(msg, joins)
+        }
     }
 
     /// The joins leaving this channel, as of now.

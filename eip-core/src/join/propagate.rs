@@ -63,8 +63,8 @@ pub(crate) async fn propagate(entry: &PublishSubscribe, joins: &[Arc<Join>], mes
         }
         let loops = (!hop.archival).then_some(now);
         match hop.channel.store(hop.message, loops).await {
-            Stored::Yes(Some(message)) => next_hops(&hop.channel, &message, &mut work),
-            Stored::Yes(None) | Stored::Invalid(_) | Stored::Duplicate => {}
+            Stored::Forward(message, joins) => cross_all(&joins, &message, &mut work),
+            Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
             Stored::Closed(message) => tracing::warn!(
                 channel = hop.channel.name(),
                 message = %message.id(),
