@@ -59,3 +59,11 @@ pub struct Benchmarks;
 #[doc = include_str!("../../book/src/channel-joins.md")]
 #[cfg(doctest)]
 pub struct ChannelJoins;
+
+#[doc = include_str!("../../book/src/predicates.md")]
+#[cfg(doctest)]
+pub struct Predicates;
+
+#[doc = include_str!("../../book/src/content-based-router.md")]
+#[cfg(doctest)]
+pub struct ContentBasedRouter;

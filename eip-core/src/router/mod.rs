@@ -1,2 +1,38 @@
-//! Content-Based Router, Message Filter, Recipient List and Wire Tap. Arrive with the routing
-//! issue.
+//! Message routing: Content-Based Router, Message Filter, Recipient List and Wire Tap.
+//!
+//! Each decides where a message goes without changing it, using [`Predicate`]s (compiled once,
+//! payload parsed at most once per message) or a list of channels, and none of them loses a
+//! message silently:
+//!
+//! - [`ContentBasedRouter`]: ordered `when` clauses, the first whose predicate matches sends the
+//!   message to its channel; else `otherwise`; else the router's dead letter channel, reason
+//!   `no-route`. A router that could drop a message does not build. [`ContentBasedRouter::select`]
+//!   answers "where would this go?" without side effects.
+//! - [`MessageFilter`] (with [`FilterLayer`]): passes matching messages to the service it wraps;
+//!   the others are dropped and counted, or sent to a discard channel.
+//! - [`RecipientList`]: a copy to each of a fixed list of channels, or of the channels a header
+//!   names (resolved through the [`MessageBus`](crate::MessageBus)); a name that resolves to no
+//!   channel dead-letters a copy with reason `no-route` and the error.
+//! - [`WireTap`] (with [`WireTapLayer`]): a copy of each message to a tap channel, offered
+//!   without waiting; the main flow never waits or fails because of the tap.
+//!
+//! All four are `tower::Service<Message>`s, so they compose with tower's layers and with
+//! [consumers](crate::endpoint) like any other step.
+//!
+//! [`Predicate`]: crate::predicate::Predicate
+
+mod content_based;
+mod error;
+mod filter;
+mod recipient_list;
+mod wire_tap;
+
+pub use content_based::{
+    ContentBasedRouter, ContentBasedRouterBuilder, Decision, Routed, RouterStats, WhenClause,
+};
+pub use error::{RouteError, RouterError};
+pub use filter::{FilterError, FilterLayer, FilterStats, Filtered, MessageFilter};
+pub use recipient_list::{Distribution, RecipientList, Resolution};
+pub use wire_tap::{WireTap, WireTapLayer, WireTapStats};
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

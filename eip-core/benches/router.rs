@@ -1,0 +1,160 @@
+//! The content-based router's decision against parsing the payload, measured in the same run.
+//!
+//! `content-based router`: a router with 5 `when` clauses, each a JSONPath predicate, over a
+//! 1 KiB JSON order; only the 5th clause matches, so every clause is evaluated. eip's side makes a
+//! fresh `Message` per iteration (so its one JSON parse is counted) and asks
+//! [`ContentBasedRouter::select`] where it goes; the baseline makes the same fresh `Message` and
+//! only parses its payload with `serde_json::from_slice::<serde_json::Value>`. The ratio is
+//! what routing costs over the parse any JSON-reading router must do: evaluating five compiled
+//! JSONPaths on the parsed value.
+//!
+//! It prints `compare: content-based router: eip X ns/msg, baseline Y ns/msg (serde_json
+//! parse), ratio R`, with R = X / Y from the medians of alternating rounds (see `compare`).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use eip_core::channel::{DeadLetterChannel, PointToPoint};
+use eip_core::message::Message;
+use eip_core::predicate::Predicate;
+use eip_core::router::{ContentBasedRouter, Decision};
+
+/// Rounds of the alternating measurement behind the compare line.
+const ROUNDS: usize = 41;
+/// Messages per side per round.
+const ROUND_MESSAGES: u64 = 5_000;
+
+/// The clauses, in order: the first four miss on [`payload`], the fifth matches.
+const CLAUSES: [&str; 5] = [
+    r#"$.kind == "refund""#,
+    r#"$.customer.tier == "platinum" and $.total > 10000"#,
+    "exists($.flags.fraud)",
+    r#"$.items[?@.sku == 'Z-999'].qty > 0"#,
+    r#"$.shipping.country == "NL" and $.total > 100"#,
+];
+
+/// A JSON order of exactly 1 KiB.
+fn payload() -> Bytes {
+    let mut items = String::new();
+    for i in 0..6 {
+        if i > 0 {
+            items.push(',');
+        }
+        items.push_str(&format!(
+            r#"{{"sku":"A-{i:03}","name":"widget number {i}","qty":{},"price":{}.95}}"#,
+            i + 1,
+            10 * (i + 1)
+        ));
+    }
+    let mut json = format!(
+        r#"{{"id":"ord-20240611-000123","kind":"sale","customer":{{"id":"c-778","name":"Ada Lovelace","tier":"gold","email":"ada@example.com"}},"shipping":{{"street":"Keizersgracht 1","city":"Amsterdam","country":"NL"}},"items":[{items}],"total":1234.5,"currency":"EUR","flags":{{"gift":false}},"note":""#
+    );
+    // Pad the note to reach 1024 bytes with the closing `"}`.
+    while json.len() < 1024 - 2 {
+        json.push('x');
+    }
+    json.push_str("\"}");
+    assert_eq!(json.len(), 1024);
+    Bytes::from(json)
+}
+
+type Run<'a> = Box<dyn Fn(u64) -> Duration + 'a>;
+
+fn router(c: &mut Criterion) {
+    let payload = payload();
+    let mut builder = ContentBasedRouter::builder("orders");
+    for (i, clause) in CLAUSES.iter().enumerate() {
+        let predicate = Predicate::parse(clause).expect("clause parses");
+        let target = PointToPoint::new(&format!("target{i}"), 16).expect("channel");
+        builder = builder.when(predicate, target);
+    }
+    let dead_letters = DeadLetterChannel::new("dead-letters", 16).expect("channel");
+    let router = builder
+        .dead_letter_channel(dead_letters)
+        .build()
+        .expect("router");
+    assert!(
+        matches!(
+            router.select(&Message::new(payload.clone())),
+            Decision::When { index: 4, .. }
+        ),
+        "only the 5th clause matches"
+    );
+
+    let (p, r) = (&payload, &router);
+    compare(
+        c,
+        "content-based router",
+        "serde_json parse",
+        Box::new(move |n| {
+            let start = Instant::now();
+            for _ in 0..n {
+                let msg = Message::new(p.clone());
+                black_box(r.select(black_box(&msg)));
+            }
+            start.elapsed()
+        }),
+        Box::new(move |n| {
+            let start = Instant::now();
+            for _ in 0..n {
+                let msg = Message::new(p.clone());
+                let value: Result<serde_json::Value, _> =
+                    serde_json::from_slice(black_box(&msg).payload());
+                black_box(value.is_ok());
+            }
+            start.elapsed()
+        }),
+    );
+}
+
+/// Benchmarks both sides as one criterion group, then prints the compare line from the medians
+/// of [`ROUNDS`] alternating rounds, so that both sides see the same machine load.
+fn compare(c: &mut Criterion, name: &str, baseline_label: &str, eip: Run<'_>, baseline: Run<'_>) {
+    let mut group = c.benchmark_group(name);
+    let mut ran = false;
+    for (id, run) in [("eip", &eip), ("baseline", &baseline)] {
+        group.bench_function(id, |b| {
+            ran = true;
+            b.iter_custom(run)
+        });
+    }
+    group.finish();
+    // Filtered out by the command line, or a `--test` run: nothing to compare.
+    if !ran || !measuring() {
+        return;
+    }
+    let mut eip_ns = Vec::with_capacity(ROUNDS);
+    let mut baseline_ns = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        eip_ns.push(eip(ROUND_MESSAGES).as_nanos() as f64 / ROUND_MESSAGES as f64);
+        baseline_ns.push(baseline(ROUND_MESSAGES).as_nanos() as f64 / ROUND_MESSAGES as f64);
+    }
+    let (x, y) = (median(&mut eip_ns), median(&mut baseline_ns));
+    println!(
+        "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg ({baseline_label}), ratio {:.2}",
+        x / y
+    );
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth an extra pass.
+fn measuring() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list")
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2));
+    targets = router
+}
+criterion_main!(benches);

@@ -1,0 +1,92 @@
+//! Why a predicate could not be built, and where.
+
+use crate::topic::TopicError;
+
+/// A predicate that could not be built: what was wrong, at which byte of the expression.
+///
+/// `offset` counts bytes from the start of the whole expression, also for a problem found by
+/// the JSONPath parser deep inside a path.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid predicate at byte {offset}: {kind}")]
+pub struct PredicateError {
+    /// Where the problem is: a byte offset into the expression.
+    pub offset: usize,
+    /// What the problem is.
+    pub kind: PredicateErrorKind,
+}
+
+impl PredicateError {
+    pub(crate) fn new(offset: usize, kind: PredicateErrorKind) -> Self {
+        PredicateError { offset, kind }
+    }
+
+    pub(crate) fn unexpected(offset: usize, expected: impl Into<String>, found: &str) -> Self {
+        PredicateError::new(
+            offset,
+            PredicateErrorKind::Unexpected {
+                expected: expected.into(),
+                found: found.to_owned(),
+            },
+        )
+    }
+}
+
+/// The ways a predicate can be wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PredicateErrorKind {
+    /// A token that does not fit the grammar there.
+    #[error("expected {expected}, found {found}")]
+    Unexpected {
+        /// What would have fitted.
+        expected: String,
+        /// What was there (`end of input` at the end).
+        found: String,
+    },
+    /// A string literal without its closing quote.
+    #[error("string is never closed")]
+    UnterminatedString,
+    /// An escape sequence the string syntax does not know.
+    #[error("invalid escape `{0}` in string")]
+    InvalidEscape(String),
+    /// A number that is not a finite 64-bit float.
+    #[error("`{0}` is not a finite number")]
+    InvalidNumber(String),
+    /// A `[` or `(` of a JSONPath that is never closed.
+    #[error("`{0}` in JSONPath is never closed")]
+    Unclosed(char),
+    /// The JSONPath parser refused a path; `reason` is its message.
+    #[error("invalid JSONPath `{path}`: {reason}")]
+    JsonPath {
+        /// The path as written.
+        path: String,
+        /// jsonpath-rust's error text.
+        reason: String,
+    },
+    /// A JSONPath filter calls `match()` or `search()`, which would compile a regular
+    /// expression for every message.
+    #[error(
+        "the JSONPath function `{0}()` is not supported: it compiles its regular expression again \
+         for every message; use eip's `=~` operator, compiled once (`$.sku =~ \"^A[0-9]+$\"`)"
+    )]
+    RegexFunction(&'static str),
+    /// A regular expression (right of `=~`) that does not compile.
+    #[error("invalid regular expression: {0}")]
+    Regex(String),
+    /// A topic pattern (right of `matches`) that can not be used.
+    #[error("{0}")]
+    TopicPattern(TopicError),
+    /// An ordering operator (`<`, `<=`, `>`, `>=`) with a literal that has no order.
+    #[error(
+        "`{op}` orders numbers and strings; `{literal}` can only be compared with `==` or `!=`"
+    )]
+    Unordered {
+        /// The operator.
+        op: &'static str,
+        /// The literal (`true`, `false` or `null`).
+        literal: &'static str,
+    },
+    /// Parentheses or `not`s nested deeper than the parser allows.
+    #[error("nested more than {0} levels deep")]
+    TooDeep(usize),
+}

@@ -1,0 +1,351 @@
+//! The compiled predicate and how it is evaluated against a message.
+//!
+//! Semantics, in one place:
+//! - An operand with no value (a JSONPath with an empty result, a payload that is not JSON, a
+//!   missing header or subject) makes every test on it false, `!=` included.
+//! - An operand with several values (a JSONPath through `*`, `..` or a filter) passes a test
+//!   when any one of its values does.
+//! - `==` and `!=` compare values of the same type (numbers by value, `1 == 1.0`); values of
+//!   different types are unequal. `<`, `<=`, `>`, `>=` order two numbers or two strings (by
+//!   code point); anything else is false.
+//! - `=~` and `matches` apply to strings only.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::json_path::JsonPathQuery;
+use crate::message::{HeaderValue, Message};
+use crate::topic::TopicPattern;
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+
+    fn holds(self, ord: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => ord == Ordering::Equal,
+            CmpOp::Ne => ord != Ordering::Equal,
+            CmpOp::Lt => ord == Ordering::Less,
+            CmpOp::Le => ord != Ordering::Greater,
+            CmpOp::Gt => ord == Ordering::Greater,
+            CmpOp::Ge => ord != Ordering::Less,
+        }
+    }
+}
+
+/// A number literal: an integer when written without fraction or exponent and it fits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+/// The right-hand side of a comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Literal {
+    Null,
+    Bool(bool),
+    Num(Number),
+    Str(String),
+}
+
+/// What a predicate reads from the message.
+#[derive(Debug, Clone)]
+pub(super) enum Operand {
+    Path(JsonPathQuery),
+    /// A header by name (`subject` is the `subject` header).
+    Header(Box<str>),
+}
+
+/// A compiled predicate.
+#[derive(Debug, Clone)]
+pub(super) enum Node {
+    Const(bool),
+    Or(Vec<Node>),
+    And(Vec<Node>),
+    Not(Box<Node>),
+    /// The operand has at least one value.
+    Exists(Operand),
+    Compare(Operand, CmpOp, Literal),
+    Regex(Operand, Regex),
+    Topic(Operand, TopicPattern),
+}
+
+impl Node {
+    pub(super) fn eval(&self, msg: &Message) -> bool {
+        match self {
+            Node::Const(b) => *b,
+            Node::Or(nodes) => nodes.iter().any(|n| n.eval(msg)),
+            Node::And(nodes) => nodes.iter().all(|n| n.eval(msg)),
+            Node::Not(node) => !node.eval(msg),
+            Node::Exists(operand) => operand.any(msg, |_| true),
+            Node::Compare(operand, op, literal) => operand.any(msg, |v| compare(v, *op, literal)),
+            Node::Regex(operand, regex) => {
+                operand.any(msg, |v| v.as_str().is_some_and(|s| regex.is_match(s)))
+            }
+            Node::Topic(operand, pattern) => {
+                operand.any(msg, |v| v.as_str().is_some_and(|s| pattern.matches(s)))
+            }
+        }
+    }
+}
+
+/// One value an operand produced, seen the same way whether it came from JSON or a header.
+#[derive(Debug, Clone, Copy)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Str(&'a str),
+    Bytes(&'a [u8]),
+    /// An array or object: equal to no literal, ordered with none.
+    Composite,
+}
+
+impl<'a> Scalar<'a> {
+    fn from_json(v: &'a Value) -> Self {
+        match v {
+            Value::Null => Scalar::Null,
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => Scalar::Int(i),
+                (_, Some(u), _) => Scalar::Uint(u),
+                (_, _, Some(f)) => Scalar::Float(f),
+                _ => Scalar::Composite,
+            },
+            Value::String(s) => Scalar::Str(s),
+            Value::Array(_) | Value::Object(_) => Scalar::Composite,
+        }
+    }
+
+    fn from_header(v: &'a HeaderValue) -> Self {
+        match v {
+            HeaderValue::Str(s) => Scalar::Str(s),
+            HeaderValue::Int(i) => Scalar::Int(*i),
+            HeaderValue::Float(f) => Scalar::Float(*f),
+            HeaderValue::Bool(b) => Scalar::Bool(*b),
+            HeaderValue::Bytes(b) => Scalar::Bytes(b),
+        }
+    }
+
+    fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            Scalar::Str(s) => Some(s),
+            Scalar::Bytes(b) => std::str::from_utf8(b).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl Operand {
+    /// Whether any value of the operand passes `test`; false when it has none.
+    fn any(&self, msg: &Message, mut test: impl FnMut(Scalar<'_>) -> bool) -> bool {
+        match self {
+            Operand::Header(name) => msg
+                .headers()
+                .get(name)
+                .is_some_and(|v| test(Scalar::from_header(v))),
+            Operand::Path(path) => match msg.json_value() {
+                Ok(root) => path.any(root, |v| test(Scalar::from_json(v))),
+                Err(_) => false,
+            },
+        }
+    }
+}
+
+fn compare(value: Scalar<'_>, op: CmpOp, literal: &Literal) -> bool {
+    let ord = match (value, literal) {
+        (Scalar::Null, Literal::Null) => Some(Ordering::Equal),
+        (Scalar::Bool(a), Literal::Bool(b)) => Some(if a == *b {
+            Ordering::Equal
+        } else {
+            // Unequal booleans: `!=` holds, and no ordering operator reaches here (refused at
+            // build time), so any non-Equal answer will do.
+            Ordering::Less
+        }),
+        (Scalar::Str(a), Literal::Str(b)) => Some(a.cmp(b.as_str())),
+        (Scalar::Bytes(a), Literal::Str(b)) => Some(a.cmp(b.as_bytes())),
+        (Scalar::Int(a), Literal::Num(b)) => compare_numbers(Num::I(a), *b),
+        (Scalar::Uint(a), Literal::Num(b)) => compare_numbers(Num::U(a), *b),
+        (Scalar::Float(a), Literal::Num(b)) => compare_numbers(Num::F(a), *b),
+        _ => None,
+    };
+    match ord {
+        Some(ord) => op.holds(ord),
+        // Different types: unequal, unordered.
+        None => op == CmpOp::Ne,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Num {
+    I(i64),
+    U(u64),
+    F(f64),
+}
+
+/// Exact for integers (of either sign), by `f64` when a float is involved; `None` for NaN.
+fn compare_numbers(a: Num, b: Number) -> Option<Ordering> {
+    match (a, b) {
+        (Num::I(a), Number::Int(b)) => Some(a.cmp(&b)),
+        // A u64 only arrives here above i64::MAX, so above every integer literal.
+        (Num::U(_), Number::Int(_)) => Some(Ordering::Greater),
+        (Num::I(a), Number::Float(b)) => (a as f64).partial_cmp(&b),
+        (Num::U(a), Number::Float(b)) => (a as f64).partial_cmp(&b),
+        (Num::F(a), Number::Int(b)) => a.partial_cmp(&(b as f64)),
+        (Num::F(a), Number::Float(b)) => a.partial_cmp(&b),
+    }
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Null => f.write_str("null"),
+            Literal::Bool(b) => write!(f, "{b}"),
+            Literal::Num(Number::Int(i)) => write!(f, "{i}"),
+            Literal::Num(Number::Float(x)) => write!(f, "{x:?}"),
+            Literal::Str(s) => f.write_str(&quote(s)),
+        }
+    }
+}
+
+/// `s` as a double-quoted string literal the tokenizer reads back unchanged.
+pub(super) fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A regex as a string literal the parser hands back to the regex compiler unchanged: only
+/// an unescaped `"` needs a backslash (the regex reads `\"` as `"`).
+pub(super) fn quote_raw(regex: &str) -> String {
+    let mut out = String::with_capacity(regex.len() + 2);
+    out.push('"');
+    let mut chars = regex.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            }
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmp(value: Scalar<'_>, op: CmpOp, literal: Literal) -> bool {
+        compare(value, op, &literal)
+    }
+
+    #[test]
+    fn numbers_compare_by_value_across_integer_and_float() {
+        assert!(cmp(
+            Scalar::Int(1),
+            CmpOp::Eq,
+            Literal::Num(Number::Float(1.0))
+        ));
+        assert!(cmp(
+            Scalar::Float(100.5),
+            CmpOp::Gt,
+            Literal::Num(Number::Int(100))
+        ));
+        assert!(cmp(
+            Scalar::Uint(u64::MAX),
+            CmpOp::Gt,
+            Literal::Num(Number::Int(i64::MAX))
+        ));
+        assert!(cmp(
+            Scalar::Int(-3),
+            CmpOp::Le,
+            Literal::Num(Number::Int(-3))
+        ));
+        assert!(!cmp(
+            Scalar::Float(f64::NAN),
+            CmpOp::Eq,
+            Literal::Num(Number::Float(f64::NAN))
+        ));
+    }
+
+    #[test]
+    fn different_types_are_unequal_and_unordered() {
+        let s = || Literal::Str("1".into());
+        assert!(!cmp(Scalar::Int(1), CmpOp::Eq, s()));
+        assert!(cmp(Scalar::Int(1), CmpOp::Ne, s()));
+        assert!(!cmp(Scalar::Int(1), CmpOp::Lt, s()));
+        assert!(!cmp(Scalar::Int(1), CmpOp::Ge, s()));
+        assert!(!cmp(Scalar::Composite, CmpOp::Eq, Literal::Null));
+        assert!(cmp(Scalar::Null, CmpOp::Eq, Literal::Null));
+        assert!(cmp(Scalar::Bool(true), CmpOp::Ne, Literal::Bool(false)));
+    }
+
+    #[test]
+    fn strings_order_by_code_point() {
+        assert!(cmp(
+            Scalar::Str("abc"),
+            CmpOp::Lt,
+            Literal::Str("abd".into())
+        ));
+        assert!(cmp(Scalar::Str("é"), CmpOp::Gt, Literal::Str("z".into())));
+        assert!(cmp(
+            Scalar::Bytes(b"x"),
+            CmpOp::Eq,
+            Literal::Str("x".into())
+        ));
+    }
+
+    #[test]
+    fn quoted_strings_escape_what_the_tokenizer_unescapes() {
+        assert_eq!(quote("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\u0001""#);
+        assert_eq!(quote_raw(r#"^a\.b"c\"d"#), r#""^a\.b\"c\"d""#);
+    }
+}

@@ -1,0 +1,342 @@
+//! Recipient List: a copy of the message to each channel of a list.
+//!
+//! The list is fixed ([`RecipientList::new`]) or read from each message
+//! ([`RecipientList::from_header`]): a string header holding comma-separated channel names,
+//! resolved through a [`MessageBus`]. Names are trimmed, empty entries skipped, and a channel
+//! listed twice gets one copy. Copies share payload and headers (no bytes copied) and are sent
+//! one after the other, each waiting for room, so a full recipient holds up the rest
+//! (backpressure, not loss).
+//!
+//! Nothing is dropped silently. A name the bus does not know dead-letters a copy with reason
+//! `no-route`, the error (with its "did you mean" suggestion) as the error text and the unknown
+//! name as the death record's channel: create that channel, replay the dead letter, and it goes
+//! there and nowhere else. A message whose header is missing, not a string or lists no name is
+//! dead-lettered with reason `no-route`, the list's name as its channel. A recipient that is
+//! closed (deleted) gets its copy dead-lettered with reason `channel-deleted`; without a dead
+//! letter channel (possible for a fixed list only) the call fails instead, after the other
+//! recipients got their copies.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::BoxFuture;
+use super::error::{RouteError, RouterError};
+use crate::bus::MessageBus;
+use crate::channel::{Channel, DeadLetterChannel, SendError};
+use crate::message::{DeathReason, HeaderValue, Message};
+
+/// Sends a copy of each message to every channel of a list.
+///
+/// ```
+/// use eip_core::{Message, MessageBus};
+/// use eip_core::router::RecipientList;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let bus = MessageBus::new();
+/// let billing = bus.create_point_to_point("billing").unwrap();
+/// let shipping = bus.create_point_to_point("shipping").unwrap();
+/// let list = RecipientList::from_header("orders", "recipients", &bus);
+/// let msg = Message::builder("order 7").header("recipients", "billing, shipping, shiping").build();
+/// let done = list.distribute(msg).await.unwrap();
+/// assert_eq!((done.sent, done.dead_lettered), (2, 1));
+/// assert_eq!(billing.stats().accepted + shipping.stats().accepted, 2);
+/// let mut dead = bus.dead_letter_channel().receiver();
+/// let death = dead.recv().await.unwrap().message().death().unwrap().unwrap();
+/// assert_eq!(death.channel, "shiping");
+/// assert!(death.error.unwrap().contains("did you mean `shipping`?"));
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RecipientList {
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    name: String,
+    source: Source,
+    dead_letters: Option<DeadLetterChannel>,
+}
+
+#[derive(Clone)]
+enum Source {
+    Fixed(Vec<Channel>),
+    Header { header: String, bus: MessageBus },
+}
+
+/// Where a message would go: the channels resolved, and what could not be.
+#[derive(Debug, Clone, Default)]
+pub struct Resolution {
+    /// The channels a copy goes to, in list order, each once.
+    pub channels: Vec<Channel>,
+    /// Names the bus does not know, with the error (dead-lettered, reason `no-route`).
+    pub unknown: Vec<(String, String)>,
+    /// Why the message names no recipient at all (it is dead-lettered, reason `no-route`).
+    pub no_recipients: Option<String>,
+}
+
+/// What a recipient list did with a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Distribution {
+    /// Copies recipients accepted.
+    pub sent: usize,
+    /// Copies (or the message itself) put on the dead letter channel.
+    pub dead_lettered: usize,
+}
+
+impl RecipientList {
+    /// A list of fixed recipients (each channel once). `name` is the death record's channel for
+    /// messages that can not be delivered; no dead letter channel until one is given with
+    /// [`dead_letter_channel`](Self::dead_letter_channel).
+    pub fn new<C: Into<Channel>>(
+        name: &str,
+        recipients: impl IntoIterator<Item = C>,
+    ) -> Result<Self, RouterError> {
+        let mut channels: Vec<Channel> = Vec::new();
+        for channel in recipients.into_iter().map(Into::into) {
+            if !channels.iter().any(|c| c.name() == channel.name()) {
+                channels.push(channel);
+            }
+        }
+        if channels.is_empty() {
+            return Err(RouterError::NoRecipients {
+                name: name.to_owned(),
+            });
+        }
+        Ok(RecipientList::with_source(
+            name,
+            Source::Fixed(channels),
+            None,
+        ))
+    }
+
+    /// A list read from each message's `header` (comma-separated channel names), resolved
+    /// through `bus`, dead-lettering to the bus's dead letter channel.
+    pub fn from_header(name: &str, header: &str, bus: &MessageBus) -> Self {
+        let source = Source::Header {
+            header: header.to_owned(),
+            bus: bus.clone(),
+        };
+        RecipientList::with_source(name, source, Some(bus.dead_letter_channel().clone()))
+    }
+
+    fn with_source(name: &str, source: Source, dead_letters: Option<DeadLetterChannel>) -> Self {
+        RecipientList {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                source,
+                dead_letters,
+            }),
+        }
+    }
+
+    /// Uses `channel` as the dead letter channel.
+    pub fn dead_letter_channel(self, channel: DeadLetterChannel) -> Self {
+        let inner = Arc::unwrap_or_clone(self.inner);
+        RecipientList {
+            inner: Arc::new(Inner {
+                dead_letters: Some(channel),
+                ..inner
+            }),
+        }
+    }
+
+    /// The list's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Where `msg` would go. Pure: sends nothing.
+    pub fn resolve(&self, msg: &Message) -> Resolution {
+        let (header, bus) = match &self.inner.source {
+            Source::Fixed(channels) => {
+                return Resolution {
+                    channels: channels.clone(),
+                    ..Resolution::default()
+                };
+            }
+            Source::Header { header, bus } => (header, bus),
+        };
+        let list = match msg.headers().get(header) {
+            Some(HeaderValue::Str(list)) => list,
+            Some(other) => {
+                return Resolution {
+                    no_recipients: Some(format!(
+                        "recipient header `{header}` is {}, not a comma-separated string",
+                        other.type_name()
+                    )),
+                    ..Resolution::default()
+                };
+            }
+            None => {
+                return Resolution {
+                    no_recipients: Some(format!("recipient header `{header}` is missing")),
+                    ..Resolution::default()
+                };
+            }
+        };
+        let mut resolution = Resolution::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if seen.contains(&name) {
+                continue;
+            }
+            seen.push(name);
+            match bus.channel(name) {
+                Ok(channel) => resolution.channels.push(channel),
+                Err(e) => resolution.unknown.push((name.to_owned(), e.to_string())),
+            }
+        }
+        if seen.is_empty() {
+            resolution.no_recipients =
+                Some(format!("recipient header `{header}` lists no channel"));
+        }
+        resolution
+    }
+
+    /// Sends a copy to every recipient (waiting for room at each) and dead-letters what has
+    /// nowhere to go. Completes when every copy has been accepted somewhere.
+    pub async fn distribute(&self, msg: Message) -> Result<Distribution, RouteError> {
+        let mut done = Distribution::default();
+        if let Source::Fixed(channels) = &self.inner.source {
+            self.send_all(&msg, channels, &mut done).await?;
+            return Ok(done);
+        }
+        let resolution = self.resolve(&msg);
+        if let Some(reason) = resolution.no_recipients {
+            self.bury(msg, &self.inner.name, DeathReason::NoRoute, reason)
+                .await?;
+            done.dead_lettered += 1;
+            return Ok(done);
+        }
+        for (name, error) in resolution.unknown {
+            self.bury(msg.clone(), &name, DeathReason::NoRoute, error)
+                .await?;
+            done.dead_lettered += 1;
+        }
+        self.send_all(&msg, &resolution.channels, &mut done).await?;
+        Ok(done)
+    }
+
+    /// A copy to each channel; a closed one dead-letters its copy, or, without a dead letter
+    /// channel, fails the call once the others have theirs.
+    async fn send_all(
+        &self,
+        msg: &Message,
+        channels: &[Channel],
+        done: &mut Distribution,
+    ) -> Result<(), RouteError> {
+        let mut failed: Option<SendError> = None;
+        for channel in channels {
+            match channel.send(msg.clone()).await {
+                Ok(_) => done.sent += 1,
+                Err(error) if self.inner.dead_letters.is_some() => {
+                    let reason = error.to_string();
+                    let copy = error.into_message();
+                    self.bury(copy, channel.name(), DeathReason::ChannelDeleted, reason)
+                        .await?;
+                    done.dead_lettered += 1;
+                }
+                Err(error) => {
+                    failed.get_or_insert(error);
+                }
+            }
+        }
+        match failed {
+            Some(error) => Err(RouteError::Send(error)),
+            None => Ok(()),
+        }
+    }
+
+    async fn bury(
+        &self,
+        msg: Message,
+        origin: &str,
+        reason: DeathReason,
+        error: String,
+    ) -> Result<(), RouteError> {
+        let Some(dead_letters) = &self.inner.dead_letters else {
+            return Err(RouteError::Send(SendError::Closed {
+                channel: origin.to_owned(),
+                message: Box::new(msg),
+            }));
+        };
+        dead_letters
+            .bury(msg, origin, reason, Some(error))
+            .await
+            .map_err(|message| RouteError::DeadLetterClosed {
+                channel: dead_letters.name().to_owned(),
+                message: Box::new(message),
+            })
+    }
+}
+
+impl std::fmt::Debug for RecipientList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut s = f.debug_struct("RecipientList");
+        s.field("name", &self.inner.name);
+        match &self.inner.source {
+            Source::Fixed(channels) => {
+                let names: Vec<&str> = channels.iter().map(Channel::name).collect();
+                s.field("recipients", &names)
+            }
+            Source::Header { header, .. } => s.field("header", header),
+        };
+        s.field(
+            "dead_letters",
+            &self.inner.dead_letters.as_ref().map(|d| d.name()),
+        )
+        .finish()
+    }
+}
+
+/// Always ready: backpressure comes from the recipients, inside the call's future.
+impl tower::Service<Message> for RecipientList {
+    type Response = Distribution;
+    type Error = RouteError;
+    type Future = BoxFuture<Result<Distribution, RouteError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RouteError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, msg: Message) -> Self::Future {
+        let list = self.clone();
+        Box::pin(async move { list.distribute(msg).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lists_are_trimmed_deduplicated_and_resolved_in_order() {
+        let bus = MessageBus::new();
+        bus.create_point_to_point("b").unwrap();
+        bus.create_publish_subscribe("a.x").unwrap();
+        let list = RecipientList::from_header("in", "to", &bus);
+        let msg = Message::builder("m")
+            .header("to", " b,,a.x , b, nope ,")
+            .build();
+        let r = list.resolve(&msg);
+        let names: Vec<&str> = r.channels.iter().map(Channel::name).collect();
+        assert_eq!(names, ["b", "a.x"]);
+        assert_eq!(r.unknown.len(), 1);
+        assert_eq!(r.unknown[0].0, "nope");
+        assert!(r.no_recipients.is_none());
+        let none = list.resolve(&Message::builder("m").header("to", " , ").build());
+        assert!(none.no_recipients.is_some() && none.channels.is_empty());
+    }
+
+    #[test]
+    fn a_fixed_list_names_each_channel_once() {
+        let a = crate::channel::PointToPoint::new("a", 1).unwrap();
+        let list = RecipientList::new("in", [a.clone(), a]).unwrap();
+        assert_eq!(list.resolve(&Message::new("m")).channels.len(), 1);
+        assert_eq!(
+            format!("{list:?}"),
+            r#"RecipientList { name: "in", recipients: ["a"], dead_letters: None }"#
+        );
+    }
+}
