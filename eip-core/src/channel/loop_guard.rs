@@ -97,6 +97,11 @@ impl LoopGuard {
         });
     }
 
+    /// The time to check against, if the guard is on: senders read the clock only then.
+    pub(crate) fn clock(&self) -> Option<Instant> {
+        self.recent.get().map(|_| Instant::now())
+    }
+
     /// Whether `id` may be stored: true the first time (and remembers it), false for an id
     /// stored before and not yet forgotten (counted as a duplicate). Always true when off.
     pub(crate) fn admit(&self, id: MessageId, now: Instant) -> bool {

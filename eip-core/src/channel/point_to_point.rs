@@ -53,7 +53,7 @@ impl PointToPoint {
     /// Sends a message, waiting while the channel is full. Completes when the channel has
     /// accepted the message (or diverted it to the invalid message channel).
     pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
-        self.store(msg, Some(Instant::now()))
+        self.store(msg, self.guard.clock())
             .await
             .outcome(self.name())
     }
@@ -85,7 +85,11 @@ impl PointToPoint {
                 return Ok(Outcome::Invalid { reason });
             }
         }
-        if !self.guard.admit(msg.id(), Instant::now()) {
+        if self
+            .guard
+            .clock()
+            .is_some_and(|now| !self.guard.admit(msg.id(), now))
+        {
             return Ok(Outcome::Duplicate);
         }
         match self.queue.try_push(msg) {

@@ -123,7 +123,7 @@ impl PublishSubscribe {
     /// [`crate::join`]). Completes when every subscription here and at every join destination
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
-        match self.store(msg, Some(Instant::now())).await {
+        match self.store(msg, self.inner.guard.clock()).await {
             Stored::Forward(stored, joins) => {
                 crate::join::propagate(self, &joins, stored).await;
                 Ok(Outcome::Accepted)
