@@ -10,7 +10,11 @@
 //! - [`endpoint`]: consumers that drive a `tower::Service<Message>`, with redelivery.
 //! - [`bus`]: the Message Bus, a registry of hierarchical channel names with wildcard
 //!   subscriptions, and Request-Reply.
-//! - [`topic`]: the `*` / `#` topic matcher shared by wildcard subscriptions and topic exchanges.
+//! - [`predicate`]: predicates over messages (JSONPath, headers, subject), parsed once.
+//! - [`router`]: the Content-Based Router, Message Filter, Recipient List and Wire Tap.
+//! - [`join`]: channel joins, with hop counts, loop detection and archival joins.
+//! - [`topic`]: the `*` / `#` topic matcher shared by wildcard subscriptions and the topic
+//!   exchange.
 //!
 //! ```
 //! use eip_core::{Message, channel::PointToPoint};

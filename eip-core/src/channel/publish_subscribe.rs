@@ -40,6 +40,9 @@ use super::{LoopGuard, Outcome, Stored};
 use crate::join::{Join, JoinId};
 use crate::message::{DeathReason, Message};
 
+/// The joins leaving a channel: replaced, never changed, so a publish holds a consistent set.
+type Joins = Arc<[Arc<Join>]>;
+
 /// A channel whose every message goes to each of its subscribers.
 #[derive(Clone)]
 pub struct PublishSubscribe {
@@ -114,7 +117,7 @@ impl PublishSubscribe {
     }
 
     /// The subscriptions and the joins, in one look.
-    fn snapshot_with_joins(&self) -> Option<(Arc<[Arc<Queue>]>, Arc<[Arc<Join>]>)> {
+    fn snapshot_with_joins(&self) -> Option<(Arc<[Arc<Queue>]>, Joins)> {
         let subs = self.lock();
         (!subs.closed).then(|| (subs.all.clone(), subs.joins.clone()))
     }
