@@ -456,3 +456,22 @@ proptest! {
         })?;
     }
 }
+
+#[tokio::test]
+async fn a_join_filter_can_be_a_json_path_predicate() {
+    let mut quotes = Watched::new("quotes");
+    let mut nyse = Watched::new("quotes.nyse");
+    let filter = eip_core::predicate::Predicate::parse(r#"$.exchange == "NYSE""#).unwrap();
+    Join::builder(quotes.channel.clone(), nyse.channel.clone())
+        .filter(filter)
+        .hops(5)
+        .create()
+        .unwrap();
+    for body in [r#"{"exchange":"NYSE"}"#, r#"{"exchange":"LSE"}"#, "not json"] {
+        quotes.channel.publish(Message::new(body)).await.unwrap();
+    }
+    assert_eq!(quotes.take().len(), 3);
+    let crossed = nyse.take();
+    assert_eq!(crossed.len(), 1);
+    assert_eq!(crossed[0].payload_str(), Some(r#"{"exchange":"NYSE"}"#));
+}
