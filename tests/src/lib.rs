@@ -67,3 +67,7 @@ pub struct Predicates;
 #[doc = include_str!("../../book/src/content-based-router.md")]
 #[cfg(doctest)]
 pub struct ContentBasedRouter;
+
+#[doc = include_str!("../../book/src/topic-exchange.md")]
+#[cfg(doctest)]
+pub struct TopicExchangeChapter;

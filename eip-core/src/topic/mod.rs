@@ -10,9 +10,20 @@
 //! bytes, the AMQP limit for a routing key.
 //!
 //! The same matcher serves the [`MessageBus`](crate::bus::MessageBus)'s wildcard subscriptions
-//! and the topic exchange.
+//! and the [`TopicExchange`], which routes messages to channels through [`Binding`]s. Many
+//! patterns are matched at once by a [`TopicTrie`], in time that depends on the subject and the
+//! patterns that can match it, not on how many patterns there are.
+
+mod exchange;
+mod trie;
 
 use std::fmt;
+
+pub use exchange::{
+    Binding, BindingChanges, BindingId, ExchangeError, ExchangeStats, PublishError, Route, Routed,
+    TopicExchange,
+};
+pub use trie::TopicTrie;
 
 /// The longest subject or pattern, in bytes (AMQP's shortstr limit for a routing key).
 pub const MAX_TOPIC_LEN: usize = 255;
@@ -93,6 +104,14 @@ impl TopicPattern {
             source: pattern.into(),
             words: words.into(),
         })
+    }
+
+    /// `#`: every subject.
+    fn match_all() -> Self {
+        TopicPattern {
+            source: "#".into(),
+            words: [Word::Any].into(),
+        }
     }
 
     /// The pattern as written.

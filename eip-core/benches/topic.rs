@@ -1,0 +1,285 @@
+//! Topic matching with 1k, 10k and 100k bindings: eip's trie against a naive scan, measured in
+//! the same run.
+//!
+//! The bindings follow the mix of RabbitMQ's published topic exchange tests: keys of 3 to 5
+//! words from a market-data vocabulary (asset class, venue, symbol, event, detail), 10% of them
+//! with a `*` and 1% with a `#` in place of one word, each bound to one of 1000 targets.
+//! Subjects are 3 to 5 words: half are made from a random binding's key (wildcards filled in),
+//! so they match at least one binding, and half are random, so most match only wildcards.
+//!
+//! Both sides answer the same question, the set of targets a subject goes to, deduplicated and
+//! sorted, into a buffer reused from one subject to the next: eip with
+//! [`TopicTrie::matches_into`]; the baseline by splitting the subject (into a reused buffer
+//! too) and testing every pattern with [`TopicPattern::matches_words`]. A check pass asserts that they agree on
+//! every subject (a sample of 200 at 100k bindings) before anything is timed. Everything runs on one thread (one core).
+//!
+//! After each size it prints
+//! `compare: topic N: eip X ns/msg, baseline Y ns/msg (naive scan), ratio R` (R = X / Y, the
+//! medians of alternating rounds, as in `channels.rs`; each round starts with an untimed pass
+//! over its subjects), then eip's subjects per second.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use eip_core::topic::{TopicPattern, TopicTrie, subject_words};
+
+const SIZES: [(usize, &str); 3] = [(1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
+const TARGETS: usize = 1000;
+const SUBJECTS: usize = 4096;
+/// Rounds of the alternating measurement behind each compare line.
+const ROUNDS: usize = 9;
+/// Subjects eip matches per round.
+const EIP_ROUND: usize = 50_000;
+/// Pattern tests the baseline makes per round (its subjects are this divided by the bindings):
+/// at 100k bindings a scan takes milliseconds, so it gets few subjects.
+const BASELINE_ROUND_TESTS: usize = 2_000_000;
+/// Pattern tests the check pass may make (at least 200 subjects are checked).
+const CHECK_TESTS: usize = 50_000_000;
+
+/// A small deterministic generator, so every run measures the same workload.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Words for each position of a key or subject.
+struct Vocabulary {
+    levels: Vec<Vec<String>>,
+}
+
+impl Vocabulary {
+    fn new(rng: &mut Rng) -> Self {
+        let words = |list: &[&str]| list.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let symbols = (0..1000)
+            .map(|_| {
+                (0..3 + rng.below(2))
+                    .map(|_| char::from(b'a' + rng.below(26) as u8))
+                    .collect()
+            })
+            .collect();
+        let levels = vec![
+            words(&[
+                "stock",
+                "bond",
+                "fx",
+                "option",
+                "future",
+                "crypto",
+                "commodity",
+                "index",
+                "etf",
+                "swap",
+            ]),
+            words(&[
+                "nyse", "nasdaq", "lse", "tse", "hkex", "euronext", "xetra", "cme", "ice", "asx",
+                "sgx", "bats", "arca", "six", "jpx", "krx", "bse", "nse", "tsx", "b3",
+            ]),
+            symbols,
+            words(&[
+                "trade", "quote", "order", "cancel", "fill", "halt", "open", "close",
+            ]),
+            words(&["buy", "sell", "bid", "ask", "l1", "l2"]),
+        ];
+        Vocabulary { levels }
+    }
+
+    fn word(&self, level: usize, rng: &mut Rng) -> &str {
+        let list = &self.levels[level];
+        &list[rng.below(list.len())]
+    }
+}
+
+/// What a side reuses from one subject to the next.
+#[derive(Default)]
+struct Buffers<'s> {
+    targets: Vec<u32>,
+    words: Vec<&'s str>,
+}
+
+struct Workload {
+    /// Each binding's key and target, for the naive scan.
+    bindings: Vec<(TopicPattern, u32)>,
+    trie: TopicTrie<u32>,
+    subjects: Vec<String>,
+}
+
+impl Workload {
+    fn new(size: usize) -> Self {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ size as u64);
+        let vocabulary = Vocabulary::new(&mut rng);
+        let mut keys: Vec<Vec<String>> = Vec::with_capacity(size);
+        let mut bindings = Vec::with_capacity(size);
+        let mut trie = TopicTrie::new();
+        for i in 0..size {
+            let len = 3 + rng.below(3);
+            let mut key: Vec<String> = (0..len)
+                .map(|level| vocabulary.word(level, &mut rng).to_owned())
+                .collect();
+            if i % 10 == 0 {
+                key[rng.below(len)] = "*".into();
+            }
+            if i % 100 == 0 {
+                key[rng.below(len)] = "#".into();
+            }
+            let pattern = TopicPattern::parse(&key.join(".")).expect("a valid pattern");
+            let target = rng.below(TARGETS) as u32;
+            trie.insert(&pattern, target);
+            bindings.push((pattern, target));
+            keys.push(key);
+        }
+        let subjects = (0..SUBJECTS)
+            .map(|i| {
+                if i % 2 == 0 {
+                    let key = &keys[rng.below(keys.len())];
+                    key.iter()
+                        .enumerate()
+                        .map(|(level, w)| match w.as_str() {
+                            "*" | "#" => vocabulary.word(level, &mut rng).to_owned(),
+                            w => w.to_owned(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(".")
+                } else {
+                    (0..3 + rng.below(3))
+                        .map(|level| vocabulary.word(level, &mut rng))
+                        .collect::<Vec<_>>()
+                        .join(".")
+                }
+            })
+            .collect();
+        Workload {
+            bindings,
+            trie,
+            subjects,
+        }
+    }
+
+    fn eip(&self, subject: &str, found: &mut Buffers) {
+        self.trie.matches_into(subject, &mut found.targets);
+    }
+
+    fn naive<'s>(&self, subject: &'s str, found: &mut Buffers<'s>) {
+        found.words.clear();
+        found.words.extend(subject_words(subject));
+        found.targets.clear();
+        for (pattern, target) in &self.bindings {
+            if pattern.matches_words(&found.words) {
+                found.targets.push(*target);
+            }
+        }
+        found.targets.sort_unstable();
+        found.targets.dedup();
+    }
+
+    /// Matches `count` subjects (cycling through them from `start`) with `f`; time per subject.
+    /// The same subjects are matched once, untimed, first: the other side's round has just
+    /// filled the caches with its own data, and each side is measured as it runs when routing
+    /// continuously.
+    fn time<'s>(
+        &'s self,
+        start: usize,
+        count: usize,
+        f: impl Fn(&Self, &'s str, &mut Buffers<'s>),
+    ) -> f64 {
+        let mut buffers = Buffers::default();
+        let n = self.subjects.len();
+        for i in 0..count.min(n) {
+            f(self, &self.subjects[(start + i) % n], &mut buffers);
+            black_box(&buffers.targets);
+        }
+        let begin = Instant::now();
+        for i in 0..count {
+            f(self, &self.subjects[(start + i) % n], &mut buffers);
+            black_box(&buffers.targets);
+        }
+        begin.elapsed().as_nanos() as f64 / count as f64
+    }
+
+    /// The targets of `subject` by both methods, for the check pass.
+    fn both(&self, subject: &str) -> (Vec<u32>, Vec<u32>) {
+        let (mut eip, mut naive) = (Buffers::default(), Buffers::default());
+        self.eip(subject, &mut eip);
+        self.naive(subject, &mut naive);
+        (eip.targets, naive.targets)
+    }
+}
+
+fn topic(c: &mut Criterion) {
+    for (size, label) in SIZES {
+        let work = Workload::new(size);
+        // The scan is slow at 100k: check a sample there, every subject at smaller sizes.
+        let checked = (CHECK_TESTS / size).clamp(200, SUBJECTS);
+        for subject in &work.subjects[..checked] {
+            let (eip, naive) = work.both(subject);
+            assert_eq!(eip, naive, "subject {subject}");
+        }
+        let matched = work
+            .subjects
+            .iter()
+            .filter(|s| !work.trie.matches(s).is_empty())
+            .count();
+        let name = format!("topic {label}");
+        let mut group = c.benchmark_group(&name);
+        group
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1));
+        let mut ran = false;
+        let mut next = 0;
+        let mut buffers = Buffers::default();
+        group.bench_function("eip", |b| {
+            ran = true;
+            b.iter(|| {
+                next = (next + 1) % work.subjects.len();
+                work.eip(&work.subjects[next], &mut buffers);
+            })
+        });
+        group.bench_function("baseline", |b| {
+            b.iter(|| {
+                next = (next + 1) % work.subjects.len();
+                work.naive(&work.subjects[next], &mut buffers);
+            })
+        });
+        group.finish();
+        if !ran || !measuring() {
+            continue;
+        }
+        let baseline_subjects = (BASELINE_ROUND_TESTS / size).max(20);
+        let (mut eip_ns, mut baseline_ns) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            eip_ns.push(work.time(round * 7919, EIP_ROUND, Workload::eip));
+            baseline_ns.push(work.time(round * 104_729, baseline_subjects, Workload::naive));
+        }
+        let (x, y) = (median(&mut eip_ns), median(&mut baseline_ns));
+        println!(
+            "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg (naive scan), ratio {:.5}",
+            x / y
+        );
+        println!(
+            "throughput: {name}: eip {:.0} subjects/s on one core ({matched} of {} subjects match a binding)",
+            1e9 / x,
+            work.subjects.len()
+        );
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth the extra rounds.
+fn measuring() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list")
+}
+
+criterion_group!(benches, topic);
+criterion_main!(benches);

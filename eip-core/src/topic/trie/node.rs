@@ -1,0 +1,202 @@
+//! A node of the trie, and what it holds.
+
+use super::children::Children;
+
+/// A node: where the patterns with one prefix continue. With a value of up to 8 bytes it is
+/// one cache line, aligned as one, and a search reads little else: the ids of up to four
+/// literal children are inline.
+#[derive(Clone)]
+#[repr(align(64))]
+pub(super) struct Node<T> {
+    /// The fewest and the most further words the patterns through here need ([`UNBOUNDED`]
+    /// with a `#` below): a search skips the node when the words left are outside.
+    pub(super) min_rest: u16,
+    pub(super) max_rest: u16,
+    pub(super) words: Children<T>,
+    /// The `*` and `#` children, boxed together: most nodes have neither.
+    pub(super) wild: Option<Box<Wild<T>>>,
+    /// The values of the patterns that end here.
+    pub(super) values: Values<T>,
+}
+
+#[derive(Clone)]
+pub(super) struct Wild<T> {
+    pub(super) star: Option<Node<T>>,
+    pub(super) hash: Option<HashNode<T>>,
+}
+
+/// A node reached through `#`, numbered so a search can keep its memo in a flat array.
+#[derive(Clone)]
+pub(super) struct HashNode<T> {
+    pub(super) id: u32,
+    pub(super) node: Node<T>,
+}
+
+/// The values stored at a node: one inline (the usual case, read with the node itself), or
+/// several behind a pointer.
+#[derive(Clone)]
+pub(super) enum Values<T> {
+    None,
+    One(T),
+    // A thin pointer keeps the node within its cache line; more than one value is rare.
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<T>>),
+}
+
+impl<T> Values<T> {
+    pub(super) fn is_empty(&self) -> bool {
+        matches!(self, Values::None)
+    }
+
+    pub(super) fn as_slice(&self) -> &[T] {
+        match self {
+            Values::None => &[],
+            Values::One(v) => std::slice::from_ref(v),
+            Values::Many(vs) => vs.as_slice(),
+        }
+    }
+
+    pub(super) fn push(&mut self, value: T) {
+        *self = match std::mem::replace(self, Values::None) {
+            Values::None => Values::One(value),
+            Values::One(first) => Values::Many(Box::new(vec![first, value])),
+            Values::Many(mut vs) => {
+                vs.push(value);
+                Values::Many(vs)
+            }
+        };
+    }
+
+    /// Removes one copy of `value`; whether there was one.
+    pub(super) fn remove(&mut self, value: &T) -> bool
+    where
+        T: PartialEq,
+    {
+        let Some(i) = self.as_slice().iter().position(|v| v == value) else {
+            return false;
+        };
+        *self = match std::mem::replace(self, Values::None) {
+            Values::Many(mut vs) => {
+                vs.remove(i);
+                match vs.len() {
+                    1 => vs.pop().map_or(Values::None, Values::One),
+                    _ => Values::Many(vs),
+                }
+            }
+            Values::None | Values::One(_) => Values::None,
+        };
+        true
+    }
+}
+
+/// `max_rest` of a node with a `#` below it.
+pub(super) const UNBOUNDED: u16 = u16::MAX;
+
+/// One more word than `n` (a pattern is at most 256 words, so only `UNBOUNDED` saturates).
+pub(super) fn plus_one(n: u16) -> u16 {
+    n.saturating_add(1)
+}
+
+/// Dense ids for `#` nodes; a pruned node's id is reused, so the memo stays as small as the
+/// number of `#` nodes that exist.
+#[derive(Clone, Default)]
+pub(super) struct IdPool {
+    pub(super) next: u32,
+    pub(super) free: Vec<u32>,
+}
+
+impl IdPool {
+    pub(super) fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+
+    pub(super) fn release(&mut self, id: u32) {
+        self.free.push(id);
+    }
+}
+
+impl<T> Node<T> {
+    pub(super) fn new() -> Self {
+        Node {
+            words: Children::new(),
+            wild: None,
+            values: Values::None,
+            min_rest: UNBOUNDED,
+            max_rest: 0,
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.words.is_empty() && self.wild.is_none()
+    }
+
+    pub(super) fn star(&self) -> Option<&Node<T>> {
+        self.wild.as_deref().and_then(|w| w.star.as_ref())
+    }
+
+    pub(super) fn hash(&self) -> Option<&HashNode<T>> {
+        self.wild.as_deref().and_then(|w| w.hash.as_ref())
+    }
+
+    pub(super) fn wild_mut(&mut self) -> &mut Wild<T> {
+        self.wild.get_or_insert_with(|| {
+            Box::new(Wild {
+                star: None,
+                hash: None,
+            })
+        })
+    }
+
+    /// Drops the box of wildcard children once both are gone.
+    pub(super) fn tidy_wild(&mut self) {
+        if self
+            .wild
+            .as_deref()
+            .is_some_and(|w| w.star.is_none() && w.hash.is_none())
+        {
+            self.wild = None;
+        }
+    }
+
+    pub(super) fn widen(&mut self, (min_rest, max_rest): (u16, u16)) {
+        self.min_rest = self.min_rest.min(min_rest);
+        self.max_rest = self.max_rest.max(max_rest);
+    }
+
+    /// Recomputes the bounds from the values and children, after a removal.
+    pub(super) fn recompute_bounds(&mut self) {
+        let (mut lo, mut hi) = match self.values.is_empty() {
+            true => (UNBOUNDED, 0),
+            false => (0, 0),
+        };
+        for child in self.words.nodes().chain(self.star()) {
+            lo = lo.min(plus_one(child.min_rest));
+            hi = hi.max(plus_one(child.max_rest));
+        }
+        if let Some(hash) = self.hash() {
+            lo = lo.min(hash.node.min_rest);
+            hi = UNBOUNDED;
+        }
+        (self.min_rest, self.max_rest) = (lo, hi);
+    }
+
+    /// The positions `j` (words consumed) of a subject of `len` words at which a pattern
+    /// through here can match the words left.
+    pub(super) fn fitting_positions(&self, len: usize) -> std::ops::Range<usize> {
+        let first = match self.max_rest {
+            UNBOUNDED => 0,
+            max => len.saturating_sub(usize::from(max)),
+        };
+        let end = (len + 1).saturating_sub(usize::from(self.min_rest));
+        first..end
+    }
+
+    /// Whether a pattern through here can match the `rest` words left.
+    pub(super) fn fits(&self, rest: usize) -> bool {
+        rest >= usize::from(self.min_rest)
+            && (self.max_rest == UNBOUNDED || rest <= usize::from(self.max_rest))
+    }
+}

@@ -1,0 +1,148 @@
+//! Matching a subject against the trie: one walk, each (node, position) pair at most once.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use super::Node;
+use super::words::WordId;
+
+thread_local! {
+    /// The memo of the searches on this thread: reused, so a search allocates nothing.
+    pub(super) static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
+}
+
+/// For each `#` node, the lowest subject position it has been expanded from in the current
+/// search. Slots from earlier searches carry an older generation and count as unset, so
+/// starting a search costs nothing however many `#` nodes there are.
+#[derive(Default)]
+pub(super) struct Memo {
+    generation: u32,
+    slots: Vec<(u32, usize)>,
+}
+
+impl Memo {
+    /// Starts a search over a trie with `hash_nodes` `#` nodes.
+    pub(super) fn begin(&mut self, hash_nodes: usize) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.slots.clear();
+            self.generation = 1;
+        }
+        if self.slots.len() < hash_nodes {
+            self.slots.resize(hash_nodes, (0, 0));
+        }
+    }
+
+    /// The positions, out of `from..=last`, that `#` node `id` has not been expanded from yet;
+    /// they count as expanded from now on.
+    fn claim(&mut self, id: u32, from: usize, last: usize) -> Range<usize> {
+        let Some(slot) = self.slots.get_mut(id as usize) else {
+            // Not sized for this node (can not happen): without the memo a position may be
+            // expanded twice, which repeats work but never loses a match.
+            return from..last + 1;
+        };
+        if slot.0 != self.generation {
+            *slot = (self.generation, from);
+            return from..last + 1;
+        }
+        let expanded_from = slot.1;
+        if from >= expanded_from {
+            return from..from;
+        }
+        slot.1 = from;
+        from..expanded_from
+    }
+}
+
+/// One search: the ids of the subject's words (`None` for a word no pattern has), the memo,
+/// and what to do with a match.
+pub(super) struct Search<'w, 'm, F> {
+    words: &'w [Option<WordId>],
+    memo: &'m mut Memo,
+    emit: F,
+    /// Nodes entered, for the tests that check a search stays bounded.
+    pub(super) visits: usize,
+}
+
+impl<'w, 'm, F> Search<'w, 'm, F> {
+    pub(super) fn new(words: &'w [Option<WordId>], memo: &'m mut Memo, emit: F) -> Self {
+        Search {
+            words,
+            memo,
+            emit,
+            visits: 0,
+        }
+    }
+
+    /// Visits `node` with the first `i` words consumed, unless its patterns can not fit the
+    /// words left.
+    pub(super) fn visit<'a, T>(&mut self, node: &'a Node<T>, i: usize)
+    where
+        F: FnMut(&'a T),
+    {
+        if node.fits(self.words.len().saturating_sub(i)) {
+            self.step(node, i);
+        }
+    }
+
+    /// Visits a node that fits. Recursion goes one node deeper per call, so its depth is
+    /// bounded by the longest pattern (at most 256 words). Children are checked for fit before
+    /// the call, and a `#` child is visited only at the positions where it fits.
+    fn step<'a, T>(&mut self, node: &'a Node<T>, i: usize)
+    where
+        F: FnMut(&'a T),
+    {
+        self.visits += 1;
+        let len = self.words.len();
+        match self.words.get(i) {
+            None => node.values.as_slice().iter().for_each(&mut self.emit),
+            Some(word) => {
+                let rest = len - i - 1;
+                if let Some(child) = word.and_then(|id| node.words.get(id)) {
+                    if child.fits(rest) {
+                        self.step(child, i + 1);
+                    }
+                }
+                if let Some(child) = node.star() {
+                    if child.fits(rest) {
+                        self.step(child, i + 1);
+                    }
+                }
+            }
+        }
+        if let Some(hash) = node.hash() {
+            let claimed = self.memo.claim(hash.id, i, len);
+            let fitting = hash.node.fitting_positions(len);
+            let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
+            if hash.node.wild.is_some() {
+                for j in positions {
+                    self.step(&hash.node, j);
+                }
+            } else {
+                self.literals_after_hash(&hash.node, positions);
+            }
+        }
+    }
+
+    /// The visits of a `#` node without wildcard children (the usual `#.a.b`) at `positions`,
+    /// done in one loop: at each, only its values (at the end) or one literal child can match.
+    fn literals_after_hash<'a, T>(&mut self, node: &'a Node<T>, positions: Range<usize>)
+    where
+        F: FnMut(&'a T),
+    {
+        let len = self.words.len();
+        for j in positions {
+            self.visits += 1;
+            match self.words.get(j) {
+                None => node.values.as_slice().iter().for_each(&mut self.emit),
+                Some(word) => {
+                    if let Some(child) = word.and_then(|id| node.words.get(id)) {
+                        if child.fits(len - j - 1) {
+                            self.step(child, j + 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
