@@ -467,7 +467,11 @@ async fn a_join_filter_can_be_a_json_path_predicate() {
         .hops(5)
         .create()
         .unwrap();
-    for body in [r#"{"exchange":"NYSE"}"#, r#"{"exchange":"LSE"}"#, "not json"] {
+    for body in [
+        r#"{"exchange":"NYSE"}"#,
+        r#"{"exchange":"LSE"}"#,
+        "not json",
+    ] {
         quotes.channel.publish(Message::new(body)).await.unwrap();
     }
     assert_eq!(quotes.take().len(), 3);
