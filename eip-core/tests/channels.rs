@@ -614,3 +614,31 @@ async fn messages_prefetched_by_a_subscriber_are_dead_lettered_when_its_subscrip
         d.ack();
     }
 }
+
+#[tokio::test]
+async fn parked_competing_consumers_each_wake_for_a_message() {
+    // Two consumers park; two messages arrive back to back. Each consumer must get one without
+    // a third message arriving, even though a wake-up is sent once per batch.
+    // On one thread both sends complete before either consumer runs.
+    for _ in 0..5 {
+        let ch = PointToPoint::new("work", 10).unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..2 {
+            let mut rx = ch.receiver();
+            tasks.push(tokio::spawn(async move {
+                // Returns the delivery unsettled (no second recv, no requeue): the other message
+                // needs the other consumer.
+                rx.recv().await
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        ch.send(Message::new("a")).await.unwrap();
+        ch.send(Message::new("b")).await.unwrap();
+        for t in tasks {
+            let got = timeout(WAIT, t)
+                .await
+                .expect("a parked consumer was never woken");
+            assert!(got.unwrap().is_some());
+        }
+    }
+}
