@@ -30,9 +30,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::channel::{PointToPoint, PublishSubscribe};
 use eip_core::message::Message;
+use support::{measuring, median};
 use tokio::runtime::Runtime;
 use tokio::sync::{Mutex, broadcast, mpsc};
 
@@ -175,17 +178,6 @@ fn compare(
         allocations_per_message(&baseline, messages),
     );
     println!("allocs: {name}: eip {a:.3} allocs/msg, baseline {b:.3} allocs/msg");
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth an extra pass.
-fn measuring() -> bool {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list")
 }
 
 /// Allocations each further message costs: runs of `messages` and `2 * messages` counted, the

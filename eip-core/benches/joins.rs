@@ -14,10 +14,13 @@
 
 use std::time::{Duration, Instant};
 
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::channel::{PointToPoint, PublishSubscribe, Receiver, Subscriber};
 use eip_core::join::Join;
 use eip_core::message::Message;
+use support::{measuring, median};
 
 const HOPS: usize = 10;
 
@@ -87,11 +90,6 @@ impl HandChain {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn joins(c: &mut Criterion) {
     let one_thread = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -106,9 +104,7 @@ fn joins(c: &mut Criterion) {
         b.iter_custom(|n| one_thread.block_on(hand.run(n)))
     });
     group.finish();
-    let measuring = std::env::args().any(|a| a == "--bench")
-        && !std::env::args().any(|a| a == "--test" || a == "--list");
-    if !measuring {
+    if !measuring() {
         return;
     }
     let (mut x, mut y) = (Vec::new(), Vec::new());

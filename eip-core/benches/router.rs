@@ -15,11 +15,14 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::channel::{DeadLetterChannel, PointToPoint};
 use eip_core::message::Message;
 use eip_core::predicate::Predicate;
 use eip_core::router::{ContentBasedRouter, Decision};
+use support::{measuring, median};
 
 /// Rounds of the alternating measurement behind the compare line.
 const ROUNDS: usize = 41;
@@ -136,17 +139,6 @@ fn compare(c: &mut Criterion, name: &str, baseline_label: &str, eip: Run<'_>, ba
         "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg ({baseline_label}), ratio {:.2}",
         x / y
     );
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth an extra pass.
-fn measuring() -> bool {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list")
 }
 
 criterion_group! {

@@ -21,8 +21,11 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::topic::{TopicPattern, TopicTrie, subject_words};
+use support::{measuring, median};
 
 const SIZES: [(usize, &str); 3] = [(1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
 const TARGETS: usize = 1000;
@@ -268,17 +271,6 @@ fn topic(c: &mut Criterion) {
             work.subjects.len()
         );
     }
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth the extra rounds.
-fn measuring() -> bool {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list")
 }
 
 criterion_group!(benches, topic);
