@@ -35,7 +35,7 @@ mod support;
 use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::channel::{PointToPoint, PublishSubscribe};
 use eip_core::message::Message;
-use support::{measuring, median};
+use support::{alternating_medians, measuring, print_compare};
 use tokio::runtime::Runtime;
 use tokio::sync::{Mutex, broadcast, mpsc};
 
@@ -161,17 +161,9 @@ fn compare(
         return;
     }
     let messages = (ROUND_DELIVERIES / deliveries_per_message).max(1000);
-    let mut eip_ns = Vec::with_capacity(ROUNDS);
-    let mut baseline_ns = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        eip_ns.push(eip(messages).as_nanos() as f64 / messages as f64);
-        baseline_ns.push(baseline(messages).as_nanos() as f64 / messages as f64);
-    }
-    let (x, y) = (median(&mut eip_ns), median(&mut baseline_ns));
-    println!(
-        "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg ({baseline_label}), ratio {:.2}",
-        x / y
-    );
+    let per_message = |run: &Run<'_>| run(messages).as_nanos() as f64 / messages as f64;
+    let (x, y) = alternating_medians(ROUNDS, |_| per_message(&eip), |_| per_message(&baseline));
+    print_compare(name, x, y, baseline_label);
     let messages = (ALLOC_PASS_DELIVERIES / deliveries_per_message).min(ALLOC_PASS_MAX_MESSAGES);
     let (a, b) = (
         allocations_per_message(&eip, messages),

@@ -20,7 +20,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::channel::{PointToPoint, PublishSubscribe, Receiver, Subscriber};
 use eip_core::join::Join;
 use eip_core::message::Message;
-use support::{measuring, median};
+use support::{alternating_medians, measuring, print_compare};
 
 const HOPS: usize = 10;
 
@@ -107,17 +107,14 @@ fn joins(c: &mut Criterion) {
     if !measuring() {
         return;
     }
-    let (mut x, mut y) = (Vec::new(), Vec::new());
     let messages = 20_000;
-    for _ in 0..9 {
-        x.push(one_thread.block_on(eip.run(messages)).as_nanos() as f64 / messages as f64);
-        y.push(one_thread.block_on(hand.run(messages)).as_nanos() as f64 / messages as f64);
-    }
-    let (x, y) = (median(&mut x), median(&mut y));
-    println!(
-        "compare: join chain 10: eip {x:.1} ns/msg, baseline {y:.1} ns/msg (10 point-to-point hops), ratio {:.2}",
-        x / y
+    let per_message = |elapsed: Duration| elapsed.as_nanos() as f64 / messages as f64;
+    let (x, y) = alternating_medians(
+        9,
+        |_| per_message(one_thread.block_on(eip.run(messages))),
+        |_| per_message(one_thread.block_on(hand.run(messages))),
     );
+    print_compare("join chain 10", x, y, "10 point-to-point hops");
 }
 
 criterion_group! {

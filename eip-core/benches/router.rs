@@ -22,7 +22,7 @@ use eip_core::channel::{DeadLetterChannel, PointToPoint};
 use eip_core::message::Message;
 use eip_core::predicate::Predicate;
 use eip_core::router::{ContentBasedRouter, Decision};
-use support::{measuring, median};
+use support::{alternating_medians, measuring, print_compare};
 
 /// Rounds of the alternating measurement behind the compare line.
 const ROUNDS: usize = 41;
@@ -128,17 +128,9 @@ fn compare(c: &mut Criterion, name: &str, baseline_label: &str, eip: Run<'_>, ba
     if !ran || !measuring() {
         return;
     }
-    let mut eip_ns = Vec::with_capacity(ROUNDS);
-    let mut baseline_ns = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        eip_ns.push(eip(ROUND_MESSAGES).as_nanos() as f64 / ROUND_MESSAGES as f64);
-        baseline_ns.push(baseline(ROUND_MESSAGES).as_nanos() as f64 / ROUND_MESSAGES as f64);
-    }
-    let (x, y) = (median(&mut eip_ns), median(&mut baseline_ns));
-    println!(
-        "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg ({baseline_label}), ratio {:.2}",
-        x / y
-    );
+    let per_message = |run: &Run<'_>| run(ROUND_MESSAGES).as_nanos() as f64 / ROUND_MESSAGES as f64;
+    let (x, y) = alternating_medians(ROUNDS, |_| per_message(&eip), |_| per_message(&baseline));
+    print_compare(name, x, y, baseline_label);
 }
 
 criterion_group! {

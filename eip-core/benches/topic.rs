@@ -25,7 +25,7 @@ mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use eip_core::topic::{TopicPattern, TopicTrie, subject_words};
-use support::{measuring, median};
+use support::{alternating_medians, measuring, print_compare};
 
 const SIZES: [(usize, &str); 3] = [(1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
 const TARGETS: usize = 1000;
@@ -255,16 +255,12 @@ fn topic(c: &mut Criterion) {
             continue;
         }
         let baseline_subjects = (BASELINE_ROUND_TESTS / size).max(20);
-        let (mut eip_ns, mut baseline_ns) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS {
-            eip_ns.push(work.time(round * 7919, EIP_ROUND, Workload::eip));
-            baseline_ns.push(work.time(round * 104_729, baseline_subjects, Workload::naive));
-        }
-        let (x, y) = (median(&mut eip_ns), median(&mut baseline_ns));
-        println!(
-            "compare: {name}: eip {x:.1} ns/msg, baseline {y:.1} ns/msg (naive scan), ratio {:.5}",
-            x / y
+        let (x, y) = alternating_medians(
+            ROUNDS,
+            |round| work.time(round * 7919, EIP_ROUND, Workload::eip),
+            |round| work.time(round * 104_729, baseline_subjects, Workload::naive),
         );
+        print_compare(&name, x, y, "naive scan");
         println!(
             "throughput: {name}: eip {:.0} subjects/s on one core ({matched} of {} subjects match a binding)",
             1e9 / x,
