@@ -413,7 +413,9 @@ async fn a_message_being_routed_keeps_the_bindings_it_started_with() {
 /// routing threads run: every message must see one set whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_swapped_atomically_are_never_seen_half_applied() {
-    let (a1, a2, b1, b2) = (channel("a1"), channel("a2"), channel("b1"), channel("b2"));
+    const MOST: usize = 100_000;
+    let roomy = |name| -> Channel { PointToPoint::new(name, MOST).unwrap().into() };
+    let (a1, a2, b1, b2) = (roomy("a1"), roomy("a2"), roomy("b1"), roomy("b2"));
     let x = TopicExchange::new("x");
     let set_a = {
         let (a1, a2) = (a1.clone(), a2.clone());
@@ -452,10 +454,14 @@ async fn bindings_swapped_atomically_are_never_seen_half_applied() {
             let (x, stop) = (x.clone(), stop.clone());
             std::thread::spawn(move || {
                 let mut seen = BTreeSet::new();
-                while !stop.load(Ordering::Relaxed) {
+                // Routes at least once even when the scheduler starts this thread late.
+                loop {
                     let names = names_of(&x, "x.y");
                     assert!(names == ["a1", "a2"] || names == ["b1", "b2"], "{names:?}");
                     seen.insert(names);
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                 }
                 seen.len()
             })
@@ -463,18 +469,20 @@ async fn bindings_swapped_atomically_are_never_seen_half_applied() {
         .collect();
 
     let mut published = 0;
-    let mut batches = 0;
-    // Publish until both sets have been seen (almost always the first batch).
+    // Publish until both sets have been seen (almost always the first batch); a loaded
+    // machine may start the swapper late, so the bound is time, not a batch count.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         for _ in 0..500 {
             assert_eq!(x.publish(msg("x.y")).await.unwrap(), Routed::Targets(2));
             published += 1;
         }
-        batches += 1;
         let (sa, sb) = (a1.stats().accepted, b1.stats().accepted);
-        if (sa > 0 && sb > 0) || batches == 20 {
+        let enough = published >= MOST || std::time::Instant::now() > deadline;
+        if (sa > 0 && sb > 0) || enough {
             break;
         }
+        tokio::task::yield_now().await;
     }
     stop.store(true, Ordering::Relaxed);
     assert!(swapper.join().unwrap() > 0);
