@@ -1,6 +1,8 @@
 //! Behaviour of the channel patterns: point-to-point, publish-subscribe, durable subscribers,
 //! datatype, invalid message and dead letter channels, expiration, selective consumers, purging.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use eip_core::channel::{
@@ -21,14 +23,21 @@ fn dlc() -> DeadLetterChannel {
 #[tokio::test]
 async fn competing_consumers_receive_each_message_once() {
     let ch = PointToPoint::new("work", 1000).unwrap();
+    let taken = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..4 {
         let mut rx = ch.receiver();
+        let taken = taken.clone();
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
-            while let Ok(Some(d)) = timeout(Duration::from_millis(200), rx.recv()).await {
+            while taken.load(Ordering::SeqCst) < 500 {
+                // Short waits, so a consumer notices when the others took the last message.
+                let Ok(Some(d)) = timeout(Duration::from_millis(20), rx.recv()).await else {
+                    continue;
+                };
                 got.push(d.message().payload_str().unwrap().to_owned());
                 d.ack();
+                taken.fetch_add(1, Ordering::SeqCst);
             }
             got
         }));
@@ -38,7 +47,8 @@ async fn competing_consumers_receive_each_message_once() {
     }
     let mut all = Vec::new();
     for t in tasks {
-        all.extend(t.await.unwrap());
+        let got = timeout(Duration::from_secs(30), t).await;
+        all.extend(got.expect("the consumers take all 500 messages").unwrap());
     }
     all.sort();
     let mut expected: Vec<String> = (0..500).map(|i| format!("m{i}")).collect();

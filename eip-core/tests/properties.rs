@@ -5,6 +5,8 @@
 //! delivery (its redelivery count says how many).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use eip_core::channel::{DeadLetterChannel, PointToPoint, Selector, TryRecvError};
 use eip_core::message::{DeathReason, MessageId, now_millis};
@@ -206,17 +208,28 @@ fn concurrent_consumers_lose_and_duplicate_nothing() {
             .dead_letter_channel(dead.clone())
             .build()
             .unwrap();
-        const N: usize = 2000;
+        const PER_PRODUCER: usize = 700;
+        const N: usize = 3 * PER_PRODUCER;
+        let settled = Arc::new(AtomicUsize::new(0));
         let consumers: Vec<_> = (0..4u64)
             .map(|seed| {
+                let settled = settled.clone();
                 let mut rx = ch.receiver().with_prefetch(1 + seed as usize % 3);
                 tokio::spawn(async move {
                     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
                     let mut acked = Vec::new();
                     let mut rejected = 0usize;
-                    while let Ok(Some(d)) =
-                        tokio::time::timeout(std::time::Duration::from_millis(300), rx.recv()).await
+                    // Consume until every message is settled; the deadline only stops a run
+                    // that lost a message, which the assertions below then report.
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                    while settled.load(Ordering::SeqCst) < N && std::time::Instant::now() < deadline
                     {
+                        let wait = std::time::Duration::from_millis(50);
+                        let d = match tokio::time::timeout(wait, rx.recv()).await {
+                            Ok(Some(d)) => d,
+                            Ok(None) => break,
+                            Err(_) => continue,
+                        };
                         state ^= state << 13;
                         state ^= state >> 7;
                         state ^= state << 17;
@@ -226,10 +239,12 @@ fn concurrent_consumers_lose_and_duplicate_nothing() {
                             2 => {
                                 rejected += 1;
                                 d.reject("random").await;
+                                settled.fetch_add(1, Ordering::SeqCst);
                             }
                             _ => {
                                 acked.push(d.message().id());
                                 d.ack();
+                                settled.fetch_add(1, Ordering::SeqCst);
                             }
                         }
                         if state % 7 == 0 {
@@ -245,7 +260,7 @@ fn concurrent_consumers_lose_and_duplicate_nothing() {
                 let ch = ch.clone();
                 tokio::spawn(async move {
                     let mut ids = Vec::new();
-                    for _ in 0..N / 3 {
+                    for _ in 0..PER_PRODUCER {
                         let m = Message::new("x");
                         ids.push(m.id());
                         ch.send(m).await.unwrap();
