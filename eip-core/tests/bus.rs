@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use eip_core::bus::{BusError, DEAD_LETTERS, MessageBus, RequestError};
+use eip_core::bus::{BusError, DEAD_LETTERS, MessageBus, Published, RequestError};
 use eip_core::channel::{ChannelKind, TryRecvError};
 use eip_core::message::{DeathReason, names};
+use eip_core::topic::{Binding, Routed, TopicExchange};
 use eip_core::{Message, Outcome};
 
 #[tokio::test]
@@ -285,4 +286,72 @@ async fn a_request_without_return_address_cannot_be_replied_to() {
         bus.reply(&bad, Message::new("a")).await,
         Err(RequestError::Header(_))
     ));
+}
+
+#[tokio::test]
+async fn exchanges_are_registered_by_name_beside_channels() {
+    let bus = MessageBus::new();
+    let nyse = bus.create_point_to_point("quotes.nyse").unwrap();
+    let market = bus.create_exchange("market").unwrap();
+    market.bind(Binding::new("stock.*.nyse", [nyse.clone()]).unwrap());
+    assert_eq!(bus.exchange_names(), ["market"]);
+    assert_eq!(bus.exchange("market").unwrap().binding_count(), 1);
+
+    let quote = Message::builder("q").subject("stock.ibm.nyse").build();
+    assert_eq!(
+        bus.publish("market", quote).await.unwrap(),
+        Published::Exchange(Routed::Targets(1))
+    );
+    assert_eq!(
+        bus.publish("quotes.nyse", Message::new("direct"))
+            .await
+            .unwrap(),
+        Published::Channel(Outcome::Accepted)
+    );
+    assert_eq!(nyse.stats().depth, 2);
+
+    let err = bus.exchange("markt").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown exchange `markt`; did you mean `market`?"
+    );
+    let err = bus
+        .publish("quotes.nyce", Message::new("x"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown channel or exchange `quotes.nyce`; did you mean `quotes.nyse`?"
+    );
+    let err = bus.publish("markte", Message::new("x")).await.unwrap_err();
+    assert!(
+        matches!(&err, BusError::UnknownName { suggestion: Some(s), .. } if s == "market"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_name_is_a_channel_or_an_exchange_never_both() {
+    let bus = MessageBus::new();
+    bus.create_point_to_point("orders").unwrap();
+    bus.create_exchange("market").unwrap();
+    assert!(matches!(
+        bus.create_exchange("orders"),
+        Err(BusError::DuplicateChannel { name }) if name == "orders"
+    ));
+    assert!(matches!(
+        bus.create_publish_subscribe("market"),
+        Err(BusError::DuplicateExchange { name }) if name == "market"
+    ));
+    assert!(matches!(
+        bus.register_exchange(TopicExchange::new("market")),
+        Err(BusError::DuplicateExchange { .. })
+    ));
+    let removed = bus.remove_exchange("market").unwrap();
+    assert_eq!(removed.name(), "market");
+    assert!(matches!(
+        bus.remove_exchange("market"),
+        Err(BusError::UnknownExchange { .. })
+    ));
+    bus.create_publish_subscribe("market").unwrap();
 }

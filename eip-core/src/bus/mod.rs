@@ -8,6 +8,10 @@
 //! channel reaches the wildcard subscriber once. Point-to-point channels are not joined by
 //! wildcard subscriptions: their messages belong to one consumer, chosen by name.
 //!
+//! [Topic exchanges](crate::topic::TopicExchange) are registered by name too, in the same
+//! namespace: a name is a channel or an exchange, never both, so a flow that sends "to
+//! `market`" means one thing. [`MessageBus::publish`] sends to whichever the name is.
+//!
 //! The bus owns a default [`DeadLetterChannel`] (`dead-letters`) that channels made through it
 //! use, so nothing undeliverable is lost. Asking for a channel that does not exist is an error
 //! that names it and, when one is close, suggests the channel meant.
@@ -27,7 +31,7 @@ use crate::channel::{
 };
 use crate::join::{Join, JoinBuilder, JoinError, JoinId};
 use crate::message::{Message, names};
-use crate::topic::{TopicError, TopicPattern};
+use crate::topic::{PublishError, Routed, TopicError, TopicExchange, TopicPattern};
 
 /// The name of the bus's default dead letter channel.
 pub const DEAD_LETTERS: &str = "dead-letters";
@@ -43,9 +47,31 @@ pub enum BusError {
         /// The closest existing name, if one is close.
         suggestion: Option<String>,
     },
+    /// No exchange has this name.
+    #[error("unknown exchange `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    UnknownExchange {
+        /// The name asked for.
+        name: String,
+        /// The closest existing exchange name, if one is close.
+        suggestion: Option<String>,
+    },
+    /// No channel or exchange has this name.
+    #[error("unknown channel or exchange `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    UnknownName {
+        /// The name asked for.
+        name: String,
+        /// The closest existing channel or exchange name, if one is close.
+        suggestion: Option<String>,
+    },
     /// A channel with this name exists already.
     #[error("a channel named `{name}` exists already")]
     DuplicateChannel {
+        /// The name.
+        name: String,
+    },
+    /// An exchange with this name exists already.
+    #[error("an exchange named `{name}` exists already")]
+    DuplicateExchange {
         /// The name.
         name: String,
     },
@@ -77,6 +103,18 @@ pub enum BusError {
     /// A join could not be made.
     #[error(transparent)]
     Join(#[from] JoinError),
+    /// A publish through an exchange reached some targets and not others.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+}
+
+/// What [`MessageBus::publish`] did with a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    /// The name was a channel; what the channel answered.
+    Channel(Outcome),
+    /// The name was an exchange; how it routed the message.
+    Exchange(Routed),
 }
 
 /// A dead letter that could not be replayed, handed back unsettled.
@@ -98,6 +136,8 @@ pub struct MessageBus {
 
 struct Inner {
     channels: RwLock<BTreeMap<String, Channel>>,
+    /// Taken after `channels` whenever both are held, so a name is checked in both at once.
+    exchanges: RwLock<BTreeMap<String, TopicExchange>>,
     wildcards: Mutex<Vec<Wildcard>>,
     dead_letters: DeadLetterChannel,
     capacity: usize,
@@ -132,6 +172,7 @@ impl MessageBus {
         let bus = MessageBus {
             inner: Arc::new(Inner {
                 channels: RwLock::new(BTreeMap::new()),
+                exchanges: RwLock::new(BTreeMap::new()),
                 wildcards: Mutex::new(Vec::new()),
                 dead_letters: dead_letters.clone(),
                 capacity,
@@ -155,6 +196,20 @@ impl MessageBus {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Channel>> {
         self.inner
             .channels
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn exchanges(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, TopicExchange>> {
+        self.inner
+            .exchanges
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn exchanges_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, TopicExchange>> {
+        self.inner
+            .exchanges
             .write()
             .unwrap_or_else(|p| p.into_inner())
     }
@@ -194,6 +249,9 @@ impl MessageBus {
         if channels.contains_key(&name) {
             return Err(BusError::DuplicateChannel { name });
         }
+        if self.exchanges().contains_key(&name) {
+            return Err(BusError::DuplicateExchange { name });
+        }
         if let Channel::PublishSubscribe(pubsub) = &channel {
             // Under the channels lock: a wildcard subscribing now either sees this channel in
             // the map or is in the list already, never neither.
@@ -223,6 +281,83 @@ impl MessageBus {
                 name: name.to_owned(),
                 suggestion: closest(name, channels.keys().map(String::as_str)),
             }),
+        }
+    }
+
+    /// Registers a topic exchange under its name, which no channel or exchange may have.
+    pub fn register_exchange(&self, exchange: TopicExchange) -> Result<(), BusError> {
+        let name = exchange.name().to_owned();
+        let channels = self.read();
+        let mut exchanges = self.exchanges_mut();
+        if channels.contains_key(&name) {
+            return Err(BusError::DuplicateChannel { name });
+        }
+        if exchanges.contains_key(&name) {
+            return Err(BusError::DuplicateExchange { name });
+        }
+        exchanges.insert(name, exchange);
+        Ok(())
+    }
+
+    /// Creates and registers an exchange with no bindings.
+    pub fn create_exchange(&self, name: &str) -> Result<TopicExchange, BusError> {
+        let exchange = TopicExchange::new(name);
+        self.register_exchange(exchange.clone())?;
+        Ok(exchange)
+    }
+
+    /// The exchange named `name`.
+    pub fn exchange(&self, name: &str) -> Result<TopicExchange, BusError> {
+        let exchanges = self.exchanges();
+        match exchanges.get(name) {
+            Some(x) => Ok(x.clone()),
+            None => Err(BusError::UnknownExchange {
+                name: name.to_owned(),
+                suggestion: closest(name, exchanges.keys().map(String::as_str)),
+            }),
+        }
+    }
+
+    /// The names of all exchanges, sorted.
+    pub fn exchange_names(&self) -> Vec<String> {
+        self.exchanges().keys().cloned().collect()
+    }
+
+    /// Unregisters the exchange `name` and returns it. Messages already being routed by it
+    /// finish; its bindings stay on the returned value.
+    pub fn remove_exchange(&self, name: &str) -> Result<TopicExchange, BusError> {
+        let removed = self.exchanges_mut().remove(name);
+        removed.ok_or_else(|| match self.exchange(name) {
+            Err(e) => e,
+            Ok(_) => BusError::UnknownExchange {
+                name: name.to_owned(),
+                suggestion: None,
+            },
+        })
+    }
+
+    /// Sends `msg` to the channel or exchange named `name`. An unknown name is an error that
+    /// suggests the closest channel or exchange.
+    pub async fn publish(&self, name: &str, msg: Message) -> Result<Published, BusError> {
+        let channel = self.read().get(name).cloned();
+        if let Some(channel) = channel {
+            return Ok(Published::Channel(channel.send(msg).await?));
+        }
+        let exchange = self.exchanges().get(name).cloned();
+        match exchange {
+            Some(x) => Ok(Published::Exchange(x.publish(msg).await?)),
+            None => Err(self.unknown_name(name)),
+        }
+    }
+
+    /// The error for a name that is neither a channel nor an exchange.
+    fn unknown_name(&self, name: &str) -> BusError {
+        let channels = self.read();
+        let exchanges = self.exchanges();
+        let names = channels.keys().chain(exchanges.keys()).map(String::as_str);
+        BusError::UnknownName {
+            name: name.to_owned(),
+            suggestion: closest(name, names),
         }
     }
 
@@ -367,6 +502,7 @@ impl std::fmt::Debug for MessageBus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessageBus")
             .field("channels", &self.channel_names())
+            .field("exchanges", &self.exchange_names())
             .finish()
     }
 }
