@@ -1,9 +1,20 @@
-//! The flow builder, the flow-file format and the `eip` command-line tool.
+//! Flows for eip: the Rust builder, the flow-file format, the compiler, and the `eip` tool.
 //!
-//! A flow is declared either in Rust (a builder that reads top to bottom like the pattern
-//! diagrams) or in a YAML flow file; both compile into the same runtime graph of eip-core
-//! channels and routers. This crate holds the spec → validate → compile → run pipeline and the
-//! `eip` binary; they arrive with the flow-file issue.
+//! A flow is declared in Rust ([`builder`]) or in a YAML flow file ([`load`]). Either way it
+//! becomes a [`spec::FlowSpec`] (plain data, as written), is checked as a whole by
+//! [`validate`] into a [`plan::Plan`] (every problem collected and reported with its position
+//! and a suggestion), and is [compiled](compile) into a running flow of eip-core channels,
+//! routers, joins and exchanges. The `eip` binary (`run`, `validate`, `graph`, `route`) is a thin
+//! shell over these steps.
+
+pub mod builder;
+pub mod compile;
+pub mod diagnostic;
+pub mod graph;
+pub mod load;
+pub mod plan;
+pub mod spec;
+pub mod validate;
 
 pub use eip_adapters as adapters;
 pub use eip_core as core;

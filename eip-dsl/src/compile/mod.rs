@@ -1,0 +1,1 @@
+//! Compiling a plan into a running flow. (Stub: being written.)

@@ -1,0 +1,1 @@
+//! Drawing a flow. (Stub: being written.)

@@ -1,0 +1,1 @@
+//! Reading a flow file. (Stub: being written.)

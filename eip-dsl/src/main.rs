@@ -1,0 +1,3 @@
+//! The `eip` command-line tool. (Stub: being written.)
+
+fn main() {}

@@ -1,0 +1,173 @@
+//! The flow as checked: every name resolved, every string parsed into its type.
+//!
+//! [Validation](crate::validate) turns a [`FlowSpec`](crate::spec::FlowSpec) into a [`Plan`],
+//! or into every problem it has. A plan can not be wrong in any way validation checks: names
+//! refer to declared channels or exchanges of the right kind, predicates and patterns parsed,
+//! schemas loaded, durations and counts in range. The [compiler](crate::compile) builds the
+//! running flow from it, and [`graph`](crate::graph) draws it.
+
+use std::time::Duration;
+
+use eip_core::channel::{ChannelKind, Overflow};
+use eip_core::endpoint::RedeliveryPolicy;
+use eip_core::predicate::Predicate;
+use eip_core::topic::TopicPattern;
+
+/// The name of the dead letter channel every flow has, declared or not.
+pub const DEAD_LETTERS: &str = eip_core::bus::DEAD_LETTERS;
+
+/// A checked flow.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The channels, in the order declared. `dead-letters` is always among them (declared, or
+    /// added as a point-to-point channel at the end).
+    pub channels: Vec<ChannelPlan>,
+    /// The routes, in the order declared.
+    pub routes: Vec<RoutePlan>,
+    /// The joins, in the order declared.
+    pub joins: Vec<JoinPlan>,
+    /// The exchanges, in the order declared.
+    pub exchanges: Vec<ExchangePlan>,
+}
+
+impl Plan {
+    /// The channel named `name`.
+    pub fn channel(&self, name: &str) -> Option<&ChannelPlan> {
+        self.channels.iter().find(|c| c.name == name)
+    }
+
+    /// The exchange named `name`.
+    pub fn exchange(&self, name: &str) -> Option<&ExchangePlan> {
+        self.exchanges.iter().find(|x| x.name == name)
+    }
+}
+
+/// A checked channel.
+#[derive(Debug, Clone)]
+pub struct ChannelPlan {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: ChannelKind,
+    /// Messages held at most; `None` for the default.
+    pub capacity: Option<usize>,
+    /// The JSON Schema messages must fit, and the invalid message channel for those that do
+    /// not. Validation guarantees both or neither.
+    pub datatype: Option<DatatypePlan>,
+    /// The dead letter channel (a point-to-point channel of the plan); `None` means
+    /// [`DEAD_LETTERS`].
+    pub dead_letter: Option<String>,
+    /// How long a message may wait before it expires.
+    pub time_to_live: Option<Duration>,
+    /// How consumers of this channel retry a failed message; `None` for the default.
+    pub redelivery: Option<RedeliveryPolicy>,
+    /// Publish-subscribe only: what a full subscriber queue does.
+    pub overflow: Option<Overflow>,
+}
+
+/// A datatype: the schema, read and parsed, and where invalid messages go.
+#[derive(Debug, Clone)]
+pub struct DatatypePlan {
+    /// The schema file as written in the flow (relative to the flow file).
+    pub path: String,
+    /// The schema.
+    pub schema: serde_json::Value,
+    /// The invalid message channel (a point-to-point channel of the plan).
+    pub invalid: String,
+}
+
+/// Where a route sends: a channel or an exchange, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TargetRef {
+    /// A channel of the plan.
+    Channel(String),
+    /// An exchange of the plan.
+    Exchange(String),
+}
+
+impl TargetRef {
+    /// The name.
+    pub fn name(&self) -> &str {
+        match self {
+            TargetRef::Channel(name) | TargetRef::Exchange(name) => name,
+        }
+    }
+}
+
+/// A checked route.
+#[derive(Debug, Clone)]
+pub struct RoutePlan {
+    /// Its name (given, or `route-N`).
+    pub name: String,
+    /// The channel it consumes.
+    pub from: String,
+    /// Only messages matching this go on.
+    pub filter: Option<Predicate>,
+    /// Where the others go (a channel); `None`: dropped and counted.
+    pub discard: Option<String>,
+    /// A channel that gets a copy of each message taken (before the filter).
+    pub wire_tap: Option<String>,
+    /// Where the messages go.
+    pub action: ActionPlan,
+}
+
+/// What a route does with a message that passed its filter.
+#[derive(Debug, Clone)]
+pub enum ActionPlan {
+    /// A copy to each target, in order (one target is the usual case).
+    To(Vec<TargetRef>),
+    /// The first matching clause's target, else `otherwise`, else the dead letter channel with
+    /// reason `no-route`.
+    Choice {
+        /// The clauses in order: the predicate and its target.
+        when: Vec<(Predicate, TargetRef)>,
+        /// Where a message no clause matches goes.
+        otherwise: Option<TargetRef>,
+    },
+    /// A copy to each recipient.
+    RecipientList(RecipientsPlan),
+}
+
+/// The recipients of a recipient list.
+#[derive(Debug, Clone)]
+pub enum RecipientsPlan {
+    /// Fixed targets, each once.
+    Fixed(Vec<TargetRef>),
+    /// Read from this header of each message (comma-separated names).
+    Header(String),
+}
+
+/// A checked join.
+#[derive(Debug, Clone)]
+pub struct JoinPlan {
+    /// The source: a publish-subscribe channel.
+    pub from: String,
+    /// The destination channel.
+    pub to: String,
+    /// Only matching messages cross.
+    pub filter: Option<Predicate>,
+    /// The hop count.
+    pub hops: u32,
+    /// Whether the join is archival (the destination is a point-to-point channel).
+    pub archival: bool,
+}
+
+/// A checked exchange.
+#[derive(Debug, Clone)]
+pub struct ExchangePlan {
+    /// Its name.
+    pub name: String,
+    /// The channel that takes messages no binding matches.
+    pub alternate: Option<String>,
+    /// The bindings, in order.
+    pub bindings: Vec<BindingPlan>,
+}
+
+/// A checked binding.
+#[derive(Debug, Clone)]
+pub struct BindingPlan {
+    /// The pattern; `None` matches every subject.
+    pub key: Option<TopicPattern>,
+    /// The target channels, each once.
+    pub to: Vec<String>,
+}

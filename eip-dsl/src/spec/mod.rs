@@ -1,0 +1,231 @@
+//! The flow as written: plain data, before anything is checked.
+//!
+//! A flow file is read into these types, and so is a flow made with the
+//! [builder](crate::builder): both then go through the same [validation](crate::validate) into a
+//! [`Plan`](crate::plan::Plan), and the same [compiler](crate::compile) into a running flow. That
+//! is how a file and a builder are guaranteed to produce the same graph.
+//!
+//! Every value that a diagnostic may point at is [`Located`]: it carries where it was written
+//! (line, column, byte range) when it came from a file, and nothing when it came from code.
+//! Strings stay strings here (names, predicates, patterns, durations); validation parses them.
+
+/// Where something was written in a flow file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Position {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub column: u32,
+    /// Byte offset of the first byte from the start of the file.
+    pub offset: usize,
+    /// Length in bytes (0 when unknown).
+    pub len: usize,
+}
+
+/// A value and, when it came from a file, where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located<T> {
+    /// The value.
+    pub value: T,
+    /// Where it was written; `None` for a value made in code.
+    pub at: Option<Position>,
+}
+
+impl<T> Located<T> {
+    /// A value made in code, with no position.
+    pub fn new(value: T) -> Self {
+        Located { value, at: None }
+    }
+
+    /// A value read at `at`.
+    pub fn at(value: T, at: Position) -> Self {
+        Located {
+            value,
+            at: Some(at),
+        }
+    }
+}
+
+impl<T> From<T> for Located<T> {
+    fn from(value: T) -> Self {
+        Located::new(value)
+    }
+}
+
+impl From<&str> for Located<String> {
+    fn from(value: &str) -> Self {
+        Located::new(value.to_owned())
+    }
+}
+
+/// A whole flow: the top-level keys of a flow file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowSpec {
+    /// `channels:` in the order written; a name written twice appears twice (validation
+    /// reports it).
+    pub channels: Vec<(Located<String>, ChannelSpec)>,
+    /// `routes:`
+    pub routes: Vec<RouteSpec>,
+    /// `joins:`
+    pub joins: Vec<JoinSpec>,
+    /// `exchanges:` in the order written.
+    pub exchanges: Vec<(Located<String>, ExchangeSpec)>,
+    /// `adapters:` and `bridges:` are reserved for the adapters and bridges of later versions;
+    /// where a file has one, its position, so validation can say it is not supported yet.
+    pub reserved: Vec<Located<String>>,
+}
+
+/// The two channel kinds, as written (`point-to-point`, `publish-subscribe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KindSpec {
+    /// `point-to-point`
+    PointToPoint,
+    /// `publish-subscribe`
+    PublishSubscribe,
+}
+
+/// What a publish-subscribe channel does when a subscriber's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OverflowSpec {
+    /// `backpressure`: the publisher waits.
+    Backpressure,
+    /// `drop-oldest`: the oldest waiting message is dead-lettered.
+    DropOldest,
+}
+
+/// One channel under `channels:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelSpec {
+    /// Where the channel's entry starts (its name); for diagnostics about the whole entry.
+    pub at: Option<Position>,
+    /// `kind:` (required).
+    pub kind: Located<KindSpec>,
+    /// `capacity:` messages held at most.
+    pub capacity: Option<Located<u64>>,
+    /// `datatype:` a JSON Schema file, relative to the flow file's directory.
+    pub datatype: Option<Located<String>>,
+    /// `invalid:` the channel that takes messages that do not fit the datatype.
+    pub invalid: Option<Located<String>>,
+    /// `dead-letter:` the channel that takes dead letters (default: the flow's `dead-letters`).
+    pub dead_letter: Option<Located<String>>,
+    /// `time-to-live:` a duration such as `30s`, `500ms`, `5m`, `1h`: messages that wait longer
+    /// are dead-lettered with reason `expired`.
+    pub time_to_live: Option<Located<String>>,
+    /// `redelivery:` how consumers of this channel retry a failed message.
+    pub redelivery: Option<RedeliverySpec>,
+    /// `overflow:` publish-subscribe only.
+    pub overflow: Option<Located<OverflowSpec>>,
+}
+
+/// `redelivery:` of a channel. Durations are strings (`100ms`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RedeliverySpec {
+    /// Where the `redelivery:` key is.
+    pub at: Option<Position>,
+    /// `max-attempts:` deliveries in all, at least 1.
+    pub max_attempts: Option<Located<u64>>,
+    /// `initial-backoff:`
+    pub initial_backoff: Option<Located<String>>,
+    /// `max-backoff:`
+    pub max_backoff: Option<Located<String>>,
+    /// `multiplier:` at least 1.0.
+    pub multiplier: Option<Located<f64>>,
+    /// `jitter:` 0.0 to 1.0.
+    pub jitter: Option<Located<f64>>,
+}
+
+/// One entry under `routes:`: messages taken from `from`, optionally filtered and tapped, then
+/// sent by exactly one of `to`, `choice` (with `otherwise`) or `recipient-list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteSpec {
+    /// Where the route's entry starts.
+    pub at: Option<Position>,
+    /// `name:` optional; the default is `route-N` (N counting from 1 in file order).
+    pub name: Option<Located<String>>,
+    /// `from:` the channel the route consumes.
+    pub from: Located<String>,
+    /// `filter:` a predicate; messages that do not match are dropped (counted) or discarded.
+    pub filter: Option<Located<String>>,
+    /// `discard:` the channel filtered-out messages go to.
+    pub discard: Option<Located<String>>,
+    /// `wire-tap:` a channel that gets a copy of every message the route takes.
+    pub wire_tap: Option<Located<String>>,
+    /// `to:` one channel or exchange, or a list (a copy to each).
+    pub to: Option<Located<Vec<Located<String>>>>,
+    /// `choice:` ordered `when` clauses.
+    pub choice: Option<Located<Vec<WhenSpec>>>,
+    /// `otherwise:` where a message no `when` matches goes; without it, the dead letter
+    /// channel with reason `no-route`.
+    pub otherwise: Option<Located<String>>,
+    /// `recipient-list:` a fixed list, or the header that names the recipients.
+    pub recipient_list: Option<Located<RecipientsSpec>>,
+}
+
+/// One `when` clause of a `choice`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhenSpec {
+    /// Where the clause starts.
+    pub at: Option<Position>,
+    /// `when:` the predicate.
+    pub when: Located<String>,
+    /// `to:` the channel or exchange.
+    pub to: Located<String>,
+}
+
+/// `recipient-list:` of a route.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecipientsSpec {
+    /// A list of channel or exchange names.
+    Fixed(Vec<Located<String>>),
+    /// `{header: NAME}`: each message's header `NAME` holds comma-separated names.
+    Header(Located<String>),
+}
+
+/// One entry under `joins:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinSpec {
+    /// Where the join's entry starts.
+    pub at: Option<Position>,
+    /// `from:` a publish-subscribe channel.
+    pub from: Located<String>,
+    /// `to:` a channel or queue.
+    pub to: Located<String>,
+    /// `filter:` a predicate; only matching messages cross.
+    pub filter: Option<Located<String>>,
+    /// `hops:` the hop count, a whole number from 0 (default 10). Kept as written (it may be
+    /// negative or fractional) so validation can say what is wrong with it.
+    pub hops: Option<Located<Number>>,
+    /// `archival:` (to a point-to-point channel only).
+    pub archival: Option<Located<bool>>,
+}
+
+/// A number as written in a flow file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    /// A whole number.
+    Integer(i64),
+    /// A number with a fraction (or too large for an integer).
+    Float(f64),
+}
+
+/// One exchange under `exchanges:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExchangeSpec {
+    /// Where the exchange's entry starts.
+    pub at: Option<Position>,
+    /// `alternate:` the channel that takes messages no binding matches.
+    pub alternate: Option<Located<String>>,
+    /// `bindings:`
+    pub bindings: Vec<BindingSpec>,
+}
+
+/// One binding of an exchange.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindingSpec {
+    /// Where the binding starts.
+    pub at: Option<Position>,
+    /// `key:` the topic pattern; none matches every subject.
+    pub key: Option<Located<String>>,
+    /// `to:` one channel or a list.
+    pub to: Located<Vec<Located<String>>>,
+}

@@ -1,0 +1,1 @@
+//! Checking a flow as a whole. (Stub: being written.)
