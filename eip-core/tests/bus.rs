@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use eip_core::bus::{BusError, DEAD_LETTERS, MessageBus, Published, RequestError};
+use eip_core::bus::{BusError, DEAD_LETTERS, MessageBus, RequestError};
 use eip_core::channel::{ChannelKind, TryRecvError};
 use eip_core::message::{DeathReason, names};
+use eip_core::router::Sent;
 use eip_core::topic::{Binding, Routed, TopicExchange};
 use eip_core::{Message, Outcome};
 
@@ -300,13 +301,13 @@ async fn exchanges_are_registered_by_name_beside_channels() {
     let quote = Message::builder("q").subject("stock.ibm.nyse").build();
     assert_eq!(
         bus.publish("market", quote).await.unwrap(),
-        Published::Exchange(Routed::Targets(1))
+        Sent::Exchange(Routed::Targets(1))
     );
     assert_eq!(
         bus.publish("quotes.nyse", Message::new("direct"))
             .await
             .unwrap(),
-        Published::Channel(Outcome::Accepted)
+        Sent::Channel(Outcome::Accepted)
     );
     assert_eq!(nyse.stats().depth, 2);
 

@@ -11,8 +11,9 @@ use eip_core::message::{DeathReason, DeathRecord};
 use eip_core::predicate::Predicate;
 use eip_core::router::{
     ContentBasedRouter, Decision, FilterError, FilterLayer, Filtered, MessageFilter, RecipientList,
-    RouteError, Routed, RouterError, RouterStats, WireTap, WireTapLayer,
+    RouteError, Routed, RouterError, RouterStats, Sent, WireTap, WireTapLayer,
 };
+use eip_core::topic::{Binding, Routed as TopicRouted, TopicExchange};
 use eip_core::{Message, MessageBus, Outcome};
 use tokio::time::timeout;
 use tower::{Service, ServiceBuilder, ServiceExt};
@@ -67,7 +68,7 @@ async fn first_matching_when_clause_wins() {
         routed,
         Routed::When {
             index: 0,
-            outcome: Outcome::Accepted
+            sent: Sent::Channel(Outcome::Accepted)
         }
     );
     router.route(trade("buy", 5)).await.unwrap();
@@ -148,7 +149,7 @@ async fn otherwise_takes_precedence_over_the_dead_letter_channel() {
     assert_eq!(
         router.route(trade("sell", 1)).await.unwrap(),
         Routed::Otherwise {
-            outcome: Outcome::Accepted
+            sent: Sent::Channel(Outcome::Accepted)
         }
     );
     assert_eq!(rest.stats().accepted, 1);
@@ -166,7 +167,7 @@ async fn select_decides_without_side_effects() {
     let msg = trade("buy", 500);
     let decision = router.select(&msg);
     assert!(matches!(decision, Decision::When { index: 0, .. }));
-    assert_eq!(decision.channel().map(|c| c.name()), Some("big"));
+    assert_eq!(decision.target().map(|t| t.name()), Some("big"));
     assert!(matches!(
         router.select(&trade("buy", 1)),
         Decision::Otherwise { .. }
@@ -179,7 +180,7 @@ async fn select_decides_without_side_effects() {
         .build()
         .unwrap();
     assert!(matches!(strict.select(&trade("buy", 1)), Decision::NoRoute));
-    assert!(strict.select(&trade("buy", 1)).channel().is_none());
+    assert!(strict.select(&trade("buy", 1)).target().is_none());
 }
 
 #[tokio::test]
@@ -316,6 +317,92 @@ async fn a_consumer_drives_the_router_and_acks_what_it_routed() {
     d.ack();
     handle.shutdown().await;
     assert_eq!(orders.stats().acked, 3);
+}
+
+#[tokio::test]
+async fn a_when_clause_or_otherwise_can_send_through_an_exchange() {
+    let nyse = channel("quotes.nyse");
+    let unrouted = channel("unrouted");
+    let other = channel("other");
+    let market = TopicExchange::new("market").with_alternate(unrouted.clone());
+    market.bind(Binding::new("stock.*.nyse", [nyse.clone()]).unwrap());
+    let router = ContentBasedRouter::builder("quotes")
+        .when(p("$.kind == \"stock\""), market.clone())
+        .otherwise(other.clone())
+        .build()
+        .unwrap();
+    let stock = |subject: &str| {
+        Message::builder(r#"{"kind": "stock"}"#)
+            .subject(subject)
+            .build()
+    };
+    let decision = router.select(&stock("stock.ibm.nyse"));
+    assert_eq!(decision.target().map(|t| t.name()), Some("market"));
+    assert!(decision.target().unwrap().as_exchange().is_some());
+    assert_eq!(
+        router.route(stock("stock.ibm.nyse")).await.unwrap(),
+        Routed::When {
+            index: 0,
+            sent: Sent::Exchange(TopicRouted::Targets(1))
+        }
+    );
+    assert_eq!(
+        router.route(stock("bond.x")).await.unwrap(),
+        Routed::When {
+            index: 0,
+            sent: Sent::Exchange(TopicRouted::Alternate)
+        }
+    );
+    assert_eq!(
+        router
+            .route(Message::new(r#"{"kind": "fx"}"#))
+            .await
+            .unwrap(),
+        Routed::Otherwise {
+            sent: Sent::Channel(Outcome::Accepted)
+        }
+    );
+    assert_eq!(
+        (
+            nyse.stats().depth,
+            unrouted.stats().depth,
+            other.stats().depth
+        ),
+        (1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_recipient_header_may_name_exchanges() {
+    let bus = MessageBus::new();
+    let nyse = bus.create_point_to_point("quotes.nyse").unwrap();
+    let audit = bus.create_point_to_point("audit").unwrap();
+    let market = bus.create_exchange("market").unwrap();
+    market.bind(Binding::new("stock.#", [nyse.clone()]).unwrap());
+    let list = RecipientList::from_header("in", "to", &bus);
+    let msg = Message::builder("q")
+        .subject("stock.ibm")
+        .header("to", "market, audit, markte")
+        .build();
+    let names: Vec<String> = list
+        .resolve(&msg)
+        .targets
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(names, ["market", "audit"]);
+    let done = list.distribute(msg).await.unwrap();
+    assert_eq!((done.sent, done.dead_lettered), (2, 1));
+    assert_eq!((nyse.stats().depth, audit.stats().depth), (1, 1));
+    let (death, _) = next_death(&mut bus.dead_letter_channel().receiver());
+    assert_eq!(death.channel, "markte");
+    assert!(
+        death
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("did you mean `market`?")),
+        "{death:?}"
+    );
 }
 
 #[tokio::test]
@@ -542,7 +629,10 @@ async fn unknown_recipient_dead_letters_a_copy_with_no_route_and_the_error() {
     assert_eq!(record.reason, DeathReason::NoRoute);
     assert_eq!(record.channel, "biling");
     let error = record.error.unwrap();
-    assert!(error.contains("unknown channel `biling`"), "{error}");
+    assert!(
+        error.contains("unknown channel or exchange `biling`"),
+        "{error}"
+    );
     assert!(error.contains("did you mean `billing`?"), "{error}");
 }
 

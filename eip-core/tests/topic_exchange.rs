@@ -441,7 +441,11 @@ async fn bindings_swapped_atomically_are_never_seen_half_applied() {
         move || {
             let mut swaps = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let next = if swaps % 2 == 0 { set_b() } else { set_a() };
+                let next = if swaps.is_multiple_of(2) {
+                    set_b()
+                } else {
+                    set_a()
+                };
                 let changes = current.iter().fold(next, |c, id| c.unbind(*id));
                 current = x.update(changes).unwrap();
                 swaps += 1;

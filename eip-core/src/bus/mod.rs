@@ -10,7 +10,8 @@
 //!
 //! [Topic exchanges](crate::topic::TopicExchange) are registered by name too, in the same
 //! namespace: a name is a channel or an exchange, never both, so a flow that sends "to
-//! `market`" means one thing. [`MessageBus::publish`] sends to whichever the name is.
+//! `market`" means one thing. [`MessageBus::target`] finds whichever the name is, and
+//! [`MessageBus::publish`] sends to it.
 //!
 //! The bus owns a default [`DeadLetterChannel`] (`dead-letters`) that channels made through it
 //! use, so nothing undeliverable is lost. Asking for a channel that does not exist is an error
@@ -31,7 +32,8 @@ use crate::channel::{
 };
 use crate::join::{Join, JoinBuilder, JoinError, JoinId};
 use crate::message::{Message, names};
-use crate::topic::{PublishError, Routed, TopicError, TopicExchange, TopicPattern};
+use crate::router::{RouteError, Sent, Target};
+use crate::topic::{TopicError, TopicExchange, TopicPattern};
 
 /// The name of the bus's default dead letter channel.
 pub const DEAD_LETTERS: &str = "dead-letters";
@@ -103,18 +105,9 @@ pub enum BusError {
     /// A join could not be made.
     #[error(transparent)]
     Join(#[from] JoinError),
-    /// A publish through an exchange reached some targets and not others.
+    /// A send to a channel or through an exchange failed.
     #[error(transparent)]
-    Publish(#[from] PublishError),
-}
-
-/// What [`MessageBus::publish`] did with a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Published {
-    /// The name was a channel; what the channel answered.
-    Channel(Outcome),
-    /// The name was an exchange; how it routed the message.
-    Exchange(Routed),
+    Route(#[from] RouteError),
 }
 
 /// A dead letter that could not be replayed, handed back unsettled.
@@ -336,29 +329,28 @@ impl MessageBus {
         })
     }
 
-    /// Sends `msg` to the channel or exchange named `name`. An unknown name is an error that
-    /// suggests the closest channel or exchange.
-    pub async fn publish(&self, name: &str, msg: Message) -> Result<Published, BusError> {
-        let channel = self.read().get(name).cloned();
-        if let Some(channel) = channel {
-            return Ok(Published::Channel(channel.send(msg).await?));
-        }
-        let exchange = self.exchanges().get(name).cloned();
-        match exchange {
-            Some(x) => Ok(Published::Exchange(x.publish(msg).await?)),
-            None => Err(self.unknown_name(name)),
-        }
-    }
-
-    /// The error for a name that is neither a channel nor an exchange.
-    fn unknown_name(&self, name: &str) -> BusError {
+    /// The channel or exchange named `name`. An unknown name is an error that suggests the
+    /// closest channel or exchange.
+    pub fn target(&self, name: &str) -> Result<Target, BusError> {
         let channels = self.read();
+        if let Some(channel) = channels.get(name) {
+            return Ok(Target::Channel(channel.clone()));
+        }
         let exchanges = self.exchanges();
+        if let Some(exchange) = exchanges.get(name) {
+            return Ok(Target::Exchange(exchange.clone()));
+        }
         let names = channels.keys().chain(exchanges.keys()).map(String::as_str);
-        BusError::UnknownName {
+        Err(BusError::UnknownName {
             name: name.to_owned(),
             suggestion: closest(name, names),
-        }
+        })
+    }
+
+    /// Sends `msg` to the channel or exchange named `name` (see [`target`](Self::target)).
+    pub async fn publish(&self, name: &str, msg: Message) -> Result<Sent, BusError> {
+        let target = self.target(name)?;
+        Ok(target.send(msg).await?)
     }
 
     /// The point-to-point channel named `name`.
@@ -412,11 +404,11 @@ impl MessageBus {
                 subscriber: queue.clone(),
             });
             for channel in channels.values() {
-                if let Channel::PublishSubscribe(pubsub) = channel {
-                    if pattern.matches(pubsub.name()) {
-                        pubsub.attach_foreign(queue.clone());
-                        joined.push(pubsub.clone());
-                    }
+                if let Channel::PublishSubscribe(pubsub) = channel
+                    && pattern.matches(pubsub.name())
+                {
+                    pubsub.attach_foreign(queue.clone());
+                    joined.push(pubsub.clone());
                 }
             }
         }

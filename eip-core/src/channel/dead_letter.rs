@@ -131,10 +131,10 @@ struct ForceOnDrop<'a> {
 
 impl Drop for ForceOnDrop<'_> {
     fn drop(&mut self) {
-        if let Some(msg) = self.msg.take() {
-            if let Err(msg) = self.queue.force_push(msg) {
-                tracing::warn!(channel = %self.queue.name, message = %msg.id(), "dead letter channel closed: message discarded");
-            }
+        if let Some(msg) = self.msg.take()
+            && let Err(msg) = self.queue.force_push(msg)
+        {
+            tracing::warn!(channel = %self.queue.name, message = %msg.id(), "dead letter channel closed: message discarded");
         }
     }
 }

@@ -79,11 +79,11 @@ impl PointToPoint {
 
     /// Sends a message if there is room now.
     pub fn try_send(&self, msg: Message) -> Result<Outcome, TrySendError> {
-        if let Some(check) = &self.datatype {
-            if let Err(reason) = check.datatype.check(&msg) {
-                check.invalid.put_now(msg, self.name(), reason.clone());
-                return Ok(Outcome::Invalid { reason });
-            }
+        if let Some(check) = &self.datatype
+            && let Err(reason) = check.datatype.check(&msg)
+        {
+            check.invalid.put_now(msg, self.name(), reason.clone());
+            return Ok(Outcome::Invalid { reason });
         }
         if self
             .guard

@@ -158,10 +158,10 @@ impl Join {
             Some(r) => (r - 1).min(self.hops),
             None => self.hops,
         };
-        if let Some(filter) = &self.filter {
-            if !filter.matches(msg) {
-                return None;
-            }
+        if let Some(filter) = &self.filter
+            && !filter.matches(msg)
+        {
+            return None;
         }
         let mut crossed = msg.clone();
         crossed

@@ -1,4 +1,5 @@
-//! Content-Based Router: the first `when` clause whose predicate matches picks the channel.
+//! Content-Based Router: the first `when` clause whose predicate matches picks the target (a
+//! channel or an exchange).
 //!
 //! Clauses are tried in the order they were added; the first match wins and later clauses are
 //! not evaluated. No match goes to `otherwise`; with no `otherwise` either, the message goes to
@@ -13,11 +14,12 @@ use std::task::{Context, Poll};
 
 use super::BoxFuture;
 use super::error::{RouteError, RouterError};
-use crate::channel::{Channel, DeadLetterChannel, Outcome};
+use super::target::{Sent, Target};
+use crate::channel::DeadLetterChannel;
 use crate::message::{DeathReason, Message};
 use crate::predicate::Predicate;
 
-/// Routes each message to the channel of the first `when` clause that matches it.
+/// Routes each message to the target of the first `when` clause that matches it.
 ///
 /// ```
 /// use eip_core::{Message, channel::PointToPoint, predicate::Predicate};
@@ -32,7 +34,7 @@ use crate::predicate::Predicate;
 ///     .unwrap();
 /// let decision = router.select(&Message::new(r#"{"total": 5000}"#));
 /// assert!(matches!(decision, Decision::When { index: 0, .. }));
-/// assert_eq!(decision.channel().map(|c| c.name()), Some("orders.big"));
+/// assert_eq!(decision.target().map(|t| t.name()), Some("orders.big"));
 /// ```
 #[derive(Clone)]
 pub struct ContentBasedRouter {
@@ -50,15 +52,15 @@ struct Inner {
 
 /// Where a message no clause matches goes.
 enum Fallback {
-    Otherwise(Channel),
+    Otherwise(Target),
     DeadLetters(DeadLetterChannel),
 }
 
-/// One `when` clause: a predicate and the channel it routes to.
+/// One `when` clause: a predicate and the target it routes to.
 #[derive(Debug, Clone)]
 pub struct WhenClause {
     predicate: Predicate,
-    channel: Channel,
+    target: Target,
 }
 
 impl WhenClause {
@@ -67,9 +69,9 @@ impl WhenClause {
         &self.predicate
     }
 
-    /// The channel a match goes to.
-    pub fn channel(&self) -> &Channel {
-        &self.channel
+    /// The channel or exchange a match goes to.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 }
 
@@ -80,23 +82,23 @@ pub enum Decision<'a> {
     When {
         /// The clause's position.
         index: usize,
-        /// Its channel.
-        channel: &'a Channel,
+        /// Its target.
+        target: &'a Target,
     },
-    /// No clause matched; the `otherwise` channel takes it.
+    /// No clause matched; the `otherwise` target takes it.
     Otherwise {
-        /// The `otherwise` channel.
-        channel: &'a Channel,
+        /// The `otherwise` target.
+        target: &'a Target,
     },
     /// No clause matched and there is no `otherwise`: the dead letter channel takes it.
     NoRoute,
 }
 
 impl<'a> Decision<'a> {
-    /// The channel chosen, if any.
-    pub fn channel(&self) -> Option<&'a Channel> {
+    /// The target chosen, if any.
+    pub fn target(&self) -> Option<&'a Target> {
         match *self {
-            Decision::When { channel, .. } | Decision::Otherwise { channel } => Some(channel),
+            Decision::When { target, .. } | Decision::Otherwise { target } => Some(target),
             Decision::NoRoute => None,
         }
     }
@@ -105,17 +107,17 @@ impl<'a> Decision<'a> {
 /// What a router did with a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routed {
-    /// Sent to the channel of the `when` clause at `index`.
+    /// Sent to the target of the `when` clause at `index`.
     When {
         /// The clause's position.
         index: usize,
-        /// What the channel did with it.
-        outcome: Outcome,
+        /// What the target did with it.
+        sent: Sent,
     },
-    /// Sent to the `otherwise` channel.
+    /// Sent to the `otherwise` target.
     Otherwise {
-        /// What the channel did with it.
-        outcome: Outcome,
+        /// What the target did with it.
+        sent: Sent,
     },
     /// Put on the dead letter channel with reason `no-route`.
     DeadLettered,
@@ -138,23 +140,24 @@ pub struct RouterStats {
 pub struct ContentBasedRouterBuilder {
     name: String,
     clauses: Vec<WhenClause>,
-    otherwise: Option<Channel>,
+    otherwise: Option<Target>,
     dead_letters: Option<DeadLetterChannel>,
 }
 
 impl ContentBasedRouterBuilder {
-    /// Adds a clause: messages `predicate` matches (and no earlier clause did) go to `channel`.
-    pub fn when(mut self, predicate: Predicate, channel: impl Into<Channel>) -> Self {
+    /// Adds a clause: messages `predicate` matches (and no earlier clause did) go to `target`,
+    /// a channel or an exchange.
+    pub fn when(mut self, predicate: Predicate, target: impl Into<Target>) -> Self {
         self.clauses.push(WhenClause {
             predicate,
-            channel: channel.into(),
+            target: target.into(),
         });
         self
     }
 
     /// Where messages no clause matches go.
-    pub fn otherwise(mut self, channel: impl Into<Channel>) -> Self {
-        self.otherwise = Some(channel.into());
+    pub fn otherwise(mut self, target: impl Into<Target>) -> Self {
+        self.otherwise = Some(target.into());
         self
     }
 
@@ -172,7 +175,7 @@ impl ContentBasedRouterBuilder {
             return Err(RouterError::NoClauses { router: self.name });
         }
         let fallback = match (self.otherwise, self.dead_letters) {
-            (Some(channel), _) => Fallback::Otherwise(channel),
+            (Some(target), _) => Fallback::Otherwise(target),
             (None, Some(dead_letters)) => Fallback::DeadLetters(dead_letters),
             (None, None) => return Err(RouterError::Unroutable { router: self.name }),
         };
@@ -211,10 +214,10 @@ impl ContentBasedRouter {
         &self.inner.clauses
     }
 
-    /// The `otherwise` channel, if any.
-    pub fn otherwise_channel(&self) -> Option<&Channel> {
+    /// The `otherwise` target, if any.
+    pub fn otherwise(&self) -> Option<&Target> {
         match &self.inner.fallback {
-            Fallback::Otherwise(channel) => Some(channel),
+            Fallback::Otherwise(target) => Some(target),
             Fallback::DeadLetters(_) => None,
         }
     }
@@ -236,33 +239,33 @@ impl ContentBasedRouter {
             if clause.predicate.matches(msg) {
                 return Decision::When {
                     index,
-                    channel: &clause.channel,
+                    target: &clause.target,
                 };
             }
         }
         match &inner.fallback {
-            Fallback::Otherwise(channel) => Decision::Otherwise { channel },
+            Fallback::Otherwise(target) => Decision::Otherwise { target },
             Fallback::DeadLetters(_) => Decision::NoRoute,
         }
     }
 
-    /// Routes `msg`: sends it to the chosen channel (waiting for room), or dead-letters it.
-    /// Completes when the channel has accepted it.
+    /// Routes `msg`: sends it to the chosen target (waiting for room), or dead-letters it.
+    /// Completes when the target has accepted it.
     pub async fn route(&self, msg: Message) -> Result<Routed, RouteError> {
         let inner = &*self.inner;
         let decision = self.select(&msg);
         match (decision, &inner.fallback) {
-            (Decision::When { index, channel }, _) => {
-                let outcome = channel.send(msg).await?;
+            (Decision::When { index, target }, _) => {
+                let sent = target.send(msg).await?;
                 if let Some(count) = inner.when_counts.get(index) {
                     count.fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(Routed::When { index, outcome })
+                Ok(Routed::When { index, sent })
             }
-            (Decision::Otherwise { channel }, _) | (_, Fallback::Otherwise(channel)) => {
-                let outcome = channel.send(msg).await?;
+            (Decision::Otherwise { target }, _) | (_, Fallback::Otherwise(target)) => {
+                let sent = target.send(msg).await?;
                 inner.otherwise_count.fetch_add(1, Ordering::Relaxed);
-                Ok(Routed::Otherwise { outcome })
+                Ok(Routed::Otherwise { sent })
             }
             (Decision::NoRoute, Fallback::DeadLetters(dead_letters)) => {
                 let error = format!(
@@ -303,7 +306,7 @@ impl std::fmt::Debug for ContentBasedRouter {
         f.debug_struct("ContentBasedRouter")
             .field("name", &inner.name)
             .field("clauses", &inner.clauses)
-            .field("otherwise", &self.otherwise_channel().map(Channel::name))
+            .field("otherwise", &self.otherwise().map(Target::name))
             .field(
                 "dead_letters",
                 &self.dead_letter_channel().map(|d| d.name()),
@@ -350,7 +353,7 @@ mod tests {
         assert!(!msg.is_json_parsed(), "the JSON clause never ran");
         assert_eq!(router.clauses().len(), 2);
         assert_eq!(router.clauses()[1].predicate().as_str(), "exists($.x)");
-        assert!(router.otherwise_channel().is_none());
+        assert!(router.otherwise().is_none());
         assert_eq!(router.dead_letter_channel().map(|d| d.name()), Some("dl"));
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::channel::SendError;
 use crate::message::Message;
+use crate::topic::PublishError;
 
 /// A router configuration that could lose messages or can never route one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +37,9 @@ pub enum RouteError {
     /// The chosen channel is closed (deleted).
     #[error(transparent)]
     Send(#[from] SendError),
+    /// The chosen exchange could not deliver to every channel its bindings picked.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
     /// The dead letter channel the message was meant for is closed.
     #[error("dead letter channel `{channel}` is closed")]
     DeadLetterClosed {
@@ -51,6 +55,7 @@ impl RouteError {
     pub fn into_message(self) -> Message {
         match self {
             RouteError::Send(e) => e.into_message(),
+            RouteError::Publish(e) => e.into_message(),
             RouteError::DeadLetterClosed { message, .. } => *message,
         }
     }

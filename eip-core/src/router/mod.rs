@@ -2,7 +2,8 @@
 //!
 //! Each decides where a message goes without changing it, using [`Predicate`]s (compiled once,
 //! payload parsed at most once per message) or a list of channels, and none of them loses a
-//! message silently:
+//! message silently. The router and the recipient list send to [`Target`]s: a channel, or a
+//! [topic exchange](crate::topic::TopicExchange) that routes the message on by its subject.
 //!
 //! - [`ContentBasedRouter`]: ordered `when` clauses, the first whose predicate matches sends the
 //!   message to its channel; else `otherwise`; else the router's dead letter channel, reason
@@ -25,6 +26,7 @@ mod content_based;
 mod error;
 mod filter;
 mod recipient_list;
+mod target;
 mod wire_tap;
 
 pub use content_based::{
@@ -33,6 +35,7 @@ pub use content_based::{
 pub use error::{RouteError, RouterError};
 pub use filter::{FilterError, FilterLayer, FilterStats, Filtered, MessageFilter};
 pub use recipient_list::{Distribution, RecipientList, Resolution};
+pub use target::{Sent, Target};
 pub use wire_tap::{WireTap, WireTapLayer, WireTapStats};
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

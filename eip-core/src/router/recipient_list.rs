@@ -1,9 +1,9 @@
-//! Recipient List: a copy of the message to each channel of a list.
+//! Recipient List: a copy of the message to each channel (or exchange) of a list.
 //!
 //! The list is fixed ([`RecipientList::new`]) or read from each message
-//! ([`RecipientList::from_header`]): a string header holding comma-separated channel names,
-//! resolved through a [`MessageBus`]. Names are trimmed, empty entries skipped, and a channel
-//! listed twice gets one copy. Copies share payload and headers (no bytes copied) and are sent
+//! ([`RecipientList::from_header`]): a string header holding comma-separated names of channels
+//! or exchanges, resolved through a [`MessageBus`]. Names are trimmed, empty entries skipped,
+//! and a recipient listed twice gets one copy. Copies share payload and headers (no bytes copied) and are sent
 //! one after the other, each waiting for room, so a full recipient holds up the rest
 //! (backpressure, not loss).
 //!
@@ -21,11 +21,12 @@ use std::task::{Context, Poll};
 
 use super::BoxFuture;
 use super::error::{RouteError, RouterError};
+use super::target::Target;
 use crate::bus::MessageBus;
-use crate::channel::{Channel, DeadLetterChannel, SendError};
+use crate::channel::{DeadLetterChannel, SendError};
 use crate::message::{DeathReason, HeaderValue, Message};
 
-/// Sends a copy of each message to every channel of a list.
+/// Sends a copy of each message to every channel or exchange of a list.
 ///
 /// ```
 /// use eip_core::{Message, MessageBus};
@@ -60,15 +61,15 @@ struct Inner {
 
 #[derive(Clone)]
 enum Source {
-    Fixed(Vec<Channel>),
+    Fixed(Vec<Target>),
     Header { header: String, bus: MessageBus },
 }
 
-/// Where a message would go: the channels resolved, and what could not be.
+/// Where a message would go: the recipients resolved, and what could not be.
 #[derive(Debug, Clone, Default)]
 pub struct Resolution {
-    /// The channels a copy goes to, in list order, each once.
-    pub channels: Vec<Channel>,
+    /// The channels and exchanges a copy goes to, in list order, each once.
+    pub targets: Vec<Target>,
     /// Names the bus does not know, with the error (dead-lettered, reason `no-route`).
     pub unknown: Vec<(String, String)>,
     /// Why the message names no recipient at all (it is dead-lettered, reason `no-route`).
@@ -85,33 +86,33 @@ pub struct Distribution {
 }
 
 impl RecipientList {
-    /// A list of fixed recipients (each channel once). `name` is the death record's channel for
-    /// messages that can not be delivered; no dead letter channel until one is given with
-    /// [`dead_letter_channel`](Self::dead_letter_channel).
-    pub fn new<C: Into<Channel>>(
+    /// A list of fixed recipients, channels or exchanges (each once). `name` is the death
+    /// record's channel for messages that can not be delivered; no dead letter channel until
+    /// one is given with [`dead_letter_channel`](Self::dead_letter_channel).
+    pub fn new<T: Into<Target>>(
         name: &str,
-        recipients: impl IntoIterator<Item = C>,
+        recipients: impl IntoIterator<Item = T>,
     ) -> Result<Self, RouterError> {
-        let mut channels: Vec<Channel> = Vec::new();
-        for channel in recipients.into_iter().map(Into::into) {
-            if !channels.iter().any(|c| c.name() == channel.name()) {
-                channels.push(channel);
+        let mut targets: Vec<Target> = Vec::new();
+        for target in recipients.into_iter().map(Into::into) {
+            if !targets.iter().any(|t| t.name() == target.name()) {
+                targets.push(target);
             }
         }
-        if channels.is_empty() {
+        if targets.is_empty() {
             return Err(RouterError::NoRecipients {
                 name: name.to_owned(),
             });
         }
         Ok(RecipientList::with_source(
             name,
-            Source::Fixed(channels),
+            Source::Fixed(targets),
             None,
         ))
     }
 
-    /// A list read from each message's `header` (comma-separated channel names), resolved
-    /// through `bus`, dead-lettering to the bus's dead letter channel.
+    /// A list read from each message's `header` (comma-separated names of channels or
+    /// exchanges), resolved through `bus`, dead-lettering to the bus's dead letter channel.
     pub fn from_header(name: &str, header: &str, bus: &MessageBus) -> Self {
         let source = Source::Header {
             header: header.to_owned(),
@@ -149,9 +150,9 @@ impl RecipientList {
     /// Where `msg` would go. Pure: sends nothing.
     pub fn resolve(&self, msg: &Message) -> Resolution {
         let (header, bus) = match &self.inner.source {
-            Source::Fixed(channels) => {
+            Source::Fixed(targets) => {
                 return Resolution {
-                    channels: channels.clone(),
+                    targets: targets.clone(),
                     ..Resolution::default()
                 };
             }
@@ -182,8 +183,8 @@ impl RecipientList {
                 continue;
             }
             seen.push(name);
-            match bus.channel(name) {
-                Ok(channel) => resolution.channels.push(channel),
+            match bus.target(name) {
+                Ok(target) => resolution.targets.push(target),
                 Err(e) => resolution.unknown.push((name.to_owned(), e.to_string())),
             }
         }
@@ -198,8 +199,8 @@ impl RecipientList {
     /// nowhere to go. Completes when every copy has been accepted somewhere.
     pub async fn distribute(&self, msg: Message) -> Result<Distribution, RouteError> {
         let mut done = Distribution::default();
-        if let Source::Fixed(channels) = &self.inner.source {
-            self.send_all(&msg, channels, &mut done).await?;
+        if let Source::Fixed(targets) = &self.inner.source {
+            self.send_all(&msg, targets, &mut done).await?;
             return Ok(done);
         }
         let resolution = self.resolve(&msg);
@@ -214,26 +215,27 @@ impl RecipientList {
                 .await?;
             done.dead_lettered += 1;
         }
-        self.send_all(&msg, &resolution.channels, &mut done).await?;
+        self.send_all(&msg, &resolution.targets, &mut done).await?;
         Ok(done)
     }
 
-    /// A copy to each channel; a closed one dead-letters its copy, or, without a dead letter
-    /// channel, fails the call once the others have theirs.
+    /// A copy to each target; a closed channel dead-letters its copy (an exchange, the copies
+    /// its closed channels refused), or, without a dead letter channel, fails the call once the
+    /// others have theirs.
     async fn send_all(
         &self,
         msg: &Message,
-        channels: &[Channel],
+        targets: &[Target],
         done: &mut Distribution,
     ) -> Result<(), RouteError> {
-        let mut failed: Option<SendError> = None;
-        for channel in channels {
-            match channel.send(msg.clone()).await {
+        let mut failed: Option<RouteError> = None;
+        for target in targets {
+            match target.send(msg.clone()).await {
                 Ok(_) => done.sent += 1,
                 Err(error) if self.inner.dead_letters.is_some() => {
                     let reason = error.to_string();
                     let copy = error.into_message();
-                    self.bury(copy, channel.name(), DeathReason::ChannelDeleted, reason)
+                    self.bury(copy, target.name(), DeathReason::ChannelDeleted, reason)
                         .await?;
                     done.dead_lettered += 1;
                 }
@@ -243,7 +245,7 @@ impl RecipientList {
             }
         }
         match failed {
-            Some(error) => Err(RouteError::Send(error)),
+            Some(error) => Err(error),
             None => Ok(()),
         }
     }
@@ -276,8 +278,8 @@ impl std::fmt::Debug for RecipientList {
         let mut s = f.debug_struct("RecipientList");
         s.field("name", &self.inner.name);
         match &self.inner.source {
-            Source::Fixed(channels) => {
-                let names: Vec<&str> = channels.iter().map(Channel::name).collect();
+            Source::Fixed(targets) => {
+                let names: Vec<&str> = targets.iter().map(Target::name).collect();
                 s.field("recipients", &names)
             }
             Source::Header { header, .. } => s.field("header", header),
@@ -320,20 +322,20 @@ mod tests {
             .header("to", " b,,a.x , b, nope ,")
             .build();
         let r = list.resolve(&msg);
-        let names: Vec<&str> = r.channels.iter().map(Channel::name).collect();
+        let names: Vec<&str> = r.targets.iter().map(Target::name).collect();
         assert_eq!(names, ["b", "a.x"]);
         assert_eq!(r.unknown.len(), 1);
         assert_eq!(r.unknown[0].0, "nope");
         assert!(r.no_recipients.is_none());
         let none = list.resolve(&Message::builder("m").header("to", " , ").build());
-        assert!(none.no_recipients.is_some() && none.channels.is_empty());
+        assert!(none.no_recipients.is_some() && none.targets.is_empty());
     }
 
     #[test]
     fn a_fixed_list_names_each_channel_once() {
         let a = crate::channel::PointToPoint::new("a", 1).unwrap();
         let list = RecipientList::new("in", [a.clone(), a]).unwrap();
-        assert_eq!(list.resolve(&Message::new("m")).channels.len(), 1);
+        assert_eq!(list.resolve(&Message::new("m")).targets.len(), 1);
         assert_eq!(
             format!("{list:?}"),
             r#"RecipientList { name: "in", recipients: ["a"], dead_letters: None }"#

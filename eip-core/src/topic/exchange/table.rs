@@ -103,12 +103,12 @@ impl Table {
     /// The slot of `channel`, taken for one more binding. A channel bound under a name already
     /// taken replaces the one held there: the name is the target.
     fn hold(&mut self, channel: &Channel) -> u32 {
-        if let Some(&slot) = self.slots.get(channel.name()) {
-            if let Some(Some(target)) = self.targets.get_mut(slot as usize) {
-                target.channel = channel.clone();
-                target.bindings += 1;
-                return slot;
-            }
+        if let Some(&slot) = self.slots.get(channel.name())
+            && let Some(Some(target)) = self.targets.get_mut(slot as usize)
+        {
+            target.channel = channel.clone();
+            target.bindings += 1;
+            return slot;
         }
         let target = Some(Target {
             channel: channel.clone(),

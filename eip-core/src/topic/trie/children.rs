@@ -62,14 +62,15 @@ impl<T> Children<T> {
 
     /// The child for word `id`, and whether it was made now (empty).
     pub(super) fn get_or_insert(&mut self, id: WordId) -> (&mut Node<T>, bool) {
-        if let Children::Few { ids, nodes } = self {
-            if nodes.len() == FEW && !ids.contains(&id) {
-                let mut many = Many::with_capacity(4 * FEW);
-                for (word, node) in ids.iter().zip(std::mem::take(nodes).into_vec()) {
-                    many.insert_new(*word, node);
-                }
-                *self = Children::Many(Box::new(many));
+        if let Children::Few { ids, nodes } = self
+            && nodes.len() == FEW
+            && !ids.contains(&id)
+        {
+            let mut many = Many::with_capacity(4 * FEW);
+            for (word, node) in ids.iter().zip(std::mem::take(nodes).into_vec()) {
+                many.insert_new(*word, node);
             }
+            *self = Children::Many(Box::new(many));
         }
         match self {
             Children::Few { ids, nodes } => {

@@ -98,15 +98,15 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
             None => node.values.as_slice().iter().for_each(&mut self.emit),
             Some(word) => {
                 let rest = len - i - 1;
-                if let Some(child) = word.and_then(|id| node.words.get(id)) {
-                    if child.fits(rest) {
-                        self.step(child, i + 1);
-                    }
+                if let Some(child) = word.and_then(|id| node.words.get(id))
+                    && child.fits(rest)
+                {
+                    self.step(child, i + 1);
                 }
-                if let Some(child) = node.star() {
-                    if child.fits(rest) {
-                        self.step(child, i + 1);
-                    }
+                if let Some(child) = node.star()
+                    && child.fits(rest)
+                {
+                    self.step(child, i + 1);
                 }
             }
         }
@@ -136,10 +136,10 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
             match self.words.get(j) {
                 None => node.values.as_slice().iter().for_each(&mut self.emit),
                 Some(word) => {
-                    if let Some(child) = word.and_then(|id| node.words.get(id)) {
-                        if child.fits(len - j - 1) {
-                            self.step(child, j + 1);
-                        }
+                    if let Some(child) = word.and_then(|id| node.words.get(id))
+                        && child.fits(len - j - 1)
+                    {
+                        self.step(child, j + 1);
                     }
                 }
             }

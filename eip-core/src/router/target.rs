@@ -1,0 +1,93 @@
+//! Where a router sends a message: a channel, or a topic exchange that routes it on.
+//!
+//! Routers, recipient lists and the [`MessageBus`](crate::MessageBus) address both the same
+//! way, so a flow can send "to `market`" without caring whether `market` stores messages (a
+//! channel) or only routes them by subject (an [exchange](crate::topic::TopicExchange)).
+
+use super::RouteError;
+use crate::channel::{Channel, DeadLetterChannel, Outcome, PointToPoint, PublishSubscribe};
+use crate::message::Message;
+use crate::topic::{Routed, TopicExchange};
+
+/// A channel or an exchange.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A channel: the message is stored there.
+    Channel(Channel),
+    /// A topic exchange: the message goes on to the channels its bindings pick.
+    Exchange(TopicExchange),
+}
+
+/// What sending to a [`Target`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    /// The target was a channel; what the channel answered.
+    Channel(Outcome),
+    /// The target was an exchange; how it routed the message.
+    Exchange(Routed),
+}
+
+impl Target {
+    /// The channel's or exchange's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Target::Channel(c) => c.name(),
+            Target::Exchange(x) => x.name(),
+        }
+    }
+
+    /// The channel, if the target is one.
+    pub fn as_channel(&self) -> Option<&Channel> {
+        match self {
+            Target::Channel(c) => Some(c),
+            Target::Exchange(_) => None,
+        }
+    }
+
+    /// The exchange, if the target is one.
+    pub fn as_exchange(&self) -> Option<&TopicExchange> {
+        match self {
+            Target::Channel(_) => None,
+            Target::Exchange(x) => Some(x),
+        }
+    }
+
+    /// Sends `msg` (waiting for room). A closed channel, or an exchange some of whose targets
+    /// are closed, hands the message back in the error.
+    pub async fn send(&self, msg: Message) -> Result<Sent, RouteError> {
+        match self {
+            Target::Channel(c) => Ok(Sent::Channel(c.send(msg).await?)),
+            Target::Exchange(x) => Ok(Sent::Exchange(x.publish(msg).await?)),
+        }
+    }
+}
+
+impl From<Channel> for Target {
+    fn from(channel: Channel) -> Self {
+        Target::Channel(channel)
+    }
+}
+
+impl From<PointToPoint> for Target {
+    fn from(channel: PointToPoint) -> Self {
+        Target::Channel(channel.into())
+    }
+}
+
+impl From<PublishSubscribe> for Target {
+    fn from(channel: PublishSubscribe) -> Self {
+        Target::Channel(channel.into())
+    }
+}
+
+impl From<DeadLetterChannel> for Target {
+    fn from(channel: DeadLetterChannel) -> Self {
+        Target::Channel(Channel::PointToPoint((*channel).clone()))
+    }
+}
+
+impl From<TopicExchange> for Target {
+    fn from(exchange: TopicExchange) -> Self {
+        Target::Exchange(exchange)
+    }
+}
