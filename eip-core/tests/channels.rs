@@ -196,6 +196,49 @@ async fn expired_messages_are_never_delivered_but_dead_lettered() {
 }
 
 #[tokio::test]
+async fn a_channel_time_to_live_expires_messages_that_wait_longer() {
+    let dead = dlc();
+    let ch = PointToPoint::builder("ttl")
+        .dead_letter_channel(dead.clone())
+        .time_to_live(Duration::from_millis(30))
+        .build()
+        .unwrap();
+    let sooner = now_millis() + 10;
+    ch.send(Message::new("plain")).await.unwrap();
+    ch.send(Message::builder("sooner").expires_at(sooner).build())
+        .await
+        .unwrap();
+    ch.send(
+        Message::builder("later")
+            .time_to_live(Duration::from_secs(3600))
+            .build(),
+    )
+    .await
+    .unwrap();
+    let mut rx = ch.receiver();
+    let first = rx.try_recv().unwrap();
+    let deadline = first.message().expires_at().unwrap().unwrap();
+    assert!(
+        deadline <= now_millis() + 30,
+        "stamped with the channel's ttl"
+    );
+    first.nack();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty);
+    assert_eq!(
+        dead.stats().depth,
+        3,
+        "all three expired, the hour shortened"
+    );
+    let mut dl = dead.receiver();
+    let d = dl.try_recv().unwrap();
+    assert_eq!(
+        d.message().death().unwrap().unwrap().reason,
+        DeathReason::Expired
+    );
+}
+
+#[tokio::test]
 async fn expiration_is_checked_when_the_message_would_be_delivered() {
     let dead = dlc();
     let ch = PointToPoint::builder("slow")

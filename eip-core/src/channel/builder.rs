@@ -24,6 +24,7 @@ pub(crate) struct ChannelConfig {
     pub(crate) redelivery: RedeliveryPolicy,
     pub(crate) datatype: Option<DatatypeCheck>,
     pub(crate) loop_detection: LoopDetection,
+    pub(crate) time_to_live: Option<std::time::Duration>,
 }
 
 impl ChannelConfig {
@@ -69,6 +70,7 @@ impl<K> ChannelBuilder<K> {
                 redelivery: RedeliveryPolicy::default(),
                 datatype: None,
                 loop_detection: LoopDetection::default(),
+                time_to_live: None,
             },
             kind: PhantomData,
         }
@@ -97,6 +99,15 @@ impl<K> ChannelBuilder<K> {
     /// join (see [`LoopDetection`]).
     pub fn loop_detection(mut self, config: LoopDetection) -> Self {
         self.config.loop_detection = config;
+        self
+    }
+
+    /// How long a message may wait here: entering the channel, it is made to expire `ttl`
+    /// from then at the latest (an earlier expiration it carries is kept), and an expired
+    /// message is dead-lettered with reason `expired` instead of being delivered. The deadline
+    /// stays on the message when it is forwarded, as with any expiration.
+    pub fn time_to_live(mut self, ttl: std::time::Duration) -> Self {
+        self.config.time_to_live = Some(ttl);
         self
     }
 

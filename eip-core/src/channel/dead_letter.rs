@@ -95,6 +95,20 @@ impl InvalidMessageChannel {
     }
 }
 
+/// Makes an existing channel, with its own configuration, the place for dead letters.
+impl From<PointToPoint> for DeadLetterChannel {
+    fn from(channel: PointToPoint) -> Self {
+        DeadLetterChannel { channel }
+    }
+}
+
+/// Makes an existing channel, with its own configuration, the place for invalid messages.
+impl From<PointToPoint> for InvalidMessageChannel {
+    fn from(channel: PointToPoint) -> Self {
+        InvalidMessageChannel { channel }
+    }
+}
+
 impl Deref for DeadLetterChannel {
     type Target = PointToPoint;
     fn deref(&self) -> &PointToPoint {

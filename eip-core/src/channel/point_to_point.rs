@@ -27,6 +27,7 @@ pub struct PointToPoint {
     queue: Arc<Queue>,
     datatype: Option<Arc<DatatypeCheck>>,
     guard: Arc<LoopGuard>,
+    time_to_live: Option<std::time::Duration>,
 }
 
 impl PointToPoint {
@@ -59,13 +60,16 @@ impl PointToPoint {
     }
 
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        let msg = match &self.datatype {
+        let mut msg = match &self.datatype {
             None => msg,
             Some(check) => match check.divert_misfit(self.name(), msg).await {
                 Ok(msg) => msg,
                 Err(reason) => return Stored::Invalid(reason),
             },
         };
+        if let Some(ttl) = self.time_to_live {
+            msg.expire_within(ttl);
+        }
         if loops.is_some_and(|now| !self.guard.admit(msg.id(), now)) {
             return Stored::Duplicate;
         }
@@ -78,7 +82,10 @@ impl PointToPoint {
     }
 
     /// Sends a message if there is room now.
-    pub fn try_send(&self, msg: Message) -> Result<Outcome, TrySendError> {
+    pub fn try_send(&self, mut msg: Message) -> Result<Outcome, TrySendError> {
+        if let Some(ttl) = self.time_to_live {
+            msg.expire_within(ttl);
+        }
         if let Some(check) = &self.datatype
             && let Err(reason) = check.datatype.check(&msg)
         {
@@ -195,6 +202,7 @@ impl ChannelBuilder<PointToPoint> {
             queue: Arc::new(config.queue(config.name.clone())),
             datatype: config.datatype.map(Arc::new),
             guard: Arc::new(LoopGuard::new(config.loop_detection)),
+            time_to_live: config.time_to_live,
         })
     }
 }

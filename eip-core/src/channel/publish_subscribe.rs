@@ -137,13 +137,16 @@ impl PublishSubscribe {
 
     /// Stores one message in every subscription (joins not followed).
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        let msg = match &self.inner.config.datatype {
+        let mut msg = match &self.inner.config.datatype {
             None => msg,
             Some(check) => match check.divert_misfit(self.name(), msg).await {
                 Ok(msg) => msg,
                 Err(reason) => return Stored::Invalid(reason),
             },
         };
+        if let Some(ttl) = self.inner.config.time_to_live {
+            msg.expire_within(ttl);
+        }
         let Some((subscriptions, joins)) = self.snapshot_with_joins() else {
             return Stored::Closed(msg);
         };

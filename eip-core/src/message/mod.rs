@@ -218,6 +218,20 @@ impl Message {
         }
     }
 
+    /// Makes the message expire `ttl` from now at the latest: an earlier expiration it has is
+    /// kept. A malformed expiration is replaced.
+    pub fn expire_within(&mut self, ttl: Duration) {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let deadline = now_millis().saturating_add(ttl_ms);
+        if matches!(self.expires_at(), Ok(Some(at)) if at <= deadline) {
+            return;
+        }
+        self.headers_mut().insert(
+            names::EXPIRES_AT,
+            i64::try_from(deadline).unwrap_or(i64::MAX),
+        );
+    }
+
     /// Whether the message has expired at `now_ms` (milliseconds since the Unix epoch).
     ///
     /// A malformed expiration header counts as expired: it can not be honoured, and delivering
