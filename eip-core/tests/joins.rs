@@ -3,9 +3,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use eip_core::channel::{Channel, PointToPoint, PublishSubscribe, Selector, Subscriber};
-use eip_core::join::{Join, JoinError};
-use eip_core::message::names;
+use eip_core::channel::{
+    Channel, InvalidMessageChannel, JsonSchema, PointToPoint, PublishSubscribe, Selector,
+    Subscriber,
+};
+use eip_core::join::{Join, JoinError, Traced, Tracer};
+use eip_core::message::{DeathReason, names};
 use eip_core::{Message, MessageBus, Outcome};
 use proptest::prelude::*;
 
@@ -478,4 +481,74 @@ async fn a_join_filter_can_be_a_json_path_predicate() {
     let crossed = nyse.take();
     assert_eq!(crossed.len(), 1);
     assert_eq!(crossed[0].payload_str(), Some(r#"{"exchange":"NYSE"}"#));
+}
+
+/// The names a traced send would store at, in order.
+fn stored_names(traced: &Traced) -> Vec<&str> {
+    traced.stored.iter().map(|(c, _)| c.name()).collect()
+}
+
+#[tokio::test]
+async fn a_tracer_follows_joins_like_a_publish_and_changes_nothing() {
+    let quotes = PublishSubscribe::new("quotes", 10).unwrap();
+    let nyse = PublishSubscribe::new("quotes.nyse", 10).unwrap();
+    let audit = PointToPoint::new("audit", 10).unwrap();
+    let invalid = InvalidMessageChannel::new("invalid", 10).unwrap();
+    let schema = serde_json::json!({"type": "object", "required": ["price"]});
+    let priced = PublishSubscribe::builder("priced")
+        .datatype(JsonSchema::new("quote", &schema).unwrap(), invalid.clone())
+        .build()
+        .unwrap();
+    Join::builder(quotes.clone(), nyse.clone())
+        .hops(1)
+        .create()
+        .unwrap();
+    Join::builder(quotes.clone(), audit.clone())
+        .archival(true)
+        .create()
+        .unwrap();
+    Join::builder(nyse.clone(), audit.clone())
+        .archival(true)
+        .create()
+        .unwrap();
+    Join::builder(quotes.clone(), priced.clone())
+        .create()
+        .unwrap();
+
+    let msg = Message::new(r#"{"symbol": "IBM"}"#);
+    let mut tracer = Tracer::new();
+    let traced = tracer.send(&quotes.clone().into(), &msg);
+    assert_eq!(
+        stored_names(&traced),
+        ["quotes", "quotes.nyse", "audit", "audit"],
+        "the archival queue keeps both copies"
+    );
+    let (_, at_nyse) = &traced.stored[1];
+    assert!(
+        at_nyse.hop_budget().unwrap().is_some(),
+        "stored as crossed, with its budget"
+    );
+    assert_eq!(traced.invalid.len(), 1);
+    let refused = &traced.invalid[0];
+    assert_eq!(
+        (refused.channel.as_str(), refused.invalid_channel.name()),
+        ("priced", "invalid")
+    );
+    let death = refused.message.death().unwrap().unwrap();
+    assert_eq!(death.reason, DeathReason::Invalid);
+    assert!(refused.reason.contains("price"), "{}", refused.reason);
+
+    // A second send of the same message in the same dry run meets the loop memory.
+    let again = tracer.send(&nyse.clone().into(), &msg);
+    assert!(again.stored.is_empty());
+    assert_eq!(again.duplicates, ["quotes.nyse"]);
+    // A new dry run starts afresh, and nothing was really stored.
+    assert_eq!(
+        stored_names(&Tracer::new().send(&nyse.clone().into(), &msg)),
+        ["quotes.nyse", "audit"]
+    );
+    for channel in [&quotes, &nyse, &priced] {
+        assert_eq!(channel.stats().accepted, 0, "{}", channel.name());
+    }
+    assert_eq!((audit.stats().depth, invalid.stats().depth), (0, 0));
 }

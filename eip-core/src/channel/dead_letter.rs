@@ -123,6 +123,18 @@ impl Deref for InvalidMessageChannel {
     }
 }
 
+/// The message as it enters a dead letter or invalid message channel: with a death record
+/// (counting on from one it has) naming `origin`, `reason` and the `error`, and without an
+/// expiration. For dry runs that show what a dead letter would look like.
+pub fn marked_dead(
+    msg: Message,
+    origin: &str,
+    reason: DeathReason,
+    error: Option<String>,
+) -> Message {
+    mark_dead(msg, origin, reason, error)
+}
+
 /// The message as it enters a dead letter or invalid message channel.
 fn mark_dead(
     mut msg: Message,

@@ -97,6 +97,11 @@ impl LoopGuard {
         });
     }
 
+    /// Whether the guard remembers ids (a join has touched its channel).
+    pub(crate) fn is_on(&self) -> bool {
+        self.recent.get().is_some()
+    }
+
     /// The time to check against, if the guard is on: senders read the clock only then.
     pub(crate) fn clock(&self) -> Option<Instant> {
         self.recent.get().map(|_| Instant::now())

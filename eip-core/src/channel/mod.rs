@@ -29,7 +29,7 @@ mod stats;
 
 pub use builder::{ChannelBuilder, DEFAULT_CAPACITY};
 pub use datatype::{Datatype, JsonSchema, JsonType};
-pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel};
+pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
 pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
 pub use loop_guard::LoopDetection;
@@ -165,15 +165,19 @@ impl Channel {
         }
     }
 
-    /// Whether [`store`](Self::store) would store it, changing nothing.
-    pub(crate) fn would_store(&self, msg: &Message, check_loops: bool) -> bool {
-        let (datatype, guard, closed) = match self {
-            Channel::PointToPoint(c) => (c.datatype_check(), c.loop_guard(), c.is_closed()),
-            Channel::PublishSubscribe(c) => (c.datatype_check(), c.loop_guard(), c.is_closed()),
-        };
-        !closed
-            && datatype.is_none_or(|d| d.datatype.check(msg).is_ok())
-            && (!check_loops || guard.would_admit(msg.id()))
+    /// Whether the channel is deleted.
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Channel::PointToPoint(c) => c.is_closed(),
+            Channel::PublishSubscribe(c) => c.is_closed(),
+        }
+    }
+
+    pub(crate) fn datatype_check(&self) -> Option<&datatype::DatatypeCheck> {
+        match self {
+            Channel::PointToPoint(c) => c.datatype_check(),
+            Channel::PublishSubscribe(c) => c.datatype_check(),
+        }
     }
 
     pub(crate) fn identity(&self) -> usize {

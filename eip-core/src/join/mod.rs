@@ -34,6 +34,7 @@ mod propagate;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use propagate::{Invalidated, Traced, Tracer};
 pub(crate) use propagate::{propagate, trace};
 
 use crate::channel::{Channel, ChannelKind, Selector};
