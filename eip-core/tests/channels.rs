@@ -499,6 +499,12 @@ async fn a_datatype_channel_diverts_misfits_to_the_invalid_message_channel() {
         .await
         .unwrap();
     assert!(matches!(text, Outcome::Invalid { reason } if reason.contains("text/plain")));
+    let stats = ch.stats();
+    assert_eq!(
+        (stats.accepted, stats.invalid),
+        (1, 2),
+        "misfits are counted"
+    );
 
     let mut rx = ch.receiver();
     let d = rx.recv().await.unwrap();

@@ -114,6 +114,7 @@ impl<K> ChannelBuilder<K> {
     /// Makes it a Datatype Channel: messages that do not fit `datatype` go to `invalid`.
     pub fn datatype(mut self, datatype: impl Datatype, invalid: InvalidMessageChannel) -> Self {
         self.config.datatype = Some(DatatypeCheck {
+            diverted: Arc::default(),
             datatype: Arc::new(datatype),
             invalid,
         });

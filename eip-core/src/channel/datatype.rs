@@ -132,9 +132,22 @@ fn check_json_content_type(message: &Message) -> Result<(), String> {
 pub(crate) struct DatatypeCheck {
     pub(crate) datatype: Arc<dyn Datatype>,
     pub(crate) invalid: InvalidMessageChannel,
+    /// Messages diverted to `invalid` so far (shared by the channel's clones).
+    pub(crate) diverted: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl DatatypeCheck {
+    /// Counts one message diverted to the invalid message channel.
+    pub(crate) fn count_diverted(&self) {
+        self.diverted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Messages diverted so far.
+    pub(crate) fn diverted(&self) -> u64 {
+        self.diverted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// `None` if the message fits; otherwise it is diverted and the reason returned.
     pub(crate) async fn divert_misfit(
         &self,
@@ -144,6 +157,7 @@ impl DatatypeCheck {
         match self.datatype.check(&msg) {
             Ok(()) => Ok(msg),
             Err(reason) => {
+                self.count_diverted();
                 if let Err(msg) = self.invalid.put(msg, channel, reason.clone()).await {
                     tracing::warn!(%channel, message = %msg.id(), %reason, "invalid message channel closed: message discarded");
                 }

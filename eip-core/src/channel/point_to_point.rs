@@ -89,6 +89,7 @@ impl PointToPoint {
         if let Some(check) = &self.datatype
             && let Err(reason) = check.datatype.check(&msg)
         {
+            check.count_diverted();
             check.invalid.put_now(msg, self.name(), reason.clone());
             return Ok(Outcome::Invalid { reason });
         }
@@ -138,6 +139,7 @@ impl PointToPoint {
     pub fn stats(&self) -> ChannelStats {
         ChannelStats {
             duplicates: self.guard.duplicates(),
+            invalid: self.datatype.as_ref().map_or(0, |d| d.diverted()),
             ..self.queue.stats()
         }
     }

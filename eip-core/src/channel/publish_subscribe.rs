@@ -334,6 +334,12 @@ impl PublishSubscribe {
         let subs = self.lock().all.clone();
         let duplicates = ChannelStats {
             duplicates: self.inner.guard.duplicates(),
+            invalid: self
+                .inner
+                .config
+                .datatype
+                .as_ref()
+                .map_or(0, |d| d.diverted()),
             ..ChannelStats::default()
         };
         subs.iter()

@@ -526,6 +526,7 @@ impl Queue {
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             discarded: c.discarded.load(Ordering::Relaxed),
             duplicates: 0,
+            invalid: 0,
         }
     }
 }

@@ -26,6 +26,9 @@ pub struct ChannelStats {
     pub discarded: u64,
     /// Messages not stored because loop detection had seen their id (channels in joins).
     pub duplicates: u64,
+    /// Messages that did not fit the channel's datatype and went to its invalid message
+    /// channel instead.
+    pub invalid: u64,
 }
 
 impl std::ops::Add for ChannelStats {
@@ -41,6 +44,7 @@ impl std::ops::Add for ChannelStats {
             dead_lettered: self.dead_lettered + o.dead_lettered,
             discarded: self.discarded + o.discarded,
             duplicates: self.duplicates + o.duplicates,
+            invalid: self.invalid + o.invalid,
         }
     }
 }
