@@ -1,0 +1,325 @@
+//! The picture of a plan before any format: nodes with a shape, edges with a label and a line
+//! style. Every format draws this one model, so the three agree on what a flow contains.
+
+use std::collections::HashMap;
+
+use eip_core::channel::ChannelKind;
+
+use crate::plan::{ActionPlan, DEAD_LETTERS, Plan, RecipientsPlan, TargetRef};
+
+/// How a node is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A point-to-point channel: a plain box.
+    PointToPoint,
+    /// A publish-subscribe channel: a rounded box.
+    PublishSubscribe,
+    /// A topic exchange: a hexagon.
+    Exchange,
+    /// A route (the router that consumes a channel): a diamond.
+    Router,
+    /// A name the plan refers to but does not declare (a plan built by hand can have one):
+    /// a dashed box, so the mistake is visible rather than silently dropped.
+    Undeclared,
+}
+
+/// A node: a channel, an exchange or a route.
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    /// A safe identifier, unique in the graph and the same for the same plan.
+    pub id: String,
+    /// The name, control characters replaced by spaces.
+    pub label: String,
+    /// A second line: a channel's datatype schema, a header recipient list's header.
+    pub detail: Option<String>,
+    /// The shape.
+    pub shape: Shape,
+    /// Whether this is a datatype channel (drawn with a double border).
+    pub datatype: bool,
+}
+
+/// How an edge's line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// Messages flowing.
+    Solid,
+    /// An archival join.
+    Dashed,
+    /// Where failures go: invalid messages and dead letters.
+    Dotted,
+}
+
+/// An edge between two nodes, by index.
+#[derive(Debug, Clone)]
+pub(crate) struct Edge {
+    /// The source node.
+    pub from: usize,
+    /// The destination node.
+    pub to: usize,
+    /// What the edge means, if more than "messages go here".
+    pub label: Option<String>,
+    /// The line style.
+    pub line: Line,
+}
+
+/// A plan as nodes and edges.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Graph {
+    /// Channels, then exchanges, then routes, then undeclared names in order of first use.
+    pub nodes: Vec<Node>,
+    /// Per channel (invalid, dead letters), per route, per join, per exchange, in plan order.
+    pub edges: Vec<Edge>,
+}
+
+impl Graph {
+    /// The graph of `plan`. Never fails: a reference to an undeclared name becomes an
+    /// [`Undeclared`](Shape::Undeclared) node.
+    pub(crate) fn from_plan(plan: &Plan) -> Graph {
+        let mut b = Builder::default();
+        for (i, c) in plan.channels.iter().enumerate() {
+            let shape = match c.kind {
+                ChannelKind::PointToPoint => Shape::PointToPoint,
+                ChannelKind::PublishSubscribe => Shape::PublishSubscribe,
+            };
+            let node = b.push(Node {
+                id: node_id('c', i, &c.name),
+                label: clean(&c.name),
+                detail: c
+                    .datatype
+                    .as_ref()
+                    .map(|d| clean(&format!("datatype: {}", d.path))),
+                shape,
+                datatype: c.datatype.is_some(),
+            });
+            b.channels.entry(c.name.as_str()).or_insert(node);
+        }
+        for (i, x) in plan.exchanges.iter().enumerate() {
+            let node = b.push(Node {
+                id: node_id('x', i, &x.name),
+                label: clean(&x.name),
+                detail: None,
+                shape: Shape::Exchange,
+                datatype: false,
+            });
+            b.exchanges.entry(x.name.as_str()).or_insert(node);
+        }
+        let routers: Vec<usize> = plan
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let detail = match &r.action {
+                    ActionPlan::RecipientList(RecipientsPlan::Header(h)) => {
+                        Some(clean(&format!("recipients from header {h}")))
+                    }
+                    _ => None,
+                };
+                b.push(Node {
+                    id: node_id('r', i, &r.name),
+                    label: clean(&r.name),
+                    detail,
+                    shape: Shape::Router,
+                    datatype: false,
+                })
+            })
+            .collect();
+
+        for c in &plan.channels {
+            let from = b.channel(&c.name);
+            if let Some(d) = &c.datatype {
+                let to = b.channel(&d.invalid);
+                b.edge(from, to, Some("invalid".into()), Line::Dotted);
+            }
+            // Every channel has the default dead letter channel; drawing that for each would
+            // bury the flow, so only a channel's own choice is drawn.
+            if let Some(dl) = c.dead_letter.as_deref().filter(|dl| *dl != DEAD_LETTERS) {
+                let to = b.channel(dl);
+                b.edge(from, to, Some("dead letters".into()), Line::Dotted);
+            }
+        }
+        for (r, &router) in plan.routes.iter().zip(&routers) {
+            let from = b.channel(&r.from);
+            let filter = r.filter.as_ref().map(|p| format!("filter {p}"));
+            b.edge(from, router, filter, Line::Solid);
+            if let Some(tap) = &r.wire_tap {
+                let to = b.channel(tap);
+                b.edge(router, to, Some("wire tap".into()), Line::Solid);
+            }
+            if let Some(discard) = &r.discard {
+                let to = b.channel(discard);
+                b.edge(router, to, Some("discard".into()), Line::Solid);
+            }
+            match &r.action {
+                ActionPlan::To(targets) => {
+                    for t in targets {
+                        let to = b.target(t);
+                        b.edge(router, to, None, Line::Solid);
+                    }
+                }
+                ActionPlan::Choice { when, otherwise } => {
+                    for (p, t) in when {
+                        let to = b.target(t);
+                        b.edge(router, to, Some(format!("when {p}")), Line::Solid);
+                    }
+                    if let Some(t) = otherwise {
+                        let to = b.target(t);
+                        b.edge(router, to, Some("otherwise".into()), Line::Solid);
+                    }
+                }
+                ActionPlan::RecipientList(RecipientsPlan::Fixed(targets)) => {
+                    for t in targets {
+                        let to = b.target(t);
+                        b.edge(router, to, Some("recipients".into()), Line::Solid);
+                    }
+                }
+                ActionPlan::RecipientList(RecipientsPlan::Header(_)) => {}
+            }
+        }
+        for j in &plan.joins {
+            let from = b.channel(&j.from);
+            let to = b.channel(&j.to);
+            let mut label = format!("join hops={}", j.hops);
+            if j.archival {
+                label.push_str(", archival");
+            }
+            if let Some(p) = &j.filter {
+                label.push_str(&format!(", filter {p}"));
+            }
+            let line = if j.archival {
+                Line::Dashed
+            } else {
+                Line::Solid
+            };
+            b.edge(from, to, Some(label), line);
+        }
+        for x in &plan.exchanges {
+            let from = b.exchange(&x.name);
+            for binding in &x.bindings {
+                let key = binding
+                    .key
+                    .as_ref()
+                    .map_or_else(|| "(all)".to_owned(), |k| k.as_str().to_owned());
+                for ch in &binding.to {
+                    let to = b.channel(ch);
+                    b.edge(from, to, Some(key.clone()), Line::Solid);
+                }
+            }
+            if let Some(alt) = &x.alternate {
+                let to = b.channel(alt);
+                b.edge(from, to, Some("alternate".into()), Line::Solid);
+            }
+        }
+        Graph {
+            nodes: b.nodes,
+            edges: b.edges,
+        }
+    }
+}
+
+/// Collects nodes and edges, resolving names to node indices.
+#[derive(Default)]
+struct Builder<'p> {
+    nodes: Vec<Node>,
+    edges: Vec<Edge>,
+    channels: HashMap<&'p str, usize>,
+    exchanges: HashMap<&'p str, usize>,
+    // Keyed by (is an exchange, name): an undeclared channel and exchange of the same name
+    // are two different mistakes.
+    undeclared: HashMap<(bool, &'p str), usize>,
+}
+
+impl<'p> Builder<'p> {
+    fn push(&mut self, node: Node) -> usize {
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+
+    fn channel(&mut self, name: &'p str) -> usize {
+        match self.channels.get(name) {
+            Some(&i) => i,
+            None => self.undeclared(false, name),
+        }
+    }
+
+    fn exchange(&mut self, name: &'p str) -> usize {
+        match self.exchanges.get(name) {
+            Some(&i) => i,
+            None => self.undeclared(true, name),
+        }
+    }
+
+    fn target(&mut self, target: &'p TargetRef) -> usize {
+        match target {
+            TargetRef::Channel(name) => self.channel(name),
+            TargetRef::Exchange(name) => self.exchange(name),
+        }
+    }
+
+    fn undeclared(&mut self, exchange: bool, name: &'p str) -> usize {
+        if let Some(&i) = self.undeclared.get(&(exchange, name)) {
+            return i;
+        }
+        let what = if exchange { "exchange" } else { "channel" };
+        let i = self.push(Node {
+            id: node_id('u', self.undeclared.len(), name),
+            label: clean(name),
+            detail: Some(format!("undeclared {what}")),
+            shape: Shape::Undeclared,
+            datatype: false,
+        });
+        self.undeclared.insert((exchange, name), i);
+        i
+    }
+
+    fn edge(&mut self, from: usize, to: usize, label: Option<String>, line: Line) {
+        self.edges.push(Edge {
+            from,
+            to,
+            label: label.map(|l| clean(&l)),
+            line,
+        });
+    }
+}
+
+/// The longest name part kept in a node id; the index already makes ids unique.
+const MAX_ID_NAME: usize = 32;
+
+/// A node id: a kind letter, the index among its kind, and the name with everything but
+/// ASCII letters and digits turned into `_`. Valid unquoted in DOT, Mermaid and XML, never a
+/// keyword of any of them, unique because of the kind and index.
+pub(crate) fn node_id(kind: char, index: usize, name: &str) -> String {
+    let mut id = format!("{kind}{index}_");
+    for c in name.chars().take(MAX_ID_NAME) {
+        id.push(if c.is_ascii_alphanumeric() { c } else { '_' });
+    }
+    id
+}
+
+/// `s` with control characters (newlines, tabs, NUL, ...) replaced by spaces: a label is one
+/// line, and some formats can not hold them at all.
+pub(crate) fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ids_keep_ascii_alphanumerics_only() {
+        assert_eq!(node_id('c', 3, "orders.in-2"), "c3_orders_in_2");
+        assert_eq!(node_id('r', 0, "é\"<x>"), "r0____x_");
+    }
+
+    #[test]
+    fn node_ids_of_names_differing_in_punctuation_differ_by_index() {
+        assert_ne!(node_id('c', 0, "a.b"), node_id('c', 1, "a-b"));
+    }
+
+    #[test]
+    fn clean_replaces_control_characters() {
+        assert_eq!(clean("a\nb\t\0c"), "a b  c");
+    }
+}
