@@ -210,6 +210,26 @@ impl Channel {
         }
     }
 
+    /// Sends `msg` only if the channel takes it without waiting; whether it did. On a
+    /// publish-subscribe channel the message is published only when every subscription has
+    /// room; one that fills up at that very moment may miss it (the others get it, and the
+    /// answer is `false`). For copies that may be lost, such as a [wire tap's](crate::router::WireTap).
+    pub fn offer(&self, msg: Message) -> bool {
+        match self {
+            Channel::PointToPoint(channel) => channel.try_send(msg).is_ok(),
+            Channel::PublishSubscribe(channel) => {
+                // Publishing never waits while every subscription has room: one poll completes
+                // it. If a subscription filled up since the check, the poll is pending and the
+                // dropped future gives up on the rest.
+                self.accepts_now() && !channel.is_closed() && {
+                    let publish = std::pin::pin!(channel.publish(msg));
+                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                    matches!(publish.poll(&mut cx), std::task::Poll::Ready(Ok(_)))
+                }
+            }
+        }
+    }
+
     pub(crate) fn accepts_now(&self) -> bool {
         match self {
             Channel::PointToPoint(c) => c.queue().accepts_now(),

@@ -12,11 +12,9 @@
 //! room; one that fills up at that very moment may miss it (counted as dropped, though the
 //! others got it).
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use tower::{Layer, Service};
 
@@ -116,19 +114,7 @@ impl<S> WireTap<S> {
 
 /// Offers a copy of `msg` to `tap` without waiting; counts what became of it.
 fn offer(tap: &Channel, msg: &Message, counters: &Counters) {
-    let accepted = match tap {
-        Channel::PointToPoint(channel) => channel.try_send(msg.clone()).is_ok(),
-        Channel::PublishSubscribe(channel) => {
-            // Publishing never waits while every subscription has room: one poll completes
-            // it. If a subscription filled up since the check, the poll is pending and the
-            // dropped future gives up on the rest.
-            tap.accepts_now() && !channel.is_closed() && {
-                let publish = pin!(channel.publish(msg.clone()));
-                let mut cx = Context::from_waker(Waker::noop());
-                matches!(publish.poll(&mut cx), Poll::Ready(Ok(_)))
-            }
-        }
-    };
+    let accepted = tap.offer(msg.clone());
     let counter = if accepted {
         &counters.tapped
     } else {
