@@ -165,6 +165,14 @@ impl Channel {
         }
     }
 
+    /// Where undeliverable messages go, if anywhere.
+    pub fn dead_letter_channel(&self) -> Option<&DeadLetterChannel> {
+        match self {
+            Channel::PointToPoint(c) => c.dead_letter_channel(),
+            Channel::PublishSubscribe(c) => c.dead_letter_channel(),
+        }
+    }
+
     /// Whether the channel is deleted.
     pub fn is_closed(&self) -> bool {
         match self {

@@ -51,6 +51,11 @@ impl PointToPoint {
         self.queue.capacity
     }
 
+    /// Where undeliverable messages go, if anywhere.
+    pub fn dead_letter_channel(&self) -> Option<&super::DeadLetterChannel> {
+        self.queue.dead_letters.as_ref()
+    }
+
     /// Sends a message, waiting while the channel is full. Completes when the channel has
     /// accepted the message (or diverted it to the invalid message channel).
     pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {

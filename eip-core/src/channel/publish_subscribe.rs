@@ -104,6 +104,11 @@ impl PublishSubscribe {
         self.inner.config.overflow
     }
 
+    /// Where undeliverable messages go, if anywhere.
+    pub fn dead_letter_channel(&self) -> Option<&super::DeadLetterChannel> {
+        self.inner.config.dead_letters.as_ref()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Subscriptions> {
         self.inner
             .subscriptions
