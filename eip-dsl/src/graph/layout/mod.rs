@@ -17,6 +17,12 @@
 //! the same layout, and nothing recurses, so a large flow can not overflow the stack. Boxes
 //! never overlap: columns are disjoint, and within a column the spacing is enforced.
 
+mod order;
+mod rank;
+
+use order::minimise_crossings;
+use rank::{back_edges, layers};
+
 /// A box, by its top-left corner and size.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Rect {
@@ -54,7 +60,7 @@ pub(crate) struct EdgeIn {
 /// The narrowest gap between two columns.
 const MIN_GAP: f64 = 56.0;
 /// Room left and right of an edge label in its gap.
-const LABEL_PAD: f64 = 10.0;
+const LABEL_PAD: f64 = 16.0;
 /// Vertical space between two boxes of a column.
 const V_SEP: f64 = 24.0;
 /// Vertical space between two edges passing through a column.
@@ -63,8 +69,6 @@ const DUMMY_SEP: f64 = 10.0;
 const PARALLEL: f64 = 18.0;
 /// The height of a self-loop above its box.
 const LOOP_H: f64 = 22.0;
-/// Barycenter sweeps (down and up count one each).
-const SWEEPS: usize = 8;
 /// Passes moving boxes towards their neighbours' height.
 const ALIGN_ROUNDS: usize = 4;
 
@@ -145,11 +149,11 @@ pub(crate) fn layout(sizes: &[(f64, f64)], edges: &[EdgeIn]) -> Layout {
     let mut gap_w = vec![MIN_GAP; columns];
     let label_segment = |chain: &[usize]| chain.len().saturating_sub(2) / 2;
     for (e, chain) in edges.iter().zip(&chains) {
-        if let (Some((lw, _)), Some(&a)) = (e.label, chain.get(label_segment(chain))) {
-            if chain.len() >= 2 {
-                let g = v_layer[a];
-                gap_w[g] = gap_w[g].max(lw + 2.0 * LABEL_PAD);
-            }
+        if let (Some((lw, _)), Some(&a), true) =
+            (e.label, chain.get(label_segment(chain)), chain.len() >= 2)
+        {
+            let g = v_layer[a];
+            gap_w[g] = gap_w[g].max(lw + 2.0 * LABEL_PAD);
         }
     }
     let mut col_x = vec![0.0; columns];
@@ -290,169 +294,6 @@ fn self_loop(b: Rect, height: f64, e: &EdgeIn) -> Route {
     }
 }
 
-/// Marks the edges a depth-first search finds closing a cycle. Sources are searched first, so
-/// the edges reversed are the ones going back towards where the flow starts.
-fn back_edges(n: usize, edges: &[EdgeIn], is_link: &impl Fn(&EdgeIn) -> bool) -> Vec<bool> {
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut has_in = vec![false; n];
-    for (i, e) in edges.iter().enumerate() {
-        if is_link(e) {
-            out[e.from].push(i);
-            has_in[e.to] = true;
-        }
-    }
-    const NEW: u8 = 0;
-    const ACTIVE: u8 = 1;
-    const DONE: u8 = 2;
-    let mut state = vec![NEW; n];
-    let mut back = vec![false; edges.len()];
-    let roots = (0..n).filter(|&v| !has_in[v]).chain(0..n);
-    for root in roots {
-        if state[root] != NEW {
-            continue;
-        }
-        state[root] = ACTIVE;
-        let mut stack = vec![(root, 0usize)];
-        while let Some((v, next)) = stack.last_mut() {
-            let v = *v;
-            if let Some(&i) = out[v].get(*next) {
-                *next += 1;
-                let w = edges[i].to;
-                match state[w] {
-                    NEW => {
-                        state[w] = ACTIVE;
-                        stack.push((w, 0));
-                    }
-                    ACTIVE => back[i] = true,
-                    _ => {}
-                }
-            } else {
-                state[v] = DONE;
-                stack.pop();
-            }
-        }
-    }
-    back
-}
-
-/// The column of each node: the longest path to it from a source, back edges reversed.
-fn layers(
-    n: usize,
-    edges: &[EdgeIn],
-    back: &[bool],
-    is_link: &impl Fn(&EdgeIn) -> bool,
-) -> Vec<usize> {
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut indegree = vec![0usize; n];
-    for (i, e) in edges.iter().enumerate() {
-        if is_link(e) {
-            let (a, b) = if back[i] {
-                (e.to, e.from)
-            } else {
-                (e.from, e.to)
-            };
-            succ[a].push(b);
-            indegree[b] += 1;
-        }
-    }
-    let mut layer = vec![0usize; n];
-    let mut ready: std::collections::VecDeque<usize> =
-        (0..n).filter(|&v| indegree[v] == 0).collect();
-    while let Some(v) = ready.pop_front() {
-        for &w in &succ[v] {
-            layer[w] = layer[w].max(layer[v] + 1);
-            indegree[w] -= 1;
-            if indegree[w] == 0 {
-                ready.push_back(w);
-            }
-        }
-    }
-    layer
-}
-
-/// Reorders each column by barycenter sweeps, keeping the order with the fewest crossings.
-fn minimise_crossings(
-    mut order: Vec<Vec<usize>>,
-    up: &[Vec<usize>],
-    down: &[Vec<usize>],
-) -> Vec<Vec<usize>> {
-    let mut pos = vec![0usize; up.len()];
-    let index = |order: &[Vec<usize>], pos: &mut [usize]| {
-        for column in order {
-            for (i, &v) in column.iter().enumerate() {
-                pos[v] = i;
-            }
-        }
-    };
-    index(&order, &mut pos);
-    let mut best = order.clone();
-    let mut best_crossings = crossings(&order, down, &pos);
-    let mut bary = vec![0.0f64; up.len()];
-    for sweep in 0..SWEEPS {
-        if best_crossings == 0 {
-            break;
-        }
-        let downward = sweep % 2 == 0;
-        let columns: Vec<usize> = if downward {
-            (1..order.len()).collect()
-        } else {
-            (0..order.len().saturating_sub(1)).rev().collect()
-        };
-        for l in columns {
-            let neighbours = if downward { up } else { down };
-            for &v in &order[l] {
-                let ns = &neighbours[v];
-                bary[v] = if ns.is_empty() {
-                    pos[v] as f64
-                } else {
-                    ns.iter().map(|&u| pos[u] as f64).sum::<f64>() / ns.len() as f64
-                };
-            }
-            order[l].sort_by(|&a, &b| bary[a].total_cmp(&bary[b]).then(pos[a].cmp(&pos[b])));
-            for (i, &v) in order[l].iter().enumerate() {
-                pos[v] = i;
-            }
-        }
-        let c = crossings(&order, down, &pos);
-        if c < best_crossings {
-            best_crossings = c;
-            best = order.clone();
-        }
-    }
-    best
-}
-
-/// Edge crossings between adjacent columns, counted as inversions with a Fenwick tree.
-fn crossings(order: &[Vec<usize>], down: &[Vec<usize>], pos: &[usize]) -> u64 {
-    let mut total = 0u64;
-    for pair in order.windows(2) {
-        let size = pair[1].len();
-        let mut ends: Vec<(usize, usize)> = pair[0]
-            .iter()
-            .flat_map(|&u| down[u].iter().map(move |&v| (pos[u], pos[v])))
-            .filter(|&(_, b)| b < size)
-            .collect();
-        ends.sort_unstable();
-        let mut tree = vec![0u64; size + 1];
-        for (seen, &(_, b)) in ends.iter().enumerate() {
-            // Earlier edges ending at or above `b` do not cross this one.
-            let mut at_most = 0;
-            let mut i = b + 1;
-            while i > 0 {
-                at_most += tree[i];
-                i &= i - 1;
-            }
-            total += seen as u64 - at_most;
-            let mut i = b + 1;
-            while i <= size {
-                tree[i] += 1;
-                i += i & i.wrapping_neg();
-            }
-        }
-    }
-    total
-}
-
 /// The vertical centre of every virtual node: stacked in column order, then moved towards
 /// the mean height of its neighbours a few times, spacing kept.
 fn vertical_positions(
@@ -574,23 +415,11 @@ mod tests {
     #[test]
     fn a_cycle_is_laid_out_with_one_edge_reversed() {
         let edges = [edge(0, 1), edge(1, 0)];
-        let n = 2;
-        let back = back_edges(n, &edges, &|e: &EdgeIn| e.from != e.to);
-        assert_eq!(back, vec![false, true]);
         let l = layout(&[(40.0, 20.0); 2], &edges);
         assert!(l.nodes[0].x < l.nodes[1].x);
         // The reversed edge still ends at node 0, on its right side.
         let last = l.edges[1].points.last().copied().unwrap_or_default();
         assert_eq!(last.0, l.nodes[0].x + l.nodes[0].w);
-    }
-
-    #[test]
-    fn crossings_are_counted() {
-        // 0 -> 3 and 1 -> 2 with 2 above 3: one crossing.
-        let order = vec![vec![0, 1], vec![2, 3]];
-        let down = vec![vec![3], vec![2], vec![], vec![]];
-        let pos = vec![0, 1, 0, 1];
-        assert_eq!(crossings(&order, &down, &pos), 1);
     }
 
     #[test]
