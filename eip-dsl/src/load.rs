@@ -1,1 +1,0 @@
-//! Reading a flow file. (Stub: being written.)

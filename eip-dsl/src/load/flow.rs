@@ -1,0 +1,643 @@
+//! The flow-file format: the node tree of a document read into a [`FlowSpec`].
+//!
+//! Every level is strict: an unknown key is a problem (with the closest valid key), and so is
+//! a key written twice, a value of the wrong type, or a missing required key. An entry that
+//! can not be read whole is kept as far as it could be read, and [`Damage`] records it so
+//! validation does not report what follows from the reading problem (an "unknown channel" for
+//! a channel whose `kind` was misspelt).
+
+use super::node::{Node, Value};
+use super::read::{Reader, field_path, index_path, name_path};
+use crate::diagnostic::Problem;
+use crate::spec::{
+    BindingSpec, ChannelSpec, ExchangeSpec, FlowSpec, JoinSpec, KindSpec, Located, OverflowSpec,
+    RecipientsSpec, RedeliverySpec, RouteSpec, WhenSpec,
+};
+use crate::validate::Damage;
+
+const TOP: &[&str] = &[
+    "channels",
+    "routes",
+    "joins",
+    "exchanges",
+    "adapters",
+    "bridges",
+];
+const CHANNEL: &[&str] = &[
+    "kind",
+    "capacity",
+    "datatype",
+    "invalid",
+    "dead-letter",
+    "time-to-live",
+    "redelivery",
+    "overflow",
+];
+const REDELIVERY: &[&str] = &[
+    "max-attempts",
+    "initial-backoff",
+    "max-backoff",
+    "multiplier",
+    "jitter",
+];
+const ROUTE: &[&str] = &[
+    "name",
+    "from",
+    "filter",
+    "discard",
+    "wire-tap",
+    "to",
+    "choice",
+    "otherwise",
+    "recipient-list",
+];
+const WHEN: &[&str] = &["when", "to"];
+const HEADER: &[&str] = &["header"];
+const JOIN: &[&str] = &["from", "to", "filter", "hops", "archival"];
+const EXCHANGE: &[&str] = &["alternate", "bindings"];
+const BINDING: &[&str] = &["key", "to"];
+
+const DURATION_HELP: &str = "a duration is a whole number and a unit: `500ms`, `30s`, `5m`, `1h`";
+
+/// Reads the document `root` into a flow, recording what could not be read.
+pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Damage) {
+    let mut flow = FlowSpec::default();
+    let mut damage = Damage::default();
+    if root.value == Value::Null {
+        return (flow, damage);
+    }
+    let Value::Map(_) = root.value else {
+        let problem = Problem::new(
+            format!(
+                "a flow file is a mapping with the keys `channels`, `routes`, `joins` and \
+                 `exchanges`; found {}",
+                root.value.describe()
+            ),
+            Some(reader.pos(root)),
+        );
+        reader.report(problem);
+        damage.all_names = true;
+        return (flow, damage);
+    };
+    let Some(top) = reader.fields(root, "flow", "", "the flow file", TOP) else {
+        return (flow, damage);
+    };
+    for reserved in ["adapters", "bridges"] {
+        if let Some((key, _)) = top.entry(reserved) {
+            flow.reserved
+                .push(Located::at(reserved.to_owned(), reader.pos(key)));
+        }
+    }
+    if let Some(node) = top.get("channels") {
+        read_named(
+            reader,
+            node,
+            "channels",
+            &mut damage,
+            |reader, name, key, value, damage| {
+                let index = flow.channels.len();
+                let before = reader.problems.len();
+                match read_channel(reader, key, value, &name.value) {
+                    Some(channel) => {
+                        flow.channels.push((name, channel));
+                        if reader.problems.len() > before {
+                            damage.channels.insert(index);
+                        }
+                    }
+                    None => {
+                        damage.names.insert(name.value);
+                    }
+                }
+            },
+        );
+    }
+    if let Some(node) = top.get("exchanges") {
+        read_named(
+            reader,
+            node,
+            "exchanges",
+            &mut damage,
+            |reader, name, key, value, damage| {
+                let index = flow.exchanges.len();
+                let before = reader.problems.len();
+                let exchange = read_exchange(reader, key, value, &name.value);
+                flow.exchanges.push((name, exchange));
+                if reader.problems.len() > before {
+                    damage.exchanges.insert(index);
+                }
+            },
+        );
+    }
+    if let Some(node) = top.get("routes") {
+        read_list(reader, node, "routes", |reader, i, item| {
+            let before = reader.problems.len();
+            let route = read_route(reader, item, i, &mut damage);
+            if reader.problems.len() > before {
+                damage.routes.insert(i);
+            }
+            flow.routes.push(route);
+        });
+    }
+    if let Some(node) = top.get("joins") {
+        read_list(reader, node, "joins", |reader, i, item| {
+            let before = reader.problems.len();
+            let join = read_join(reader, item, i, &mut damage);
+            if reader.problems.len() > before {
+                damage.joins.insert(i);
+            }
+            flow.joins.push(join);
+        });
+    }
+    (flow, damage)
+}
+
+/// A mapping of names to entries (`channels`, `exchanges`); nothing (`channels:`) is empty.
+fn read_named(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    section: &str,
+    damage: &mut Damage,
+    mut each: impl FnMut(&mut Reader<'_>, Located<String>, &Node, &Node, &mut Damage),
+) {
+    let entries = match &node.value {
+        Value::Null => return,
+        Value::Map(entries) => entries,
+        _ => {
+            reader.wrong_type(node, section, section, "a mapping of names to entries");
+            damage.all_names = true;
+            return;
+        }
+    };
+    for (key, value) in entries {
+        let Some(name) = reader.scalar_text(key) else {
+            let problem = Problem::new(
+                format!(
+                    "a name under `{section}` must be a word, found {}",
+                    key.value.describe()
+                ),
+                Some(reader.pos(key)),
+            )
+            .with_key(section);
+            reader.report(problem);
+            damage.all_names = true;
+            continue;
+        };
+        let name = Located::at(name, reader.pos(key));
+        each(reader, name, key, value, damage);
+    }
+}
+
+/// A list of entries (`routes`, `joins`); nothing is empty.
+fn read_list(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    section: &str,
+    mut each: impl FnMut(&mut Reader<'_>, usize, &Node),
+) {
+    match &node.value {
+        Value::Null => {}
+        Value::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                each(reader, i, item);
+            }
+        }
+        _ => reader.wrong_type(node, section, section, "a list"),
+    }
+}
+
+fn read_channel(
+    reader: &mut Reader<'_>,
+    key: &Node,
+    node: &Node,
+    name: &str,
+) -> Option<ChannelSpec> {
+    let path = name_path("channels", name);
+    let what = format!("channel `{name}`");
+    let at = reader.pos(key);
+    if node.value == Value::Null {
+        reader.missing(at, &what, "kind", &path, KIND_HELP);
+        return None;
+    }
+    let fields = reader.fields(node, name, &path, &what, CHANNEL)?;
+    let p = |k: &str| field_path(&path, k);
+    let kind = match fields.get("kind") {
+        Some(v) => reader.one_of(
+            v,
+            "kind",
+            &p("kind"),
+            &[
+                ("point-to-point", KindSpec::PointToPoint),
+                ("publish-subscribe", KindSpec::PublishSubscribe),
+            ],
+        ),
+        None => {
+            reader.missing(at, &what, "kind", &path, KIND_HELP);
+            None
+        }
+    };
+    let mut channel = ChannelSpec {
+        at: Some(at),
+        kind: kind?,
+        capacity: None,
+        datatype: None,
+        invalid: None,
+        dead_letter: None,
+        time_to_live: None,
+        redelivery: None,
+        overflow: None,
+    };
+    if let Some(v) = fields.get("capacity") {
+        channel.capacity = reader.whole(v, "capacity", &p("capacity"), 1);
+    }
+    if let Some(v) = fields.get("datatype") {
+        channel.datatype = reader.string(v, "datatype", &p("datatype"));
+    }
+    if let Some(v) = fields.get("invalid") {
+        channel.invalid = reader.name(v, "invalid", &p("invalid"));
+    }
+    if let Some(v) = fields.get("dead-letter") {
+        channel.dead_letter = reader.name(v, "dead-letter", &p("dead-letter"));
+    }
+    if let Some(v) = fields.get("time-to-live") {
+        channel.time_to_live = duration(reader, v, "time-to-live", &p("time-to-live"));
+    }
+    if let Some((k, v)) = fields.entry("redelivery") {
+        channel.redelivery = read_redelivery(reader, k, v, &p("redelivery"), name);
+    }
+    if let Some(v) = fields.get("overflow") {
+        channel.overflow = reader.one_of(
+            v,
+            "overflow",
+            &p("overflow"),
+            &[
+                ("backpressure", OverflowSpec::Backpressure),
+                ("drop-oldest", OverflowSpec::DropOldest),
+            ],
+        );
+    }
+    Some(channel)
+}
+
+const KIND_HELP: &str = "add `kind: point-to-point` (a queue: each message to one consumer) or \
+                         `kind: publish-subscribe` (each message to every subscriber)";
+
+fn duration(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    key: &str,
+    path: &str,
+) -> Option<Located<String>> {
+    if let Value::Str(s) = &node.value {
+        return Some(Located::at(s.clone(), reader.pos(node)));
+    }
+    reader.wrong_type(node, key, path, "a duration such as `30s`");
+    if let Some(last) = reader.problems.last_mut() {
+        last.help = Some(match node.value {
+            Value::Int(n) => format!("{DURATION_HELP}; `{n}` has no unit (`{n}s`?)"),
+            _ => DURATION_HELP.to_owned(),
+        });
+    }
+    None
+}
+
+fn read_redelivery(
+    reader: &mut Reader<'_>,
+    key: &Node,
+    node: &Node,
+    path: &str,
+    channel: &str,
+) -> Option<RedeliverySpec> {
+    let what = format!("`redelivery` of channel `{channel}`");
+    let fields = reader.fields(node, "redelivery", path, &what, REDELIVERY)?;
+    let p = |k: &str| field_path(path, k);
+    let mut spec = RedeliverySpec {
+        at: Some(reader.pos(key)),
+        ..RedeliverySpec::default()
+    };
+    if let Some(v) = fields.get("max-attempts") {
+        spec.max_attempts = reader.whole(v, "max-attempts", &p("max-attempts"), 1);
+    }
+    if let Some(v) = fields.get("initial-backoff") {
+        spec.initial_backoff = duration(reader, v, "initial-backoff", &p("initial-backoff"));
+    }
+    if let Some(v) = fields.get("max-backoff") {
+        spec.max_backoff = duration(reader, v, "max-backoff", &p("max-backoff"));
+    }
+    if let Some(v) = fields.get("multiplier") {
+        spec.multiplier = reader.float(v, "multiplier", &p("multiplier"));
+    }
+    if let Some(v) = fields.get("jitter") {
+        spec.jitter = reader.float(v, "jitter", &p("jitter"));
+    }
+    Some(spec)
+}
+
+/// A placeholder for a required name that could not be read; validation leaves it alone.
+fn placeholder(damage: &mut Damage) -> Located<String> {
+    damage.names.insert(String::new());
+    Located::new(String::new())
+}
+
+fn read_route(reader: &mut Reader<'_>, node: &Node, i: usize, damage: &mut Damage) -> RouteSpec {
+    let path = index_path("routes", i);
+    let what = format!("route {}", i + 1);
+    let at = reader.pos(node);
+    let mut route = RouteSpec {
+        at: Some(at),
+        name: None,
+        from: Located::new(String::new()),
+        filter: None,
+        discard: None,
+        wire_tap: None,
+        to: None,
+        choice: None,
+        otherwise: None,
+        recipient_list: None,
+    };
+    let Some(fields) = reader.fields(node, "routes[]", &path, &what, ROUTE) else {
+        route.from = placeholder(damage);
+        return route;
+    };
+    let p = |k: &str| field_path(&path, k);
+    if let Some(v) = fields.get("name") {
+        route.name = reader.name(v, "name", &p("name"));
+    }
+    let from = match fields.get("from") {
+        Some(v) => reader.name(v, "from", &p("from")),
+        None => {
+            reader.missing(
+                at,
+                &what,
+                "from",
+                &path,
+                "add `from: CHANNEL`, the channel it consumes",
+            );
+            None
+        }
+    };
+    route.from = from.unwrap_or_else(|| placeholder(damage));
+    if let Some(v) = fields.get("filter") {
+        route.filter = reader.string(v, "filter", &p("filter"));
+    }
+    if let Some(v) = fields.get("discard") {
+        route.discard = reader.name(v, "discard", &p("discard"));
+    }
+    if let Some(v) = fields.get("wire-tap") {
+        route.wire_tap = reader.name(v, "wire-tap", &p("wire-tap"));
+    }
+    if let Some(v) = fields.get("to") {
+        route.to = reader.names(v, "to", &p("to"));
+    }
+    if let Some(v) = fields.get("choice") {
+        route.choice = read_choice(reader, v, &p("choice"));
+    }
+    if let Some(v) = fields.get("otherwise") {
+        route.otherwise = reader.name(v, "otherwise", &p("otherwise"));
+    }
+    if let Some(v) = fields.get("recipient-list") {
+        route.recipient_list = read_recipients(reader, v, &p("recipient-list"));
+    }
+    route
+}
+
+fn read_choice(reader: &mut Reader<'_>, node: &Node, path: &str) -> Option<Located<Vec<WhenSpec>>> {
+    let Value::Seq(items) = &node.value else {
+        reader.wrong_type(
+            node,
+            "choice",
+            path,
+            "a list of `{when: PREDICATE, to: NAME}`",
+        );
+        return None;
+    };
+    let mut clauses = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = index_path(path, i);
+        let what = format!("`choice` clause {}", i + 1);
+        let Some(fields) = reader.fields(item, "choice[]", &path, &what, WHEN) else {
+            continue;
+        };
+        let at = reader.pos(item);
+        let when = match fields.get("when") {
+            Some(v) => reader.string(v, "when", &field_path(&path, "when")),
+            None => {
+                reader.missing(
+                    at,
+                    &what,
+                    "when",
+                    &path,
+                    "add `when: PREDICATE`, e.g. `when: '$.side == \"buy\"'`",
+                );
+                None
+            }
+        };
+        let to = match fields.get("to") {
+            Some(v) => reader.name(v, "to", &field_path(&path, "to")),
+            None => {
+                reader.missing(
+                    at,
+                    &what,
+                    "to",
+                    &path,
+                    "add `to: NAME`, the channel or exchange a matching message goes to",
+                );
+                None
+            }
+        };
+        if let (Some(when), Some(to)) = (when, to) {
+            clauses.push(WhenSpec {
+                at: Some(at),
+                when,
+                to,
+            });
+        }
+    }
+    Some(Located::at(clauses, reader.pos(node)))
+}
+
+fn read_recipients(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    path: &str,
+) -> Option<Located<RecipientsSpec>> {
+    let at = reader.pos(node);
+    match &node.value {
+        Value::Seq(items) => {
+            let names = items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| reader.name(item, "recipient-list", &index_path(path, i)))
+                .collect();
+            Some(Located::at(RecipientsSpec::Fixed(names), at))
+        }
+        Value::Map(_) => {
+            let fields = reader.fields(node, "recipient-list", path, "`recipient-list`", HEADER)?;
+            match fields.get("header") {
+                Some(v) => {
+                    let header = reader.string(v, "header", &field_path(path, "header"))?;
+                    Some(Located::at(RecipientsSpec::Header(header), at))
+                }
+                None => {
+                    reader.missing(
+                        at,
+                        "`recipient-list`",
+                        "header",
+                        path,
+                        "write a list of names, or `{header: HEADER-NAME}`",
+                    );
+                    None
+                }
+            }
+        }
+        _ => {
+            reader.wrong_type(
+                node,
+                "recipient-list",
+                path,
+                "a list of names or `{header: NAME}`",
+            );
+            None
+        }
+    }
+}
+
+fn read_join(reader: &mut Reader<'_>, node: &Node, i: usize, damage: &mut Damage) -> JoinSpec {
+    let path = index_path("joins", i);
+    let what = format!("join {}", i + 1);
+    let at = reader.pos(node);
+    let mut join = JoinSpec {
+        at: Some(at),
+        from: Located::new(String::new()),
+        to: Located::new(String::new()),
+        filter: None,
+        hops: None,
+        archival: None,
+    };
+    let Some(fields) = reader.fields(node, "joins[]", &path, &what, JOIN) else {
+        join.from = placeholder(damage);
+        join.to = placeholder(damage);
+        return join;
+    };
+    let p = |k: &str| field_path(&path, k);
+    let from = match fields.get("from") {
+        Some(v) => reader.name(v, "from", &p("from")),
+        None => {
+            reader.missing(
+                at,
+                &what,
+                "from",
+                &path,
+                "add `from: CHANNEL`, a publish-subscribe channel",
+            );
+            None
+        }
+    };
+    join.from = from.unwrap_or_else(|| placeholder(damage));
+    let to = match fields.get("to") {
+        Some(v) => reader.name(v, "to", &p("to")),
+        None => {
+            reader.missing(at, &what, "to", &path, "add `to: CHANNEL`, the destination");
+            None
+        }
+    };
+    join.to = to.unwrap_or_else(|| placeholder(damage));
+    if let Some(v) = fields.get("filter") {
+        join.filter = reader.string(v, "filter", &p("filter"));
+    }
+    if let Some(v) = fields.get("hops") {
+        join.hops = reader.number(v, "hops", &p("hops"));
+    }
+    if let Some(v) = fields.get("archival") {
+        join.archival = reader.boolean(v, "archival", &p("archival"));
+    }
+    join
+}
+
+fn read_exchange(reader: &mut Reader<'_>, key: &Node, node: &Node, name: &str) -> ExchangeSpec {
+    let path = name_path("exchanges", name);
+    let mut exchange = ExchangeSpec {
+        at: Some(reader.pos(key)),
+        ..ExchangeSpec::default()
+    };
+    if node.value == Value::Null {
+        return exchange;
+    }
+    let what = format!("exchange `{name}`");
+    let Some(fields) = reader.fields(node, name, &path, &what, EXCHANGE) else {
+        return exchange;
+    };
+    if let Some(v) = fields.get("alternate") {
+        exchange.alternate = reader.name(v, "alternate", &field_path(&path, "alternate"));
+    }
+    if let Some(v) = fields.get("bindings") {
+        let path = field_path(&path, "bindings");
+        match &v.value {
+            Value::Null => {}
+            Value::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(binding) =
+                        read_binding(reader, item, &index_path(&path, i), i, name)
+                    {
+                        exchange.bindings.push(binding);
+                    }
+                }
+            }
+            _ => reader.wrong_type(
+                v,
+                "bindings",
+                &path,
+                "a list of `{key: PATTERN, to: NAMES}`",
+            ),
+        }
+    }
+    exchange
+}
+
+fn read_binding(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    path: &str,
+    i: usize,
+    exchange: &str,
+) -> Option<BindingSpec> {
+    let what = format!("binding {} of exchange `{exchange}`", i + 1);
+    let fields = reader.fields(node, "bindings[]", path, &what, BINDING)?;
+    let at = reader.pos(node);
+    let mut key = None;
+    if let Some(v) = fields.get("key") {
+        key = match reader.scalar_text(v) {
+            Some(pattern) => Some(Located::at(pattern, reader.pos(v))),
+            None => {
+                reader.wrong_type(v, "key", &field_path(path, "key"), "a topic pattern");
+                if v.value == Value::Null {
+                    if let Some(last) = reader.problems.last_mut() {
+                        last.help = Some(
+                            "in YAML `#` starts a comment: quote it (`key: \"#\"`), or leave \
+                             `key` out to match every subject"
+                                .to_owned(),
+                        );
+                    }
+                }
+                None
+            }
+        };
+    }
+    let to = match fields.get("to") {
+        Some(v) => reader.names(v, "to", &field_path(path, "to"))?,
+        None => {
+            reader.missing(
+                at,
+                &what,
+                "to",
+                path,
+                "add `to: [CHANNEL, ...]`, where matching messages go",
+            );
+            return None;
+        }
+    };
+    Some(BindingSpec {
+        at: Some(at),
+        key,
+        to,
+    })
+}

@@ -1,0 +1,155 @@
+//! Reading a flow file: YAML text into a [`FlowSpec`], then [validated](crate::validate) into
+//! a [`Plan`].
+//!
+//! The YAML is parsed by serde-saphyr into a tree of nodes that each keep their line, column
+//! and byte range, then read into a [`FlowSpec`] by hand, so that every problem is collected
+//! rather than only the first: an unknown key (with the closest valid one), a key written
+//! twice, a value of the wrong type, a missing required key. Validation then checks the flow
+//! as a whole, and both steps' problems come back together, in file order, as one
+//! [`FlowErrors`].
+//!
+//! A flow file is outside data: nothing in it can make the loader panic, and serde-saphyr's
+//! parsing budget stays on, so a hostile file (nested ten thousand levels deep, or a "billion
+//! laughs" of aliases) is refused with a problem instead of exhausting memory.
+//!
+//! ```
+//! use eip_dsl::load::load_str;
+//!
+//! let flow = "
+//! channels:
+//!   orders: {kind: point-to-point}
+//!   shipped: {kind: point-to-point}
+//! routes:
+//!   - {from: orders, to: shiped}
+//! ";
+//! let errors = load_str(flow, "flow.yaml", ".".as_ref()).unwrap_err();
+//! assert_eq!(errors.problems[0].message, "unknown channel or exchange `shiped`");
+//! assert_eq!(errors.problems[0].help.as_deref(), Some("did you mean `shipped`?"));
+//! ```
+
+mod flow;
+mod node;
+mod read;
+
+use std::path::Path;
+
+use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
+
+use self::node::{Node, RawLocation};
+use self::read::Reader;
+use crate::diagnostic::{FlowErrors, Problem};
+use crate::plan::Plan;
+use crate::spec::FlowSpec;
+use crate::validate::{self, Damage};
+
+/// The largest flow file read, in bytes. A flow is a page or two of YAML; anything near this
+/// is not one.
+pub const MAX_FLOW_FILE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Reads and checks a flow file: Ok(plan) or every problem found.
+///
+/// Schema files named by `datatype` are read relative to the flow file's directory.
+pub fn load_file(path: &Path) -> Result<Plan, FlowErrors> {
+    let name = path.display().to_string();
+    let fail = |message: String| FlowErrors::new(&name, None, vec![Problem::new(message, None)]);
+    let bytes = std::fs::read(path)
+        .map_err(|e| fail(format!("can not read the flow file `{name}`: {e}")))?;
+    let source = String::from_utf8(bytes).map_err(|e| {
+        fail(format!(
+            "the flow file `{name}` is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
+    load_str(&source, &name, base_dir)
+}
+
+/// The same for text already read; `name` is shown in diagnostics, `base_dir` is where
+/// relative paths (schema files) are resolved.
+pub fn load_str(source: &str, name: &str, base_dir: &Path) -> Result<Plan, FlowErrors> {
+    let (spec, mut problems, damage) = match read_str(source) {
+        Ok(read) => read,
+        Err(problem) => {
+            return Err(FlowErrors::new(
+                name,
+                Some(source.to_owned()),
+                vec![problem],
+            ));
+        }
+    };
+    let damaged = !problems.is_empty();
+    match validate::validate_with(&spec, base_dir, Some(source), &damage) {
+        Ok(plan) if !damaged => Ok(plan),
+        Ok(_) => Err(FlowErrors::new(name, Some(source.to_owned()), problems)),
+        Err(more) => {
+            problems.extend(more);
+            Err(FlowErrors::new(name, Some(source.to_owned()), problems))
+        }
+    }
+}
+
+/// Only the reading step (YAML → FlowSpec), every structural problem collected.
+pub fn parse_str(source: &str, name: &str) -> Result<FlowSpec, FlowErrors> {
+    match read_str(source) {
+        Ok((spec, problems, _)) if problems.is_empty() => Ok(spec),
+        Ok((_, problems, _)) => Err(FlowErrors::new(name, Some(source.to_owned()), problems)),
+        Err(problem) => Err(FlowErrors::new(
+            name,
+            Some(source.to_owned()),
+            vec![problem],
+        )),
+    }
+}
+
+/// The flow as far as it could be read, the problems met, and what was lost; `Err` when the
+/// text is not YAML at all.
+fn read_str(source: &str) -> Result<(FlowSpec, Vec<Problem>, Damage), Problem> {
+    let reader = Reader::new(source);
+    if source.len() > MAX_FLOW_FILE_BYTES {
+        return Err(Problem::new(
+            format!(
+                "the flow file is {} bytes long; at most {MAX_FLOW_FILE_BYTES} are read",
+                source.len()
+            ),
+            None,
+        ));
+    }
+    let root: Node = serde_saphyr::from_str_with_options(source, parse_options())
+        .map_err(|e| syntax_problem(&reader, &e))?;
+    let mut reader = reader;
+    let (spec, damage) = flow::read_flow(&mut reader, &root);
+    Ok((spec, reader.problems, damage))
+}
+
+/// serde-saphyr's options: repeated keys reach the reader (which reports them with both
+/// positions), infinities are values the reader can refuse by name, and the budget is
+/// tightened to the size of a flow file.
+fn parse_options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+    options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
+    options.with_snippet = false;
+    let mut budget = options.budget.take().unwrap_or_default();
+    budget.max_depth = 32;
+    budget.max_events = 200_000;
+    budget.max_nodes = 100_000;
+    budget.max_documents = 1;
+    options.budget = Some(budget);
+    options.alias_limits.max_total_replayed_events = 100_000;
+    options.alias_limits.max_replay_stack_depth = 16;
+    options
+}
+
+/// A YAML error as a problem at its position.
+fn syntax_problem(reader: &Reader<'_>, error: &serde_saphyr::Error) -> Problem {
+    let message: String = UserMessageFormatter
+        .format_message(error)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let at = error
+        .location()
+        .filter(|l| l.line() > 0)
+        .map(|l| reader.position_of(RawLocation::from_location(&l)));
+    Problem::new(format!("invalid YAML: {message}"), at)
+}

@@ -1,0 +1,413 @@
+//! Channels: kinds, capacities, datatypes (JSON Schema files) with their invalid message
+//! channels, dead letter channels, time-to-live, redelivery and overflow.
+
+use std::io::Read as _;
+use std::path::Path;
+use std::time::Duration;
+
+use eip_core::channel::{ChannelKind, JsonSchema, Overflow};
+use eip_core::endpoint::RedeliveryPolicy;
+
+use super::Check;
+use super::duration::parse_duration;
+use super::names::{Names, kind_of};
+use crate::diagnostic::Problem;
+use crate::plan::{ChannelPlan, DEAD_LETTERS, DatatypePlan};
+use crate::spec::{ChannelSpec, FlowSpec, Located, OverflowSpec, RedeliverySpec};
+
+/// The largest schema file read, in bytes.
+const MAX_SCHEMA_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Checks every channel; the plan's channels in the order declared, `dead-letters` last when
+/// the flow does not declare it.
+pub(crate) fn check(
+    spec: &FlowSpec,
+    names: &Names,
+    base_dir: &Path,
+    check: &mut Check<'_>,
+) -> Vec<ChannelPlan> {
+    let mut plans: Vec<ChannelPlan> = Vec::new();
+    for (i, (name, channel)) in spec.channels.iter().enumerate() {
+        let key = format!("channels[{:?}]", name.value);
+        let plan = check_channel(&name.value, channel, names, base_dir, &key, i, check);
+        if !plans.iter().any(|p| p.name == plan.name) {
+            plans.push(plan);
+        }
+    }
+    if !names.dead_letters_declared && !plans.iter().any(|p| p.name == DEAD_LETTERS) {
+        plans.push(ChannelPlan {
+            name: DEAD_LETTERS.to_owned(),
+            kind: ChannelKind::PointToPoint,
+            capacity: None,
+            datatype: None,
+            dead_letter: None,
+            time_to_live: None,
+            redelivery: None,
+            overflow: None,
+        });
+    }
+    plans
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_channel(
+    name: &str,
+    channel: &ChannelSpec,
+    names: &Names,
+    base_dir: &Path,
+    key: &str,
+    index: usize,
+    check: &mut Check<'_>,
+) -> ChannelPlan {
+    let kind = kind_of(channel.kind.value);
+    let field = |k: &str| format!("{key}.{k}");
+    let whole = !check.damage.channels.contains(&index);
+
+    let capacity = channel.capacity.as_ref().and_then(|c| {
+        if c.value == 0 {
+            check.report(
+                Problem::new("`capacity` must be at least 1, found 0", c.at)
+                    .with_key(field("capacity"))
+                    .with_help("a channel of capacity 0 would never accept a message"),
+            );
+            return None;
+        }
+        match usize::try_from(c.value) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                check.report(
+                    Problem::new(format!("`capacity` is too large: {}", c.value), c.at)
+                        .with_key(field("capacity")),
+                );
+                None
+            }
+        }
+    });
+
+    let invalid = channel
+        .invalid
+        .as_ref()
+        .and_then(|invalid| queue_for(check, names, name, invalid, "invalid", &field("invalid")));
+    let schema = channel
+        .datatype
+        .as_ref()
+        .and_then(|path| load_schema(check, path, base_dir, &field("datatype")));
+    if whole {
+        match (&channel.datatype, &channel.invalid) {
+            (Some(datatype), None) => check.report(
+                Problem::new(
+                    format!("channel `{name}` has a `datatype` but no `invalid` channel"),
+                    datatype.at,
+                )
+                .with_key(field("datatype"))
+                .with_help(
+                    "add `invalid: CHANNEL`, the point-to-point channel that takes the messages \
+                     that do not fit the datatype",
+                ),
+            ),
+            (None, Some(invalid)) => check.report(
+                Problem::new(
+                    format!("channel `{name}` has an `invalid` channel but no `datatype`"),
+                    invalid.at,
+                )
+                .with_key(field("invalid"))
+                .with_help(
+                    "add `datatype: SCHEMA-FILE` (a JSON Schema), or remove `invalid`: without a \
+                     datatype no message is invalid",
+                ),
+            ),
+            _ => {}
+        }
+    }
+    let datatype = match (schema, invalid, &channel.datatype) {
+        (Some(schema), Some(invalid), Some(path)) => Some(DatatypePlan {
+            path: path.value.clone(),
+            schema,
+            invalid,
+        }),
+        _ => None,
+    };
+
+    let dead_letter = channel.dead_letter.as_ref().and_then(|dead| {
+        queue_for(
+            check,
+            names,
+            name,
+            dead,
+            "dead-letter",
+            &field("dead-letter"),
+        )
+    });
+
+    let time_to_live = channel.time_to_live.as_ref().and_then(|ttl| {
+        let d = duration(check, ttl, &field("time-to-live"))?;
+        if d.is_zero() {
+            check.report(
+                Problem::new("`time-to-live` must be longer than 0", ttl.at)
+                    .with_key(field("time-to-live"))
+                    .with_help("every message would expire at once; leave `time-to-live` out for no expiry"),
+            );
+            return None;
+        }
+        Some(d)
+    });
+
+    let redelivery = channel
+        .redelivery
+        .as_ref()
+        .and_then(|r| redelivery(check, r, &field("redelivery")));
+
+    let overflow = channel.overflow.as_ref().and_then(|overflow| {
+        if kind == ChannelKind::PointToPoint {
+            check.report(
+                Problem::new(
+                    format!(
+                        "`overflow` applies to publish-subscribe channels only, and `{name}` is point-to-point"
+                    ),
+                    overflow.at,
+                )
+                .with_key(field("overflow"))
+                .with_help("remove it: the senders of a full queue wait for room"),
+            );
+            return None;
+        }
+        Some(match overflow.value {
+            OverflowSpec::Backpressure => Overflow::Backpressure,
+            OverflowSpec::DropOldest => Overflow::DropOldest,
+        })
+    });
+
+    ChannelPlan {
+        name: name.to_owned(),
+        kind,
+        capacity,
+        datatype,
+        dead_letter,
+        time_to_live,
+        redelivery,
+        overflow,
+    }
+}
+
+/// The `invalid` or `dead-letter` channel of `owner`: a declared point-to-point channel other
+/// than `owner` itself.
+fn queue_for(
+    check: &mut Check<'_>,
+    names: &Names,
+    owner: &str,
+    target: &Located<String>,
+    field: &str,
+    key: &str,
+) -> Option<String> {
+    let kind = names.channel(check, target, field, key)?;
+    if kind != ChannelKind::PointToPoint {
+        let what = if field == "invalid" {
+            "invalid messages"
+        } else {
+            "dead letters"
+        };
+        check.report(
+            Problem::new(
+                format!(
+                    "`{field}` must be a point-to-point channel, and `{}` is publish-subscribe",
+                    target.value
+                ),
+                target.at,
+            )
+            .with_key(key)
+            .with_help(format!(
+                "{what} are each handled once: declare `{}` with `kind: point-to-point`",
+                target.value
+            )),
+        );
+        return None;
+    }
+    if target.value == owner {
+        let (what, fate) = if field == "invalid" {
+            (
+                "invalid message channel",
+                "its invalid messages would be mixed with the valid ones",
+            )
+        } else {
+            (
+                "dead letter channel",
+                "a message that can not be delivered would be delivered again, forever",
+            )
+        };
+        check.report(
+            Problem::new(format!("channel `{owner}` is its own {what}"), target.at)
+                .with_key(key)
+                .with_help(format!("{fate}; name another point-to-point channel")),
+        );
+        return None;
+    }
+    Some(target.value.clone())
+}
+
+/// A duration, or a problem at it.
+pub(crate) fn duration(
+    check: &mut Check<'_>,
+    text: &Located<String>,
+    key: &str,
+) -> Option<Duration> {
+    match parse_duration(&text.value) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            let field = key.rsplit('.').next().unwrap_or(key);
+            check.report(
+                Problem::new(format!("invalid `{field}`: {e}"), text.at)
+                    .with_key(key)
+                    .with_help(e.help()),
+            );
+            None
+        }
+    }
+}
+
+/// The redelivery policy: what is written over the defaults.
+fn redelivery(check: &mut Check<'_>, spec: &RedeliverySpec, key: &str) -> Option<RedeliveryPolicy> {
+    let field = |k: &str| format!("{key}.{k}");
+    let before = check.problems.len();
+    let mut policy = RedeliveryPolicy::default();
+    if let Some(max) = &spec.max_attempts {
+        match u32::try_from(max.value) {
+            Ok(0) => check.report(
+                Problem::new("`max-attempts` must be at least 1, found 0", max.at)
+                    .with_key(field("max-attempts"))
+                    .with_help("it counts deliveries, the first included: 1 means no redelivery"),
+            ),
+            Ok(n) => policy.max_attempts = n,
+            Err(_) => check.report(
+                Problem::new(
+                    format!(
+                        "`max-attempts` must be at most {}, found {}",
+                        u32::MAX,
+                        max.value
+                    ),
+                    max.at,
+                )
+                .with_key(field("max-attempts")),
+            ),
+        }
+    }
+    let initial = spec
+        .initial_backoff
+        .as_ref()
+        .and_then(|d| duration(check, d, &field("initial-backoff")));
+    let max = spec
+        .max_backoff
+        .as_ref()
+        .and_then(|d| duration(check, d, &field("max-backoff")));
+    if let (Some(initial), Some(max), Some(spec_max)) = (initial, max, &spec.max_backoff) {
+        if initial > max {
+            check.report(
+                Problem::new(
+                    "`max-backoff` is shorter than `initial-backoff`",
+                    spec_max.at,
+                )
+                .with_key(field("max-backoff"))
+                .with_help("the longest wait can not be shorter than the first"),
+            );
+        }
+    }
+    if let Some(initial) = initial {
+        policy.initial_backoff = initial;
+    }
+    if let Some(max) = max {
+        policy.max_backoff = max;
+    }
+    if let Some(m) = &spec.multiplier {
+        if m.value.is_finite() && m.value >= 1.0 {
+            policy.multiplier = m.value;
+        } else {
+            check.report(
+                Problem::new(
+                    format!("`multiplier` must be at least 1.0, found {}", m.value),
+                    m.at,
+                )
+                .with_key(field("multiplier"))
+                .with_help(
+                    "each wait is the previous one times the multiplier; 1.0 keeps it fixed",
+                ),
+            );
+        }
+    }
+    if let Some(j) = &spec.jitter {
+        if (0.0..=1.0).contains(&j.value) {
+            policy.jitter = j.value;
+        } else {
+            check.report(
+                Problem::new(
+                    format!("`jitter` must be from 0.0 to 1.0, found {}", j.value),
+                    j.at,
+                )
+                .with_key(field("jitter"))
+                .with_help("it is the largest fraction of a wait taken off at random"),
+            );
+        }
+    }
+    (check.problems.len() == before).then_some(policy)
+}
+
+/// Reads and compiles the JSON Schema at `path` (relative to `base_dir`).
+fn load_schema(
+    check: &mut Check<'_>,
+    path: &Located<String>,
+    base_dir: &Path,
+    key: &str,
+) -> Option<serde_json::Value> {
+    let file = base_dir.join(&path.value);
+    let tried = file.display();
+    let problem = |message: String| Problem::new(message, path.at).with_key(key);
+    let text = match read_limited(&file) {
+        Ok(text) => text,
+        Err(e) => {
+            check.report(
+                problem(format!(
+                    "can not read the schema file `{}`: {e}",
+                    path.value
+                ))
+                .with_help(format!(
+                    "tried `{tried}`; a datatype's path is relative to the flow file's directory"
+                )),
+            );
+            return None;
+        }
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(e) => {
+            check.report(
+                problem(format!("the schema file `{}` is not JSON", path.value)).with_help(
+                    format!("`{tried}`, line {}, column {}: {e}", e.line(), e.column()),
+                ),
+            );
+            return None;
+        }
+    };
+    if let Err(e) = JsonSchema::new(path.value.as_str(), &value) {
+        check.report(
+            problem(format!(
+                "the schema file `{}` is not a valid JSON Schema",
+                path.value
+            ))
+            .with_help(e.to_string()),
+        );
+        return None;
+    }
+    Some(value)
+}
+
+/// A file's text, refusing anything larger than a schema can reasonably be.
+fn read_limited(file: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::fs::File::open(file)?
+        .take(MAX_SCHEMA_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_SCHEMA_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_SCHEMA_BYTES} bytes"
+        )));
+    }
+    Ok(text)
+}
