@@ -86,10 +86,17 @@ pub(crate) fn write(graph: &Graph) -> String {
 /// no name can end the label, start a comment, or be read as HTML, Markdown or math.
 pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    let mut previous = None;
+    while let Some(c) = chars.next() {
+        // `$$` opens math; a lone `$` (a JSONPath root) stays readable.
+        let math = c == '$' && (previous == Some('$') || chars.peek() == Some(&'$'));
+        previous = Some(c);
         if c.is_control() {
             out.push(' ');
-        } else if c.is_alphanumeric() || " .,:-_/+=*!?@^'()[]{}~".contains(c) {
+        } else if (c.is_alphanumeric() || " .,:-_/+=*!?@^'()[]{}~".contains(c))
+            || (c == '$' && !math)
+        {
             out.push(c);
         } else {
             let _ = write!(out, "#{};", u32::from(c));
@@ -105,9 +112,14 @@ mod tests {
     #[test]
     fn quotes_html_and_entity_starts_become_entity_codes() {
         assert_eq!(
-            escape(r#"a"b<c>&d#e|f%g`h\i;$"#),
-            "a#34;b#60;c#62;#38;d#35;e#124;f#37;g#96;h#92;i#59;#36;"
+            escape(r#"a"b<c>&d#e|f%g`h\i;"#),
+            "a#34;b#60;c#62;#38;d#35;e#124;f#37;g#96;h#92;i#59;"
         );
+    }
+
+    #[test]
+    fn a_dollar_is_kept_unless_it_could_open_math() {
+        assert_eq!(escape("$.a + $$x$$ $"), "$.a + #36;#36;x#36;#36; $");
     }
 
     #[test]

@@ -67,7 +67,8 @@ pub(crate) struct Edge {
 pub(crate) struct Graph {
     /// Channels, then exchanges, then routes, then undeclared names in order of first use.
     pub nodes: Vec<Node>,
-    /// Per channel (invalid, dead letters), per route, per join, per exchange, in plan order.
+    /// Per channel (invalid, dead letters), per route (in, targets, discard, wire tap), per join,
+    /// per exchange (bindings, alternate), in plan order.
     pub edges: Vec<Edge>,
 }
 
@@ -141,14 +142,6 @@ impl Graph {
             let from = b.channel(&r.from);
             let filter = r.filter.as_ref().map(|p| format!("filter {p}"));
             b.edge(from, router, filter, Line::Solid);
-            if let Some(tap) = &r.wire_tap {
-                let to = b.channel(tap);
-                b.edge(router, to, Some("wire tap".into()), Line::Solid);
-            }
-            if let Some(discard) = &r.discard {
-                let to = b.channel(discard);
-                b.edge(router, to, Some("discard".into()), Line::Solid);
-            }
             match &r.action {
                 ActionPlan::To(targets) => {
                     for t in targets {
@@ -173,6 +166,14 @@ impl Graph {
                     }
                 }
                 ActionPlan::RecipientList(RecipientsPlan::Header(_)) => {}
+            }
+            if let Some(discard) = &r.discard {
+                let to = b.channel(discard);
+                b.edge(router, to, Some("discard".into()), Line::Solid);
+            }
+            if let Some(tap) = &r.wire_tap {
+                let to = b.channel(tap);
+                b.edge(router, to, Some("wire tap".into()), Line::Solid);
             }
         }
         for j in &plan.joins {

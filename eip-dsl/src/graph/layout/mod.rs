@@ -112,11 +112,7 @@ pub(crate) fn layout(sizes: &[(f64, f64)], edges: &[EdgeIn]) -> Layout {
         }
     }
     let columns = v_layer.iter().map(|l| l + 1).max().unwrap_or(0);
-    let mut order: Vec<Vec<usize>> = vec![Vec::new(); columns];
-    for (v, &l) in v_layer.iter().enumerate() {
-        order[l].push(v);
-    }
-    let order = minimise_crossings(order, &up, &down);
+    let order = minimise_crossings(initial_order(&v_layer, columns, &down), &up, &down);
 
     // Self-loops sit above their box, each higher than the last, label on top.
     let mut loops: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -273,6 +269,38 @@ pub(crate) fn layout(sizes: &[(f64, f64)], edges: &[EdgeIn]) -> Layout {
     };
     normalise(&mut out);
     out
+}
+
+/// The first order of each column: the nodes reached from the column before, in the order of
+/// its nodes and their edges (so a router's clauses start out top to bottom as declared), then
+/// the rest in index order.
+fn initial_order(v_layer: &[usize], columns: usize, down: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut order: Vec<Vec<usize>> = vec![Vec::new(); columns];
+    let mut placed = vec![false; v_layer.len()];
+    for (v, &l) in v_layer.iter().enumerate() {
+        if l == 0 {
+            order[0].push(v);
+            placed[v] = true;
+        }
+    }
+    for l in 1..columns {
+        let (before, rest) = order.split_at_mut(l);
+        for &u in &before[l - 1] {
+            for &w in &down[u] {
+                if !placed[w] {
+                    placed[w] = true;
+                    rest[0].push(w);
+                }
+            }
+        }
+        for (v, &lv) in v_layer.iter().enumerate() {
+            if lv == l && !placed[v] {
+                placed[v] = true;
+                rest[0].push(v);
+            }
+        }
+    }
+    order
 }
 
 /// The height above its box of a node's `k`-th self-loop.
