@@ -4,8 +4,9 @@
 //!    (a join back to an earlier channel); they are laid out reversed and drawn the right way
 //!    round at the end.
 //! 2. **Layers.** Each node goes one column right of its furthest predecessor (longest path
-//!    from the sources). An edge spanning several columns gets a dummy node in each column it
-//!    crosses, so it is routed around the boxes there instead of through them.
+//!    from the sources), then each source moves right to just before its nearest successor.
+//!    An edge spanning several columns gets a dummy node in each column it crosses, so it is
+//!    routed around the boxes there instead of through them.
 //! 3. **Order.** Alternating downward and upward sweeps sort each column by the mean position
 //!    of a node's neighbours in the column before (barycenter heuristic); the order with the
 //!    fewest crossings seen is kept.
