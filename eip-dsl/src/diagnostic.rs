@@ -202,11 +202,12 @@ impl FlowErrors {
                 let Some(line) = source_line(source, at.line) else {
                     continue;
                 };
-                let shown: String = line
+                let chars: Vec<char> = line
                     .chars()
                     .map(|c| if c.is_control() { ' ' } else { c })
                     .collect();
-                let start = (at.column as usize).saturating_sub(1);
+                let column = (at.column as usize).saturating_sub(1);
+                let (shown, start) = window(&chars, column);
                 let rest = shown.chars().count().saturating_sub(start);
                 let marked = marker_width(source, at).min(rest).max(1);
                 let _ = writeln!(out, "{pad} |");
@@ -240,6 +241,29 @@ impl FlowErrors {
             let _ = writeln!(out, "{lead}= help: {}", one_line(help));
         }
     }
+}
+
+/// The widest source line shown; longer lines are cut around the marked column.
+const MAX_SHOWN: usize = 100;
+
+/// The part of `line` to show, and the marked column within it.
+fn window(line: &[char], column: usize) -> (String, usize) {
+    if line.len() <= MAX_SHOWN {
+        return (line.iter().collect(), column);
+    }
+    let from = column.saturating_sub(MAX_SHOWN / 3).min(line.len());
+    let to = (from + MAX_SHOWN).min(line.len());
+    let mut shown = String::new();
+    let mut start = column - from;
+    if from > 0 {
+        shown.push('…');
+        start += 1;
+    }
+    shown.extend(&line[from..to]);
+    if to < line.len() {
+        shown.push('…');
+    }
+    (shown, start)
 }
 
 /// How many characters of the line the marker covers: the value's length, at least one.
@@ -354,6 +378,26 @@ mod tests {
             errors.render(),
             "error: unknown channel `x`\n= help: declare it\n\n<flow>: 1 problem\n"
         );
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_the_marker() {
+        let line = format!("{}X{}", "a".repeat(500), "b".repeat(500));
+        let errors = FlowErrors::new(
+            "f",
+            Some(line.clone()),
+            vec![Problem::new("x", at(1, 501, 500, 1))],
+        );
+        let text = errors.render();
+        let shown = text.lines().nth(3).unwrap_or("");
+        let marks = text.lines().nth(4).unwrap_or("");
+        assert!(
+            shown.starts_with("1 | …a") && shown.ends_with("b…"),
+            "{shown}"
+        );
+        assert!(shown.chars().count() < 110, "{shown}");
+        let marker = marks.chars().position(|c| c == '^');
+        assert_eq!(marker, shown.chars().position(|c| c == 'X'), "{text}");
     }
 
     #[test]

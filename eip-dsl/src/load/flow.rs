@@ -609,14 +609,14 @@ fn read_binding(
             Some(pattern) => Some(Located::at(pattern, reader.pos(v))),
             None => {
                 reader.wrong_type(v, "key", &field_path(path, "key"), "a topic pattern");
-                if v.value == Value::Null {
-                    if let Some(last) = reader.problems.last_mut() {
-                        last.help = Some(
-                            "in YAML `#` starts a comment: quote it (`key: \"#\"`), or leave \
+                if v.value == Value::Null
+                    && let Some(last) = reader.problems.last_mut()
+                {
+                    last.help = Some(
+                        "in YAML `#` starts a comment: quote it (`key: \"#\"`), or leave \
                              `key` out to match every subject"
-                                .to_owned(),
-                        );
-                    }
+                            .to_owned(),
+                    );
                 }
                 None
             }

@@ -73,7 +73,7 @@ pub fn load_str(source: &str, name: &str, base_dir: &Path) -> Result<Plan, FlowE
             return Err(FlowErrors::new(
                 name,
                 Some(source.to_owned()),
-                vec![problem],
+                vec![*problem],
             ));
         }
     };
@@ -96,26 +96,26 @@ pub fn parse_str(source: &str, name: &str) -> Result<FlowSpec, FlowErrors> {
         Err(problem) => Err(FlowErrors::new(
             name,
             Some(source.to_owned()),
-            vec![problem],
+            vec![*problem],
         )),
     }
 }
 
 /// The flow as far as it could be read, the problems met, and what was lost; `Err` when the
 /// text is not YAML at all.
-fn read_str(source: &str) -> Result<(FlowSpec, Vec<Problem>, Damage), Problem> {
+fn read_str(source: &str) -> Result<(FlowSpec, Vec<Problem>, Damage), Box<Problem>> {
     let reader = Reader::new(source);
     if source.len() > MAX_FLOW_FILE_BYTES {
-        return Err(Problem::new(
+        return Err(Box::new(Problem::new(
             format!(
                 "the flow file is {} bytes long; at most {MAX_FLOW_FILE_BYTES} are read",
                 source.len()
             ),
             None,
-        ));
+        )));
     }
     let root: Node = serde_saphyr::from_str_with_options(source, parse_options())
-        .map_err(|e| syntax_problem(&reader, &e))?;
+        .map_err(|e| Box::new(syntax_problem(&reader, &e)))?;
     let mut reader = reader;
     let (spec, damage) = flow::read_flow(&mut reader, &root);
     Ok((spec, reader.problems, damage))

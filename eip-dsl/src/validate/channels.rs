@@ -298,17 +298,17 @@ fn redelivery(check: &mut Check<'_>, spec: &RedeliverySpec, key: &str) -> Option
         .max_backoff
         .as_ref()
         .and_then(|d| duration(check, d, &field("max-backoff")));
-    if let (Some(initial), Some(max), Some(spec_max)) = (initial, max, &spec.max_backoff) {
-        if initial > max {
-            check.report(
-                Problem::new(
-                    "`max-backoff` is shorter than `initial-backoff`",
-                    spec_max.at,
-                )
-                .with_key(field("max-backoff"))
-                .with_help("the longest wait can not be shorter than the first"),
-            );
-        }
+    if let (Some(initial), Some(max), Some(spec_max)) = (initial, max, &spec.max_backoff)
+        && initial > max
+    {
+        check.report(
+            Problem::new(
+                "`max-backoff` is shorter than `initial-backoff`",
+                spec_max.at,
+            )
+            .with_key(field("max-backoff"))
+            .with_help("the longest wait can not be shorter than the first"),
+        );
     }
     if let Some(initial) = initial {
         policy.initial_backoff = initial;

@@ -141,7 +141,7 @@ fn suggest(text: &str) -> Option<String> {
 /// The shortest whole-unit spelling of `millis`.
 fn spell(millis: u64) -> String {
     for (unit, per) in [("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
-        if millis != 0 && millis % per == 0 {
+        if millis != 0 && millis.is_multiple_of(per) {
             return format!("{}{unit}", millis / per);
         }
     }

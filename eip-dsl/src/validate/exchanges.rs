@@ -105,16 +105,12 @@ fn report_pattern(check: &mut Check<'_>, key: &Located<String>, e: &TopicError, 
                 .take(word_index.saturating_sub(1))
                 .map(|w| w.len() + 1)
                 .sum();
-            let mut at = inside(key, offset, check.source);
-            if let (Some(at), Some(word)) = (
-                &mut at,
-                key.value.split('.').nth(word_index.saturating_sub(1)),
-            ) {
-                if key.value.get(offset..offset + word.len()) == Some(word) {
-                    at.len = at.len.max(word.len());
-                }
-            }
-            at
+            let word = key.value.split('.').nth(word_index.saturating_sub(1));
+            // The marker covers the whole word.
+            inside(key, offset, check.source).map(|mut at| {
+                at.len = at.len.max(word.map_or(0, str::len));
+                at
+            })
         }
         _ => key.at,
     };

@@ -50,10 +50,10 @@ pub(crate) fn check(spec: &FlowSpec, names: &Names, check: &mut Check<'_>) -> Ve
                 }
             }
         }
-        if let Some(plan) = check_route(route, i, name, names, &key, check) {
-            if from.is_some() {
-                plans.push(plan);
-            }
+        if let Some(plan) = check_route(route, i, name, names, &key, check)
+            && from.is_some()
+        {
+            plans.push(plan);
         }
     }
     plans
