@@ -1,3 +1,7 @@
-//! The `eip` command-line tool. (Stub: being written.)
+//! The `eip` command-line tool: run, validate, draw and dry-run flow files.
 
-fn main() {}
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

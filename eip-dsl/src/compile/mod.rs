@@ -1,1 +1,322 @@
-//! Compiling a plan into a running flow. (Stub: being written.)
+//! Compiling a checked flow into eip-core objects: channels, exchanges, joins and routes.
+//!
+//! [`compile`] turns a [`Plan`] into a [`Flow`]: every channel built with its configuration
+//! and registered on a [`MessageBus`], every exchange with its bindings, every join created,
+//! every route made ready to consume. Nothing runs yet. A flow can then be
+//! [started](Flow::start) (consumers drive the routes until it is [stopped](RunningFlow::stop))
+//! or asked where a message would go ([`Flow::dry_run`]), and both use the same compiled
+//! routes, exchanges and joins: what `eip route` answers is what `eip run` does.
+
+mod dry_run;
+mod input;
+mod route;
+mod run;
+
+use std::collections::{HashMap, HashSet};
+
+use eip_core::MessageBus;
+use eip_core::bus::BusError;
+use eip_core::channel::{
+    Channel, ChannelError, ChannelKind, DeadLetterChannel, InvalidMessageChannel, JsonSchema,
+    PointToPoint, PublishSubscribe,
+};
+use eip_core::join::JoinError;
+use eip_core::router::{RouterError, Target};
+use eip_core::topic::{Binding, ExchangeError, TopicExchange};
+
+use crate::plan::{ChannelPlan, DEAD_LETTERS, Plan, TargetRef};
+
+pub use dry_run::{DryRunError, Report, ReportEntry};
+pub use input::{InputError, InputMessage};
+pub use route::{Route, RouteStats};
+pub use run::{ChannelCounters, Output, RunningFlow};
+
+/// A plan that could not be built. Validation rules these out; seeing one means a plan was
+/// made by hand, or validation missed a case (please report it).
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// A channel could not be built.
+    #[error("channel `{name}`: {source}")]
+    Channel {
+        /// The channel.
+        name: String,
+        /// Why.
+        source: ChannelError,
+    },
+    /// A name the plan uses is not declared in it, or is of the wrong kind.
+    #[error("{what} `{name}` is not declared in the flow")]
+    Unknown {
+        /// "channel", "point-to-point channel", "exchange" or "channel or exchange".
+        what: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// Channels name each other as dead letter or invalid message channels in a circle.
+    #[error(
+        "channels `{0}` name each other as dead letter or invalid message channels in a circle"
+    )]
+    Circular(String),
+    /// A datatype's schema does not compile.
+    #[error("channel `{name}`: {source}")]
+    Schema {
+        /// The channel.
+        name: String,
+        /// Why.
+        source: ChannelError,
+    },
+    /// The bus refused a channel or exchange.
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// An exchange binding could not be made.
+    #[error("exchange `{exchange}`: {source}")]
+    Binding {
+        /// The exchange.
+        exchange: String,
+        /// Why.
+        source: ExchangeError,
+    },
+    /// A join could not be made.
+    #[error("join from `{from}` to `{to}`: {source}")]
+    Join {
+        /// The source channel.
+        from: String,
+        /// The destination.
+        to: String,
+        /// Why.
+        source: JoinError,
+    },
+    /// A route could not be built.
+    #[error("route `{route}`: {source}")]
+    Route {
+        /// The route.
+        route: String,
+        /// Why.
+        source: RouterError,
+    },
+}
+
+/// A compiled flow: its bus (channels and exchanges by name) and its routes.
+#[derive(Debug)]
+pub struct Flow {
+    bus: MessageBus,
+    routes: Vec<Route>,
+    /// The channels in the order the plan declares them (`dead-letters` included).
+    channels: Vec<Channel>,
+}
+
+impl Flow {
+    /// The bus holding the flow's channels and exchanges.
+    pub fn bus(&self) -> &MessageBus {
+        &self.bus
+    }
+
+    /// The routes, in the order declared.
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// The channels, in the order declared (`dead-letters` last unless declared earlier).
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
+
+    /// The routes consuming the channel `name`.
+    pub fn routes_from<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Route> + 'a {
+        self.routes.iter().filter(move |r| r.from().name() == name)
+    }
+}
+
+/// Builds the flow's objects from a checked plan.
+pub fn compile(plan: &Plan) -> Result<Flow, CompileError> {
+    let bus = MessageBus::new();
+    let mut builder = ChannelsBuilder {
+        plan,
+        bus: &bus,
+        built: HashMap::new(),
+        building: HashSet::new(),
+    };
+    let dead_letters: &PointToPoint = bus.dead_letter_channel();
+    builder
+        .built
+        .insert(DEAD_LETTERS.to_owned(), dead_letters.clone().into());
+    let mut channels = Vec::with_capacity(plan.channels.len() + 1);
+    for channel in &plan.channels {
+        channels.push(builder.channel(&channel.name)?);
+    }
+    if !plan.channels.iter().any(|c| c.name == DEAD_LETTERS) {
+        channels.push(dead_letters.clone().into());
+    }
+    for channel in &channels {
+        if channel.name() != DEAD_LETTERS {
+            bus.register(channel.clone())?;
+        }
+    }
+    for exchange in &plan.exchanges {
+        let built = TopicExchange::new(exchange.name.as_str());
+        if let Some(alternate) = &exchange.alternate {
+            built.set_alternate(Some(bus_channel(&bus, alternate)?));
+        }
+        for binding in &exchange.bindings {
+            let targets = binding
+                .to
+                .iter()
+                .map(|name| bus_channel(&bus, name))
+                .collect::<Result<Vec<_>, _>>()?;
+            let made = Binding::with_key(binding.key.clone(), targets).map_err(|source| {
+                CompileError::Binding {
+                    exchange: exchange.name.clone(),
+                    source,
+                }
+            })?;
+            built.bind(made);
+        }
+        bus.register_exchange(built)?;
+    }
+    for join in &plan.joins {
+        let mut made = bus.join(&join.from, &join.to)?.hops(join.hops);
+        if let Some(filter) = &join.filter {
+            made = made.filter(filter.clone());
+        }
+        made.archival(join.archival)
+            .create()
+            .map_err(|source| CompileError::Join {
+                from: join.from.clone(),
+                to: join.to.clone(),
+                source,
+            })?;
+    }
+    let routes = plan
+        .routes
+        .iter()
+        .map(|route| Route::compile(route, &bus))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Flow {
+        bus,
+        routes,
+        channels,
+    })
+}
+
+/// The channel `name` from the bus.
+fn bus_channel(bus: &MessageBus, name: &str) -> Result<Channel, CompileError> {
+    bus.channel(name).map_err(|_| CompileError::Unknown {
+        what: "channel",
+        name: name.to_owned(),
+    })
+}
+
+/// The channel or exchange a target names.
+fn bus_target(bus: &MessageBus, target: &TargetRef) -> Result<Target, CompileError> {
+    let found = match target {
+        TargetRef::Channel(name) => bus.channel(name).map(Target::Channel),
+        TargetRef::Exchange(name) => bus.exchange(name).map(Target::Exchange),
+    };
+    found.map_err(|_| CompileError::Unknown {
+        what: "channel or exchange",
+        name: target.name().to_owned(),
+    })
+}
+
+/// Builds channels in dependency order: a channel's dead letter and invalid message channels
+/// before the channel.
+struct ChannelsBuilder<'p> {
+    plan: &'p Plan,
+    bus: &'p MessageBus,
+    built: HashMap<String, Channel>,
+    building: HashSet<String>,
+}
+
+impl ChannelsBuilder<'_> {
+    fn channel(&mut self, name: &str) -> Result<Channel, CompileError> {
+        if let Some(channel) = self.built.get(name) {
+            return Ok(channel.clone());
+        }
+        let plan = self
+            .plan
+            .channel(name)
+            .ok_or_else(|| CompileError::Unknown {
+                what: "channel",
+                name: name.to_owned(),
+            })?;
+        if !self.building.insert(name.to_owned()) {
+            return Err(CompileError::Circular(name.to_owned()));
+        }
+        let channel = self.build(plan)?;
+        self.building.remove(name);
+        self.built.insert(name.to_owned(), channel.clone());
+        Ok(channel)
+    }
+
+    fn point_to_point(&mut self, name: &str) -> Result<PointToPoint, CompileError> {
+        match self.channel(name)? {
+            Channel::PointToPoint(c) => Ok(c),
+            Channel::PublishSubscribe(_) => Err(CompileError::Unknown {
+                what: "point-to-point channel",
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    fn build(&mut self, plan: &ChannelPlan) -> Result<Channel, CompileError> {
+        let dead_letters = match &plan.dead_letter {
+            Some(name) => DeadLetterChannel::from(self.point_to_point(name)?),
+            None => self.bus.dead_letter_channel().clone(),
+        };
+        let datatype = match &plan.datatype {
+            Some(datatype) => {
+                let schema = JsonSchema::new(datatype.path.as_str(), &datatype.schema).map_err(
+                    |source| CompileError::Schema {
+                        name: plan.name.clone(),
+                        source,
+                    },
+                )?;
+                let invalid = InvalidMessageChannel::from(self.point_to_point(&datatype.invalid)?);
+                Some((schema, invalid))
+            }
+            None => None,
+        };
+        let failed = |source| CompileError::Channel {
+            name: plan.name.clone(),
+            source,
+        };
+        match plan.kind {
+            ChannelKind::PointToPoint => {
+                let mut b = self.bus.builder::<PointToPoint>(&plan.name);
+                b = b.dead_letter_channel(dead_letters);
+                if let Some(capacity) = plan.capacity {
+                    b = b.capacity(capacity);
+                }
+                if let Some(policy) = &plan.redelivery {
+                    b = b.redelivery(policy.clone());
+                }
+                if let Some(ttl) = plan.time_to_live {
+                    b = b.time_to_live(ttl);
+                }
+                if let Some((schema, invalid)) = datatype {
+                    b = b.datatype(schema, invalid);
+                }
+                Ok(b.build().map_err(failed)?.into())
+            }
+            ChannelKind::PublishSubscribe => {
+                let mut b = self.bus.builder::<PublishSubscribe>(&plan.name);
+                b = b.dead_letter_channel(dead_letters);
+                if let Some(capacity) = plan.capacity {
+                    b = b.capacity(capacity);
+                }
+                if let Some(policy) = &plan.redelivery {
+                    b = b.redelivery(policy.clone());
+                }
+                if let Some(ttl) = plan.time_to_live {
+                    b = b.time_to_live(ttl);
+                }
+                if let Some(overflow) = plan.overflow {
+                    b = b.overflow(overflow);
+                }
+                if let Some((schema, invalid)) = datatype {
+                    b = b.datatype(schema, invalid);
+                }
+                Ok(b.build().map_err(failed)?.into())
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `eip`'s commands. Each loads the flow file the same way (every problem reported with its
+//! position, exit status 1), then does its one job.
+
+mod route;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use eip_dsl::graph::Format;
+use eip_dsl::load;
+use eip_dsl::plan::Plan;
+
+/// Enterprise Integration Patterns in Rust: run, check, draw and dry-run flow files.
+#[derive(Debug, Parser)]
+#[command(name = "eip", version, about, propagate_version = true)]
+struct Cli {
+    /// More log output: -v info, -vv debug, -vvv trace (RUST_LOG, if set, wins).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Runs a flow until its input ends or SIGINT/SIGTERM, then drains and exits.
+    Run(run::RunArgs),
+    /// Checks a flow file: exit 0, or every problem with its position and a non-zero exit.
+    Validate {
+        /// The flow file.
+        flow: PathBuf,
+    },
+    /// Draws a flow: channels, routes, joins with their hop counts, exchanges and bindings.
+    Graph {
+        /// The flow file.
+        flow: PathBuf,
+        /// The picture's format.
+        #[arg(long, short, default_value = "dot")]
+        format: Format,
+        /// Where to write it (default: standard output).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Where would each message go? Reads JSON lines, prints one JSON line per input.
+    Route(route::RouteArgs),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Validate { flow } => match load_flow(&flow) {
+            Some(_) => {
+                println!("{}: ok", flow.display());
+                ExitCode::SUCCESS
+            }
+            None => ExitCode::FAILURE,
+        },
+        Command::Graph {
+            flow,
+            format,
+            output,
+        } => {
+            let Some(plan) = load_flow(&flow) else {
+                return ExitCode::FAILURE;
+            };
+            let picture = eip_dsl::graph::render(&plan, format);
+            match output {
+                None => {
+                    print!("{picture}");
+                    ExitCode::SUCCESS
+                }
+                Some(path) => match std::fs::write(&path, picture) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("error: could not write {}: {e}", path.display());
+                        ExitCode::FAILURE
+                    }
+                },
+            }
+        }
+        Command::Route(args) => route::route(args),
+    }
+}
+
+/// Reads and checks a flow file, printing every problem to standard error.
+fn load_flow(path: &Path) -> Option<Plan> {
+    match load::load_file(path) {
+        Ok(plan) => Some(plan),
+        Err(errors) => {
+            eprint!("{}", errors.render());
+            None
+        }
+    }
+}
+
+/// Logs to standard error: `RUST_LOG` if set, else warnings, or more with `-v`.
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,233 @@
+//! `eip run`: the flow on embedded defaults (in-memory channels), fed from JSON lines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use eip_core::message::{HeaderValue, Message};
+use eip_dsl::compile::{self, Flow, InputMessage, Output, RunningFlow};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The flow file.
+    flow: PathBuf,
+    /// Messages to send into the flow, one JSON line each (`-` for standard input), in the
+    /// format `eip route` reads. When it ends, the flow drains and eip exits. Without it, the
+    /// flow runs until SIGINT or SIGTERM.
+    #[arg(long, short)]
+    input: Option<PathBuf>,
+    /// Seconds between counters lines (0: only the final one).
+    #[arg(long, default_value_t = 5.0)]
+    stats_interval: f64,
+    /// Seconds to wait, when stopping, for messages still moving through the flow.
+    #[arg(long, default_value_t = 10.0)]
+    drain_timeout: f64,
+    /// Do not print the messages that reach output channels.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let Some(plan) = super::load_flow(&args.flow) else {
+        return ExitCode::FAILURE;
+    };
+    let flow = match compile::compile(&plan) {
+        Ok(flow) => flow,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: could not start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run_flow(flow, args));
+    // A read of standard input may still be blocked in a thread of the runtime (the input
+    // stays open after a signal): do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
+    let output: Output = if args.quiet {
+        Arc::new(|_: &str, _: &Message| {})
+    } else {
+        Arc::new(|channel: &str, msg: &Message| println!("{}", output_line(channel, msg)))
+    };
+    let running = flow.start(output);
+    let started = Instant::now();
+    tracing::info!(
+        channels = flow.channels().len(),
+        routes = flow.routes().len(),
+        "flow started"
+    );
+    let drain = Duration::from_secs_f64(args.drain_timeout.max(0.0));
+    let stop = tokio::select! {
+        reason = feed(&flow, args.input.as_ref()) => reason,
+        reason = shutdown_signal() => reason,
+        () = print_counters_every(&running, args.stats_interval, started) => Stop::Signal("stats"),
+    };
+    let code = match stop {
+        Stop::InputEnded => ExitCode::SUCCESS,
+        Stop::Signal(name) => {
+            eprintln!("[eip] {name}: draining");
+            ExitCode::SUCCESS
+        }
+        Stop::Failed(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    };
+    finish(running, drain, started).await;
+    code
+}
+
+/// Why the flow stops.
+enum Stop {
+    /// The input file ended.
+    InputEnded,
+    /// SIGINT or SIGTERM.
+    Signal(&'static str),
+    /// The input could not be read.
+    Failed(String),
+}
+
+/// Sends every input line into the flow, waiting for room (backpressure). Without an input,
+/// never completes.
+async fn feed(flow: &Flow, input: Option<&PathBuf>) -> Stop {
+    let Some(path) = input else {
+        return std::future::pending().await;
+    };
+    let reader: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if path.as_os_str() == "-" {
+        Box::new(tokio::io::stdin())
+    } else {
+        match tokio::fs::File::open(path).await {
+            Ok(file) => Box::new(file),
+            Err(e) => return Stop::Failed(format!("could not read {}: {e}", path.display())),
+        }
+    };
+    let mut lines = BufReader::new(reader).lines();
+    let mut n = 0usize;
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => return Stop::InputEnded,
+            Err(e) => return Stop::Failed(format!("reading line {}: {e}", n + 1)),
+        };
+        n += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let input = match InputMessage::parse(&line) {
+            Ok(input) => input,
+            Err(e) => {
+                tracing::warn!(line = n, error = %e, "input line skipped");
+                continue;
+            }
+        };
+        if let Err(e) = flow.bus().publish(&input.to, input.message).await {
+            tracing::warn!(line = n, error = %e, "input message not accepted");
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() -> Stop {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => tokio::select! {
+                _ = interrupt => Stop::Signal("SIGINT"),
+                _ = terminate.recv() => Stop::Signal("SIGTERM"),
+            },
+            Err(_) => {
+                let _ = interrupt.await;
+                Stop::Signal("SIGINT")
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+        Stop::Signal("interrupt")
+    }
+}
+
+/// Prints the counters every `seconds` (never, for 0); never completes.
+async fn print_counters_every(running: &RunningFlow, seconds: f64, started: Instant) {
+    if seconds <= 0.0 || !seconds.is_finite() {
+        return std::future::pending().await;
+    }
+    let mut ticks = tokio::time::interval(Duration::from_secs_f64(seconds));
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        print_counters(running, started);
+    }
+}
+
+fn print_counters(running: &RunningFlow, started: Instant) {
+    eprintln!("[eip] counters at {:.1}s", started.elapsed().as_secs_f64());
+    for line in running.counters() {
+        eprintln!("  {line}");
+    }
+}
+
+/// Drains, stops every consumer, prints the final counters and what was left.
+async fn finish(running: RunningFlow, drain: Duration, started: Instant) {
+    if !running.settle(drain).await {
+        eprintln!(
+            "[eip] still busy after {:.1}s of draining: stopping anyway",
+            drain.as_secs_f64()
+        );
+    }
+    print_counters(&running, started);
+    let left = running.stop(Duration::ZERO).await;
+    for (channel, depth) in left {
+        eprintln!("[eip] {channel}: {depth} messages left in memory");
+    }
+    eprintln!("[eip] stopped");
+}
+
+/// A message that reached an output channel, as one JSON line.
+fn output_line(channel: &str, msg: &Message) -> String {
+    let headers: Map<String, Value> = msg
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.to_owned(), header_json(value)))
+        .collect();
+    let payload = match serde_json::from_slice::<Value>(msg.payload()) {
+        Ok(json) => json,
+        Err(_) => Value::String(String::from_utf8_lossy(msg.payload()).into_owned()),
+    };
+    serde_json::json!({
+        "channel": channel,
+        "id": msg.id().to_string(),
+        "headers": headers,
+        "payload": payload,
+    })
+    .to_string()
+}
+
+fn header_json(value: &HeaderValue) -> Value {
+    match value {
+        HeaderValue::Str(s) => Value::String(s.clone()),
+        HeaderValue::Int(i) => Value::from(*i),
+        HeaderValue::Float(f) => Value::from(*f),
+        HeaderValue::Bool(b) => Value::Bool(*b),
+        HeaderValue::Bytes(b) => Value::String(format!("<{} bytes>", b.len())),
+    }
+}

@@ -1,0 +1,226 @@
+//! Where would this message go? A dry run through the compiled flow.
+//!
+//! [`Flow::dry_run`] follows a message the way the running flow would move it, using the same
+//! compiled objects: the channel's datatype check and joins (through eip-core's
+//! [`Tracer`](eip_core::join::Tracer): hop budgets, filters, loop detection, archival joins),
+//! then every route consuming each channel it was stored on (wire tap, filter, router decision,
+//! recipient list), exchanges' bindings and alternates, and dead-lettering where a router has
+//! nowhere to send. Nothing is stored, sent or counted.
+//!
+//! Two things of a real run have no counterpart: a target that is full makes a real send wait
+//! (a dry run assumes room, also for a wire tap, which would drop its copy), and redelivery
+//! after a failure (nothing fails in a dry run).
+
+use std::collections::VecDeque;
+
+use eip_core::channel::{Channel, marked_dead};
+use eip_core::join::Tracer;
+use eip_core::message::{DeathReason, Message};
+use eip_core::router::{Decision, Target};
+use eip_core::topic::Route as ExchangeRoute;
+use serde::Serialize;
+
+use super::route::Action;
+use super::{Flow, InputMessage};
+
+/// The most stores one dry run follows before it concludes the message would circulate
+/// forever (routes that send it around a cycle of channels without loop detection).
+pub const MAX_STORES: usize = 10_000;
+
+/// Where one message would go.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Every channel that would store the message, sorted, once per stored copy: the entry
+    /// channel, those joins and routes take it to, and the invalid message and dead letter
+    /// channels it would reach.
+    pub stored: Vec<String>,
+    /// The first dead-lettering, if any.
+    pub dead_letter: Option<ReportEntry>,
+    /// The first diversion to an invalid message channel, if any.
+    pub invalid: Option<ReportEntry>,
+}
+
+/// A channel and a reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportEntry {
+    /// The dead letter or invalid message channel.
+    pub channel: String,
+    /// Why: a dead letter reason (`no-route`, ...) or what did not fit the datatype.
+    pub reason: String,
+}
+
+/// Why a dry run could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DryRunError {
+    /// The input names no channel or exchange of the flow.
+    #[error("{0}")]
+    UnknownTarget(String),
+    /// The message would never stop moving.
+    #[error(
+        "the message would be stored more than {MAX_STORES} times: routes send it around a cycle \
+         of channels ({0}) that loop detection does not guard (only channels in joins are)"
+    )]
+    Endless(String),
+}
+
+enum Step {
+    /// Send to a channel or an exchange.
+    Send(Target, Message),
+    /// Stored on a channel: the routes consuming it take it.
+    Consume(Channel, Message),
+}
+
+impl Flow {
+    /// Where `input` would go if sent now. Nothing is sent.
+    pub fn dry_run(&self, input: &InputMessage) -> Result<Report, DryRunError> {
+        let target = self
+            .bus
+            .target(&input.to)
+            .map_err(|e| DryRunError::UnknownTarget(e.to_string()))?;
+        let mut run = Run {
+            flow: self,
+            tracer: Tracer::new(),
+            work: VecDeque::from([Step::Send(target, input.message.clone())]),
+            report: Report::default(),
+        };
+        while let Some(step) = run.work.pop_front() {
+            match step {
+                Step::Send(target, msg) => run.send(target, msg)?,
+                Step::Consume(channel, msg) => run.consume(&channel, &msg),
+            }
+        }
+        run.report.stored.sort_unstable();
+        Ok(run.report)
+    }
+}
+
+struct Run<'f> {
+    flow: &'f Flow,
+    tracer: Tracer,
+    work: VecDeque<Step>,
+    report: Report,
+}
+
+impl Run<'_> {
+    fn send(&mut self, target: Target, msg: Message) -> Result<(), DryRunError> {
+        let channel = match target {
+            Target::Channel(channel) => channel,
+            Target::Exchange(exchange) => {
+                match exchange.route_message(&msg) {
+                    ExchangeRoute::Targets(channels) => {
+                        for channel in channels {
+                            self.work
+                                .push_back(Step::Send(Target::Channel(channel), msg.clone()));
+                        }
+                    }
+                    ExchangeRoute::Alternate(channel) => {
+                        self.work
+                            .push_back(Step::Send(Target::Channel(channel), msg));
+                    }
+                    ExchangeRoute::Dropped => {}
+                }
+                return Ok(());
+            }
+        };
+        let traced = self.tracer.send(&channel, &msg);
+        for (channel, msg) in traced.stored {
+            self.store(channel, msg)?;
+        }
+        for refused in traced.invalid {
+            self.report.invalid.get_or_insert_with(|| ReportEntry {
+                channel: refused.invalid_channel.name().to_owned(),
+                reason: refused.reason.clone(),
+            });
+            self.store(refused.invalid_channel, refused.message)?;
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, channel: Channel, msg: Message) -> Result<(), DryRunError> {
+        if self.report.stored.len() >= MAX_STORES {
+            return Err(DryRunError::Endless(self.cycle()));
+        }
+        self.report.stored.push(channel.name().to_owned());
+        self.work.push_back(Step::Consume(channel, msg));
+        Ok(())
+    }
+
+    /// The channels stored at most often: the cycle an endless run goes around.
+    fn cycle(&self) -> String {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for name in &self.report.stored {
+            match counts.iter_mut().find(|(n, _)| n == name) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((name, 1)),
+            }
+        }
+        let most = counts.iter().map(|(_, c)| *c).max().unwrap_or(0);
+        let names: Vec<&str> = counts
+            .iter()
+            .filter(|(_, c)| *c * 2 >= most)
+            .map(|(n, _)| *n)
+            .collect();
+        names.join(", ")
+    }
+
+    /// Dead-letters `msg` on `channel`'s behalf, as a router with nowhere to send would.
+    fn dead_letter(&mut self, route: &super::Route, msg: &Message, origin: &str, error: String) {
+        let dead_letters = route.dead_letters();
+        let reason = DeathReason::NoRoute;
+        self.report.dead_letter.get_or_insert_with(|| ReportEntry {
+            channel: dead_letters.name().to_owned(),
+            reason: reason.to_string(),
+        });
+        let dead = marked_dead(msg.clone(), origin, reason, Some(error));
+        // A dead letter is put on its channel directly: no datatype, no loop detection.
+        if self.report.stored.len() < MAX_STORES {
+            self.report.stored.push(dead_letters.name().to_owned());
+            let channel = Channel::PointToPoint((**dead_letters).clone());
+            self.work.push_back(Step::Consume(channel, dead));
+        }
+    }
+
+    /// The routes consuming `channel` each take the message as stored there.
+    fn consume(&mut self, channel: &Channel, msg: &Message) {
+        let flow = self.flow;
+        for route in flow.routes_from(channel.name()) {
+            if let Some(tap) = route.tap() {
+                self.work
+                    .push_back(Step::Send(Target::Channel(tap.clone()), msg.clone()));
+            }
+            if let Err(discard) = route.passes(msg) {
+                if let Some(discard) = discard {
+                    self.work
+                        .push_back(Step::Send(Target::Channel(discard.clone()), msg.clone()));
+                }
+                continue;
+            }
+            match route.action() {
+                Action::To(list) | Action::Recipients(list) => {
+                    let resolution = list.resolve(msg);
+                    for target in resolution.targets {
+                        self.work.push_back(Step::Send(target, msg.clone()));
+                    }
+                    for (name, error) in resolution.unknown {
+                        self.dead_letter(route, msg, &name, error);
+                    }
+                    if let Some(reason) = resolution.no_recipients {
+                        self.dead_letter(route, msg, list.name(), reason);
+                    }
+                }
+                Action::Choice(router) => match router.select(msg) {
+                    Decision::When { target, .. } | Decision::Otherwise { target } => {
+                        self.work.push_back(Step::Send(target.clone(), msg.clone()));
+                    }
+                    _ => {
+                        let error = format!(
+                            "no `when` clause of router `{}` matched and it has no `otherwise`",
+                            router.name()
+                        );
+                        self.dead_letter(route, msg, router.name(), error);
+                    }
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Running a compiled flow: a consumer per route, and outputs for the channels no route reads.
+//!
+//! [`Flow::start`] subscribes and spawns everything on the current tokio runtime. A channel
+//! that no route consumes is an output of the flow: until channel adapters exist, the running
+//! flow hands each message arriving there to an [`Output`] callback (`eip run` prints it as a
+//! JSON line) and acknowledges it. [`RunningFlow::stop`] stops gracefully: it waits (up to a
+//! limit) until no channel holds a message and nothing is in processing, then shuts every
+//! consumer down, each finishing the message it has in hand.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eip_core::channel::{Channel, ChannelStats};
+use eip_core::endpoint::{Consumer, ConsumerHandle};
+use eip_core::message::Message;
+
+use super::Flow;
+
+/// What a running flow does with a message that reaches an output channel: called with the
+/// channel's name and the message, which is then acknowledged.
+pub type Output = Arc<dyn Fn(&str, &Message) + Send + Sync>;
+
+/// A flow whose routes are consuming.
+pub struct RunningFlow {
+    channels: Vec<Channel>,
+    routes: Vec<super::Route>,
+    consumers: Vec<ConsumerHandle>,
+}
+
+/// One channel's counters, for the periodic counters line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelCounters {
+    /// The channel.
+    pub channel: String,
+    /// Its counters.
+    pub stats: ChannelStats,
+}
+
+impl std::fmt::Display for ChannelCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.stats;
+        write!(
+            f,
+            "{}: in {}, out {}, dead letters {}, invalid {}, waiting {}",
+            self.channel,
+            s.accepted + s.invalid,
+            s.acked,
+            s.dead_lettered,
+            s.invalid,
+            s.depth + s.in_flight
+        )
+    }
+}
+
+impl Flow {
+    /// Starts a consumer for every route and an output for every channel no route consumes,
+    /// on the current tokio runtime. Publish-subscribe channels are subscribed before this
+    /// returns, so nothing sent afterwards is missed.
+    pub fn start(&self, output: Output) -> RunningFlow {
+        let mut consumers = Vec::new();
+        for route in &self.routes {
+            let handle = match route.from() {
+                Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone()).spawn(),
+                Channel::PublishSubscribe(c) => Consumer::new(c.subscribe(), route.clone()).spawn(),
+            };
+            consumers.push(handle);
+        }
+        for channel in &self.channels {
+            if self.routes_from(channel.name()).next().is_some() {
+                continue;
+            }
+            let name: Arc<str> = channel.name().into();
+            let output = output.clone();
+            let sink = tower::service_fn(move |msg: Message| {
+                output(&name, &msg);
+                std::future::ready(Ok::<(), Infallible>(()))
+            });
+            let handle = match channel {
+                Channel::PointToPoint(c) => Consumer::new(c.receiver(), sink).spawn(),
+                Channel::PublishSubscribe(c) => Consumer::new(c.subscribe(), sink).spawn(),
+            };
+            consumers.push(handle);
+        }
+        RunningFlow {
+            channels: self.channels.clone(),
+            routes: self.routes.clone(),
+            consumers,
+        }
+    }
+}
+
+impl RunningFlow {
+    /// Every channel's counters, in the order declared. A channel's dead letters include those
+    /// of the routes consuming it (a message no clause matched died on that channel).
+    pub fn counters(&self) -> Vec<ChannelCounters> {
+        self.channels
+            .iter()
+            .map(|c| {
+                let mut stats = c.stats();
+                stats.dead_lettered += self
+                    .routes
+                    .iter()
+                    .filter(|r| r.from().name() == c.name())
+                    .map(|r| r.stats().dead_lettered)
+                    .sum::<u64>();
+                ChannelCounters {
+                    channel: c.name().to_owned(),
+                    stats,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether no channel holds a message and none is in processing.
+    pub fn is_idle(&self) -> bool {
+        self.channels.iter().all(|c| {
+            let s = c.stats();
+            s.depth == 0 && s.in_flight == 0
+        })
+    }
+
+    /// Waits until the flow is idle (twice in a row, a few milliseconds apart, so a message
+    /// between two channels is not missed), or `limit` has passed. Whether it became idle.
+    pub async fn settle(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut idle_once = false;
+        loop {
+            let idle = self.is_idle();
+            if idle && idle_once {
+                return true;
+            }
+            idle_once = idle;
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Stops gracefully: waits up to `limit` for the flow to become idle, then shuts every
+    /// consumer down (each settles the message in hand). Returns the channels still holding
+    /// messages, with how many.
+    pub async fn stop(self, limit: Duration) -> Vec<(String, usize)> {
+        self.settle(limit).await;
+        for consumer in self.consumers {
+            consumer.shutdown().await;
+        }
+        self.channels
+            .iter()
+            .map(|c| (c.name().to_owned(), c.stats().depth))
+            .filter(|(_, depth)| *depth > 0)
+            .collect()
+    }
+}

@@ -1,0 +1,313 @@
+//! The `eip` binary: exit codes, `validate` diagnostics, `graph` output, `route` on bad input,
+//! and `run` stopping on a signal after draining.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn eip() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_eip"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A flow file with this text in a fresh directory of its own; returns its path.
+fn flow_file(yaml: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "eip-cli-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("flow.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+const SMALL: &str = "\
+channels:
+  orders:    {kind: point-to-point}
+  orders.eu: {kind: point-to-point}
+  orders.us: {kind: point-to-point}
+routes:
+  - from: orders
+    choice:
+      - when: '$.region == \"eu\"'
+        to: orders.eu
+    otherwise: orders.us
+";
+
+#[test]
+fn validate_says_ok_for_a_good_flow() {
+    let out = eip()
+        .arg("validate")
+        .arg(flow_file(SMALL))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).ends_with(": ok\n"));
+}
+
+#[test]
+fn validate_reports_every_problem_with_its_position_and_a_suggestion() {
+    let yaml = "\
+channels:
+  trades.requests: {kind: point-to-point}
+  quotes:          {kind: publish-subscribe}
+routes:
+  - from: trade.requests
+    to: quotes
+joins:
+  - {from: trades.requests, to: quotes, hops: -1}
+";
+    let path = flow_file(yaml);
+    let out = eip().arg("validate").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("unknown channel `trade.requests`"),
+        "the unknown name: {err}"
+    );
+    assert!(err.contains("did you mean `trades.requests`?"), "{err}");
+    assert!(
+        err.contains("flow.yaml:5:11"),
+        "line and column of the name: {err}"
+    );
+    assert!(
+        err.contains("flow.yaml:8:12"),
+        "the join from a queue: {err}"
+    );
+    assert!(
+        err.contains("flow.yaml:8:47"),
+        "the negative hop count: {err}"
+    );
+}
+
+#[test]
+fn every_command_refuses_a_bad_flow_with_status_1() {
+    let path = flow_file("channels:\n  a: {kind: point-to-point, capacty: 3}\n");
+    for command in ["validate", "graph", "route", "run"] {
+        let out = eip()
+            .arg(command)
+            .arg(&path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let err = text(&out.stderr);
+        assert!(err.contains("capacty"), "{command}: {err}");
+        assert!(err.contains("did you mean `capacity`?"), "{command}: {err}");
+    }
+}
+
+#[test]
+fn usage_mistakes_exit_with_status_2() {
+    let out = eip().arg("frobnicate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = eip()
+        .args(["graph", "x.yaml", "--format", "png"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("png"));
+}
+
+#[test]
+fn graph_draws_the_flow_in_each_format() {
+    let path = flow_file(SMALL);
+    let dot = eip().arg("graph").arg(&path).output().unwrap();
+    assert!(dot.status.success());
+    let dot = text(&dot.stdout);
+    assert!(dot.starts_with("digraph"), "{dot}");
+    assert!(
+        dot.contains("orders.eu") && dot.contains("otherwise"),
+        "{dot}"
+    );
+
+    let mermaid = eip()
+        .arg("graph")
+        .arg(&path)
+        .args(["--format", "mermaid"])
+        .output()
+        .unwrap();
+    assert!(text(&mermaid.stdout).starts_with("flowchart"));
+
+    let svg_path = path.with_extension("svg");
+    let svg = eip()
+        .arg("graph")
+        .arg(&path)
+        .args(["-f", "svg", "-o"])
+        .arg(&svg_path)
+        .output()
+        .unwrap();
+    assert!(svg.status.success(), "{}", text(&svg.stderr));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("orders.us"));
+}
+
+#[test]
+fn route_answers_each_line_and_reports_bad_lines_without_stopping() {
+    let path = flow_file(SMALL);
+    let mut child = eip()
+        .arg("route")
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = "\
+{\"to\": \"orders\", \"payload\": {\"region\": \"eu\"}}
+not json
+
+{\"to\": \"ordrs\"}
+{\"to\": \"orders\", \"payload\": {\"region\": \"us\"}}
+";
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines.len(),
+        4,
+        "one answer per message line, blank lines skipped"
+    );
+    assert_eq!(
+        lines[0],
+        r#"{"stored":["orders","orders.eu"],"dead_letter":null,"invalid":null}"#
+    );
+    assert!(
+        lines[1].starts_with(r#"{"error":"line 2: not JSON"#),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[2],
+        r#"{"error":"line 4: unknown channel or exchange `ordrs`; did you mean `orders`?"}"#
+    );
+    assert_eq!(
+        lines[3],
+        r#"{"stored":["orders","orders.us"],"dead_letter":null,"invalid":null}"#
+    );
+}
+
+#[test]
+fn route_keeps_up_with_many_lines() {
+    let path = flow_file(SMALL);
+    let dir = path.parent().unwrap().to_path_buf();
+    let input = dir.join("many.jsonl");
+    let mut lines = String::new();
+    for i in 0..20_000 {
+        let region = if i % 2 == 0 { "eu" } else { "us" };
+        lines.push_str(&format!(
+            "{{\"to\": \"orders\", \"payload\": {{\"region\": \"{region}\", \"n\": {i}}}}}\n"
+        ));
+    }
+    std::fs::write(&input, lines).unwrap();
+    let out = eip()
+        .arg("route")
+        .arg(&path)
+        .arg("--input")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let answers = text(&out.stdout);
+    assert_eq!(answers.lines().count(), 20_000);
+    assert_eq!(
+        answers.lines().filter(|l| l.contains("orders.eu")).count(),
+        10_000
+    );
+}
+
+/// The lines of `reader`, read on a thread of their own so that waiting for them is bounded.
+fn lines_of(reader: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn run_drains_and_exits_0_on_sigint() {
+    let path = flow_file(SMALL);
+    let mut child = eip()
+        .arg("run")
+        .arg(&path)
+        .args(["--input", "-", "--stats-interval", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for region in ["eu", "us", "eu"] {
+        writeln!(
+            stdin,
+            "{{\"to\": \"orders\", \"payload\": {{\"region\": \"{region}\"}}}}"
+        )
+        .unwrap();
+    }
+    stdin.flush().unwrap();
+    let stdout = lines_of(child.stdout.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut delivered = Vec::new();
+    while delivered.len() < 3 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match stdout.recv_timeout(left) {
+            Ok(line) => delivered.push(line),
+            Err(_) => break,
+        }
+    }
+    assert_eq!(delivered.len(), 3, "{delivered:?}");
+    // The input stays open: only the signal stops the flow.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Bounded: a flow that does not stop is killed and the test fails.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("eip run did not stop within 20 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(exit.code(), Some(0), "{err}");
+    assert!(err.contains("SIGINT: draining"), "{err}");
+    assert!(
+        err.contains("orders: in 3, out 3, dead letters 0, invalid 0, waiting 0"),
+        "{err}"
+    );
+    assert!(err.contains("orders.eu: in 2, out 2"), "{err}");
+    assert!(err.trim_end().ends_with("[eip] stopped"), "{err}");
+    let eu = delivered
+        .iter()
+        .filter(|l| l.contains(r#""channel":"orders.eu""#))
+        .count();
+    assert_eq!(eu, 2);
+}
