@@ -536,6 +536,24 @@ fn dead_letters_always_exists() {
 }
 
 #[test]
+fn names_may_be_written_as_numbers() {
+    let plan = load(&[
+        "channels:",
+        "  404: {kind: point-to-point}",
+        "  2024.05: {kind: point-to-point}",
+        "routes:",
+        "  - {from: 404, to: 2024.05}",
+    ])
+    .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(plan.channels[0].name, "404");
+    assert_eq!(
+        plan.channels[1].name, "2024.05",
+        "the text as written, not the number 2024.05"
+    );
+    assert_eq!(plan.routes[0].from, "404");
+}
+
+#[test]
 fn a_channel_declared_twice_is_reported_with_both_positions() {
     let p = only(&[
         "channels:",

@@ -30,6 +30,7 @@
 mod flow;
 mod node;
 mod read;
+mod routes;
 
 use std::path::Path;
 

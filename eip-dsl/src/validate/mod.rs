@@ -28,7 +28,7 @@ use crate::diagnostic::Problem;
 use crate::plan::Plan;
 use crate::spec::{FlowSpec, Located};
 
-pub use self::duration::parse_duration;
+pub use self::duration::{DurationError, parse_duration};
 
 /// Checks `spec`; schema files are read relative to `base_dir`. Returns the plan, or every
 /// problem found, in the order of the flow.
