@@ -92,7 +92,7 @@ fn shifted(at: Position, text: &str, byte: usize) -> Position {
     Position {
         line: at.line,
         column: at.column.saturating_add(count(before)),
-        offset: at.offset + byte,
+        offset: at.offset.saturating_add(byte),
         len,
     }
 }
