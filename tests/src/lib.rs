@@ -71,3 +71,27 @@ pub struct ContentBasedRouter;
 #[doc = include_str!("../../book/src/topic-exchange.md")]
 #[cfg(doctest)]
 pub struct TopicExchangeChapter;
+
+#[doc = include_str!("../../book/src/flow-file.md")]
+#[cfg(doctest)]
+pub struct FlowFiles;
+
+#[doc = include_str!("../../book/src/cli.md")]
+#[cfg(doctest)]
+pub struct TheEipCommand;
+
+#[doc = include_str!("../../book/src/testing-flows.md")]
+#[cfg(doctest)]
+pub struct TestingFlows;
+
+#[doc = include_str!("../../book/src/drawing-flows.md")]
+#[cfg(doctest)]
+pub struct DrawingFlows;
+
+#[doc = include_str!("../../book/src/example-stock-trading.md")]
+#[cfg(doctest)]
+pub struct ExampleStockTrading;
+
+#[doc = include_str!("../../book/src/example-join-chain.md")]
+#[cfg(doctest)]
+pub struct ExampleJoinChain;
