@@ -17,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 use eip_core::MessageBus;
 use eip_core::bus::BusError;
 use eip_core::channel::{
-    Channel, ChannelError, ChannelKind, DeadLetterChannel, InvalidMessageChannel, JsonSchema,
-    PointToPoint, PublishSubscribe,
+    Channel, ChannelBuilder, ChannelError, ChannelKind, DeadLetterChannel, InvalidMessageChannel,
+    JsonSchema, PointToPoint, PublishSubscribe,
 };
 use eip_core::join::JoinError;
 use eip_core::router::{RouterError, Target};
@@ -281,42 +281,41 @@ impl ChannelsBuilder<'_> {
         };
         match plan.kind {
             ChannelKind::PointToPoint => {
-                let mut b = self.bus.builder::<PointToPoint>(&plan.name);
-                b = b.dead_letter_channel(dead_letters);
-                if let Some(capacity) = plan.capacity {
-                    b = b.capacity(capacity);
-                }
-                if let Some(policy) = &plan.redelivery {
-                    b = b.redelivery(policy.clone());
-                }
-                if let Some(ttl) = plan.time_to_live {
-                    b = b.time_to_live(ttl);
-                }
-                if let Some((schema, invalid)) = datatype {
-                    b = b.datatype(schema, invalid);
-                }
+                let b = self.bus.builder::<PointToPoint>(&plan.name);
+                let b = configure(b, plan, dead_letters, datatype);
                 Ok(b.build().map_err(failed)?.into())
             }
             ChannelKind::PublishSubscribe => {
                 let mut b = self.bus.builder::<PublishSubscribe>(&plan.name);
-                b = b.dead_letter_channel(dead_letters);
-                if let Some(capacity) = plan.capacity {
-                    b = b.capacity(capacity);
-                }
-                if let Some(policy) = &plan.redelivery {
-                    b = b.redelivery(policy.clone());
-                }
-                if let Some(ttl) = plan.time_to_live {
-                    b = b.time_to_live(ttl);
-                }
                 if let Some(overflow) = plan.overflow {
                     b = b.overflow(overflow);
                 }
-                if let Some((schema, invalid)) = datatype {
-                    b = b.datatype(schema, invalid);
-                }
+                let b = configure(b, plan, dead_letters, datatype);
                 Ok(b.build().map_err(failed)?.into())
             }
         }
     }
+}
+
+/// What every kind of channel is configured with.
+fn configure<K>(
+    mut b: ChannelBuilder<K>,
+    plan: &ChannelPlan,
+    dead_letters: DeadLetterChannel,
+    datatype: Option<(JsonSchema, InvalidMessageChannel)>,
+) -> ChannelBuilder<K> {
+    b = b.dead_letter_channel(dead_letters);
+    if let Some(capacity) = plan.capacity {
+        b = b.capacity(capacity);
+    }
+    if let Some(policy) = &plan.redelivery {
+        b = b.redelivery(policy.clone());
+    }
+    if let Some(ttl) = plan.time_to_live {
+        b = b.time_to_live(ttl);
+    }
+    if let Some((schema, invalid)) = datatype {
+        b = b.datatype(schema, invalid);
+    }
+    b
 }
