@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use eip_dsl::diagnostic::FlowErrors;
 use eip_dsl::graph::Format;
 use eip_dsl::load;
 use eip_dsl::plan::Plan;
@@ -91,9 +92,58 @@ fn load_flow(path: &Path) -> Option<Plan> {
     match load::load_file(path) {
         Ok(plan) => Some(plan),
         Err(errors) => {
-            eprint!("{}", errors.render());
+            eprint!("{}", report(&errors));
             None
         }
+    }
+}
+
+/// The problems of a flow as miette draws them: in colour on a terminal, plain otherwise.
+/// Should drawing fail, the crate's own plain rendering says the same.
+fn report(errors: &FlowErrors) -> String {
+    use std::io::IsTerminal;
+    let theme = if std::io::stderr().is_terminal() {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
+    let named = Named {
+        errors,
+        source: errors
+            .source
+            .clone()
+            .map(|text| miette::NamedSource::new(errors.name.clone(), text)),
+    };
+    let mut out = String::new();
+    match handler.render_report(&mut out, &named) {
+        Ok(()) => out,
+        Err(_) => errors.render(),
+    }
+}
+
+/// A flow's problems with the file's name on the snippets.
+#[derive(Debug)]
+struct Named<'a> {
+    errors: &'a FlowErrors,
+    source: Option<miette::NamedSource<String>>,
+}
+
+impl std::fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self.errors, f)
+    }
+}
+
+impl std::error::Error for Named<'_> {}
+
+impl miette::Diagnostic for Named<'_> {
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        self.errors.related()
     }
 }
 
