@@ -567,3 +567,86 @@ fn an_empty_flow_is_valid() {
     assert_eq!(plan.channels.len(), 1, "only dead-letters");
     assert_eq!(FlowBuilder::new().spec(), &FlowSpec::default());
 }
+
+#[test]
+fn empty_lists_are_refused_by_validation() {
+    let flow = FlowBuilder::new()
+        .channel("a", channel::point_to_point())
+        .route(route::from("a").recipient_list(Vec::<String>::new()))
+        .exchange("x", exchange::topic().bind("k.*", Vec::<String>::new()));
+    let problems = problems(&flow);
+    keyed(&problems, "routes[0].recipient-list");
+    assert!(
+        problems.iter().any(|p| p
+            .key
+            .as_deref()
+            .is_some_and(|k| k.starts_with(r#"exchanges["x"]"#))),
+        "{problems:#?}"
+    );
+}
+
+/// Any text in any slot of the builder is validated into a plan or problems, never a panic,
+/// and the problems render.
+fn never_panics(name: &str, expression: &str, micros: u64) {
+    let flow = FlowBuilder::new()
+        .channel(
+            name,
+            channel::publish_subscribe().time_to_live(Duration::from_micros(micros)),
+        )
+        .channel(
+            "q",
+            channel::point_to_point()
+                .datatype("no-such-schema.json")
+                .invalid(name),
+        )
+        .route(
+            route::from(name)
+                .name(name)
+                .filter(expression)
+                .discard(name)
+                .choice()
+                .when(expression, name)
+                .when(expression, "q")
+                .otherwise(name),
+        )
+        .route(route::from("q").recipient_list_header(name))
+        .join(join::from(name).to(name).filter(expression).hops(0))
+        .exchange(
+            name,
+            exchange::topic()
+                .alternate(name)
+                .bind(expression, [name])
+                .bind(name, ["q"]),
+        );
+    match flow.plan(".") {
+        Ok(_) => {}
+        Err(errors) => {
+            let _ = errors.render();
+            for problem in &errors.problems {
+                if let (Some(at), Some(source)) = (problem.at, errors.source.as_deref()) {
+                    assert!(
+                        source.get(at.offset..at.offset + at.len).is_some(),
+                        "{problem:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    #[test]
+    fn arbitrary_builder_input_never_panics(
+        name in "\\PC{0,20}",
+        expression in "(\\PC|\n|\r|\"|\\$|\\.|\\*|#|=){0,40}",
+        micros in proptest::prelude::any::<u64>(),
+    ) {
+        never_panics(&name, &expression, micros);
+    }
+}
