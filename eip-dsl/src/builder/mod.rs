@@ -8,7 +8,7 @@
 //! code gets the same problem, key path and "did you mean" help as the same mistake in YAML.
 //! Names, predicates and topic patterns stay strings until validation parses them.
 //!
-//! [`FlowBuilder::compile`] gives a [`compile::Flow`](crate::compile::Flow), the compiled
+//! [`FlowBuilder::compile`] gives a [`compile::Flow`], the compiled
 //! flow that can be [started](crate::compile::Flow::start) or asked where a message would go
 //! ([`dry_run`](crate::compile::Flow::dry_run)); the builder itself is called `FlowBuilder`
 //! so the two are never confused.

@@ -159,11 +159,6 @@ impl Choice {
         self.route.spec.otherwise = Some(Located::new(target.into()));
         self
     }
-
-    /// The route's entry as plain data.
-    pub fn into_spec(self) -> RouteSpec {
-        self.route.spec
-    }
 }
 
 impl From<Choice> for RouteBuilder {
