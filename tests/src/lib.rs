@@ -95,3 +95,7 @@ pub struct ExampleStockTrading;
 #[doc = include_str!("../../book/src/example-join-chain.md")]
 #[cfg(doctest)]
 pub struct ExampleJoinChain;
+
+#[doc = include_str!("../../book/src/flows-in-rust.md")]
+#[cfg(doctest)]
+pub struct FlowsInRust;
