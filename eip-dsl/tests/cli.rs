@@ -311,3 +311,106 @@ fn run_drains_and_exits_0_on_sigint() {
         .count();
     assert_eq!(eu, 2);
 }
+
+/// Each kind of problem the issue names, through `eip validate`: the message, the position
+/// (`flow.yaml:LINE:COLUMN`) and the suggestion or help, as a user sees them.
+#[test]
+fn validate_shows_each_kind_of_problem_with_its_position() {
+    const HEAD: &str = "\
+channels:
+  trades.requests: {kind: point-to-point}
+  quotes:          {kind: publish-subscribe}
+  quotes.nyse:     {kind: publish-subscribe}
+";
+    // (what follows the head, the message, the position, the help)
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "routes:\n  - {from: trades.requests, to: quote}\n",
+            "unknown channel or exchange `quote`",
+            "flow.yaml:6:33",
+            "did you mean `quotes`?",
+        ),
+        (
+            "routes:\n  - {from: trades.requests, to: markt}\nexchanges:\n  market: {}\n",
+            "unknown channel or exchange `markt`",
+            "flow.yaml:6:33",
+            "did you mean `market`?",
+        ),
+        (
+            "exchanges:\n  quotes: {}\n",
+            "`quotes` is declared as a channel and as an exchange",
+            "flow.yaml:6:3",
+            "share one namespace",
+        ),
+        (
+            "joins:\n  - {from: trades.requests, to: quotes}\n",
+            "a queue can not be the source of a join",
+            "flow.yaml:6:12",
+            "join from a publish-subscribe channel",
+        ),
+        (
+            "joins:\n  - {from: quotes, to: quotes.nyse, archival: true}\n",
+            "archival",
+            "flow.yaml:6:",
+            "point-to-point",
+        ),
+        (
+            "joins:\n  - {from: quotes, to: quotes.nyse, filter: '$.price >> 3'}\n",
+            "invalid predicate",
+            "flow.yaml:6:55",
+            "",
+        ),
+        (
+            "exchanges:\n  x:\n    bindings:\n      - {key: 'stock.ny*', to: quotes}\n",
+            "mixes a wildcard with other characters",
+            "flow.yaml:8:22",
+            "`*` stands for exactly one word",
+        ),
+        (
+            "joins:\n  - {from: quotes, to: quotes.nyse, hops: -2}\n",
+            "`hops` must not be negative, found -2",
+            "flow.yaml:6:43",
+            "0 (to the destination and no further)",
+        ),
+        (
+            "joins:\n  - {from: quotes, to: quotes.nyse, hops: 1.5}\n",
+            "`hops` must be a whole number, found 1.5",
+            "flow.yaml:6:43",
+            "",
+        ),
+        (
+            "routes:\n  - {from: trades.requests, too: quotes}\n",
+            "unknown key `too`",
+            "flow.yaml:6:29",
+            "did you mean `to`?",
+        ),
+        (
+            "exchanges:\n  x: {alternate: [quotes]}\n",
+            "`alternate` must be",
+            "flow.yaml:6:18",
+            "",
+        ),
+        (
+            "  checked: {kind: point-to-point, datatype: schemas/none.json, invalid: trades.requests}\n",
+            "can not read the schema file `schemas/none.json`",
+            "flow.yaml:5:45",
+            "relative to the flow file's directory",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (tail, message, position, help) in cases {
+        let path = flow_file(&format!("{HEAD}{tail}"));
+        let out = eip().arg("validate").arg(&path).output().unwrap();
+        let err = text(&out.stderr);
+        let ok = out.status.code() == Some(1)
+            && err.contains(message)
+            && err.contains(position)
+            && err.contains(help);
+        if !ok {
+            failures.push(format!(
+                "{tail}expected {message:?} at {position:?} with {help:?}, got:\n{err}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

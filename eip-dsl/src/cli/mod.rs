@@ -102,12 +102,14 @@ fn load_flow(path: &Path) -> Option<Plan> {
 /// Should drawing fail, the crate's own plain rendering says the same.
 fn report(errors: &FlowErrors) -> String {
     use std::io::IsTerminal;
-    let theme = if std::io::stderr().is_terminal() {
-        miette::GraphicalTheme::unicode()
+    // On a terminal: colour, wrapped to a readable width. Elsewhere (a file, a pipe, CI
+    // logs): no colour, and one line per sentence so that the text can be searched.
+    let (theme, width) = if std::io::stderr().is_terminal() {
+        (miette::GraphicalTheme::unicode(), 100)
     } else {
-        miette::GraphicalTheme::unicode_nocolor()
+        (miette::GraphicalTheme::unicode_nocolor(), 10_000)
     };
-    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(width);
     let named = Named {
         errors,
         source: errors
