@@ -246,6 +246,16 @@ fn lines_of(reader: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Rec
 
 #[test]
 fn run_drains_and_exits_0_on_sigint() {
+    run_drains_and_exits_0_on("INT");
+}
+
+#[test]
+fn run_drains_and_exits_0_on_sigterm() {
+    run_drains_and_exits_0_on("TERM");
+}
+
+/// `eip run` fed from an open standard input, stopped by `kill -SIGNAL`.
+fn run_drains_and_exits_0_on(signal: &str) {
     let path = flow_file(SMALL);
     let mut child = eip()
         .arg("run")
@@ -278,7 +288,7 @@ fn run_drains_and_exits_0_on_sigint() {
     assert_eq!(delivered.len(), 3, "{delivered:?}");
     // The input stays open: only the signal stops the flow.
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -290,7 +300,7 @@ fn run_drains_and_exits_0_on_sigint() {
         }
         if Instant::now() > deadline {
             child.kill().unwrap();
-            panic!("eip run did not stop within 20 s of SIGINT");
+            panic!("eip run did not stop within 20 s of SIG{signal}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -298,7 +308,7 @@ fn run_drains_and_exits_0_on_sigint() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(exit.code(), Some(0), "{err}");
-    assert!(err.contains("SIGINT: draining"), "{err}");
+    assert!(err.contains(&format!("SIG{signal}: draining")), "{err}");
     assert!(
         err.contains("orders: in 3, out 3, dead letters 0, invalid 0, waiting 0"),
         "{err}"
