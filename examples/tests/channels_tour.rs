@@ -1,31 +1,11 @@
 //! Runs the `channels_tour` example (built by `cargo test` next to this test) and checks that
 //! every message went where the book says it goes.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/<this test> -> target/<profile>/examples/<name>
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test executable under target/<profile>/deps");
-    profile_dir.join("examples").join(name)
-}
+mod support;
 
 #[test]
 fn channels_tour_sends_every_message_where_the_book_says() {
-    let path = example("channels_tour");
-    let out = Command::new(&path)
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", path.display()));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let text = support::run_example("channels_tour");
     let section = |title: &str| -> String {
         let start = text
             .find(title)

@@ -1,31 +1,11 @@
 //! Runs the `trading_flow` example (built by `cargo test` next to this test) and checks that
 //! the dry run and the running flow agree on where every message goes.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/<this test> -> target/<profile>/examples/<name>
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test executable under target/<profile>/deps");
-    profile_dir.join("examples").join(name)
-}
+mod support;
 
 #[test]
 fn trading_flow_delivers_every_message_where_its_dry_run_said() {
-    let path = example("trading_flow");
-    let out = Command::new(&path)
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", path.display()));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let text = support::run_example("trading_flow");
     let (dry, run) = text
         .split_once("== running")
         .unwrap_or_else(|| panic!("no running section:\n{text}"));

@@ -52,17 +52,7 @@ pub struct ChannelBuilder {
 impl ChannelBuilder {
     fn new(kind: KindSpec) -> Self {
         ChannelBuilder {
-            spec: ChannelSpec {
-                at: None,
-                kind: Located::new(kind),
-                capacity: None,
-                datatype: None,
-                invalid: None,
-                dead_letter: None,
-                time_to_live: None,
-                redelivery: None,
-                overflow: None,
-            },
+            spec: ChannelSpec::new(Located::new(kind), None),
         }
     }
 

@@ -30,18 +30,7 @@ use crate::spec::{Located, RecipientsSpec, RouteSpec, WhenSpec};
 /// A route consuming the channel `channel` (`from:`).
 pub fn from(channel: impl Into<String>) -> RouteBuilder {
     RouteBuilder {
-        spec: RouteSpec {
-            at: None,
-            name: None,
-            from: Located::new(channel.into()),
-            filter: None,
-            discard: None,
-            wire_tap: None,
-            to: None,
-            choice: None,
-            otherwise: None,
-            recipient_list: None,
-        },
+        spec: RouteSpec::new(Located::new(channel.into()), None),
     }
 }
 

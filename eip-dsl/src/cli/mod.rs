@@ -98,6 +98,18 @@ fn load_flow(path: &Path) -> Option<Plan> {
     }
 }
 
+/// Reads, checks and compiles a flow file, printing what went wrong to standard error.
+fn compile_flow(path: &Path) -> Option<eip_dsl::compile::Flow> {
+    let plan = load_flow(path)?;
+    match eip_dsl::compile::compile(&plan) {
+        Ok(flow) => Some(flow),
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
+    }
+}
+
 /// The problems of a flow as miette draws them: in colour on a terminal, plain otherwise.
 /// Should drawing fail, the crate's own plain rendering says the same.
 fn report(errors: &FlowErrors) -> String {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use eip_dsl::compile::{self, InputMessage};
+use eip_dsl::compile::InputMessage;
 
 #[derive(Debug, Args)]
 pub struct RouteArgs {
@@ -17,15 +17,8 @@ pub struct RouteArgs {
 }
 
 pub fn route(args: RouteArgs) -> ExitCode {
-    let Some(plan) = super::load_flow(&args.flow) else {
+    let Some(flow) = super::compile_flow(&args.flow) else {
         return ExitCode::FAILURE;
-    };
-    let flow = match compile::compile(&plan) {
-        Ok(flow) => flow,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
     };
     let input: Box<dyn BufRead> = match &args.input {
         None => Box::new(std::io::stdin().lock()),

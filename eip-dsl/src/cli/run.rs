@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use eip_core::message::{HeaderValue, Message};
-use eip_dsl::compile::{self, Flow, InputMessage, Output, RunningFlow};
+use eip_dsl::compile::{Flow, InputMessage, Output, RunningFlow};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -32,15 +32,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let Some(plan) = super::load_flow(&args.flow) else {
+    let Some(flow) = super::compile_flow(&args.flow) else {
         return ExitCode::FAILURE;
-    };
-    let flow = match compile::compile(&plan) {
-        Ok(flow) => flow,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -222,17 +222,7 @@ fn read_channel(
             None
         }
     };
-    let mut channel = ChannelSpec {
-        at: Some(at),
-        kind: kind?,
-        capacity: None,
-        datatype: None,
-        invalid: None,
-        dead_letter: None,
-        time_to_live: None,
-        redelivery: None,
-        overflow: None,
-    };
+    let mut channel = ChannelSpec::new(kind?, Some(at));
     if let Some(v) = fields.get("capacity") {
         channel.capacity = reader.whole(v, "capacity", &p("capacity"), 1);
     }

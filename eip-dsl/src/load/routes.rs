@@ -36,18 +36,7 @@ pub(super) fn read_route(
     let path = index_path("routes", i);
     let what = format!("route {}", i + 1);
     let at = reader.pos(node);
-    let mut route = RouteSpec {
-        at: Some(at),
-        name: None,
-        from: Located::new(String::new()),
-        filter: None,
-        discard: None,
-        wire_tap: None,
-        to: None,
-        choice: None,
-        otherwise: None,
-        recipient_list: None,
-    };
+    let mut route = RouteSpec::new(Located::new(String::new()), Some(at));
     let Some(fields) = reader.fields(node, "routes[]", &path, &what, ROUTE) else {
         route.from = placeholder(damage);
         return route;

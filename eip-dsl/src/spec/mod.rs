@@ -117,6 +117,23 @@ pub struct ChannelSpec {
     pub overflow: Option<Located<OverflowSpec>>,
 }
 
+impl ChannelSpec {
+    /// A channel of `kind` with nothing else set, written at `at`.
+    pub fn new(kind: Located<KindSpec>, at: Option<Position>) -> Self {
+        ChannelSpec {
+            at,
+            kind,
+            capacity: None,
+            datatype: None,
+            invalid: None,
+            dead_letter: None,
+            time_to_live: None,
+            redelivery: None,
+            overflow: None,
+        }
+    }
+}
+
 /// `redelivery:` of a channel. Durations are strings (`100ms`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RedeliverySpec {
@@ -159,6 +176,24 @@ pub struct RouteSpec {
     pub otherwise: Option<Located<String>>,
     /// `recipient-list:` a fixed list, or the header that names the recipients.
     pub recipient_list: Option<Located<RecipientsSpec>>,
+}
+
+impl RouteSpec {
+    /// A route consuming `from` with nothing else set, written at `at`.
+    pub fn new(from: Located<String>, at: Option<Position>) -> Self {
+        RouteSpec {
+            at,
+            name: None,
+            from,
+            filter: None,
+            discard: None,
+            wire_tap: None,
+            to: None,
+            choice: None,
+            otherwise: None,
+            recipient_list: None,
+        }
+    }
 }
 
 /// One `when` clause of a `choice`.
