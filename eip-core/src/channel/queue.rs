@@ -58,6 +58,11 @@ struct State {
     taken: u64,
     /// Deliveries handed out (a redelivery counts again; prefetched ones given back do not).
     delivered: u64,
+    /// `settled` as last read under the lock. It only grows, so it undercounts the settled
+    /// deliveries and the room it implies is never more than there is: a push reads the
+    /// atomic (a cache line every ack writes, from the consumer's core) only when this copy
+    /// says the queue is full.
+    settled_seen: u64,
 }
 
 pub(crate) struct Queue {
@@ -125,6 +130,7 @@ impl Queue {
                 accepted: 0,
                 taken: 0,
                 delivered: 0,
+                settled_seen: 0,
             }),
             settled: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -153,6 +159,21 @@ impl Queue {
         state.ready.len() + self.in_flight(state) < self.capacity
     }
 
+    /// [`has_room`](Self::has_room) for the push path: first from the last settled count seen,
+    /// and only if that says full, from the current one.
+    fn has_room_for_push(&self, state: &mut State) -> bool {
+        let room = |state: &State| {
+            let in_flight = state.taken.saturating_sub(state.settled_seen);
+            let in_flight = usize::try_from(in_flight).unwrap_or(usize::MAX);
+            state.ready.len().saturating_add(in_flight) < self.capacity
+        };
+        if room(state) {
+            return true;
+        }
+        state.settled_seen = self.settled.load(Ordering::SeqCst);
+        room(state)
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -169,7 +190,7 @@ impl Queue {
             return Push::Closed(msg);
         }
         let mut dropped = None;
-        if !self.has_room(&state) {
+        if !self.has_room_for_push(&mut state) {
             match (self.overflow, state.ready.pop_front()) {
                 (Overflow::DropOldest, Some(oldest)) => dropped = Some(oldest),
                 (_, popped) => {
