@@ -424,3 +424,77 @@ channels:
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn a_second_signal_stops_a_flow_that_does_not_drain() {
+    // Two routes pass every message back and forth: the flow never becomes idle.
+    let path = flow_file(
+        "channels:\n  a: {kind: point-to-point}\n  b: {kind: point-to-point}\nroutes:\n  - {from: a, to: b}\n  - {from: b, to: a}\n",
+    );
+    let mut child = eip()
+        .arg("run")
+        .arg(&path)
+        .args([
+            "-v",
+            "--input",
+            "-",
+            "--stats-interval",
+            "0",
+            "--drain-timeout",
+            "60",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"to": "a"}}"#).unwrap();
+    stdin.flush().unwrap();
+    let stderr = lines_of(child.stderr.take().unwrap());
+    let kill = |child: &std::process::Child| {
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    let wait_for = |text: &str, seen: &mut Vec<String>| {
+        while !seen.iter().any(|l: &String| l.contains(text)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match stderr.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no line with {text:?}: {seen:?}"),
+            }
+        }
+    };
+    // Once the flow has started (and listens for signals), ask it to stop: draining never
+    // ends, since the message keeps circulating.
+    wait_for("flow started", &mut seen);
+    kill(&child);
+    wait_for("SIGINT: draining", &mut seen);
+    kill(&child);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("eip run did not stop on the second SIGINT: {seen:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    // The process has exited: its last lines are in the reader's channel, or soon will be.
+    while let Ok(line) = stderr.recv_timeout(Duration::from_secs(5)) {
+        seen.push(line);
+    }
+    assert_eq!(exit.code(), Some(130), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("SIGINT again: stopping without draining")),
+        "{seen:?}"
+    );
+}

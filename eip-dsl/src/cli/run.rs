@@ -58,6 +58,13 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
     } else {
         Arc::new(|channel: &str, msg: &Message| println!("{}", output_line(channel, msg)))
     };
+    let mut signals = match Signals::listen() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("error: can not listen for signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let running = flow.start(output);
     let started = Instant::now();
     tracing::info!(
@@ -68,7 +75,7 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
     let drain = Duration::from_secs_f64(args.drain_timeout.max(0.0));
     let stop = tokio::select! {
         reason = feed(&flow, args.input.as_ref()) => reason,
-        reason = shutdown_signal() => reason,
+        name = signals.next() => Stop::Signal(name),
         () = print_counters_every(&running, args.stats_interval, started) => Stop::Signal("stats"),
     };
     let code = match stop {
@@ -82,8 +89,14 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     };
-    finish(running, drain, started).await;
-    code
+    // Draining waits for the flow; a second signal stops waiting.
+    tokio::select! {
+        () = finish(running, drain, started) => code,
+        name = signals.next() => {
+            eprintln!("[eip] {name} again: stopping without draining");
+            ExitCode::from(130)
+        }
+    }
 }
 
 /// Why the flow stops.
@@ -135,27 +148,45 @@ async fn feed(flow: &Flow, input: Option<&PathBuf>) -> Stop {
     }
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() -> Stop {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGINT and SIGTERM, listened for from the moment this is made (a signal arriving while
+/// eip is busy elsewhere is kept for the next [`next`](Self::next)).
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => tokio::select! {
-                _ = interrupt => Stop::Signal("SIGINT"),
-                _ = terminate.recv() => Stop::Signal("SIGTERM"),
-            },
-            Err(_) => {
-                let _ = interrupt.await;
-                Stop::Signal("SIGINT")
-            }
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn listen() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Signals {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
-        Stop::Signal("interrupt")
+
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "SIGINT",
+                _ = self.terminate.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "interrupt"
+        }
     }
 }
 
