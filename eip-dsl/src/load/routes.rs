@@ -2,8 +2,8 @@
 //! lists) and joins.
 
 use super::node::{Node, Value};
-use super::read::{Reader, field_path, index_path};
-use crate::spec::{JoinSpec, Located, RecipientsSpec, RouteSpec, WhenSpec};
+use super::read::{Fields, Reader, field_path, index_path};
+use crate::spec::{JoinSpec, Located, Position, RecipientsSpec, RouteSpec, WhenSpec};
 use crate::validate::Damage;
 
 const ROUTE: &[&str] = &[
@@ -27,6 +27,29 @@ fn placeholder(damage: &mut Damage) -> Located<String> {
     Located::new(String::new())
 }
 
+/// A name the entry must have: read from `fields`, or reported missing. When it is missing or
+/// unreadable, a placeholder stands in so later checks do not report it again.
+#[allow(clippy::too_many_arguments)]
+fn required_name(
+    reader: &mut Reader<'_>,
+    fields: &Fields<'_>,
+    at: Position,
+    what: &str,
+    path: &str,
+    key: &str,
+    help: &str,
+    damage: &mut Damage,
+) -> Located<String> {
+    let read = match fields.get(key) {
+        Some(v) => reader.name(v, key, &field_path(path, key)),
+        None => {
+            reader.missing(at, what, key, path, help);
+            None
+        }
+    };
+    read.unwrap_or_else(|| placeholder(damage))
+}
+
 pub(super) fn read_route(
     reader: &mut Reader<'_>,
     node: &Node,
@@ -45,20 +68,16 @@ pub(super) fn read_route(
     if let Some(v) = fields.get("name") {
         route.name = reader.name(v, "name", &p("name"));
     }
-    let from = match fields.get("from") {
-        Some(v) => reader.name(v, "from", &p("from")),
-        None => {
-            reader.missing(
-                at,
-                &what,
-                "from",
-                &path,
-                "add `from: CHANNEL`, the channel it consumes",
-            );
-            None
-        }
-    };
-    route.from = from.unwrap_or_else(|| placeholder(damage));
+    route.from = required_name(
+        reader,
+        &fields,
+        at,
+        &what,
+        &path,
+        "from",
+        "add `from: CHANNEL`, the channel it consumes",
+        damage,
+    );
     if let Some(v) = fields.get("filter") {
         route.filter = reader.string(v, "filter", &p("filter"));
     }
@@ -207,28 +226,26 @@ pub(super) fn read_join(
         return join;
     };
     let p = |k: &str| field_path(&path, k);
-    let from = match fields.get("from") {
-        Some(v) => reader.name(v, "from", &p("from")),
-        None => {
-            reader.missing(
-                at,
-                &what,
-                "from",
-                &path,
-                "add `from: CHANNEL`, a publish-subscribe channel",
-            );
-            None
-        }
-    };
-    join.from = from.unwrap_or_else(|| placeholder(damage));
-    let to = match fields.get("to") {
-        Some(v) => reader.name(v, "to", &p("to")),
-        None => {
-            reader.missing(at, &what, "to", &path, "add `to: CHANNEL`, the destination");
-            None
-        }
-    };
-    join.to = to.unwrap_or_else(|| placeholder(damage));
+    join.from = required_name(
+        reader,
+        &fields,
+        at,
+        &what,
+        &path,
+        "from",
+        "add `from: CHANNEL`, a publish-subscribe channel",
+        damage,
+    );
+    join.to = required_name(
+        reader,
+        &fields,
+        at,
+        &what,
+        &path,
+        "to",
+        "add `to: CHANNEL`, the destination",
+        damage,
+    );
     if let Some(v) = fields.get("filter") {
         join.filter = reader.string(v, "filter", &p("filter"));
     }

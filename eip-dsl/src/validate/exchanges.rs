@@ -4,7 +4,7 @@ use eip_core::topic::{TopicError, TopicPattern};
 
 use super::Check;
 use super::inner::inside;
-use super::names::Names;
+use super::names::{Names, listed_twice};
 use crate::diagnostic::Problem;
 use crate::plan::{BindingPlan, ExchangePlan};
 use crate::spec::{ExchangeSpec, FlowSpec, Located};
@@ -63,19 +63,7 @@ fn check_exchange(
         let mut complete = true;
         for (t, target) in binding.to.value.iter().enumerate() {
             let key = format!("{to_key}[{t}]");
-            if let Some(first) = binding.to.value[..t]
-                .iter()
-                .find(|n| n.value == target.value)
-            {
-                check.report(
-                    Problem::new(
-                        format!("`{}` is listed twice in `to`", target.value),
-                        target.at,
-                    )
-                    .with_key(key)
-                    .with_label(first.at, "first listed here")
-                    .with_help("each channel gets one copy; list it once"),
-                );
+            if listed_twice(check, &binding.to.value, t, "to", &key, "channel") {
                 complete = false;
                 continue;
             }

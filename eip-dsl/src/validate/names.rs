@@ -14,6 +14,35 @@ use crate::diagnostic::Problem;
 use crate::plan::{DEAD_LETTERS, TargetRef};
 use crate::spec::{FlowSpec, KindSpec, Located, Position};
 
+/// Reports `list[j]` when an earlier entry of the list names the same thing (each `what` — a
+/// channel, a target — gets one copy, so a second mention is a mistake); whether it did.
+pub(crate) fn listed_twice(
+    check: &mut Check<'_>,
+    list: &[Located<String>],
+    j: usize,
+    field: &str,
+    key: &str,
+    what: &str,
+) -> bool {
+    let Some(name) = list.get(j) else {
+        return false;
+    };
+    let earlier = list.get(..j).unwrap_or_default();
+    let Some(first) = earlier.iter().find(|n| n.value == name.value) else {
+        return false;
+    };
+    check.report(
+        Problem::new(
+            format!("`{}` is listed twice in `{field}`", name.value),
+            name.at,
+        )
+        .with_key(key)
+        .with_label(first.at, "first listed here")
+        .with_help(format!("each {what} gets one copy; list it once")),
+    );
+    true
+}
+
 /// What a name is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entity {

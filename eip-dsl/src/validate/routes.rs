@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use eip_core::channel::ChannelKind;
 
 use super::Check;
-use super::names::Names;
+use super::names::{Names, listed_twice};
 use crate::diagnostic::Problem;
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
 use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec};
@@ -304,16 +304,7 @@ fn targets(
     let mut out: Vec<TargetRef> = Vec::new();
     for (j, name) in list.value.iter().enumerate() {
         let key = format!("{key}[{j}]");
-        if let Some(first) = list.value[..j].iter().find(|n| n.value == name.value) {
-            check.report(
-                Problem::new(
-                    format!("`{}` is listed twice in `{field}`", name.value),
-                    name.at,
-                )
-                .with_key(key)
-                .with_label(first.at, "first listed here")
-                .with_help("each target gets one copy; list it once"),
-            );
+        if listed_twice(check, &list.value, j, field, &key, "target") {
             continue;
         }
         if let Some(t) = target(check, names, name, from, &key) {
