@@ -25,6 +25,7 @@ pub mod purger;
 mod queue;
 pub mod selector;
 pub mod sender;
+mod shared_log;
 mod stats;
 
 pub use builder::{ChannelBuilder, DEFAULT_CAPACITY};

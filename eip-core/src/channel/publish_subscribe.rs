@@ -1,10 +1,15 @@
 //! Publish-Subscribe Channel and Durable Subscriber: every subscriber gets its own copy.
 //!
 //! Each subscription is a bounded queue of its own. A message published goes to every
-//! subscription that existed when the publish began, exactly once each; a subscriber that joins
-//! later does not see earlier messages. Copies share the payload and headers (no bytes are
-//! copied). A subscription's consumer acks, nacks or rejects as on a point-to-point channel, and
-//! several receivers on one subscription compete for its messages.
+//! subscription that exists when it is stored, exactly once each; a subscriber that joins later
+//! does not see earlier messages. Copies share the payload and headers (no bytes are copied). A
+//! subscription's consumer acks, nacks or rejects as on a point-to-point channel, and several
+//! receivers on one subscription compete for its messages.
+//!
+//! Under `Backpressure` a publish stores the message once, in a log the subscriptions read from
+//! (each with its own cursor, taking its copy when its consumer asks for more), so publishing
+//! costs the same for one subscriber or a hundred. The bound still holds per subscription: what
+//! it has not read yet counts, with what it holds waiting or in flight.
 //!
 //! A **slow subscriber** is handled by the channel's [`Overflow`] policy: `Backpressure` (the
 //! default) makes the publisher wait until every subscription has room; `DropOldest` dead-letters
@@ -20,8 +25,9 @@
 //! subscriber receives only while it listens. (Durable across process restarts needs the
 //! durable channel store, which comes with Guaranteed Delivery.)
 //!
-//! A publish that is cancelled half-way (its future dropped while waiting for a full
-//! subscription) may have reached only some subscribers.
+//! A publish cancelled while waiting for room (its future dropped) has reached no subscription of
+//! this channel. (A bus wildcard subscription, or a `DropOldest` channel's subscriptions, take
+//! their copies one after another: a cancelled publish may have reached only some of those.)
 
 use std::collections::HashMap;
 use std::fmt;
@@ -35,6 +41,7 @@ use super::error::{ChannelError, SendError};
 use super::queue::{Overflow, Push, Queue};
 use super::selector::Selector;
 use super::sender::ChannelSender;
+use super::shared_log::SharedLog;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Outcome, Stored};
 use crate::join::{Join, JoinId};
@@ -51,22 +58,56 @@ pub struct PublishSubscribe {
 
 struct Inner {
     config: ChannelConfig,
+    /// What the channel's own subscriptions read from, under `Backpressure`. Under `DropOldest`
+    /// a publish pushes to each (the policy acts on each subscription's own queue).
+    log: Option<Arc<SharedLog>>,
     subscriptions: Mutex<Subscriptions>,
     guard: LoopGuard,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The log holds the subscriptions and they hold the log: with the channel gone (and
+        // every publisher with it) the log lets go of them.
+        if let Some(log) = &self.log {
+            log.release_subscriptions();
+        }
+    }
+}
+
 #[derive(Default)]
 struct Subscriptions {
-    /// The current set, replaced (not changed) on subscribe and unsubscribe, so a publish
-    /// takes a snapshot with one reference-count increment.
-    all: Arc<[Arc<Queue>]>,
+    /// Replaced (not changed) on every change, so a publish takes it with one
+    /// reference-count increment.
+    current: Arc<Current>,
     durable: HashMap<String, Arc<Queue>>,
-    /// Queues attached from outside (bus wildcard subscriptions spanning several channels):
-    /// deleting this channel detaches them but must not close them.
-    foreign: Vec<Arc<Queue>>,
-    /// The joins leaving this channel, replaced (not changed) like `all`.
-    joins: Arc<[Arc<Join>]>,
     closed: bool,
+}
+
+#[derive(Default, Clone)]
+struct Current {
+    /// The channel's own subscriptions (reading the log, if there is one).
+    own: Vec<Arc<Queue>>,
+    /// Queues attached from outside (bus wildcard subscriptions spanning several channels): a
+    /// publish pushes to each; deleting this channel detaches them but must not close them.
+    foreign: Vec<Arc<Queue>>,
+    /// The joins leaving this channel.
+    joins: Joins,
+}
+
+impl Current {
+    fn all(&self) -> impl Iterator<Item = &Arc<Queue>> {
+        self.own.iter().chain(&self.foreign)
+    }
+}
+
+impl Subscriptions {
+    /// Replaces the current set with `change` applied to a copy of it.
+    fn change(&mut self, change: impl FnOnce(&mut Current)) {
+        let mut next = Current::clone(&self.current);
+        change(&mut next);
+        self.current = Arc::new(next);
+    }
 }
 
 impl PublishSubscribe {
@@ -116,15 +157,20 @@ impl PublishSubscribe {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn snapshot(&self) -> Option<Arc<[Arc<Queue>]>> {
+    /// The subscriptions and the joins, in one look; `None` once deleted.
+    fn snapshot(&self) -> Option<Arc<Current>> {
         let subs = self.lock();
-        (!subs.closed).then(|| subs.all.clone())
+        (!subs.closed).then(|| subs.current.clone())
     }
 
-    /// The subscriptions and the joins, in one look.
-    fn snapshot_with_joins(&self) -> Option<(Arc<[Arc<Queue>]>, Joins)> {
-        let subs = self.lock();
-        (!subs.closed).then(|| (subs.all.clone(), subs.joins.clone()))
+    /// The queues a publish pushes to one by one.
+    fn pushed_to<'a>(&self, current: &'a Current) -> impl Iterator<Item = &'a Arc<Queue>> {
+        let own: &[Arc<Queue>] = if self.inner.log.is_some() {
+            &[]
+        } else {
+            &current.own
+        };
+        own.iter().chain(&current.foreign)
     }
 
     /// Publishes a message to every current subscriber, then follows the channel's joins (see
@@ -152,13 +198,25 @@ impl PublishSubscribe {
         if let Some(ttl) = self.inner.config.time_to_live {
             msg.expire_within(ttl);
         }
-        let Some((subscriptions, joins)) = self.snapshot_with_joins() else {
+        let Some(current) = self.snapshot() else {
             return Stored::Closed(msg);
         };
         if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
             return Stored::Duplicate;
         }
-        for queue in subscriptions.iter() {
+        if let Some(log) = &self.inner.log {
+            if current.foreign.is_empty() && current.joins.is_empty() {
+                // Nobody needs it after the log: no copy.
+                return match log.append(msg).await {
+                    Ok(()) => Stored::Yes,
+                    Err(msg) => Stored::Closed(msg),
+                };
+            }
+            if let Err(copy) = log.append(msg.clone()).await {
+                return Stored::Closed(copy);
+            }
+        }
+        for queue in self.pushed_to(&current) {
             // A subscription closed since the snapshot has just unsubscribed: skipping it is
             // exactly what would have happened a moment later.
             match queue.try_push(msg.clone()) {
@@ -173,16 +231,16 @@ impl PublishSubscribe {
                 }
             }
         }
-        if joins.is_empty() {
+        if current.joins.is_empty() {
             Stored::Yes
         } else {
-            Stored::Forward(msg, joins)
+            Stored::Forward(msg, current.joins.clone())
         }
     }
 
     /// The joins leaving this channel, as of now.
     pub fn joins(&self) -> Arc<[Arc<Join>]> {
-        self.lock().joins.clone()
+        self.lock().current.joins.clone()
     }
 
     /// Attaches a join; false if the channel is deleted.
@@ -191,7 +249,7 @@ impl PublishSubscribe {
         if subs.closed {
             return false;
         }
-        subs.joins = subs.joins.iter().cloned().chain([Arc::new(join)]).collect();
+        subs.change(|c| c.joins = c.joins.iter().cloned().chain([Arc::new(join)]).collect());
         true
     }
 
@@ -199,14 +257,11 @@ impl PublishSubscribe {
     /// returns no longer follow it.
     pub fn remove_join(&self, id: JoinId) -> bool {
         let mut subs = self.lock();
-        let before = subs.joins.len();
-        subs.joins = subs
-            .joins
-            .iter()
-            .filter(|j| j.id() != id)
-            .cloned()
-            .collect();
-        subs.joins.len() != before
+        if !subs.current.joins.iter().any(|j| j.id() == id) {
+            return false;
+        }
+        subs.change(|c| c.joins = c.joins.iter().filter(|j| j.id() != id).cloned().collect());
+        true
     }
 
     pub(crate) fn loop_guard(&self) -> &LoopGuard {
@@ -224,29 +279,49 @@ impl PublishSubscribe {
 
     /// Whether a publish would complete now without waiting.
     pub(crate) fn accepts_now(&self) -> bool {
-        self.snapshot()
-            .is_none_or(|subs| subs.iter().all(|q| q.accepts_now()))
+        self.snapshot().is_none_or(|current| {
+            self.inner.log.as_ref().is_none_or(|log| log.accepts_now())
+                && self.pushed_to(&current).all(|q| q.accepts_now())
+        })
     }
 
     /// Waits until every subscription has room.
     pub(crate) async fn writable(&self) {
-        while let Some(subs) = self.snapshot() {
-            match subs.iter().find(|q| !q.accepts_now()) {
+        while let Some(current) = self.snapshot() {
+            if let Some(log) = self.inner.log.as_ref().filter(|log| !log.accepts_now()) {
+                log.room().await;
+                continue;
+            }
+            match self.pushed_to(&current).find(|q| !q.accepts_now()) {
                 Some(full) => full.writable().await,
                 None => return,
             }
         }
     }
 
+    /// A new queue for an own subscription, in the set; on a deleted channel, a closed one (its
+    /// consumers see the end at once).
+    fn new_subscription(&self, subs: &mut Subscriptions) -> Arc<Queue> {
+        let config = &self.inner.config;
+        let queue = || config.queue(config.name.clone());
+        if subs.closed {
+            let closed = Arc::new(queue());
+            closed.close();
+            return closed;
+        }
+        let attached = match &self.inner.log {
+            Some(log) => log.attach(|head| queue().reading(log.clone(), head)),
+            None => Some(Arc::new(queue())),
+        };
+        // The log closes only after the set is marked deleted, under the lock held here.
+        let queue = attached.unwrap_or_else(|| Arc::new(queue()));
+        subs.change(|c| c.own.push(queue.clone()));
+        queue
+    }
+
     /// A new non-durable subscription; it ends when the returned [`Subscriber`] is dropped.
     pub fn subscribe(&self) -> Subscriber {
-        let queue = Arc::new(self.inner.config.queue(self.inner.config.name.clone()));
-        {
-            let mut subs = self.lock();
-            if !subs.closed {
-                subs.all = subs.all.iter().cloned().chain([queue.clone()]).collect();
-            }
-        }
+        let queue = self.new_subscription(&mut self.lock());
         let channel = self.clone();
         let detach_queue = queue.clone();
         Subscriber::new(
@@ -265,10 +340,9 @@ impl PublishSubscribe {
         let queue = match subs.durable.get(name) {
             Some(q) => q.clone(),
             None => {
-                let q = Arc::new(self.inner.config.queue(self.inner.config.name.clone()));
-                subs.durable.insert(name.to_owned(), q.clone());
+                let q = self.new_subscription(&mut subs);
                 if !subs.closed {
-                    subs.all = subs.all.iter().cloned().chain([q.clone()]).collect();
+                    subs.durable.insert(name.to_owned(), q.clone());
                 }
                 q
             }
@@ -305,27 +379,25 @@ impl PublishSubscribe {
 
     /// How many subscriptions there are (durable ones included, attached or not).
     pub fn subscriber_count(&self) -> usize {
-        self.lock().all.len()
+        self.lock().current.all().count()
     }
 
     /// Attaches a subscription queue owned elsewhere (a bus wildcard subscription).
     pub(crate) fn attach_foreign(&self, queue: Arc<Queue>) {
         let mut subs = self.lock();
         if !subs.closed {
-            subs.all = subs.all.iter().cloned().chain([queue.clone()]).collect();
-            subs.foreign.push(queue);
+            subs.change(|c| c.foreign.push(queue));
         }
     }
 
     pub(crate) fn detach(&self, queue: &Arc<Queue>) {
         let mut subs = self.lock();
-        subs.all = subs
-            .all
-            .iter()
-            .filter(|q| !Arc::ptr_eq(q, queue))
-            .cloned()
-            .collect();
-        subs.foreign.retain(|q| !Arc::ptr_eq(q, queue));
+        if subs.current.all().any(|q| Arc::ptr_eq(q, queue)) {
+            subs.change(|c| {
+                c.own.retain(|q| !Arc::ptr_eq(q, queue));
+                c.foreign.retain(|q| !Arc::ptr_eq(q, queue));
+            });
+        }
     }
 
     /// The send side as a `tower::Service<Message>`.
@@ -336,7 +408,7 @@ impl PublishSubscribe {
     /// The counters of all subscriptions added up (`accepted` counts one per copy), and the
     /// channel's loop-detection duplicates.
     pub fn stats(&self) -> ChannelStats {
-        let subs = self.lock().all.clone();
+        let current = self.lock().current.clone();
         let duplicates = ChannelStats {
             duplicates: self.inner.guard.duplicates(),
             invalid: self
@@ -347,35 +419,32 @@ impl PublishSubscribe {
                 .map_or(0, |d| d.diverted()),
             ..ChannelStats::default()
         };
-        subs.iter()
+        current
+            .all()
             .map(|q| q.stats())
             .fold(duplicates, |a, b| a + b)
     }
 
     /// Purges every subscription (by selector if given); returns how many messages went.
     pub(crate) fn purge(&self, selector: Option<&Selector>) -> usize {
-        let subs = self.lock().all.clone();
-        subs.iter().map(|q| q.purge(selector)).sum()
+        let current = self.lock().current.clone();
+        current.all().map(|q| q.purge(selector)).sum()
     }
 
     /// Deletes the channel: publishers get [`SendError::Closed`] and every message waiting in
     /// a subscription goes to the dead letter channel with reason `channel-deleted`.
     pub async fn delete(&self) -> usize {
-        let (subs, foreign) = {
+        let current = {
             let mut subs = self.lock();
             subs.closed = true;
             subs.durable.clear();
-            subs.joins = Arc::from([]);
-            (
-                std::mem::take(&mut subs.all),
-                std::mem::take(&mut subs.foreign),
-            )
+            std::mem::take(&mut subs.current)
         };
+        if let Some(log) = &self.inner.log {
+            log.close();
+        }
         let mut n = 0;
-        let own = subs
-            .iter()
-            .filter(|q| !foreign.iter().any(|f| Arc::ptr_eq(f, q)));
-        for queue in own {
+        for queue in &current.own {
             for msg in queue.close() {
                 n += 1;
                 queue
@@ -402,9 +471,12 @@ impl ChannelBuilder<PublishSubscribe> {
     /// The channel, or why this configuration can not work.
     pub fn build(self) -> Result<PublishSubscribe, ChannelError> {
         let config = self.config.validated()?;
+        let log = (config.overflow == Overflow::Backpressure)
+            .then(|| Arc::new(SharedLog::new(config.capacity)));
         Ok(PublishSubscribe {
             inner: Arc::new(Inner {
                 guard: LoopGuard::new(config.loop_detection),
+                log,
                 config,
                 subscriptions: Mutex::new(Subscriptions::default()),
             }),

@@ -5,6 +5,11 @@
 //! yet settled (`in_flight`), so memory stays bounded even when consumers hold deliveries, and a
 //! requeue (nack or dropped delivery) always has room. Producers and consumers park on two
 //! `Notify`s, and only pay for a wake-up when a counter says someone is waiting.
+//!
+//! A subscription of a publish-subscribe channel under backpressure is *fed* by the channel's
+//! [`SharedLog`]: nothing is pushed to it; it reads the log from its cursor when a receiver
+//! takes, and its consumers park on the log's `Notify`. Its fill level counts what it has not
+//! read yet too (see the log's module).
 
 use std::collections::VecDeque;
 use std::pin::pin;
@@ -15,6 +20,7 @@ use tokio::sync::Notify;
 
 use super::dead_letter::DeadLetterChannel;
 use super::selector::Selector;
+use super::shared_log::SharedLog;
 use super::stats::ChannelStats;
 use crate::endpoint::RedeliveryPolicy;
 use crate::message::{DeathReason, Message, names};
@@ -63,6 +69,8 @@ struct State {
     /// atomic (a cache line every ack writes, from the consumer's core) only when this copy
     /// says the queue is full.
     settled_seen: u64,
+    /// For a fed queue, the log position it reads next.
+    cursor: u64,
 }
 
 pub(crate) struct Queue {
@@ -82,6 +90,11 @@ pub(crate) struct Queue {
     readers_waiting: AtomicUsize,
     writers_waiting: AtomicUsize,
     counters: Counters,
+    /// The log this queue reads from, for a fed subscription.
+    feed: Option<Arc<SharedLog>>,
+    /// For a fed queue: the log position it started at plus what was purged from it. With
+    /// `settled`, its progress: the log head minus its progress is what it holds.
+    origin: AtomicU64,
 }
 
 #[derive(Default)]
@@ -131,6 +144,7 @@ impl Queue {
                 taken: 0,
                 delivered: 0,
                 settled_seen: 0,
+                cursor: 0,
             }),
             settled: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -139,7 +153,74 @@ impl Queue {
             readers_waiting: AtomicUsize::new(0),
             writers_waiting: AtomicUsize::new(0),
             counters: Counters::default(),
+            feed: None,
+            origin: AtomicU64::new(0),
         }
+    }
+
+    /// This queue, fed by `log` from position `head` on.
+    pub(crate) fn reading(mut self, log: Arc<SharedLog>, head: u64) -> Self {
+        self.feed = Some(log);
+        self.origin = AtomicU64::new(head);
+        self.state
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .cursor = head;
+        self
+    }
+
+    /// For a fed queue: how far it has come through the log (see `origin`). Both parts only
+    /// grow, so reading them one after the other never overstates it.
+    pub(crate) fn progress(&self) -> u64 {
+        self.origin.load(Ordering::SeqCst) + self.settled.load(Ordering::SeqCst)
+    }
+
+    /// For a fed queue: whether it holds its capacity with the log at `head`.
+    fn is_full_at(&self, head: u64) -> bool {
+        head.saturating_sub(self.progress()) >= self.capacity as u64
+    }
+
+    /// Waits until this fed queue is not full (or closed), then passes the wake-up on to the
+    /// next waiting publisher.
+    pub(crate) async fn not_full(&self, log: &SharedLog) {
+        let waiting = Waiting::new(&self.writers_waiting);
+        loop {
+            let notified = self.writable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if self.is_closed() || !self.is_full_at(log.head()) {
+                break;
+            }
+            notified.await;
+        }
+        drop(waiting);
+        if self.writers_waiting.load(Ordering::SeqCst) > 0 {
+            self.writable.notify_one();
+        }
+    }
+
+    /// Where consumers park, and the count of those parked.
+    fn readable(&self) -> (&Notify, &AtomicUsize) {
+        match &self.feed {
+            Some(log) => (log.readable(), log.readers_waiting()),
+            None => (&self.readable, &self.readers_waiting),
+        }
+    }
+
+    /// A fed queue reads what it has not read yet, at most `max` (all with `None`).
+    fn read_feed(&self, state: &mut State, max: Option<usize>) {
+        if let Some(log) = &self.feed {
+            let max = max.unwrap_or(usize::MAX);
+            let read = log.read(&mut state.cursor, max, &mut state.ready);
+            state.accepted += read as u64;
+        }
+    }
+
+    /// What a fed queue has not read from its log yet.
+    fn unread(&self, state: &State) -> u64 {
+        self.feed
+            .as_ref()
+            .map_or(0, |log| log.head().saturating_sub(state.cursor))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -180,6 +261,9 @@ impl Queue {
 
     /// Whether a message would be accepted now without waiting.
     pub(crate) fn accepts_now(&self) -> bool {
+        if let Some(log) = &self.feed {
+            return self.is_closed() || !self.is_full_at(log.head());
+        }
         let state = self.lock();
         state.closed || self.has_room(&state) || self.overflow == Overflow::DropOldest
     }
@@ -228,11 +312,14 @@ impl Queue {
     }
 
     fn wake_readers(&self, all: bool) {
-        if self.readers_waiting.load(Ordering::SeqCst) > 0 {
-            if all {
-                self.readable.notify_waiters();
+        let (readable, waiting) = self.readable();
+        if waiting.load(Ordering::SeqCst) > 0 {
+            // A fed queue's consumers park with every other subscription's: wake them all, so
+            // this queue's are among them (only a requeue gets here, which is rare).
+            if all || self.feed.is_some() {
+                readable.notify_waiters();
             } else {
-                self.readable.notify_one();
+                readable.notify_one();
             }
         }
     }
@@ -333,6 +420,11 @@ impl Queue {
         into: &mut VecDeque<Message>,
     ) -> Take {
         let mut state = self.lock();
+        if !state.closed && state.ready.len() < max {
+            // With a selector, everything: the next one it selects may be anywhere.
+            let wanted = selector.is_none().then(|| max - state.ready.len());
+            self.read_feed(&mut state, wanted);
+        }
         let before = into.len();
         match selector {
             None => {
@@ -373,9 +465,10 @@ impl Queue {
         max: usize,
         into: &mut VecDeque<Message>,
     ) -> bool {
+        let (readable, readers_waiting) = self.readable();
         let mut waiting = None;
         loop {
-            let notified = self.readable.notified();
+            let notified = readable.notified();
             let mut notified = pin!(notified);
             if waiting.is_some() {
                 notified.as_mut().enable();
@@ -384,7 +477,7 @@ impl Queue {
                 Take::Taken => return true,
                 Take::Closed => return false,
                 Take::Empty if waiting.is_none() => {
-                    waiting = Some(Waiting::new(&self.readers_waiting));
+                    waiting = Some(Waiting::new(readers_waiting));
                 }
                 Take::Empty => notified.await,
             }
@@ -408,7 +501,7 @@ impl Queue {
         state.taken -= n;
         state.delivered -= n;
         drop(state);
-        self.readable.notify_waiters();
+        self.readable().0.notify_waiters();
         self.wake_all_writers();
         for msg in orphans.into_iter().rev() {
             self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
@@ -498,12 +591,17 @@ impl Queue {
     /// Removes waiting messages the selector accepts (all without one); returns how many.
     pub(crate) fn purge(&self, selector: Option<&Selector>) -> usize {
         let mut state = self.lock();
+        if !state.closed {
+            self.read_feed(&mut state, None);
+        }
         let before = state.ready.len();
         match selector {
             None => state.ready.clear(),
             Some(sel) => state.ready.retain(|m| !sel.matches(m)),
         }
         let purged = before - state.ready.len();
+        // They leave a fed queue as settled ones do.
+        self.origin.fetch_add(purged as u64, Ordering::SeqCst);
         drop(state);
         if purged > 0 {
             self.wake_all_writers();
@@ -511,14 +609,22 @@ impl Queue {
         purged
     }
 
-    /// Closes the queue and takes out what was waiting; in-flight deliveries settle as usual.
+    /// Closes the queue and takes out what was waiting (for a fed queue, what it had not read
+    /// too); in-flight deliveries settle as usual.
     pub(crate) fn close(&self) -> Vec<Message> {
         let mut state = self.lock();
+        if state.closed {
+            return Vec::new();
+        }
+        if let Some(log) = &self.feed {
+            let state = &mut *state;
+            log.detach(self, &mut state.cursor, &mut state.ready);
+        }
         state.closed = true;
         self.closed.store(true, Ordering::Release);
         let rest = state.ready.drain(..).collect();
         drop(state);
-        self.readable.notify_waiters();
+        self.readable().0.notify_waiters();
         self.writable.notify_waiters();
         rest
     }
@@ -527,9 +633,10 @@ impl Queue {
         let (depth, accepted, delivered, in_flight) = {
             let state = self.lock();
             let in_flight = self.in_flight(&state);
+            let unread = usize::try_from(self.unread(&state)).unwrap_or(usize::MAX);
             (
-                state.ready.len(),
-                state.accepted,
+                state.ready.len() + unread,
+                state.accepted + unread as u64,
                 state.delivered,
                 in_flight,
             )

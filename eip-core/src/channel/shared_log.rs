@@ -1,0 +1,311 @@
+//! The log a publish-subscribe channel's subscriptions read from.
+//!
+//! A publish stores the message here once. Each subscription keeps a cursor into the log and
+//! reads forward into its own [`Queue`] when its consumer wants more, cloning the message (two
+//! reference-count increments, no payload copy) on the consumer's side. An entry stays until
+//! every subscription attached when it was appended has read it; the last reader moves it out
+//! instead of cloning it. So a publish costs the same with one subscriber or a hundred, and the
+//! per-subscriber work is spread over the consumers, on whichever cores run them.
+//!
+//! Capacity stays per subscription. A subscription holds what it has not read yet plus what its
+//! queue holds (waiting or in flight): `head - progress`, where its progress is the log position
+//! it started at, plus its settled deliveries, plus what was purged from it. A publish waits
+//! while any subscription is full. To avoid looking at every subscription for every message,
+//! the log keeps `floor`, a lower bound of all progress (each only grows, and a subscription
+//! attaching starts at the head): while `head - floor` is below the capacity no subscription can
+//! be full. Only when it is not does the publisher look at each one ([`SharedLog::room`]), and
+//! it waits on the first full one it finds, starting its next look there.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::queue::Queue;
+use crate::message::Message;
+
+struct Entry {
+    message: Message,
+    /// Subscriptions that have not read it. Never decreases along the log (a subscription
+    /// reads in order and detaches reading everything), so the read entries are a prefix.
+    unread: u32,
+}
+
+struct State {
+    entries: VecDeque<Entry>,
+    /// Log position of `entries[0]`; `base + entries.len()` is the head.
+    base: u64,
+    head: u64,
+    /// The subscriptions reading the log, replaced (not changed) on attach and detach so that
+    /// a publisher looking for room takes them with one reference-count increment.
+    subscriptions: Arc<[Arc<Queue>]>,
+    /// No subscription's progress is below this.
+    floor: u64,
+    closed: bool,
+}
+
+pub(crate) struct SharedLog {
+    capacity: usize,
+    state: Mutex<State>,
+    /// `State::head`, for looks that do not need the lock (it only grows).
+    head: AtomicU64,
+    readable: Notify,
+    readers_waiting: AtomicUsize,
+    /// Where the last look for room found a full subscription.
+    scan_from: AtomicUsize,
+}
+
+pub(crate) enum Append {
+    Stored,
+    Full(Message),
+    Closed(Message),
+}
+
+impl SharedLog {
+    /// A log for subscriptions of this capacity each.
+    pub(crate) fn new(capacity: usize) -> Self {
+        SharedLog {
+            capacity,
+            state: Mutex::new(State {
+                entries: VecDeque::with_capacity(capacity.min(1024)),
+                base: 0,
+                head: 0,
+                subscriptions: Arc::from([]),
+                floor: 0,
+                closed: false,
+            }),
+            head: AtomicU64::new(0),
+            readable: Notify::new(),
+            readers_waiting: AtomicUsize::new(0),
+            scan_from: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No user code runs under this lock, and every change keeps the state consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The position the next message will take.
+    pub(crate) fn head(&self) -> u64 {
+        self.head.load(Ordering::SeqCst)
+    }
+
+    /// Consumers park here waiting for messages: a publish wakes them all.
+    pub(crate) fn readable(&self) -> &Notify {
+        &self.readable
+    }
+
+    pub(crate) fn readers_waiting(&self) -> &AtomicUsize {
+        &self.readers_waiting
+    }
+
+    /// Attaches the subscription `make` builds from the current head (where it starts
+    /// reading); `None` once the log is closed.
+    pub(crate) fn attach(&self, make: impl FnOnce(u64) -> Queue) -> Option<Arc<Queue>> {
+        let mut state = self.lock();
+        if state.closed {
+            return None;
+        }
+        let queue = Arc::new(make(state.head));
+        state.subscriptions = state
+            .subscriptions
+            .iter()
+            .cloned()
+            .chain([queue.clone()])
+            .collect();
+        Some(queue)
+    }
+
+    /// Detaches `queue`, reading into `into` what it had not read yet (in the same look at the
+    /// log, so no message appended meanwhile waits for it forever).
+    pub(crate) fn detach(&self, queue: &Queue, cursor: &mut u64, into: &mut VecDeque<Message>) {
+        let detached = {
+            let mut state = self.lock();
+            let unread = usize::try_from(state.head.saturating_sub(*cursor)).unwrap_or(usize::MAX);
+            read_locked(&mut state, cursor, unread, into);
+            let before = state.subscriptions.clone();
+            state.subscriptions = before
+                .iter()
+                .filter(|q| !std::ptr::eq(q.as_ref(), queue))
+                .cloned()
+                .collect();
+            before
+        };
+        // Dropped outside the lock: it may hold the last reference to a queue.
+        drop(detached);
+    }
+
+    /// Stores `msg` for every attached subscription, if none of them is full as far as `floor`
+    /// tells. Without subscriptions the message is gone at once, as there is nobody to read it.
+    pub(crate) fn try_append(&self, msg: Message) -> Append {
+        let mut state = self.lock();
+        if state.closed {
+            return Append::Closed(msg);
+        }
+        let readers = u32::try_from(state.subscriptions.len()).unwrap_or(u32::MAX);
+        if readers == 0 {
+            state.head += 1;
+            state.base = state.head;
+            state.floor = state.head;
+        } else {
+            if state.head.saturating_sub(state.floor) >= self.capacity as u64 {
+                return Append::Full(msg);
+            }
+            state.entries.push_back(Entry {
+                message: msg,
+                unread: readers,
+            });
+            state.head += 1;
+        }
+        self.head.store(state.head, Ordering::SeqCst);
+        drop(state);
+        if self.readers_waiting.load(Ordering::SeqCst) > 0 {
+            self.readable.notify_waiters();
+        }
+        Append::Stored
+    }
+
+    /// Appends, waiting while a subscription is full. Cancel-safe: the message is stored or
+    /// given back whole.
+    pub(crate) async fn append(&self, mut msg: Message) -> Result<(), Message> {
+        loop {
+            match self.try_append(msg) {
+                Append::Stored => return Ok(()),
+                Append::Closed(m) => return Err(m),
+                Append::Full(m) => {
+                    msg = m;
+                    self.room().await;
+                }
+            }
+        }
+    }
+
+    /// Reads up to `max` messages from `cursor` into `into`, moving the cursor past them;
+    /// returns how many.
+    pub(crate) fn read(&self, cursor: &mut u64, max: usize, into: &mut VecDeque<Message>) -> usize {
+        read_locked(&mut self.lock(), cursor, max, into)
+    }
+
+    /// Raises the floor to `floor` (a lower bound of every subscription's progress, read
+    /// after the head that made the look necessary).
+    fn raise_floor(&self, floor: u64) {
+        let mut state = self.lock();
+        state.floor = state.floor.max(floor);
+    }
+
+    /// The subscriptions to look at, when the floor says one of them may be full.
+    fn may_be_full(&self) -> Option<(u64, Arc<[Arc<Queue>]>)> {
+        let state = self.lock();
+        let maybe_full = !state.closed
+            && !state.subscriptions.is_empty()
+            && state.head.saturating_sub(state.floor) >= self.capacity as u64;
+        maybe_full.then(|| (state.head, state.subscriptions.clone()))
+    }
+
+    /// Looks at each subscription: the first full one found, or the lowest progress.
+    fn look<'a>(&self, head: u64, subscriptions: &'a [Arc<Queue>]) -> Look<'a> {
+        let n = subscriptions.len();
+        let from = self.scan_from.load(Ordering::Relaxed) % n.max(1);
+        let mut floor = head;
+        for k in 0..n {
+            let i = (from + k) % n;
+            let queue = &subscriptions[i];
+            if queue.is_closed() {
+                continue;
+            }
+            let progress = queue.progress();
+            if head.saturating_sub(progress) >= self.capacity as u64 {
+                self.scan_from.store(i, Ordering::Relaxed);
+                return Look::Full(queue);
+            }
+            floor = floor.min(progress);
+        }
+        Look::Room(floor)
+    }
+
+    /// Whether a message would be stored now without waiting.
+    pub(crate) fn accepts_now(&self) -> bool {
+        let Some((head, subscriptions)) = self.may_be_full() else {
+            return true;
+        };
+        match self.look(head, &subscriptions) {
+            Look::Room(floor) => {
+                self.raise_floor(floor);
+                true
+            }
+            Look::Full(_) => false,
+        }
+    }
+
+    /// Waits until no subscription is full (or the log is closed).
+    pub(crate) async fn room(&self) {
+        while let Some((head, subscriptions)) = self.may_be_full() {
+            match self.look(head, &subscriptions) {
+                Look::Room(floor) => self.raise_floor(floor),
+                Look::Full(queue) => queue.not_full(self).await,
+            }
+        }
+    }
+
+    /// Closes the log: appends fail from now on, reads still find what was stored.
+    pub(crate) fn close(&self) {
+        let subscriptions = {
+            let mut state = self.lock();
+            state.closed = true;
+            std::mem::replace(&mut state.subscriptions, Arc::from([]))
+        };
+        drop(subscriptions);
+        self.readable.notify_waiters();
+    }
+
+    /// Forgets the subscriptions (which hold the log: the channel is gone, and with it every
+    /// publisher). Their consumers still read what was stored.
+    pub(crate) fn release_subscriptions(&self) {
+        let subscriptions = std::mem::replace(&mut self.lock().subscriptions, Arc::from([]));
+        drop(subscriptions);
+    }
+}
+
+fn read_locked(
+    state: &mut State,
+    cursor: &mut u64,
+    max: usize,
+    into: &mut VecDeque<Message>,
+) -> usize {
+    let unread = usize::try_from(state.head.saturating_sub(*cursor)).unwrap_or(usize::MAX);
+    let n = unread.min(max);
+    // An entry leaves only once every reader passed it, so a cursor is never behind `base`.
+    debug_assert!(
+        *cursor >= state.base,
+        "a reader's cursor fell behind the log"
+    );
+    let mut i = usize::try_from(cursor.saturating_sub(state.base)).unwrap_or(usize::MAX);
+    for _ in 0..n {
+        match state.entries.front() {
+            Some(front) if i == 0 && front.unread == 1 => {
+                // The last reader: take it out rather than clone it.
+                if let Some(entry) = state.entries.pop_front() {
+                    state.base += 1;
+                    into.push_back(entry.message);
+                }
+            }
+            _ => {
+                if let Some(entry) = state.entries.get_mut(i) {
+                    entry.unread -= 1;
+                    into.push_back(entry.message.clone());
+                }
+                i += 1;
+            }
+        }
+    }
+    *cursor += n as u64;
+    n
+}
+
+enum Look<'a> {
+    /// No subscription is full; none has progressed less than this.
+    Room(u64),
+    Full(&'a Arc<Queue>),
+}
