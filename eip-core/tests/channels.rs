@@ -701,3 +701,96 @@ async fn parked_competing_consumers_each_wake_for_a_message() {
         }
     }
 }
+
+/// A publish that can not complete within a short while (the channel is full for it).
+async fn publish_waits(ch: &PublishSubscribe, payload: &'static str) -> bool {
+    timeout(Duration::from_millis(50), ch.publish(Message::new(payload)))
+        .await
+        .is_err()
+}
+
+#[tokio::test]
+async fn what_a_subscriber_has_not_received_yet_counts_against_its_capacity() {
+    let ch = PublishSubscribe::new("ticks", 2).unwrap();
+    let mut reader = ch.subscribe();
+    let idle = ch.subscribe();
+    for i in 1..=2 {
+        ch.publish(Message::new(i.to_string())).await.unwrap();
+    }
+    for _ in 0..2 {
+        reader.recv().await.unwrap().ack();
+    }
+    assert_eq!(ch.stats().depth, 2, "the idle subscriber holds both");
+    assert!(
+        publish_waits(&ch, "3").await,
+        "the idle subscriber is full although it took nothing"
+    );
+    drop(idle);
+    ch.publish(Message::new("4")).await.unwrap();
+    let d = reader.recv().await.unwrap();
+    assert_eq!(
+        d.message().payload_str(),
+        Some("4"),
+        "the cancelled publish stored nothing"
+    );
+    d.ack();
+    assert_eq!(reader.try_recv().unwrap_err(), TryRecvError::Empty);
+}
+
+#[tokio::test]
+async fn purging_a_publish_subscribe_channel_takes_what_subscribers_have_not_received() {
+    let ch = PublishSubscribe::new("ticks", 3).unwrap();
+    let mut a = ch.subscribe();
+    let mut b = ch.subscribe();
+    for i in 1..=3 {
+        let msg = Message::builder(i.to_string())
+            .header("n", i64::from(i))
+            .build();
+        ch.publish(msg).await.unwrap();
+    }
+    let first = a.recv().await.unwrap(); // `a` prefetches all three
+    let odd = Selector::header_equals("n", 1i64).or(Selector::header_equals("n", 3i64));
+    assert_eq!(ch.purge_matching(&odd), 2, "only `b`'s two waiting ones");
+    assert_eq!(ChannelPurger::purge(&ch), 1, "`b`'s last one");
+    assert_eq!(ch.stats().depth, 0);
+    first.ack();
+    for _ in 0..2 {
+        a.recv().await.unwrap().ack();
+    }
+    assert_eq!(b.try_recv().unwrap_err(), TryRecvError::Empty);
+    // The purged ones left room: `b` can take a full capacity again.
+    for i in 4..=6 {
+        timeout(WAIT, ch.publish(Message::new(i.to_string())))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let d = b.recv().await.unwrap();
+    assert_eq!(d.message().payload_str(), Some("4"));
+    d.ack();
+}
+
+#[tokio::test]
+async fn ending_a_subscription_dead_letters_what_it_had_not_received() {
+    let dead = dlc();
+    let ch = PublishSubscribe::builder("news")
+        .capacity(10)
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    drop(ch.durable_subscribe("archive"));
+    let mut live = ch.subscribe();
+    for i in 0..3 {
+        ch.publish(Message::new(i.to_string())).await.unwrap();
+    }
+    assert_eq!(ch.stats().depth, 6);
+    assert_eq!(ch.unsubscribe("archive").await, Some(3));
+    assert_eq!(ch.delete().await, 3, "`live` had received none");
+    assert_eq!(dead.stats().depth, 6);
+    assert!(live.recv().await.is_none());
+    assert!(ch.publish(Message::new("late")).await.is_err());
+    assert!(
+        ch.subscribe().recv().await.is_none(),
+        "a subscription to a deleted channel ends at once"
+    );
+}

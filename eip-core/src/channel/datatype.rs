@@ -158,7 +158,9 @@ impl DatatypeCheck {
             Ok(()) => Ok(msg),
             Err(reason) => {
                 self.count_diverted();
-                if let Err(msg) = self.invalid.put(msg, channel, reason.clone()).await {
+                // Boxed: the rare path, kept out of every send's future.
+                let put = Box::pin(self.invalid.put(msg, channel, reason.clone()));
+                if let Err(msg) = put.await {
                     tracing::warn!(%channel, message = %msg.id(), %reason, "invalid message channel closed: message discarded");
                 }
                 Err(reason)

@@ -179,7 +179,9 @@ impl PublishSubscribe {
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
         match self.store(msg, self.inner.guard.clock()).await {
             Stored::Forward(stored, joins) => {
-                crate::join::propagate(self, &joins, stored).await;
+                // Boxed: following joins allocates anyway, and inline it would double the size
+                // of every publish's future.
+                Box::pin(crate::join::propagate(self, &joins, stored)).await;
                 Ok(Outcome::Accepted)
             }
             other => other.outcome(self.name()),
@@ -204,6 +206,8 @@ impl PublishSubscribe {
         if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
             return Stored::Duplicate;
         }
+        // The waiting paths are boxed: they are rare, and a future holding them inline would
+        // be moved whole for every message.
         if let Some(log) = &self.inner.log {
             if current.foreign.is_empty() && current.joins.is_empty() {
                 // Nobody needs it after the log: no copy.
@@ -222,12 +226,11 @@ impl PublishSubscribe {
             match queue.try_push(msg.clone()) {
                 Push::Stored | Push::Closed(_) => {}
                 Push::StoredDropping(oldest) => {
-                    queue
-                        .dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None)
+                    Box::pin(queue.dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None))
                         .await
                 }
                 Push::Full(copy) => {
-                    let _ = queue.push(&mut Some(copy)).await;
+                    let _ = Box::pin(queue.push(&mut Some(copy))).await;
                 }
             }
         }

@@ -343,11 +343,13 @@ impl Queue {
         let Some(msg) = slot.take() else {
             return Ok(());
         };
-        // The fast path registers no wake-up: that costs only when the queue is full.
+        // The fast path registers no wake-up: that costs only when the queue is full. The slow
+        // one is boxed, so that every future embedding a push stays small (futures are moved
+        // whole, and a publish or send is built once per message).
         let pushed = match self.try_push(msg) {
             Push::Full(msg) => {
                 *slot = Some(msg);
-                self.push_waiting(slot).await
+                Box::pin(self.push_waiting(slot)).await
             }
             pushed => pushed,
         };

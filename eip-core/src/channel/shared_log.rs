@@ -169,7 +169,16 @@ impl SharedLog {
 
     /// Appends, waiting while a subscription is full. Cancel-safe: the message is stored or
     /// given back whole.
-    pub(crate) async fn append(&self, mut msg: Message) -> Result<(), Message> {
+    pub(crate) async fn append(&self, msg: Message) -> Result<(), Message> {
+        match self.try_append(msg) {
+            Append::Stored => Ok(()),
+            Append::Closed(msg) => Err(msg),
+            // Boxed: the rare path, kept out of every publish's future (moved whole per message).
+            Append::Full(msg) => Box::pin(self.append_waiting(msg)).await,
+        }
+    }
+
+    async fn append_waiting(&self, mut msg: Message) -> Result<(), Message> {
         loop {
             match self.try_append(msg) {
                 Append::Stored => return Ok(()),
@@ -308,4 +317,121 @@ enum Look<'a> {
     /// No subscription is full; none has progressed less than this.
     Room(u64),
     Full(&'a Arc<Queue>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::Overflow;
+    use crate::endpoint::RedeliveryPolicy;
+
+    fn subscription(log: &Arc<SharedLog>) -> Arc<Queue> {
+        let queue = |head| {
+            Queue::new(
+                "t".into(),
+                log.capacity,
+                Overflow::Backpressure,
+                None,
+                RedeliveryPolicy::default(),
+            )
+            .reading(log.clone(), head)
+        };
+        log.attach(queue).expect("log open")
+    }
+
+    fn stored(log: &SharedLog) -> usize {
+        log.lock().entries.len()
+    }
+
+    fn take_all(queue: &Queue) -> Vec<Message> {
+        let mut into = VecDeque::new();
+        queue.try_take(None, usize::MAX, &mut into);
+        into.into_iter().collect()
+    }
+
+    #[test]
+    fn an_entry_leaves_once_every_subscription_read_it_and_the_last_takes_it_out() {
+        let log = Arc::new(SharedLog::new(10));
+        let (a, b) = (subscription(&log), subscription(&log));
+        let msg = Message::new("x");
+        let id = msg.id();
+        assert!(matches!(log.try_append(msg), Append::Stored));
+        assert_eq!(stored(&log), 1);
+        assert_eq!(
+            take_all(&a).iter().map(Message::id).collect::<Vec<_>>(),
+            [id]
+        );
+        assert_eq!(stored(&log), 1, "`b` has not read it");
+        assert_eq!(take_all(&b).len(), 1);
+        assert_eq!(stored(&log), 0);
+    }
+
+    #[test]
+    fn a_subscription_attached_later_starts_at_the_head_and_is_not_waited_for() {
+        let log = Arc::new(SharedLog::new(10));
+        let a = subscription(&log);
+        assert!(matches!(log.try_append(Message::new("1")), Append::Stored));
+        let late = subscription(&log);
+        assert!(matches!(log.try_append(Message::new("2")), Append::Stored));
+        assert_eq!(take_all(&late).len(), 1);
+        assert_eq!(take_all(&a).len(), 2);
+        assert_eq!(stored(&log), 0);
+    }
+
+    #[test]
+    fn closing_a_subscription_reads_what_it_had_not_and_frees_the_log() {
+        let log = Arc::new(SharedLog::new(10));
+        let (a, b) = (subscription(&log), subscription(&log));
+        for i in 0..3 {
+            assert!(matches!(
+                log.try_append(Message::new(i.to_string())),
+                Append::Stored
+            ));
+        }
+        assert_eq!(take_all(&a).len(), 3);
+        assert_eq!(b.close().len(), 3);
+        assert_eq!(stored(&log), 0);
+        assert!(matches!(log.try_append(Message::new("4")), Append::Stored));
+        assert_eq!(stored(&log), 1, "stored for `a` alone");
+        assert_eq!(take_all(&a).len(), 1);
+        assert_eq!(stored(&log), 0);
+    }
+
+    #[test]
+    fn without_subscriptions_nothing_is_stored() {
+        let log = SharedLog::new(1);
+        for _ in 0..3 {
+            assert!(matches!(log.try_append(Message::new("x")), Append::Stored));
+        }
+        assert_eq!(stored(&log), 0);
+        assert_eq!(log.head(), 3);
+    }
+
+    #[test]
+    fn the_floor_never_lets_a_subscription_exceed_its_capacity() {
+        let log = Arc::new(SharedLog::new(2));
+        let a = subscription(&log);
+        for _ in 0..2 {
+            assert!(matches!(log.try_append(Message::new("x")), Append::Stored));
+        }
+        let b = subscription(&log);
+        let settle_all = |q: &Queue| take_all(q).into_iter().for_each(|_| q.settle());
+        settle_all(&a);
+        // `a` is empty: a look raises the floor to `b`'s start, no further.
+        assert!(log.accepts_now());
+        for _ in 0..2 {
+            assert!(matches!(log.try_append(Message::new("y")), Append::Stored));
+        }
+        settle_all(&a);
+        assert!(!log.accepts_now(), "`b` holds two");
+        assert!(matches!(log.try_append(Message::new("z")), Append::Full(_)));
+        let taken = take_all(&b);
+        assert_eq!(taken.len(), 2);
+        assert!(!log.accepts_now(), "taken, but not settled");
+        b.settle();
+        assert!(log.accepts_now());
+        assert!(matches!(log.try_append(Message::new("z")), Append::Stored));
+        settle_all(&a);
+        assert!(matches!(log.try_append(Message::new("z")), Append::Full(_)));
+    }
 }
