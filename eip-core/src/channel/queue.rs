@@ -474,6 +474,9 @@ impl Queue {
             let mut notified = pin!(notified);
             if waiting.is_some() {
                 notified.as_mut().enable();
+                if let Some(log) = &self.feed {
+                    log.rearm();
+                }
             }
             match self.try_take(selector, max, into) {
                 Take::Taken => return true,

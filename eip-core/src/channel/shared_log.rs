@@ -17,7 +17,7 @@
 //! it waits on the first full one it finds, starting its next look there.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -52,6 +52,9 @@ pub(crate) struct SharedLog {
     head: AtomicU64,
     readable: Notify,
     readers_waiting: AtomicUsize,
+    /// A publish woke the parked consumers and none has looked at the log since: later
+    /// publishes need not wake them again (see [`rearm`](Self::rearm)).
+    woken: AtomicBool,
     /// Where the last look for room found a full subscription.
     scan_from: AtomicUsize,
 }
@@ -78,6 +81,7 @@ impl SharedLog {
             head: AtomicU64::new(0),
             readable: Notify::new(),
             readers_waiting: AtomicUsize::new(0),
+            woken: AtomicBool::new(false),
             scan_from: AtomicUsize::new(0),
         }
     }
@@ -99,6 +103,13 @@ impl SharedLog {
 
     pub(crate) fn readers_waiting(&self) -> &AtomicUsize {
         &self.readers_waiting
+    }
+
+    /// A parked consumer, registered for the next wake-up, is about to look at the log: a
+    /// publish after this must wake it. (One wake-up per look is enough: every consumer
+    /// registered before it is woken by it.)
+    pub(crate) fn rearm(&self) {
+        self.woken.store(false, Ordering::SeqCst);
     }
 
     /// Attaches the subscription `make` builds from the current head (where it starts
@@ -161,7 +172,10 @@ impl SharedLog {
         }
         self.head.store(state.head, Ordering::SeqCst);
         drop(state);
-        if self.readers_waiting.load(Ordering::SeqCst) > 0 {
+        if self.readers_waiting.load(Ordering::SeqCst) > 0
+            && !self.woken.load(Ordering::SeqCst)
+            && !self.woken.swap(true, Ordering::SeqCst)
+        {
             self.readable.notify_waiters();
         }
         Append::Stored
