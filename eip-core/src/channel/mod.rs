@@ -221,8 +221,10 @@ impl Channel {
 
     /// Sends `msg` only if the channel takes it without waiting; whether it did. On a
     /// publish-subscribe channel the message is published only when every subscription has
-    /// room; one that fills up at that very moment may miss it (the others get it, and the
-    /// answer is `false`). For copies that may be lost, such as a [wire tap's](crate::router::WireTap).
+    /// room. If one fills up at that very moment the answer is `false` and no subscription got
+    /// it, except those that take their copies one by one (bus wildcard subscriptions, and a
+    /// `DropOldest` channel's): of those, some may have it. For copies that may be lost, such
+    /// as a [wire tap's](crate::router::WireTap).
     pub fn offer(&self, msg: Message) -> bool {
         match self {
             Channel::PointToPoint(channel) => channel.try_send(msg).is_ok(),
