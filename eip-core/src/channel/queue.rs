@@ -230,9 +230,11 @@ impl Queue {
 
     /// What a fed queue has not read from its log yet.
     fn unread(&self, state: &State) -> u64 {
-        self.feed
-            .as_ref()
-            .map_or(0, |log| log.head().saturating_sub(state.cursor))
+        match &self.feed {
+            // Closing read everything; later messages were never for it.
+            Some(log) if !state.closed => log.head().saturating_sub(state.cursor),
+            _ => 0,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
