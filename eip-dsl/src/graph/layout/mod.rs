@@ -427,7 +427,8 @@ fn normalise(layout: &mut Layout) {
 mod tests {
     use super::*;
 
-    fn edge(from: usize, to: usize) -> EdgeIn {
+    /// An unlabelled edge, for the layout's tests (the ranking's too).
+    pub(super) fn edge(from: usize, to: usize) -> EdgeIn {
         EdgeIn {
             from,
             to,

@@ -96,15 +96,8 @@ pub(super) fn layers(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::edge;
     use super::*;
-
-    fn edge(from: usize, to: usize) -> EdgeIn {
-        EdgeIn {
-            from,
-            to,
-            label: None,
-        }
-    }
 
     fn link(e: &EdgeIn) -> bool {
         e.from != e.to
