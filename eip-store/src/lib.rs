@@ -1,0 +1,3 @@
+//! # eip-store
+//!
+//! The embedded durable store under eip's durable channels (work in progress).
