@@ -1,3 +1,85 @@
 //! # eip-store
 //!
-//! The embedded durable store under eip's durable channels (work in progress).
+//! The embedded durable store under eip's durable channels (*Guaranteed Delivery*): named FIFO
+//! queues of byte records in one data directory, with no server to run. It knows nothing of
+//! eip's messages; `eip-core` encodes them to [`Bytes`](bytes::Bytes) and builds durable
+//! channels on [`QueueLog`].
+//!
+//! ## Guarantees
+//!
+//! - **Durable appends.** An [`AppendTicket`] resolves `Ok(seq)` only once the commit holding the
+//!   record is fsynced. After a crash (a killed process, a power loss) the store reopens with every
+//!   record whose ticket resolved `Ok`, minus those whose ack was committed.
+//! - **Group commit.** One committer thread writes every append and ack queued since its last
+//!   commit in one redb write transaction with one fsync; concurrent appenders share commits.
+//!   See [`committer`](crate::committer) (private) for the rounds, and [`StoreStats`] to count them.
+//! - **Lazy acks.** [`QueueLog::ack`] never waits: the deletion rides with the next commit, or a
+//!   timer commits it within a few milliseconds (without fsync). A lost ack is a redelivery after
+//!   restart, never a lost record. [`DurableStore::flush`] and dropping the store make acks durable.
+//! - **Sequence numbers** are per queue, start at 0, only grow, and survive restarts.
+//! - **Bounded disk use.** [`StoreConfig::max_bytes`] bounds the bytes of live records (appended
+//!   and not yet deleted by a committed ack). An append that would pass it fails at once
+//!   ([`QueueLog::append`]) or waits for acks up to [`StoreConfig::full_timeout`]
+//!   ([`QueueLog::append_waiting`]), then fails with [`StoreError::Full`] naming the directory and
+//!   the limit. A record once accepted is never dropped. The limit counts payloads only: the file
+//!   also holds B-tree pages and free space (redb reuses freed pages but does not shrink the file),
+//!   so it is larger than `max_bytes`, typically by a small factor for records of a KiB or more.
+//! - **One opener.** A second open of the same directory, from this process or another, fails
+//!   with [`StoreError::InUse`] (an `flock` on `LOCK`, plus redb's own lock on the database).
+//! - **No panic on file content.** A file that is not a store is [`StoreError::Foreign`]; a
+//!   damaged, truncated or lost one is [`StoreError::Damaged`]; both name the file.
+//! - **Bounded memory.** Records live on disk. In memory each queue keeps its head, length and
+//!   live bytes, plus the acks not yet committed; redb's page cache is bounded by
+//!   [`StoreConfig::cache_bytes`].
+//!
+//! ## Why a torn commit is invisible
+//!
+//! redb keeps two commit slots in its header and a "god byte" that names the current one. A
+//! commit writes the new B-tree pages (copy on write, never over live pages), writes the new root
+//! and its checksum into the inactive slot, flips the god byte and fsyncs. After a crash, redb
+//! verifies the slot's checksums and, if the newest commit is incomplete, falls back to the
+//! previous one; its repair then walks the trees and rebuilds the allocator state. A crash thus
+//! exposes either the whole last commit or none of it; and a ticket resolves only after its
+//! commit's fsync returned.
+//!
+//! ## Layout
+//!
+//! The data directory holds `LOCK`, `FORMAT` and `store.redb`; the tables of `store.redb` are
+//! one records table per queue (sequence number → record) and a `queues` table (name → id, head,
+//! live bytes), written together in each commit.
+//!
+//! ## Example
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), eip_store::StoreError> {
+//! use bytes::Bytes;
+//! use eip_store::{DurableStore, StoreConfig};
+//!
+//! let dir = std::env::temp_dir().join(format!("eip-store-doc-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! let store = DurableStore::open(&dir, StoreConfig::default())?;
+//! let orders = store.queue("orders")?;
+//! let seq = orders.append(Bytes::from_static(b"order 1"))?.await?;
+//! assert_eq!(orders.read(0, 10)?, vec![(seq, Bytes::from_static(b"order 1"))]);
+//! orders.ack(seq);
+//! assert_eq!(orders.len(), 0);
+//! drop((orders, store));
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(())
+//! # }
+//! ```
+
+mod committer;
+mod config;
+mod error;
+mod layout;
+mod queue;
+mod schema;
+mod space;
+mod store;
+
+pub use config::StoreConfig;
+pub use error::StoreError;
+pub use queue::{AppendTicket, QueueLog};
+pub use store::{DurableStore, StoreStats};

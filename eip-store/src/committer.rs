@@ -1,0 +1,537 @@
+//! The committer: one thread that owns every write to the database (group commit).
+//!
+//! Appends, acks, declarations and removals reach it through one channel. Each round it takes
+//! every job queued since the last commit (up to [`MAX_BATCH`]), writes them all in ONE redb write
+//! transaction, commits, and only then updates the queues in memory and answers the jobs. While
+//! one commit waits for its fsync, the next appends queue up and share the next commit: one
+//! appender gets one commit per record, 256 concurrent appenders about one commit per 256 records.
+//!
+//! - A round holding anything but acks commits at once, durably ([`Durability::Immediate`]):
+//!   every append ticket it answers is on disk.
+//! - Acks alone wait up to [`ACK_DELAY`] for company, then commit without an fsync
+//!   ([`Durability::None`]); the next durable commit (an append, a flush, the close) makes them
+//!   durable too. A crash in between loses acks only, which means redeliveries, never lost
+//!   records.
+//! - When the last handle of the store is dropped the channel closes: the committer writes what
+//!   is still queued, commits durably, marks the store closed and ends.
+//!
+//! The thread is a plain `std::thread`, so fsyncs never block an async runtime; answers go back
+//! through `tokio::sync::oneshot`, which needs no runtime.
+//!
+//! If a commit fails, every job of the round fails with the same error: appended bytes are given
+//! back, acks are undone (their records will be read again), and memory is left as it was.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use redb::{Database, Durability, ReadableTableMetadata, Table, WriteTransaction};
+use tokio::sync::oneshot;
+
+use crate::queue::QueueState;
+use crate::schema::{self, QUEUES};
+use crate::space::Space;
+use crate::store::Registry;
+use crate::StoreError;
+
+/// How long acks alone wait for other work before they are committed on their own.
+pub(crate) const ACK_DELAY: Duration = Duration::from_millis(5);
+/// The most jobs one commit takes, bounding its latency and memory.
+pub(crate) const MAX_BATCH: usize = 4096;
+/// After this many commits without fsync in a row, the next ack-only commit is durable.
+const MAX_UNSYNCED_COMMITS: u32 = 64;
+
+/// One request to the committer.
+pub(crate) enum Job {
+    /// Write `record` at the end of `queue`; answer with its sequence number once durable.
+    Append {
+        queue: Arc<QueueState>,
+        record: Bytes,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
+    /// Delete the record `seq` of `queue`.
+    Ack { queue: Arc<QueueState>, seq: u64 },
+    /// Create the queue `name` durably unless it exists.
+    Declare {
+        name: String,
+        reply: SyncSender<Result<Arc<QueueState>, StoreError>>,
+    },
+    /// Delete the queue `name` with its records; answer how many there were.
+    Remove {
+        name: String,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
+    /// Make everything before it durable.
+    Flush {
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+}
+
+/// The store's counters, for tests and monitoring.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) commits: AtomicU64,
+    pub(crate) records: AtomicU64,
+    pub(crate) acks: AtomicU64,
+}
+
+/// A job while its round is written: the job plus what the write found out.
+enum Effect {
+    Append {
+        queue: Arc<QueueState>,
+        record: Bytes,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+        /// Given by the write; `None` if the queue was removed first.
+        seq: Option<u64>,
+    },
+    Ack {
+        queue: Arc<QueueState>,
+        seq: u64,
+        /// Whether the record was still there to delete.
+        deleted: bool,
+    },
+    Declare {
+        name: String,
+        reply: SyncSender<Result<Arc<QueueState>, StoreError>>,
+        state: Option<Arc<QueueState>>,
+        created: bool,
+    },
+    Remove {
+        name: String,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+        removed: Option<(Arc<QueueState>, u64)>,
+    },
+    Flush {
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+}
+
+impl From<Job> for Effect {
+    fn from(job: Job) -> Effect {
+        match job {
+            Job::Append {
+                queue,
+                record,
+                reply,
+            } => Effect::Append {
+                queue,
+                record,
+                reply,
+                seq: None,
+            },
+            Job::Ack { queue, seq } => Effect::Ack {
+                queue,
+                seq,
+                deleted: false,
+            },
+            Job::Declare { name, reply } => Effect::Declare {
+                name,
+                reply,
+                state: None,
+                created: false,
+            },
+            Job::Remove { name, reply } => Effect::Remove {
+                name,
+                reply,
+                removed: None,
+            },
+            Job::Flush { reply } => Effect::Flush { reply },
+        }
+    }
+}
+
+/// What one round does to one queue, applied to memory once the commit succeeded.
+struct Touched {
+    queue: Arc<QueueState>,
+    head: u64,
+    appended: u64,
+    added_bytes: u64,
+    freed_bytes: u64,
+    removed: bool,
+}
+
+/// The committer thread's state.
+pub(crate) struct Committer {
+    pub(crate) db: Arc<Database>,
+    pub(crate) file: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) space: Arc<Space>,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) jobs: Receiver<Job>,
+    pub(crate) next_id: u32,
+    pub(crate) unsynced_commits: u32,
+}
+
+impl Committer {
+    /// The thread's body: rounds of commits until the channel closes, then a last durable commit.
+    pub(crate) fn run(mut self) {
+        let mut batch: Vec<Job> = Vec::new();
+        let mut acks_since: Option<Instant> = None;
+        let mut open = true;
+        while open {
+            let first = match acks_since {
+                Some(since) => {
+                    let wait = (since + ACK_DELAY).saturating_duration_since(Instant::now());
+                    match self.jobs.recv_timeout(wait) {
+                        Ok(job) => Some(job),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => {
+                            open = false;
+                            None
+                        }
+                    }
+                }
+                None => self.jobs.recv().ok(),
+            };
+            match first {
+                Some(job) => batch.push(job),
+                None if acks_since.is_none() => open = false,
+                None => {}
+            }
+            while open && batch.len() < MAX_BATCH {
+                match self.jobs.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => open = false,
+                }
+            }
+            let urgent = batch.iter().any(|job| !matches!(job, Job::Ack { .. }));
+            if !batch.is_empty() && acks_since.is_none() {
+                acks_since = Some(Instant::now());
+            }
+            let due = acks_since.is_some_and(|since| since.elapsed() >= ACK_DELAY)
+                || batch.len() >= MAX_BATCH;
+            if urgent || due || !open {
+                let durable =
+                    urgent || !open || self.unsynced_commits + 1 >= MAX_UNSYNCED_COMMITS;
+                self.commit(std::mem::take(&mut batch), durable);
+                acks_since = None;
+            }
+        }
+        if self.unsynced_commits > 0 {
+            self.commit(Vec::new(), true);
+        }
+        self.space.close();
+        for queue in self.registry_snapshot() {
+            queue.advanced.notify_waiters();
+        }
+    }
+
+    fn registry_snapshot(&self) -> Vec<Arc<QueueState>> {
+        crate::store::lock(&self.registry).values().cloned().collect()
+    }
+
+    /// Writes one round, commits it, then applies it to memory and answers every job.
+    fn commit(&mut self, jobs: Vec<Job>, durable: bool) {
+        let mut effects: Vec<Effect> = jobs.into_iter().map(Effect::from).collect();
+        let writes = effects.iter().any(|e| !matches!(e, Effect::Flush { .. }));
+        if !writes && !(durable && self.unsynced_commits > 0) {
+            return self.apply(effects, Vec::new());
+        }
+        let file = self.file.clone();
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.write(&mut effects, durable)))
+            .unwrap_or_else(|panic| Err(StoreError::from_panic(&file, panic.as_ref())));
+        match outcome {
+            Ok(touched) => {
+                self.counters.commits.fetch_add(1, Ordering::Relaxed);
+                self.unsynced_commits = if durable {
+                    0
+                } else {
+                    self.unsynced_commits + 1
+                };
+                self.apply(effects, touched);
+            }
+            Err(error) => {
+                tracing::error!(%error, "eip-store: a commit failed");
+                self.fail(effects, error);
+            }
+        }
+    }
+
+    /// Writes every effect in one transaction and commits it.
+    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Vec<Touched>, StoreError> {
+        let file = self.file.clone();
+        let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
+        let mut txn = self.db.begin_write().map_err(|e| redb_error(e.into()))?;
+        if !durable {
+            txn.set_durability(Durability::None)
+                .map_err(|e| redb_error(e.into()))?;
+        }
+        let mut touched: HashMap<u32, Touched> = HashMap::new();
+        {
+            let mut round = Round {
+                txn: &txn,
+                queues: txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?,
+                tables: HashMap::new(),
+                names: HashMap::new(),
+                touched: &mut touched,
+                registry: &self.registry,
+            };
+            for effect in effects.iter_mut() {
+                round
+                    .write(effect, &mut self.next_id)
+                    .map_err(redb_error)?;
+            }
+            round.write_queue_rows().map_err(redb_error)?;
+        }
+        txn.commit().map_err(|e| redb_error(e.into()))?;
+        Ok(touched.into_values().collect())
+    }
+
+    /// After a successful commit: memory first (heads, lengths, bytes), then the answers, so that
+    /// whoever is answered sees the new state.
+    fn apply(&self, effects: Vec<Effect>, touched: Vec<Touched>) {
+        for t in &touched {
+            let queue = &t.queue;
+            if t.removed {
+                let live = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
+                self.space.release(live);
+            } else {
+                queue.head.store(t.head, Ordering::Release);
+                queue.len.fetch_add(t.appended, Ordering::AcqRel);
+                let bytes = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
+                queue
+                    .bytes
+                    .store(bytes.saturating_sub(t.freed_bytes), Ordering::Release);
+                self.space.release(t.freed_bytes);
+            }
+        }
+        let mut registry = crate::store::lock(&self.registry);
+        for effect in effects {
+            match effect {
+                Effect::Append {
+                    queue,
+                    record,
+                    reply,
+                    seq,
+                } => {
+                    let answer = match seq {
+                        Some(seq) => {
+                            self.counters.records.fetch_add(1, Ordering::Relaxed);
+                            Ok(seq)
+                        }
+                        None => {
+                            self.space.release(record.len() as u64);
+                            Err(StoreError::QueueRemoved {
+                                dir: self.dir.clone(),
+                                name: queue.name.clone(),
+                            })
+                        }
+                    };
+                    let _ = reply.send(answer);
+                }
+                Effect::Ack {
+                    queue,
+                    seq,
+                    deleted,
+                } => {
+                    queue.acked().remove(&seq);
+                    if deleted {
+                        self.counters.acks.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        // ack() counted a record that was already gone
+                        queue.len.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+                Effect::Declare {
+                    name,
+                    reply,
+                    state,
+                    created,
+                } => {
+                    let answer = match state {
+                        Some(state) => {
+                            if created {
+                                registry.insert(name, state.clone());
+                            }
+                            Ok(state)
+                        }
+                        None => Err(StoreError::Closed {
+                            dir: self.dir.clone(),
+                        }),
+                    };
+                    let _ = reply.send(answer);
+                }
+                Effect::Remove {
+                    name,
+                    reply,
+                    removed,
+                } => {
+                    let count = match removed {
+                        Some((queue, count)) => {
+                            queue.removed.store(true, Ordering::Release);
+                            queue.advanced.notify_waiters();
+                            if registry.get(&name).is_some_and(|q| Arc::ptr_eq(q, &queue)) {
+                                registry.remove(&name);
+                            }
+                            count
+                        }
+                        None => 0,
+                    };
+                    let _ = reply.send(Ok(count));
+                }
+                Effect::Flush { reply } => {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+        }
+        drop(registry);
+        for t in touched {
+            t.queue.advanced.notify_waiters();
+        }
+    }
+
+    /// After a failed commit: give back reserved bytes, undo acks, answer every job with `error`.
+    fn fail(&self, effects: Vec<Effect>, error: StoreError) {
+        for effect in effects {
+            match effect {
+                Effect::Append { record, reply, .. } => {
+                    self.space.release(record.len() as u64);
+                    let _ = reply.send(Err(error.duplicate()));
+                }
+                Effect::Ack { queue, seq, .. } => {
+                    if queue.acked().remove(&seq) {
+                        queue.len.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+                Effect::Declare { reply, .. } => {
+                    let _ = reply.send(Err(error.duplicate()));
+                }
+                Effect::Remove { reply, .. } => {
+                    let _ = reply.send(Err(error.duplicate()));
+                }
+                Effect::Flush { reply } => {
+                    let _ = reply.send(Err(error.duplicate()));
+                }
+            }
+        }
+    }
+}
+
+/// The open tables and bookkeeping of one write transaction.
+struct Round<'txn, 'a> {
+    txn: &'txn WriteTransaction,
+    queues: Table<'txn, &'static str, (u32, u64, u64)>,
+    tables: HashMap<u32, Table<'txn, u64, &'static [u8]>>,
+    /// Queues declared (`Some`) or removed (`None`) earlier in this round, by name.
+    names: HashMap<String, Option<Arc<QueueState>>>,
+    touched: &'a mut HashMap<u32, Touched>,
+    registry: &'a Registry,
+}
+
+impl<'txn> Round<'txn, '_> {
+    fn write(&mut self, effect: &mut Effect, next_id: &mut u32) -> Result<(), redb::Error> {
+        match effect {
+            Effect::Append {
+                queue, record, seq, ..
+            } => {
+                if self.touch(queue).removed {
+                    return Ok(());
+                }
+                let head = self.touch(queue).head;
+                self.table(queue)?.insert(head, record.as_ref())?;
+                *seq = Some(head);
+                let t = self.touch(queue);
+                t.head += 1;
+                t.appended += 1;
+                t.added_bytes += record.len() as u64;
+            }
+            Effect::Ack { queue, seq, deleted } => {
+                if self.touch(queue).removed {
+                    return Ok(());
+                }
+                let freed = self.table(queue)?.remove(*seq)?.map(|v| v.value().len() as u64);
+                *deleted = freed.is_some();
+                self.touch(queue).freed_bytes += freed.unwrap_or(0);
+            }
+            Effect::Declare {
+                name,
+                state,
+                created,
+                ..
+            } => {
+                if let Some(existing) = self.find(name) {
+                    *state = Some(existing);
+                    return Ok(());
+                }
+                let id = *next_id;
+                *next_id = id.checked_add(1).ok_or_else(|| {
+                    redb::Error::Corrupted("no queue id left (2^32 queues declared)".into())
+                })?;
+                let queue = Arc::new(QueueState::new(name.clone(), id, 0, 0, 0));
+                self.queues.insert(name.as_str(), (id, 0, 0))?;
+                self.table(&queue)?;
+                self.names.insert(name.clone(), Some(queue.clone()));
+                *state = Some(queue);
+                *created = true;
+            }
+            Effect::Remove { name, removed, .. } => {
+                let Some(queue) = self.find(name) else {
+                    return Ok(());
+                };
+                let count = self.table(&queue)?.len()?;
+                self.tables.remove(&queue.id);
+                self.txn.delete_table(schema::records(&queue.table))?;
+                self.queues.remove(name.as_str())?;
+                self.touch(&queue).removed = true;
+                self.names.insert(name.clone(), None);
+                *removed = Some((queue, count));
+            }
+            Effect::Flush { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The queue `name` as this round sees it.
+    fn find(&self, name: &str) -> Option<Arc<QueueState>> {
+        match self.names.get(name) {
+            Some(state) => state.clone(),
+            None => crate::store::lock(self.registry).get(name).cloned(),
+        }
+    }
+
+    fn touch(&mut self, queue: &Arc<QueueState>) -> &mut Touched {
+        self.touched.entry(queue.id).or_insert_with(|| Touched {
+            queue: queue.clone(),
+            head: queue.head.load(Ordering::Acquire),
+            appended: 0,
+            added_bytes: 0,
+            freed_bytes: 0,
+            removed: queue.removed.load(Ordering::Acquire),
+        })
+    }
+
+    fn table(
+        &mut self,
+        queue: &QueueState,
+    ) -> Result<&mut Table<'txn, u64, &'static [u8]>, redb::Error> {
+        if !self.tables.contains_key(&queue.id) {
+            let table = self.txn.open_table(schema::records(&queue.table))?;
+            self.tables.insert(queue.id, table);
+        }
+        self.tables
+            .get_mut(&queue.id)
+            .ok_or_else(|| redb::Error::Corrupted("a table just opened is gone".into()))
+    }
+
+    /// Writes the `queues` row of every queue this round changed.
+    fn write_queue_rows(&mut self) -> Result<(), redb::Error> {
+        for t in self.touched.values() {
+            if t.removed || (t.appended == 0 && t.freed_bytes == 0) {
+                continue;
+            }
+            let queue = &t.queue;
+            let bytes = (queue.bytes.load(Ordering::Acquire) + t.added_bytes)
+                .saturating_sub(t.freed_bytes);
+            self.queues
+                .insert(queue.name.as_str(), (queue.id, t.head, bytes))?;
+        }
+        Ok(())
+    }
+}

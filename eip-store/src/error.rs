@@ -1,0 +1,156 @@
+//! What can go wrong in the store, each error naming the directory or file it concerns.
+//!
+//! Errors from redb are translated at the boundary ([`StoreError::from_redb`]): a checksum or
+//! structure failure becomes [`StoreError::Damaged`], an operating-system failure
+//! [`StoreError::Io`], a file redb does not recognise [`StoreError::Foreign`].
+
+use std::path::{Path, PathBuf};
+
+/// An error of the durable store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The data directory is already open, in this process or another one.
+    #[error("the store in {} is in use: another handle, in this or another process, has it open", dir.display())]
+    InUse {
+        /// The data directory.
+        dir: PathBuf,
+    },
+    /// A file of the store exists but its content cannot be trusted.
+    #[error("the store file {} is damaged: {reason}", file.display())]
+    Damaged {
+        /// The damaged file.
+        file: PathBuf,
+        /// What was found wrong.
+        reason: String,
+    },
+    /// A file where the store expects its database is something else.
+    #[error("{} is not an eip store database: {reason}", file.display())]
+    Foreign {
+        /// The file that is not the store's.
+        file: PathBuf,
+        /// What it looks like instead.
+        reason: String,
+    },
+    /// Accepting the record would pass the store's byte limit, and no acks freed room in time.
+    #[error(
+        "the store in {} is full: its records not yet acknowledged would pass the limit of {max_bytes} bytes",
+        dir.display()
+    )]
+    Full {
+        /// The data directory.
+        dir: PathBuf,
+        /// The configured limit, [`StoreConfig::max_bytes`](crate::StoreConfig::max_bytes).
+        max_bytes: u64,
+    },
+    /// A single record larger than the store can ever hold: waiting for acks would not help.
+    #[error("a record of {len} bytes can never fit the store in {}: its limit is {max_bytes} bytes", dir.display())]
+    RecordTooLarge {
+        /// The data directory.
+        dir: PathBuf,
+        /// The size of the refused record.
+        len: u64,
+        /// The limit it passes.
+        max_bytes: u64,
+    },
+    /// The operating system refused an operation on a file of the store.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The queue was removed with [`DurableStore::remove_queue`](crate::DurableStore::remove_queue).
+    #[error("queue {name:?} of the store in {} was removed", dir.display())]
+    QueueRemoved {
+        /// The data directory.
+        dir: PathBuf,
+        /// The removed queue.
+        name: String,
+    },
+    /// The store's committer has stopped, after a fatal error; nothing more can be written.
+    #[error("the store in {} is closed", dir.display())]
+    Closed {
+        /// The data directory.
+        dir: PathBuf,
+    },
+}
+
+impl StoreError {
+    /// Translates an error of redb about the database `file`.
+    pub(crate) fn from_redb(file: &Path, error: impl Into<redb::Error>) -> StoreError {
+        let damaged = |reason: String| StoreError::Damaged {
+            file: file.to_path_buf(),
+            reason,
+        };
+        match error.into() {
+            redb::Error::Io(source) => StoreError::Io {
+                path: file.to_path_buf(),
+                source,
+            },
+            redb::Error::PreviousIo => StoreError::Io {
+                path: file.to_path_buf(),
+                source: std::io::Error::other(
+                    "an earlier write failed; the store must be reopened",
+                ),
+            },
+            redb::Error::DatabaseAlreadyOpen => StoreError::InUse {
+                dir: file.parent().unwrap_or(file).to_path_buf(),
+            },
+            redb::Error::UpgradeRequired(version) => StoreError::Foreign {
+                file: file.to_path_buf(),
+                reason: format!("a redb database of file format {version}, not the one this build reads"),
+            },
+            redb::Error::Corrupted(reason) => damaged(reason),
+            other => damaged(other.to_string()),
+        }
+    }
+
+    /// A copy of this error for a second recipient (a batch's failure goes to every ticket).
+    pub(crate) fn duplicate(&self) -> StoreError {
+        match self {
+            StoreError::InUse { dir } => StoreError::InUse { dir: dir.clone() },
+            StoreError::Damaged { file, reason } => StoreError::Damaged {
+                file: file.clone(),
+                reason: reason.clone(),
+            },
+            StoreError::Foreign { file, reason } => StoreError::Foreign {
+                file: file.clone(),
+                reason: reason.clone(),
+            },
+            StoreError::Full { dir, max_bytes } => StoreError::Full {
+                dir: dir.clone(),
+                max_bytes: *max_bytes,
+            },
+            StoreError::RecordTooLarge { dir, len, max_bytes } => StoreError::RecordTooLarge {
+                dir: dir.clone(),
+                len: *len,
+                max_bytes: *max_bytes,
+            },
+            StoreError::Io { path, source } => StoreError::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            StoreError::QueueRemoved { dir, name } => StoreError::QueueRemoved {
+                dir: dir.clone(),
+                name: name.clone(),
+            },
+            StoreError::Closed { dir } => StoreError::Closed { dir: dir.clone() },
+        }
+    }
+
+    /// The error for a panic caught inside redb while it read `file`.
+    pub(crate) fn from_panic(file: &Path, payload: &(dyn std::any::Any + Send)) -> StoreError {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no detail".to_string());
+        StoreError::Damaged {
+            file: file.to_path_buf(),
+            reason: format!("the storage engine failed reading it ({detail})"),
+        }
+    }
+}

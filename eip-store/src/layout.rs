@@ -1,0 +1,127 @@
+//! The data directory: which files it holds and what each one is for.
+//!
+//! - `LOCK`: an empty file, exclusively locked (`flock`) by the one open store. A second open, in
+//!   this process or another, finds it locked and fails with
+//!   [`StoreError::InUse`](crate::StoreError::InUse). The operating system drops the lock when the
+//!   process dies, so a crash leaves nothing to clean up.
+//! - `store.redb`: the redb database holding every queue and record.
+//! - `FORMAT`: written once the database is initialised. Its presence tells a later open that a
+//!   missing or empty `store.redb` is a lost database, not a new one, so records never vanish
+//!   without an error.
+//!
+//! Before redb sees `store.redb`, its first bytes are checked for redb's magic number: anything
+//! else (a text file, random bytes) is [`StoreError::Foreign`](crate::StoreError::Foreign).
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::StoreError;
+
+/// The name of the lock file in the data directory.
+pub(crate) const LOCK_FILE: &str = "LOCK";
+/// The name of the database file in the data directory.
+pub(crate) const DATABASE_FILE: &str = "store.redb";
+/// The name of the marker written once the database exists.
+pub(crate) const FORMAT_FILE: &str = "FORMAT";
+const FORMAT_CONTENT: &[u8] = b"eip-store 1\n";
+
+/// redb's magic number, the first bytes of every redb file.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Creates the directory if needed and takes its lock, held for as long as the file is open.
+pub(crate) fn lock(dir: &Path) -> Result<File, StoreError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(StoreError::InUse {
+            dir: dir.to_path_buf(),
+        }),
+        Err(TryLockError::Error(source)) => Err(StoreError::Io { path, source }),
+    }
+}
+
+/// Checks, before redb opens it, that the database file is absent, empty and new, or starts like
+/// a redb file; and that it is not missing or empty while `FORMAT` says it existed.
+pub(crate) fn check_database_file(dir: &Path) -> Result<PathBuf, StoreError> {
+    let path = dir.join(DATABASE_FILE);
+    let initialised = dir.join(FORMAT_FILE).exists();
+    let len = match std::fs::metadata(&path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(StoreError::Foreign {
+                file: path,
+                reason: "it is not a regular file".into(),
+            });
+        }
+        Ok(meta) => meta.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(source) => return Err(StoreError::Io { path, source }),
+    };
+    if len == 0 {
+        if initialised {
+            return Err(StoreError::Damaged {
+                file: path,
+                reason: format!(
+                    "it is missing or empty, yet {FORMAT_FILE} says this directory held a store"
+                ),
+            });
+        }
+        return Ok(path);
+    }
+    let mut start = [0u8; REDB_MAGIC.len()];
+    let mut file = File::open(&path).map_err(io(&path))?;
+    let read = read_up_to(&mut file, &mut start).map_err(io(&path))?;
+    if start[..read] != REDB_MAGIC[..read] {
+        return Err(StoreError::Foreign {
+            file: path,
+            reason: "it does not start with redb's magic number".into(),
+        });
+    }
+    if read < REDB_MAGIC.len() {
+        return Err(StoreError::Damaged {
+            file: path,
+            reason: format!("it is truncated to {len} bytes"),
+        });
+    }
+    Ok(path)
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+/// Writes `FORMAT` (durably, with its directory entry) once the database is initialised.
+pub(crate) fn mark_initialised(dir: &Path) -> Result<(), StoreError> {
+    let path = dir.join(FORMAT_FILE);
+    if path.exists() {
+        return Ok(());
+    }
+    let mut file = File::create(&path).map_err(io(&path))?;
+    file.write_all(FORMAT_CONTENT).map_err(io(&path))?;
+    file.sync_all().map_err(io(&path))?;
+    // The directory entry too, or a power loss could forget the file
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir))
+}

@@ -1,0 +1,34 @@
+//! The tables of `store.redb`.
+//!
+//! - `eip-store` (`&str → u64`): `"format"` → the format version, [`FORMAT_VERSION`]. A redb file
+//!   with other tables and without this one belongs to another program.
+//! - `queues` (`&str → (u32, u64, u64)`): queue name → (queue id, head, live bytes). Head is the
+//!   next sequence number, kept here so that sequence numbers keep growing across restarts even
+//!   when every record has been acknowledged and deleted. Live bytes lets an open rebuild
+//!   [`DurableStore::used_bytes`](crate::DurableStore::used_bytes) without reading payloads.
+//! - `records/<id>` (`u64 → &[u8]`), one per queue: sequence number → record. Its length, which
+//!   redb keeps in the table's root, is the queue's length, so an open reads no payloads.
+//!
+//! Every commit writes a queue's records and its `queues` row in the same transaction, so the
+//! row always agrees with the table.
+
+use redb::TableDefinition;
+
+/// The store's own metadata.
+pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("eip-store");
+/// The key of the format version in [`META`].
+pub(crate) const FORMAT_KEY: &str = "format";
+/// The format this build writes and reads.
+pub(crate) const FORMAT_VERSION: u64 = 1;
+/// Queue name → (id, head, live bytes).
+pub(crate) const QUEUES: TableDefinition<&str, (u32, u64, u64)> = TableDefinition::new("queues");
+
+/// The name of the records table of queue `id`.
+pub(crate) fn records_table_name(id: u32) -> String {
+    format!("records/{id}")
+}
+
+/// The definition of a records table named by [`records_table_name`].
+pub(crate) fn records(name: &str) -> TableDefinition<'_, u64, &'static [u8]> {
+    TableDefinition::new(name)
+}

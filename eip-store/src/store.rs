@@ -1,0 +1,343 @@
+//! The store: one data directory, its database, its committer thread and its named queues.
+//!
+//! [`DurableStore::open`] takes the directory's lock, checks and opens the database, rebuilds each
+//! queue's head, length and live bytes from the `queues` table and the records tables' lengths
+//! (no payload is read, so this is quick whatever the number of records), then starts the
+//! committer thread. Handles ([`DurableStore`], [`QueueLog`]) are cheap clones of one shared
+//! state; when the last one is dropped, the committer writes what is pending, commits durably and
+//! stops, the database is closed and the lock released, all before the drop returns, so the
+//! directory can be opened again at once.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableError};
+use tokio::sync::oneshot;
+
+use crate::committer::{Committer, Counters, Job};
+use crate::layout;
+use crate::queue::{QueueLog, QueueState};
+use crate::schema::{self, FORMAT_KEY, FORMAT_VERSION, META, QUEUES};
+use crate::space::Space;
+use crate::{StoreConfig, StoreError};
+
+/// Every declared queue by name, shared by the handles and the committer.
+pub(crate) type Registry = Mutex<BTreeMap<String, Arc<QueueState>>>;
+
+/// Locks `registry`; a panic elsewhere never leaves it inconsistent, so poisoning is ignored.
+pub(crate) fn lock(registry: &Registry) -> MutexGuard<'_, BTreeMap<String, Arc<QueueState>>> {
+    registry.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Counters of the committer's work since the store was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoreStats {
+    /// Write transactions committed (durable or not).
+    pub commits: u64,
+    /// Records committed by appends.
+    pub records_committed: u64,
+    /// Records deleted by committed acks.
+    pub acks_committed: u64,
+}
+
+/// The state every handle shares. Dropping it stops the committer and closes the database.
+pub(crate) struct Shared {
+    pub(crate) dir: PathBuf,
+    pub(crate) file: PathBuf,
+    pub(crate) config: StoreConfig,
+    pub(crate) space: Arc<Space>,
+    registry: Arc<Registry>,
+    counters: Arc<Counters>,
+    jobs: Option<Sender<Job>>,
+    db: Option<Arc<Database>>,
+    committer: Option<JoinHandle<()>>,
+    /// Held (locked) for as long as the store is open; dropped last.
+    lock: Option<File>,
+}
+
+impl Shared {
+    pub(crate) fn send(&self, job: Job) -> Result<(), ()> {
+        match &self.jobs {
+            Some(jobs) => jobs.send(job).map_err(|_| ()),
+            None => Err(()),
+        }
+    }
+
+    pub(crate) fn closed_error(&self) -> StoreError {
+        StoreError::Closed {
+            dir: self.dir.clone(),
+        }
+    }
+
+    pub(crate) fn database(&self) -> Result<&Database, StoreError> {
+        self.db.as_deref().ok_or_else(|| self.closed_error())
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Closing the channel tells the committer to finish the pending work and stop
+        self.jobs.take();
+        if let Some(committer) = self.committer.take() {
+            let _ = committer.join();
+        }
+        self.db.take();
+        self.lock.take();
+    }
+}
+
+/// An open data directory holding named queues of records. Cheap to clone; the store stays open
+/// while any handle (or [`QueueLog`]) lives.
+#[derive(Clone)]
+pub struct DurableStore {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for DurableStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableStore")
+            .field("dir", &self.shared.dir)
+            .field("used_bytes", &self.used_bytes())
+            .field("max_bytes", &self.max_bytes())
+            .finish()
+    }
+}
+
+impl DurableStore {
+    /// Opens the store in `dir`, creating the directory and an empty store if needed.
+    ///
+    /// Fails with [`StoreError::InUse`] if the directory is open (in this process or another),
+    /// [`StoreError::Foreign`] if `store.redb` is not a store database, [`StoreError::Damaged`]
+    /// if it cannot be trusted (checksums, structure, truncation, a lost file), and
+    /// [`StoreError::Io`] if the operating system refuses. Never panics on file content.
+    pub fn open(dir: impl AsRef<Path>, config: StoreConfig) -> Result<DurableStore, StoreError> {
+        let dir = dir.as_ref().to_path_buf();
+        let lock_file = layout::lock(&dir)?;
+        let file = layout::check_database_file(&dir)?;
+        let (db, queues) = catch_unwind(AssertUnwindSafe(|| open_database(&file, &config)))
+            .unwrap_or_else(|panic| Err(StoreError::from_panic(&file, panic.as_ref())))?;
+        layout::mark_initialised(&dir)?;
+
+        let used: u64 = queues
+            .iter()
+            .map(|q| q.bytes.load(Ordering::Relaxed))
+            .fold(0, u64::saturating_add);
+        let next_id = queues.iter().map(|q| q.id).max().map_or(0, |id| id.saturating_add(1));
+        let space = Arc::new(Space::new(config.max_bytes, used));
+        let registry = Arc::new(Mutex::new(
+            queues
+                .into_iter()
+                .map(|q| (q.name.clone(), Arc::new(q)))
+                .collect::<BTreeMap<_, _>>(),
+        ));
+        let counters = Arc::new(Counters::default());
+        let db = Arc::new(db);
+        let (jobs, receiver) = mpsc::channel();
+        let committer = Committer {
+            db: db.clone(),
+            file: file.clone(),
+            dir: dir.clone(),
+            registry: registry.clone(),
+            space: space.clone(),
+            counters: counters.clone(),
+            jobs: receiver,
+            next_id,
+            unsynced_commits: 0,
+        };
+        let committer = std::thread::Builder::new()
+            .name("eip-store-committer".into())
+            .spawn(move || committer.run())
+            .map_err(|source| StoreError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+        Ok(DurableStore {
+            shared: Arc::new(Shared {
+                dir,
+                file,
+                config,
+                space,
+                registry,
+                counters,
+                jobs: Some(jobs),
+                db: Some(db),
+                committer: Some(committer),
+                lock: Some(lock_file),
+            }),
+        })
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The queue `name`: declared durably (committed before this returns) if new, re-opened with
+    /// its records and sequence numbers if it exists. Blocks for one commit when declaring.
+    pub fn queue(&self, name: &str) -> Result<QueueLog, StoreError> {
+        let existing = lock(&self.shared.registry).get(name).cloned();
+        let state = match existing {
+            Some(state) => state,
+            None => {
+                let (reply, answer) = mpsc::sync_channel(1);
+                let job = Job::Declare {
+                    name: name.to_string(),
+                    reply,
+                };
+                self.shared
+                    .send(job)
+                    .map_err(|()| self.shared.closed_error())?;
+                answer.recv().map_err(|_| self.shared.closed_error())??
+            }
+        };
+        Ok(QueueLog {
+            state,
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// The name of every declared queue, sorted.
+    pub fn queue_names(&self) -> Vec<String> {
+        lock(&self.shared.registry).keys().cloned().collect()
+    }
+
+    /// Removes the queue `name` and its records, durably; answers how many records it held
+    /// (0 if there was no such queue). Handles on the queue fail from then on with
+    /// [`StoreError::QueueRemoved`]. Declaring the name again creates a new, empty queue whose
+    /// sequence numbers start at 0.
+    pub async fn remove_queue(&self, name: &str) -> Result<u64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Remove {
+            name: name.to_string(),
+            reply,
+        };
+        self.shared
+            .send(job)
+            .map_err(|()| self.shared.closed_error())?;
+        answer.await.map_err(|_| self.shared.closed_error())?
+    }
+
+    /// Bytes of live records: appended (committed or pending) and not deleted by a committed ack.
+    /// An ack frees its record's bytes once it is committed, within a few milliseconds.
+    pub fn used_bytes(&self) -> u64 {
+        self.shared.space.used()
+    }
+
+    /// The limit of [`used_bytes`](Self::used_bytes), from [`StoreConfig::max_bytes`].
+    pub fn max_bytes(&self) -> Option<u64> {
+        self.shared.space.max()
+    }
+
+    /// Commits every pending ack now, durably, with everything before it.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.shared
+            .send(Job::Flush { reply })
+            .map_err(|()| self.shared.closed_error())?;
+        answer.await.map_err(|_| self.shared.closed_error())?
+    }
+
+    /// What the committer has done since the store was opened.
+    pub fn stats(&self) -> StoreStats {
+        let counters = &self.shared.counters;
+        StoreStats {
+            commits: counters.commits.load(Ordering::Relaxed),
+            records_committed: counters.records.load(Ordering::Relaxed),
+            acks_committed: counters.acks.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Opens (or creates) the database and reads every queue's state from it.
+fn open_database(
+    file: &Path,
+    config: &StoreConfig,
+) -> Result<(Database, Vec<QueueState>), StoreError> {
+    let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
+    let db = Database::builder()
+        .set_cache_size(config.cache_bytes)
+        .create(file)
+        .map_err(|e| redb_error(e.into()))?;
+    initialise(&db, file)?;
+    let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
+    let queues = txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;
+    let mut states = Vec::new();
+    for row in queues.iter().map_err(|e| redb_error(e.into()))? {
+        let (name, value) = row.map_err(|e| redb_error(e.into()))?;
+        let (id, head, bytes) = value.value();
+        let name = name.value().to_string();
+        let table = schema::records_table_name(id);
+        let records = txn
+            .open_table(schema::records(&table))
+            .map_err(|e| match e {
+                TableError::TableDoesNotExist(_) => StoreError::Damaged {
+                    file: file.to_path_buf(),
+                    reason: format!("queue {name:?} has lost its records table {table:?}"),
+                },
+                other => redb_error(other.into()),
+            })?;
+        let len = records.len().map_err(|e| redb_error(e.into()))?;
+        let last = records.last().map_err(|e| redb_error(e.into()))?;
+        if let Some((seq, _)) = last
+            && seq.value() >= head
+        {
+            return Err(StoreError::Damaged {
+                file: file.to_path_buf(),
+                reason: format!(
+                    "queue {name:?} holds record {} at or past its head {head}",
+                    seq.value()
+                ),
+            });
+        }
+        states.push(QueueState::new(name, id, head, len, bytes));
+    }
+    drop(queues);
+    drop(txn);
+    Ok((db, states))
+}
+
+/// Creates the store's tables in a new database; refuses a redb database of another program.
+fn initialise(db: &Database, file: &Path) -> Result<(), StoreError> {
+    let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
+    let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
+    let format = match txn.open_table(META) {
+        Ok(meta) => meta
+            .get(FORMAT_KEY)
+            .map_err(|e| redb_error(e.into()))?
+            .map(|v| v.value()),
+        Err(TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(redb_error(e.into())),
+    };
+    match format {
+        Some(FORMAT_VERSION) => return Ok(()),
+        Some(other) => {
+            return Err(StoreError::Foreign {
+                file: file.to_path_buf(),
+                reason: format!("a store of format {other}; this build reads format {FORMAT_VERSION}"),
+            });
+        }
+        None => {}
+    }
+    let tables = txn.list_tables().map_err(|e| redb_error(e.into()))?.count();
+    if tables > 0 {
+        return Err(StoreError::Foreign {
+            file: file.to_path_buf(),
+            reason: "a redb database of another program".into(),
+        });
+    }
+    drop(txn);
+    let txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
+    {
+        let mut meta = txn.open_table(META).map_err(|e| redb_error(e.into()))?;
+        meta.insert(FORMAT_KEY, FORMAT_VERSION)
+            .map_err(|e| redb_error(e.into()))?;
+        txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;
+    }
+    txn.commit().map_err(|e| redb_error(e.into()))
+}
