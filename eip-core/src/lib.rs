@@ -36,6 +36,7 @@ pub mod join;
 pub mod message;
 pub mod predicate;
 pub mod router;
+pub mod store;
 pub mod topic;
 
 pub use bus::MessageBus;

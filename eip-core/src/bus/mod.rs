@@ -424,7 +424,7 @@ impl MessageBus {
                     }
                 }
                 drop(joined);
-                detach_queue.close();
+                detach_queue.store.close();
             })),
         ))
     }

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use super::datatype::{Datatype, DatatypeCheck};
 use super::dead_letter::{DeadLetterChannel, InvalidMessageChannel};
 use super::error::{ChannelError, validate_channel_name};
+use super::lane::Lane;
 use super::loop_guard::LoopDetection;
-use super::queue::{Overflow, Queue};
 use crate::endpoint::RedeliveryPolicy;
+use crate::store::{Backend, Memory, MessageStore, Overflow};
 
 /// The capacity of a channel built without one.
 pub const DEFAULT_CAPACITY: usize = 1024;
@@ -25,6 +26,7 @@ pub(crate) struct ChannelConfig {
     pub(crate) datatype: Option<DatatypeCheck>,
     pub(crate) loop_detection: LoopDetection,
     pub(crate) time_to_live: Option<std::time::Duration>,
+    pub(crate) backend: Arc<dyn Backend>,
 }
 
 impl ChannelConfig {
@@ -38,15 +40,31 @@ impl ChannelConfig {
         Ok(self)
     }
 
-    /// A queue with this configuration; `name` may differ (a subscription's queue).
-    pub(crate) fn queue(&self, name: Arc<str>) -> Queue {
-        Queue::new(
-            name,
-            self.capacity,
-            self.overflow,
+    /// A lane over `store`, with this configuration's dead letters and redelivery.
+    pub(crate) fn lane_over(&self, store: Arc<dyn MessageStore>) -> Lane {
+        Lane::new(
+            self.name.clone(),
+            store,
             self.dead_letters.clone(),
             self.redelivery.clone(),
         )
+    }
+
+    /// A memory queue with this configuration.
+    pub(crate) fn memory_queue(&self) -> crate::store::memory::Queue {
+        crate::store::memory::Queue::new(self.capacity, self.overflow)
+    }
+
+    /// A lane over the store `store_name` of this configuration's backend.
+    pub(crate) fn lane(&self, store_name: &str) -> Result<Lane, ChannelError> {
+        let store = self
+            .backend
+            .open(store_name, self.capacity, self.overflow)
+            .map_err(|source| ChannelError::Store {
+                channel: self.name.to_string(),
+                source,
+            })?;
+        Ok(self.lane_over(store))
     }
 }
 
@@ -71,6 +89,7 @@ impl<K> ChannelBuilder<K> {
                 datatype: None,
                 loop_detection: LoopDetection::default(),
                 time_to_live: None,
+                backend: Arc::new(Memory),
             },
             kind: PhantomData,
         }
@@ -108,6 +127,14 @@ impl<K> ChannelBuilder<K> {
     /// stays on the message when it is forwarded, as with any expiration.
     pub fn time_to_live(mut self, ttl: std::time::Duration) -> Self {
         self.config.time_to_live = Some(ttl);
+        self
+    }
+
+    /// Where the channel keeps its messages: in memory (the default), or the durable store of
+    /// a data directory ([`crate::store::durable`]), or any other [`Backend`]. The channel's
+    /// meaning does not change with it; what a crash costs does.
+    pub fn store(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.config.backend = backend;
         self
     }
 

@@ -15,8 +15,8 @@
 
 use std::ops::Deref;
 
+use super::lane::Lane;
 use super::point_to_point::PointToPoint;
-use super::queue::Queue;
 use crate::message::{DeathReason, DeathRecord, Message, names};
 
 /// Where the messaging system puts messages it could not deliver.
@@ -59,6 +59,7 @@ impl DeadLetterChannel {
     ) -> Result<(), Message> {
         self.channel
             .queue()
+            .store
             .force_push(mark_dead(msg, origin, reason, error))
     }
 }
@@ -89,7 +90,7 @@ impl InvalidMessageChannel {
     /// Like [`put`](Self::put) for paths that can not wait: ignores the capacity.
     pub(crate) fn put_now(&self, msg: Message, origin: &str, reason: String) {
         let msg = mark_dead(msg, origin, DeathReason::Invalid, Some(reason));
-        if let Err(msg) = self.channel.queue().force_push(msg) {
+        if let Err(msg) = self.channel.queue().store.force_push(msg) {
             tracing::warn!(channel = %self.name(), message = %msg.id(), "invalid message channel closed: message discarded");
         }
     }
@@ -151,24 +152,30 @@ fn mark_dead(
 
 /// Forces the message in if the waiting push is cancelled, so a dead letter is never lost.
 struct ForceOnDrop<'a> {
-    queue: &'a Queue,
+    queue: &'a Lane,
     msg: Option<Message>,
 }
 
 impl Drop for ForceOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(msg) = self.msg.take()
-            && let Err(msg) = self.queue.force_push(msg)
+            && let Err(msg) = self.queue.store.force_push(msg)
         {
             tracing::warn!(channel = %self.queue.name, message = %msg.id(), "dead letter channel closed: message discarded");
         }
     }
 }
 
-async fn bury(queue: &Queue, msg: Message) -> Result<(), Message> {
+async fn bury(queue: &Lane, msg: Message) -> Result<(), Message> {
     let mut guard = ForceOnDrop {
         queue,
         msg: Some(msg),
     };
-    guard.queue.push(&mut guard.msg).await
+    let pushed = guard.queue.push(&mut guard.msg).await;
+    pushed.map_err(|refused| {
+        if let super::lane::Refused::Failed(msg, cause) = &refused {
+            tracing::error!(channel = %guard.queue.name, message = %msg.id(), error = %cause, "dead letter not stored");
+        }
+        refused.into_message()
+    })
 }

@@ -14,28 +14,29 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
-use super::queue::{Queue, Take};
+use super::lane::Lane;
 use super::selector::Selector;
 use crate::endpoint::RedeliveryPolicy;
 use crate::message::{DeathReason, Message, names, now_millis};
+use crate::store::{Select, Take};
 
 /// A message taken from a channel, to be settled exactly once.
 pub struct Delivery {
     message: Option<Message>,
-    queue: Arc<Queue>,
+    queue: Arc<Lane>,
 }
 
 /// Gives back the in-flight slot even if the settling future is cancelled half-way.
-struct Release<'a>(&'a Queue);
+struct Release<'a>(&'a Lane, &'a Message);
 
 impl Drop for Release<'_> {
     fn drop(&mut self) {
-        self.0.release();
+        self.0.store.release(self.1);
     }
 }
 
 impl Delivery {
-    pub(crate) fn new(message: Message, queue: Arc<Queue>) -> Self {
+    pub(crate) fn new(message: Message, queue: Arc<Lane>) -> Self {
         Delivery {
             message: Some(message),
             queue,
@@ -62,8 +63,9 @@ impl Delivery {
 
     /// Processed: the message is gone from the channel.
     pub fn ack(mut self) {
-        self.message = None;
-        self.queue.settle();
+        if let Some(msg) = self.message.take() {
+            self.queue.store.settle(&msg);
+        }
     }
 
     /// Not processed: back to the head of the channel, to be delivered again.
@@ -85,8 +87,8 @@ impl Delivery {
     pub async fn dead_letter(mut self, reason: DeathReason, error: Option<String>) {
         if let Some(msg) = self.message.take() {
             let queue = self.queue.clone();
-            let _release = Release(&queue);
-            queue.dead_letter(msg, reason, error).await;
+            let _release = Release(&queue, &msg);
+            queue.dead_letter(msg.clone(), reason, error).await;
         }
     }
 }
@@ -129,7 +131,7 @@ pub enum TryRecvError {
 /// prefetch 1 by default, so competing consumers share work message by message; subscriptions,
 /// which usually have one consumer, prefetch [`SUBSCRIPTION_PREFETCH`].
 pub struct Receiver {
-    queue: Arc<Queue>,
+    queue: Arc<Lane>,
     selector: Option<Selector>,
     prefetch: usize,
     buffer: VecDeque<Message>,
@@ -139,9 +141,9 @@ pub struct Receiver {
 pub const SUBSCRIPTION_PREFETCH: usize = 32;
 
 impl Receiver {
-    pub(crate) fn new(queue: Arc<Queue>, selector: Option<Selector>) -> Self {
+    pub(crate) fn new(queue: Arc<Lane>, selector: Option<Selector>) -> Self {
         if selector.is_some() {
-            queue.add_selective(1);
+            queue.store.add_selective(1);
         }
         Receiver {
             queue,
@@ -169,7 +171,7 @@ impl Receiver {
     fn next_buffered_now(&mut self) -> Option<Delivery> {
         while let Some(msg) = self.buffer.pop_front() {
             if let Some(reason) = self.undeliverable(&msg) {
-                self.queue.release();
+                self.queue.store.release(&msg);
                 self.queue.dead_letter_now(msg, reason, None);
                 continue;
             }
@@ -180,7 +182,7 @@ impl Receiver {
 
     /// Why a prefetched message must not be handed out, if it must not.
     fn undeliverable(&self, msg: &Message) -> Option<DeathReason> {
-        if self.queue.is_closed() {
+        if self.queue.store.is_closed() {
             Some(DeathReason::ChannelDeleted)
         } else if is_expired(msg) {
             Some(DeathReason::Expired)
@@ -197,15 +199,22 @@ impl Receiver {
             while let Some(msg) = self.buffer.pop_front() {
                 if let Some(reason) = self.undeliverable(&msg) {
                     let queue = self.queue.clone();
-                    let _release = Release(&queue);
-                    queue.dead_letter(msg, reason, None).await;
+                    let _release = Release(&queue, &msg);
+                    queue.dead_letter(msg.clone(), reason, None).await;
                     continue;
                 }
                 return Some(Delivery::new(msg, self.queue.clone()));
             }
-            let (queue, selector) = (&self.queue, self.selector.as_ref());
-            if !queue.take(selector, self.prefetch, &mut self.buffer).await {
-                return None;
+            let store = &self.queue.store;
+            let select = self.selector.as_ref().map(|s| s as &dyn Select);
+            match store.try_take(select, self.prefetch, &mut self.buffer) {
+                Take::Taken => {}
+                Take::Closed => return None,
+                Take::Empty => {
+                    if !store.take(select, self.prefetch, &mut self.buffer).await {
+                        return None;
+                    }
+                }
             }
         }
     }
@@ -216,9 +225,11 @@ impl Receiver {
             if let Some(d) = self.next_buffered_now() {
                 return Ok(d);
             }
+            let select = self.selector.as_ref().map(|s| s as &dyn Select);
             match self
                 .queue
-                .try_take(self.selector.as_ref(), self.prefetch, &mut self.buffer)
+                .store
+                .try_take(select, self.prefetch, &mut self.buffer)
             {
                 Take::Taken => {}
                 Take::Empty => return Err(TryRecvError::Empty),
@@ -253,7 +264,7 @@ impl Receiver {
     /// Gives prefetched, not yet handed out messages back to the head of the channel.
     pub(crate) fn return_prefetched(&mut self) {
         if !self.buffer.is_empty() {
-            self.queue.unprefetch(self.buffer.drain(..));
+            self.queue.unprefetch(&mut self.buffer);
         }
     }
 }
@@ -262,7 +273,7 @@ impl Drop for Receiver {
     fn drop(&mut self) {
         self.return_prefetched();
         if self.selector.is_some() {
-            self.queue.add_selective(-1);
+            self.queue.store.add_selective(-1);
         }
     }
 }

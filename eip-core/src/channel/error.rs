@@ -13,13 +13,24 @@ pub enum SendError {
         /// The message that was not sent.
         message: Box<Message>,
     },
+    /// The channel's store could not take the message (a durable store full past its limit,
+    /// or a disk error); the message is given back.
+    #[error("channel `{channel}`: {cause}")]
+    Store {
+        /// The channel.
+        channel: String,
+        /// Why.
+        cause: crate::store::StoreFailure,
+        /// The message, not stored.
+        message: Box<Message>,
+    },
 }
 
 impl SendError {
     /// The message that was not sent.
     pub fn into_message(self) -> Message {
         match self {
-            SendError::Closed { message, .. } => *message,
+            SendError::Closed { message, .. } | SendError::Store { message, .. } => *message,
         }
     }
 }
@@ -45,13 +56,25 @@ pub enum TrySendError {
         /// The message that was not sent.
         message: Box<Message>,
     },
+    /// The channel's store could not take the message.
+    #[error("channel `{channel}`: {cause}")]
+    Store {
+        /// The channel.
+        channel: String,
+        /// Why.
+        cause: crate::store::StoreFailure,
+        /// The message, not stored.
+        message: Box<Message>,
+    },
 }
 
 impl TrySendError {
     /// The message that was not sent.
     pub fn into_message(self) -> Message {
         match self {
-            TrySendError::Full { message, .. } | TrySendError::Closed { message, .. } => *message,
+            TrySendError::Full { message, .. }
+            | TrySendError::Closed { message, .. }
+            | TrySendError::Store { message, .. } => *message,
         }
     }
 }
@@ -80,6 +103,14 @@ pub enum ChannelError {
         datatype: String,
         /// The schema compiler's message.
         reason: String,
+    },
+    /// The channel's store could not be opened.
+    #[error("channel `{channel}`: {source}")]
+    Store {
+        /// The channel.
+        channel: String,
+        /// Why.
+        source: crate::store::BackendError,
     },
 }
 

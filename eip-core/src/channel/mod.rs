@@ -18,16 +18,16 @@ pub mod datatype;
 pub mod dead_letter;
 pub mod delivery;
 mod error;
+mod lane;
 mod loop_guard;
 pub mod point_to_point;
 pub mod publish_subscribe;
 pub mod purger;
-mod queue;
 pub mod selector;
 pub mod sender;
-mod shared_log;
 mod stats;
 
+pub use crate::store::Overflow;
 pub use builder::{ChannelBuilder, DEFAULT_CAPACITY};
 pub use datatype::{Datatype, JsonSchema, JsonType};
 pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
@@ -38,7 +38,6 @@ pub(crate) use loop_guard::LoopGuard;
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};
 pub use purger::ChannelPurger;
-pub use queue::Overflow;
 pub use selector::Selector;
 pub use sender::ChannelSender;
 pub use stats::ChannelStats;
@@ -74,8 +73,8 @@ pub(crate) enum Stored {
     Invalid(String),
     /// Refused by loop detection.
     Duplicate,
-    /// The channel is deleted.
-    Closed(Message),
+    /// The channel is deleted, or its store could not take the message.
+    Refused(lane::Refused),
 }
 
 impl Stored {
@@ -84,10 +83,7 @@ impl Stored {
             Stored::Yes | Stored::Forward(..) => Ok(Outcome::Accepted),
             Stored::Invalid(reason) => Ok(Outcome::Invalid { reason }),
             Stored::Duplicate => Ok(Outcome::Duplicate),
-            Stored::Closed(message) => Err(SendError::Closed {
-                channel: channel.to_owned(),
-                message: Box::new(message),
-            }),
+            Stored::Refused(refused) => Err(refused.into_send_error(channel)),
         }
     }
 }
@@ -243,14 +239,14 @@ impl Channel {
 
     pub(crate) fn accepts_now(&self) -> bool {
         match self {
-            Channel::PointToPoint(c) => c.queue().accepts_now(),
+            Channel::PointToPoint(c) => c.queue().store.accepts_now(),
             Channel::PublishSubscribe(c) => c.accepts_now(),
         }
     }
 
     pub(crate) async fn writable(&self) {
         match self {
-            Channel::PointToPoint(c) => c.queue().writable().await,
+            Channel::PointToPoint(c) => c.queue().store.writable().await,
             Channel::PublishSubscribe(c) => c.writable().await,
         }
     }
@@ -268,23 +264,23 @@ impl From<PublishSubscribe> for Channel {
     }
 }
 
-pub(crate) use queue::Queue as SubscriptionQueue;
+pub(crate) use lane::Lane as SubscriptionQueue;
 
 /// A subscription queue not tied to one channel (a bus wildcard subscription).
 pub(crate) fn queue_for_subscription(
     name: &str,
     capacity: usize,
     dead_letters: Option<DeadLetterChannel>,
-) -> std::sync::Arc<SubscriptionQueue> {
-    std::sync::Arc::new(SubscriptionQueue::new(
+) -> Arc<SubscriptionQueue> {
+    let store = crate::store::memory::Queue::new(capacity, Overflow::Backpressure);
+    Arc::new(SubscriptionQueue::new(
         name.into(),
-        capacity,
-        Overflow::Backpressure,
+        Arc::new(store),
         dead_letters,
         crate::endpoint::RedeliveryPolicy::default(),
     ))
 }
 
-pub(crate) fn receiver_for_subscription(queue: std::sync::Arc<SubscriptionQueue>) -> Receiver {
+pub(crate) fn receiver_for_subscription(queue: Arc<SubscriptionQueue>) -> Receiver {
     Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH)
 }

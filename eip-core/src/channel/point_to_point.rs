@@ -14,17 +14,18 @@ use super::builder::ChannelBuilder;
 use super::datatype::DatatypeCheck;
 use super::delivery::Receiver;
 use super::error::{ChannelError, SendError, TrySendError};
-use super::queue::{Push, Queue};
+use super::lane::Lane;
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Outcome, Stored};
 use crate::message::{DeathReason, Message};
+use crate::store::Push;
 
 /// A channel whose every message goes to exactly one of its competing consumers.
 #[derive(Clone)]
 pub struct PointToPoint {
-    queue: Arc<Queue>,
+    queue: Arc<Lane>,
     datatype: Option<Arc<DatatypeCheck>>,
     guard: Arc<LoopGuard>,
     time_to_live: Option<std::time::Duration>,
@@ -48,7 +49,12 @@ impl PointToPoint {
 
     /// How many messages it holds at most.
     pub fn capacity(&self) -> usize {
-        self.queue.capacity
+        self.queue.store.capacity()
+    }
+
+    /// Whether its messages survive the process (it lives in a durable store).
+    pub fn is_durable(&self) -> bool {
+        self.queue.store.is_durable()
     }
 
     /// Where undeliverable messages go, if anywhere.
@@ -82,7 +88,7 @@ impl PointToPoint {
         match self.queue.push(&mut slot).await {
             // Joins never start at a queue: nothing to follow from here.
             Ok(()) => Stored::Yes,
-            Err(message) => Stored::Closed(message),
+            Err(refused) => Stored::Refused(refused),
         }
     }
 
@@ -105,7 +111,7 @@ impl PointToPoint {
         {
             return Ok(Outcome::Duplicate);
         }
-        match self.queue.try_push(msg) {
+        match self.queue.store.try_push(msg) {
             Push::Stored => Ok(Outcome::Accepted),
             Push::StoredDropping(oldest) => {
                 self.queue
@@ -119,6 +125,11 @@ impl PointToPoint {
             }),
             Push::Closed(message) => Err(TrySendError::Closed {
                 channel: self.name().to_owned(),
+                message: Box::new(message),
+            }),
+            Push::Failed(message, cause) => Err(TrySendError::Store {
+                channel: self.name().to_owned(),
+                cause,
                 message: Box::new(message),
             }),
         }
@@ -154,31 +165,21 @@ impl PointToPoint {
     /// Deliveries in flight may still be acked; nacked ones are dead-lettered the same way.
     /// Returns how many messages were dead-lettered.
     pub async fn delete(&self) -> usize {
-        let rest = self.queue.close();
-        let n = rest.len();
-        for msg in rest {
-            self.queue
-                .dead_letter(msg, DeathReason::ChannelDeleted, None)
-                .await;
-        }
-        n
+        self.queue.close().await
     }
 
     /// Deletes the channel without waiting: waiting messages are forced into the dead letter
     /// channel. For drop handlers.
     pub(crate) fn delete_now(&self) {
-        for msg in self.queue.close() {
-            self.queue
-                .dead_letter_now(msg, DeathReason::ChannelDeleted, None);
-        }
+        self.queue.close_now();
     }
 
     /// Whether the channel was deleted.
     pub fn is_closed(&self) -> bool {
-        self.queue.is_closed()
+        self.queue.store.is_closed()
     }
 
-    pub(crate) fn queue(&self) -> &Arc<Queue> {
+    pub(crate) fn queue(&self) -> &Arc<Lane> {
         &self.queue
     }
 
@@ -206,7 +207,7 @@ impl ChannelBuilder<PointToPoint> {
     pub fn build(self) -> Result<PointToPoint, ChannelError> {
         let config = self.config.validated()?;
         Ok(PointToPoint {
-            queue: Arc::new(config.queue(config.name.clone())),
+            queue: Arc::new(config.lane(&config.name)?),
             datatype: config.datatype.map(Arc::new),
             guard: Arc::new(LoopGuard::new(config.loop_detection)),
             time_to_live: config.time_to_live,

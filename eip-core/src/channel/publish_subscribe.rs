@@ -22,8 +22,9 @@
 //! attached, and [`PublishSubscribe::durable_subscribe`] with the same name re-attaches and
 //! resumes. It ends only with [`PublishSubscribe::unsubscribe`]. A non-durable subscription ends
 //! when its `Subscriber` is dropped, and what it still held is discarded: a non-durable
-//! subscriber receives only while it listens. (Durable across process restarts needs the
-//! durable channel store, which comes with Guaranteed Delivery.)
+//! subscriber receives only while it listens. On a channel built on a durable
+//! [store](crate::store), durable subscriptions live in that store: they keep their messages
+//! and their place across restarts, and come back with the channel.
 //!
 //! A publish cancelled while waiting for room (its future dropped) has reached no subscription of
 //! this channel. (A bus wildcard subscription, or a `DropOldest` channel's subscriptions, take
@@ -38,14 +39,15 @@ use std::time::Instant;
 use super::builder::{ChannelBuilder, ChannelConfig};
 use super::delivery::{Receiver, SUBSCRIPTION_PREFETCH};
 use super::error::{ChannelError, SendError};
-use super::queue::{Overflow, Push, Queue};
+use super::lane::{Lane, Refused};
 use super::selector::Selector;
 use super::sender::ChannelSender;
-use super::shared_log::SharedLog;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Outcome, Stored};
 use crate::join::{Join, JoinId};
 use crate::message::{DeathReason, Message};
+use crate::store::memory::shared_log::SharedLog;
+use crate::store::{Overflow, Push, Select};
 
 /// The joins leaving a channel: replaced, never changed, so a publish holds a consistent set.
 type Joins = Arc<[Arc<Join>]>;
@@ -80,23 +82,23 @@ struct Subscriptions {
     /// Replaced (not changed) on every change, so a publish takes it with one
     /// reference-count increment.
     current: Arc<Current>,
-    durable: HashMap<String, Arc<Queue>>,
+    durable: HashMap<String, Arc<Lane>>,
     closed: bool,
 }
 
 #[derive(Default, Clone)]
 struct Current {
     /// The channel's own subscriptions (reading the log, if there is one).
-    own: Vec<Arc<Queue>>,
+    own: Vec<Arc<Lane>>,
     /// Queues attached from outside (bus wildcard subscriptions spanning several channels): a
     /// publish pushes to each; deleting this channel detaches them but must not close them.
-    foreign: Vec<Arc<Queue>>,
+    foreign: Vec<Arc<Lane>>,
     /// The joins leaving this channel.
     joins: Joins,
 }
 
 impl Current {
-    fn all(&self) -> impl Iterator<Item = &Arc<Queue>> {
+    fn all(&self) -> impl Iterator<Item = &Arc<Lane>> {
         self.own.iter().chain(&self.foreign)
     }
 }
@@ -164,8 +166,8 @@ impl PublishSubscribe {
     }
 
     /// The queues a publish pushes to one by one.
-    fn pushed_to<'a>(&self, current: &'a Current) -> impl Iterator<Item = &'a Arc<Queue>> {
-        let own: &[Arc<Queue>] = if self.inner.log.is_some() {
+    fn pushed_to<'a>(&self, current: &'a Current) -> impl Iterator<Item = &'a Arc<Lane>> {
+        let own: &[Arc<Lane>] = if self.inner.log.is_some() {
             &[]
         } else {
             &current.own
@@ -201,7 +203,7 @@ impl PublishSubscribe {
             msg.expire_within(ttl);
         }
         let Some(current) = self.snapshot() else {
-            return Stored::Closed(msg);
+            return Stored::Refused(Refused::Closed(msg));
         };
         if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
             return Stored::Duplicate;
@@ -213,24 +215,34 @@ impl PublishSubscribe {
                 // Nobody needs it after the log: no copy.
                 return match log.append(msg).await {
                     Ok(()) => Stored::Yes,
-                    Err(msg) => Stored::Closed(msg),
+                    Err(msg) => Stored::Refused(Refused::Closed(msg)),
                 };
             }
             if let Err(copy) = log.append(msg.clone()).await {
-                return Stored::Closed(copy);
+                return Stored::Refused(Refused::Closed(copy));
             }
         }
-        for queue in self.pushed_to(&current) {
-            // A subscription closed since the snapshot has just unsubscribed: skipping it is
-            // exactly what would have happened a moment later.
-            match queue.try_push(msg.clone()) {
-                Push::Stored | Push::Closed(_) => {}
-                Push::StoredDropping(oldest) => {
-                    Box::pin(queue.dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None))
+        if self.inner.config.backend.is_durable() {
+            if let Some(cause) = Box::pin(self.push_durably(&current, &msg)).await {
+                return Stored::Refused(Refused::Failed(msg, cause));
+            }
+        } else {
+            for queue in self.pushed_to(&current) {
+                // A subscription closed since the snapshot has just unsubscribed: skipping it
+                // is exactly what would have happened a moment later.
+                match queue.store.try_push(msg.clone()) {
+                    Push::Stored | Push::Closed(_) | Push::Failed(..) => {}
+                    Push::StoredDropping(oldest) => {
+                        Box::pin(queue.dead_letter(
+                            oldest,
+                            DeathReason::DroppedSlowSubscriber,
+                            None,
+                        ))
                         .await
-                }
-                Push::Full(copy) => {
-                    let _ = Box::pin(queue.push(&mut Some(copy))).await;
+                    }
+                    Push::Full(copy) => {
+                        let _ = Box::pin(queue.push(&mut Some(copy))).await;
+                    }
                 }
             }
         }
@@ -239,6 +251,26 @@ impl PublishSubscribe {
         } else {
             Stored::Forward(msg, current.joins.clone())
         }
+    }
+
+    /// Pushes a copy to every subscription at once, so that a durable store writes them in one
+    /// commit; the first failure, if any subscription's store could not take its copy.
+    async fn push_durably(
+        &self,
+        current: &Current,
+        msg: &Message,
+    ) -> Option<crate::store::StoreFailure> {
+        let pushes = self.pushed_to(current).map(|lane| async move {
+            let mut slot = Some(msg.clone());
+            lane.push(&mut slot).await
+        });
+        futures::future::join_all(pushes)
+            .await
+            .into_iter()
+            .find_map(|pushed| match pushed {
+                Err(Refused::Failed(_, cause)) => Some(cause),
+                _ => None,
+            })
     }
 
     /// The joins leaving this channel, as of now.
@@ -284,7 +316,7 @@ impl PublishSubscribe {
     pub(crate) fn accepts_now(&self) -> bool {
         self.snapshot().is_none_or(|current| {
             self.inner.log.as_ref().is_none_or(|log| log.accepts_now())
-                && self.pushed_to(&current).all(|q| q.accepts_now())
+                && self.pushed_to(&current).all(|q| q.store.accepts_now())
         })
     }
 
@@ -295,43 +327,62 @@ impl PublishSubscribe {
                 log.room().await;
                 continue;
             }
-            match self.pushed_to(&current).find(|q| !q.accepts_now()) {
-                Some(full) => full.writable().await,
+            match self.pushed_to(&current).find(|q| !q.store.accepts_now()) {
+                Some(full) => full.store.writable().await,
                 None => return,
             }
         }
     }
 
-    /// A new queue for an own subscription, in the set; on a deleted channel, a closed one (its
-    /// consumers see the end at once).
-    fn new_subscription(&self, subs: &mut Subscriptions) -> Arc<Queue> {
+    /// A new lane for an own subscription, in the set; on a deleted channel, a closed one (its
+    /// consumers see the end at once). A durable subscription (`durable` names its store)
+    /// lives in the channel's backend; any other in memory.
+    fn new_subscription(&self, subs: &mut Subscriptions, durable: Option<&str>) -> Arc<Lane> {
         let config = &self.inner.config;
-        let queue = || config.queue(config.name.clone());
+        let memory = || Arc::new(config.lane_over(Arc::new(config.memory_queue())));
         if subs.closed {
-            let closed = Arc::new(queue());
-            closed.close();
+            let closed = memory();
+            closed.store.close();
             return closed;
         }
-        let attached = match &self.inner.log {
-            Some(log) => log.attach(|head| queue().reading(log.clone(), head)),
-            None => Some(Arc::new(queue())),
+        let lane = match (&self.inner.log, durable) {
+            (_, Some(store)) if config.backend.is_durable() => match config.lane(store) {
+                Ok(lane) => Arc::new(lane),
+                Err(e) => {
+                    // The channel's backend opened when the channel was built: only a disk
+                    // failure since gets here. The subscription works, in memory.
+                    tracing::error!(channel = %config.name, error = %e, "durable subscription kept in memory");
+                    memory()
+                }
+            },
+            (Some(log), _) => {
+                match log.attach(|head| config.memory_queue().reading(log.clone(), head)) {
+                    Some(fed) => Arc::new(config.lane_over(fed)),
+                    // The log closes only after the set is marked deleted, under the lock held here.
+                    None => memory(),
+                }
+            }
+            (None, _) => memory(),
         };
-        // The log closes only after the set is marked deleted, under the lock held here.
-        let queue = attached.unwrap_or_else(|| Arc::new(queue()));
-        subs.change(|c| c.own.push(queue.clone()));
-        queue
+        subs.change(|c| c.own.push(lane.clone()));
+        lane
+    }
+
+    /// The name of the store of the durable subscription `name`.
+    fn subscription_store(&self, name: &str) -> String {
+        format!("{}{SUBSCRIPTION_SEPARATOR}{name}", self.name())
     }
 
     /// A new non-durable subscription; it ends when the returned [`Subscriber`] is dropped.
     pub fn subscribe(&self) -> Subscriber {
-        let queue = self.new_subscription(&mut self.lock());
+        let queue = self.new_subscription(&mut self.lock(), None);
         let channel = self.clone();
         let detach_queue = queue.clone();
         Subscriber::new(
             Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH),
             Some(Box::new(move || {
                 channel.detach(&detach_queue);
-                detach_queue.close();
+                detach_queue.store.close();
             })),
         )
     }
@@ -343,7 +394,8 @@ impl PublishSubscribe {
         let queue = match subs.durable.get(name) {
             Some(q) => q.clone(),
             None => {
-                let q = self.new_subscription(&mut subs);
+                let store = self.subscription_store(name);
+                let q = self.new_subscription(&mut subs, Some(&store));
                 if !subs.closed {
                     subs.durable.insert(name.to_owned(), q.clone());
                 }
@@ -363,12 +415,12 @@ impl PublishSubscribe {
     pub async fn unsubscribe(&self, name: &str) -> Option<usize> {
         let queue = self.lock().durable.remove(name)?;
         self.detach(&queue);
-        let rest = queue.close();
-        let n = rest.len();
-        for msg in rest {
-            queue
-                .dead_letter(msg, DeathReason::ChannelDeleted, None)
-                .await;
+        let n = queue.close().await;
+        if queue.store.is_durable() {
+            let store = self.subscription_store(name);
+            if let Err(e) = self.inner.config.backend.remove(&store).await {
+                tracing::error!(channel = %self.name(), subscription = name, error = %e, "could not remove the durable subscription's store");
+            }
         }
         Some(n)
     }
@@ -386,14 +438,14 @@ impl PublishSubscribe {
     }
 
     /// Attaches a subscription queue owned elsewhere (a bus wildcard subscription).
-    pub(crate) fn attach_foreign(&self, queue: Arc<Queue>) {
+    pub(crate) fn attach_foreign(&self, queue: Arc<Lane>) {
         let mut subs = self.lock();
         if !subs.closed {
             subs.change(|c| c.foreign.push(queue));
         }
     }
 
-    pub(crate) fn detach(&self, queue: &Arc<Queue>) {
+    pub(crate) fn detach(&self, queue: &Arc<Lane>) {
         let mut subs = self.lock();
         if subs.current.all().any(|q| Arc::ptr_eq(q, queue)) {
             subs.change(|c| {
@@ -431,7 +483,8 @@ impl PublishSubscribe {
     /// Purges every subscription (by selector if given); returns how many messages went.
     pub(crate) fn purge(&self, selector: Option<&Selector>) -> usize {
         let current = self.lock().current.clone();
-        current.all().map(|q| q.purge(selector)).sum()
+        let select = selector.map(|s| s as &dyn Select);
+        current.all().map(|q| q.store.purge(select)).sum()
     }
 
     /// Deletes the channel: publishers get [`SendError::Closed`] and every message waiting in
@@ -448,12 +501,7 @@ impl PublishSubscribe {
         }
         let mut n = 0;
         for queue in &current.own {
-            for msg in queue.close() {
-                n += 1;
-                queue
-                    .dead_letter(msg, DeathReason::ChannelDeleted, None)
-                    .await;
-            }
+            n += queue.close().await;
         }
         n
     }
@@ -474,16 +522,43 @@ impl ChannelBuilder<PublishSubscribe> {
     /// The channel, or why this configuration can not work.
     pub fn build(self) -> Result<PublishSubscribe, ChannelError> {
         let config = self.config.validated()?;
-        let log = (config.overflow == Overflow::Backpressure)
+        let durable = config.backend.is_durable();
+        let log = (config.overflow == Overflow::Backpressure && !durable)
             .then(|| Arc::new(SharedLog::new(config.capacity)));
-        Ok(PublishSubscribe {
+        let channel = PublishSubscribe {
             inner: Arc::new(Inner {
                 guard: LoopGuard::new(config.loop_detection),
                 log,
                 config,
                 subscriptions: Mutex::new(Subscriptions::default()),
             }),
-        })
+        };
+        if durable {
+            channel.reopen_durable_subscriptions()?;
+        }
+        Ok(channel)
+    }
+}
+
+/// Between a channel's name and a durable subscription's in the name of the subscription's
+/// store: a character no channel name has.
+const SUBSCRIPTION_SEPARATOR: char = '#';
+
+impl PublishSubscribe {
+    /// Brings back the durable subscriptions the channel's backend holds (after a restart).
+    fn reopen_durable_subscriptions(&self) -> Result<(), ChannelError> {
+        let config = &self.inner.config;
+        let prefix = format!("{}{SUBSCRIPTION_SEPARATOR}", self.name());
+        let mut subs = self.lock();
+        for store in config.backend.names(&prefix) {
+            let Some(name) = store.strip_prefix(&prefix) else {
+                continue;
+            };
+            let lane = Arc::new(config.lane(&store)?);
+            subs.change(|c| c.own.push(lane.clone()));
+            subs.durable.insert(name.to_owned(), lane);
+        }
+        Ok(())
     }
 }
 

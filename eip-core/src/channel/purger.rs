@@ -18,10 +18,10 @@ pub trait ChannelPurger {
 
 impl ChannelPurger for PointToPoint {
     fn purge(&self) -> usize {
-        self.queue().purge(None)
+        self.queue().store.purge(None)
     }
     fn purge_matching(&self, selector: &Selector) -> usize {
-        self.queue().purge(Some(selector))
+        self.queue().store.purge(Some(selector))
     }
 }
 

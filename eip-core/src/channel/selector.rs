@@ -108,3 +108,9 @@ mod tests {
         );
     }
 }
+
+impl crate::store::Select for Selector {
+    fn selects(&self, msg: &Message) -> bool {
+        self.matches(msg)
+    }
+}

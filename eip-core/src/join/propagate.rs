@@ -65,11 +65,14 @@ pub(crate) async fn propagate(entry: &PublishSubscribe, joins: &[Arc<Join>], mes
         match hop.channel.store(hop.message, loops).await {
             Stored::Forward(message, joins) => cross_all(&joins, &message, &mut work),
             Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
-            Stored::Closed(message) => tracing::warn!(
-                channel = hop.channel.name(),
-                message = %message.id(),
-                "join destination is deleted: message not forwarded"
-            ),
+            Stored::Refused(refused) => {
+                let error = refused.into_send_error(hop.channel.name());
+                tracing::warn!(
+                    channel = hop.channel.name(),
+                    %error,
+                    "join destination did not take the message: not forwarded"
+                )
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The bounded, acknowledging queue under every channel.
+//! The memory store: the bounded, acknowledging queue under every in-memory channel.
 //!
 //! A point-to-point channel is one `Queue`; a publish-subscribe channel keeps one per
 //! subscription. Capacity counts both the messages waiting (`ready`) and those delivered but not
@@ -18,12 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::dead_letter::DeadLetterChannel;
-use super::selector::Selector;
 use super::shared_log::SharedLog;
-use super::stats::ChannelStats;
-use crate::endpoint::RedeliveryPolicy;
-use crate::message::{DeathReason, Message, names};
+use crate::message::Message;
+use crate::store::{MessageStore, Push, Pushing, Select, StoreStats, Take, Waiting};
 
 /// What a full queue does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -34,21 +31,6 @@ pub enum Overflow {
     /// The oldest waiting message is dead-lettered (reason `dropped-slow-subscriber`) to make
     /// room. When every held message is in flight (delivered, not yet settled) the sender waits.
     DropOldest,
-}
-
-pub(crate) enum Push {
-    Stored,
-    /// Stored after taking the oldest waiting message out, which the caller must dead-letter.
-    StoredDropping(Message),
-    Full(Message),
-    Closed(Message),
-}
-
-pub(crate) enum Take {
-    /// At least one message was moved to the receiver's buffer, each counted in flight.
-    Taken,
-    Empty,
-    Closed,
 }
 
 struct State {
@@ -73,12 +55,10 @@ struct State {
     cursor: u64,
 }
 
-pub(crate) struct Queue {
-    pub(crate) name: Arc<str>,
-    pub(crate) capacity: usize,
-    pub(crate) overflow: Overflow,
-    pub(crate) dead_letters: Option<DeadLetterChannel>,
-    pub(crate) redelivery: RedeliveryPolicy,
+/// The memory store.
+pub struct Queue {
+    capacity: usize,
+    overflow: Overflow,
     state: Mutex<State>,
     /// Mirrors `State::closed` for receivers handing out prefetched messages without the lock.
     closed: AtomicBool,
@@ -102,8 +82,6 @@ struct Counters {
     /// Settled without an ack (the rare path): `acked = settled - released`.
     released: AtomicU64,
     requeued: AtomicU64,
-    dead_lettered: AtomicU64,
-    discarded: AtomicU64,
 }
 
 /// A value on a cache line of its own (two lines: CPUs fetch adjacent lines in pairs), so that
@@ -119,35 +97,27 @@ impl<T> std::ops::Deref for OwnLine<T> {
 }
 
 /// Increments a waiting counter for as long as it lives.
-struct Waiting<'a>(&'a AtomicUsize);
+struct Parked<'a>(&'a AtomicUsize);
 
-impl<'a> Waiting<'a> {
+impl<'a> Parked<'a> {
     fn new(counter: &'a AtomicUsize) -> Self {
         counter.fetch_add(1, Ordering::SeqCst);
-        Waiting(counter)
+        Parked(counter)
     }
 }
 
-impl Drop for Waiting<'_> {
+impl Drop for Parked<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 impl Queue {
-    pub(crate) fn new(
-        name: Arc<str>,
-        capacity: usize,
-        overflow: Overflow,
-        dead_letters: Option<DeadLetterChannel>,
-        redelivery: RedeliveryPolicy,
-    ) -> Self {
+    /// An empty queue holding at most `capacity` messages, full ones handled by `overflow`.
+    pub fn new(capacity: usize, overflow: Overflow) -> Self {
         Queue {
-            name,
             capacity,
             overflow,
-            dead_letters,
-            redelivery,
             state: Mutex::new(State {
                 ready: VecDeque::with_capacity(capacity.min(1024)),
                 closed: false,
@@ -195,7 +165,7 @@ impl Queue {
     /// Waits until this fed queue is not full (or closed), then passes the wake-up on to the
     /// next waiting publisher.
     pub(crate) async fn not_full(&self, log: &SharedLog) {
-        let waiting = Waiting::new(&self.writers_waiting);
+        let waiting = Parked::new(&self.writers_waiting);
         loop {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
@@ -269,62 +239,6 @@ impl Queue {
         room(state)
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
-    /// Whether a message would be accepted now without waiting.
-    pub(crate) fn accepts_now(&self) -> bool {
-        if let Some(log) = &self.feed {
-            return self.is_closed() || !self.is_full_at(log.head());
-        }
-        let state = self.lock();
-        state.closed || self.has_room(&state) || self.overflow == Overflow::DropOldest
-    }
-
-    pub(crate) fn try_push(&self, msg: Message) -> Push {
-        let mut state = self.lock();
-        if state.closed {
-            return Push::Closed(msg);
-        }
-        let mut dropped = None;
-        if !self.has_room_for_push(&mut state) {
-            match (self.overflow, state.ready.pop_front()) {
-                (Overflow::DropOldest, Some(oldest)) => dropped = Some(oldest),
-                (_, popped) => {
-                    if let Some(p) = popped {
-                        state.ready.push_front(p);
-                    }
-                    return Push::Full(msg);
-                }
-            }
-        }
-        state.ready.push_back(msg);
-        state.accepted += 1;
-        let wake_all = state.selective > 0;
-        drop(state);
-        self.wake_readers(wake_all);
-        match dropped {
-            Some(d) => Push::StoredDropping(d),
-            None => Push::Stored,
-        }
-    }
-
-    /// Pushes ignoring capacity. Only for paths that cannot wait (drop handlers), where losing
-    /// the message would be worse than briefly holding one more than the bound.
-    pub(crate) fn force_push(&self, msg: Message) -> Result<(), Message> {
-        let mut state = self.lock();
-        if state.closed {
-            return Err(msg);
-        }
-        state.ready.push_back(msg);
-        state.accepted += 1;
-        let wake_all = state.selective > 0;
-        drop(state);
-        self.wake_readers(wake_all);
-        Ok(())
-    }
-
     fn wake_readers(&self, all: bool) {
         let (readable, waiting) = self.readable();
         if waiting.load(Ordering::SeqCst) > 0 {
@@ -352,35 +266,10 @@ impl Queue {
         }
     }
 
-    /// Pushes, waiting for room. Cancel-safe: the message leaves `slot` only once it is stored.
-    pub(crate) async fn push(&self, slot: &mut Option<Message>) -> Result<(), Message> {
-        let Some(msg) = slot.take() else {
-            return Ok(());
-        };
-        // The fast path registers no wake-up: that costs only when the queue is full. The slow
-        // one is boxed, so that every future embedding a push stays small (futures are moved
-        // whole, and a publish or send is built once per message).
-        let pushed = match self.try_push(msg) {
-            Push::Full(msg) => {
-                *slot = Some(msg);
-                Box::pin(self.push_waiting(slot)).await
-            }
-            pushed => pushed,
-        };
-        match pushed {
-            Push::Stored => Ok(()),
-            Push::StoredDropping(oldest) => {
-                // Boxed: dead-lettering pushes onto another queue, a recursive await.
-                Box::pin(self.dead_letter(oldest, DeathReason::DroppedSlowSubscriber, None)).await;
-                Ok(())
-            }
-            Push::Closed(msg) | Push::Full(msg) => Err(msg),
-        }
-    }
-
-    /// The slow path of [`push`](Self::push): waits for room, then passes the wake-up on.
+    /// The slow path of [`push`](MessageStore::push): waits for room, then passes the wake-up
+    /// on.
     async fn push_waiting(&self, slot: &mut Option<Message>) -> Push {
-        let waiting = Waiting::new(&self.writers_waiting);
+        let waiting = Parked::new(&self.writers_waiting);
         loop {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
@@ -410,9 +299,8 @@ impl Queue {
         }
     }
 
-    /// Waits until the queue has room (or is closed).
-    pub(crate) async fn writable(&self) {
-        let waiting = Waiting::new(&self.writers_waiting);
+    async fn wait_writable(&self) {
+        let waiting = Parked::new(&self.writers_waiting);
         loop {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
@@ -427,17 +315,121 @@ impl Queue {
         }
     }
 
-    /// Moves up to `max` messages this selector accepts into `into` (a receiver's prefetch
-    /// buffer); each counts in flight from now on.
-    pub(crate) fn try_take(
+    async fn wait_take(
         &self,
-        selector: Option<&Selector>,
+        select: Option<&dyn Select>,
+        max: usize,
+        into: &mut VecDeque<Message>,
+    ) -> bool {
+        let (readable, readers_waiting) = self.readable();
+        let _waiting = Parked::new(readers_waiting);
+        loop {
+            let notified = readable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if let Some(log) = &self.feed {
+                log.rearm();
+            }
+            match self.try_take(select, max, into) {
+                Take::Taken => return true,
+                Take::Closed => return false,
+                Take::Empty => notified.await,
+            }
+        }
+    }
+
+    fn settled_one(&self) {
+        self.settled.fetch_add(1, Ordering::SeqCst);
+        self.wake_writers();
+    }
+}
+
+impl MessageStore for Queue {
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn accepts_now(&self) -> bool {
+        if let Some(log) = &self.feed {
+            return self.is_closed() || !self.is_full_at(log.head());
+        }
+        let state = self.lock();
+        state.closed || self.has_room(&state) || self.overflow == Overflow::DropOldest
+    }
+
+    fn try_push(&self, msg: Message) -> Push {
+        let mut state = self.lock();
+        if state.closed {
+            return Push::Closed(msg);
+        }
+        let mut dropped = None;
+        if !self.has_room_for_push(&mut state) {
+            match (self.overflow, state.ready.pop_front()) {
+                (Overflow::DropOldest, Some(oldest)) => dropped = Some(oldest),
+                (_, popped) => {
+                    if let Some(p) = popped {
+                        state.ready.push_front(p);
+                    }
+                    return Push::Full(msg);
+                }
+            }
+        }
+        state.ready.push_back(msg);
+        state.accepted += 1;
+        let wake_all = state.selective > 0;
+        drop(state);
+        self.wake_readers(wake_all);
+        match dropped {
+            Some(d) => Push::StoredDropping(d),
+            None => Push::Stored,
+        }
+    }
+
+    fn push<'a>(&'a self, slot: &'a mut Option<Message>) -> Pushing<'a> {
+        let Some(msg) = slot.take() else {
+            return Pushing::ready(Push::Stored);
+        };
+        // The fast path registers no wake-up and allocates nothing: that costs only when the
+        // queue is full.
+        match self.try_push(msg) {
+            Push::Full(msg) => {
+                *slot = Some(msg);
+                Pushing::waiting(self.push_waiting(slot))
+            }
+            pushed => Pushing::ready(pushed),
+        }
+    }
+
+    fn force_push(&self, msg: Message) -> Result<(), Message> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(msg);
+        }
+        state.ready.push_back(msg);
+        state.accepted += 1;
+        let wake_all = state.selective > 0;
+        drop(state);
+        self.wake_readers(wake_all);
+        Ok(())
+    }
+
+    fn writable(&self) -> Waiting<'_, ()> {
+        Box::pin(self.wait_writable())
+    }
+
+    fn try_take(
+        &self,
+        select: Option<&dyn Select>,
         max: usize,
         into: &mut VecDeque<Message>,
     ) -> Take {
         let mut state = self.lock();
         let before = into.len();
-        if let (Some(log), None, true) = (&self.feed, selector, state.ready.is_empty())
+        if let (Some(log), None, true) = (&self.feed, select, state.ready.is_empty())
             && !state.closed
         {
             // Nothing put back waiting: straight from the log into the receiver's buffer.
@@ -445,10 +437,10 @@ impl Queue {
             state.accepted += read as u64;
         } else if !state.closed && state.ready.len() < max {
             // With a selector, everything: the next one it selects may be anywhere.
-            let wanted = selector.is_none().then(|| max - state.ready.len());
+            let wanted = select.is_none().then(|| max - state.ready.len());
             self.read_feed(&mut state, wanted);
         }
-        match selector {
+        match select {
             None => {
                 let n = (max - (into.len() - before)).min(state.ready.len());
                 into.extend(state.ready.drain(..n));
@@ -456,7 +448,7 @@ impl Queue {
             Some(sel) => {
                 let mut i = 0;
                 while i < state.ready.len() && into.len() - before < max {
-                    if sel.matches(&state.ready[i]) {
+                    if sel.selects(&state.ready[i]) {
                         if let Some(m) = state.ready.remove(i) {
                             into.push_back(m);
                         }
@@ -479,47 +471,23 @@ impl Queue {
         Take::Taken
     }
 
-    /// Waits until [`try_take`](Self::try_take) takes something; `false` once the queue is
-    /// closed and holds nothing for this selector.
-    pub(crate) async fn take(
-        &self,
-        selector: Option<&Selector>,
+    fn take<'a>(
+        &'a self,
+        select: Option<&'a dyn Select>,
         max: usize,
-        into: &mut VecDeque<Message>,
-    ) -> bool {
-        let (readable, readers_waiting) = self.readable();
-        let mut waiting = None;
-        loop {
-            let notified = readable.notified();
-            let mut notified = pin!(notified);
-            if waiting.is_some() {
-                notified.as_mut().enable();
-                if let Some(log) = &self.feed {
-                    log.rearm();
-                }
-            }
-            match self.try_take(selector, max, into) {
-                Take::Taken => return true,
-                Take::Closed => return false,
-                Take::Empty if waiting.is_none() => {
-                    waiting = Some(Waiting::new(readers_waiting));
-                }
-                Take::Empty => notified.await,
-            }
-        }
+        into: &'a mut VecDeque<Message>,
+    ) -> Waiting<'a, bool> {
+        Box::pin(self.wait_take(select, max, into))
     }
 
-    /// Prefetched messages a receiver gives back undelivered: to the head, in their order, with
-    /// no redelivery counted (no consumer saw them).
-    pub(crate) fn unprefetch(&self, messages: impl DoubleEndedIterator<Item = Message>) {
+    fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message> {
         let mut state = self.lock();
-        let mut n = 0;
+        let n = messages.len() as u64;
         let mut orphans = Vec::new();
-        for msg in messages.rev() {
-            n += 1;
-            if state.closed {
-                orphans.push(msg);
-            } else {
+        if state.closed {
+            orphans.extend(messages.drain(..));
+        } else {
+            while let Some(msg) = messages.pop_back() {
                 state.ready.push_front(msg);
             }
         }
@@ -528,101 +496,48 @@ impl Queue {
         drop(state);
         self.readable().0.notify_waiters();
         self.wake_all_writers();
-        for msg in orphans.into_iter().rev() {
-            self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
-        }
+        orphans
     }
 
-    /// A delivered message was acknowledged.
-    pub(crate) fn settle(&self) {
-        self.settled.fetch_add(1, Ordering::SeqCst);
-        self.wake_writers();
+    fn settle(&self, _msg: &Message) {
+        self.settled_one();
     }
 
-    /// A delivered message was dead-lettered or discarded: it leaves without being acked.
-    pub(crate) fn release(&self) {
+    fn release(&self, _msg: &Message) {
         self.counters.released.fetch_add(1, Ordering::Relaxed);
-        self.settled.fetch_add(1, Ordering::SeqCst);
-        self.wake_writers();
+        self.settled_one();
     }
 
-    /// A delivered message goes back to the head of the queue, its redelivery count raised.
-    pub(crate) fn requeue(&self, mut msg: Message) {
-        let count = msg.redelivery_count().unwrap_or(0).saturating_add(1);
-        msg.headers_mut()
-            .insert(names::REDELIVERY_COUNT, i64::from(count));
+    fn requeue(&self, msg: Message) -> Result<(), Message> {
         let mut state = self.lock();
         state.taken -= 1;
         if state.closed {
             drop(state);
             self.wake_writers();
-            self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
-            return;
+            return Err(msg);
         }
         state.ready.push_front(msg);
         let wake_all = state.selective > 0;
         drop(state);
         self.counters.requeued.fetch_add(1, Ordering::Relaxed);
         self.wake_readers(wake_all);
+        Ok(())
     }
 
-    /// Moves `msg` to the dead letter channel, waiting for room there; without one, logs and
-    /// counts the loss. Cancel-safe: if the wait is cancelled the message is forced in.
-    pub(crate) async fn dead_letter(
-        &self,
-        msg: Message,
-        reason: DeathReason,
-        error: Option<String>,
-    ) {
-        self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
-        match &self.dead_letters {
-            Some(dlc) => {
-                if let Err(msg) = dlc.bury(msg, &self.name, reason, error).await {
-                    self.discard(&msg, reason);
-                }
-            }
-            None => self.discard(&msg, reason),
-        }
-    }
-
-    /// Like [`dead_letter`](Self::dead_letter) for paths that can not wait.
-    pub(crate) fn dead_letter_now(&self, msg: Message, reason: DeathReason, error: Option<String>) {
-        match &self.dead_letters {
-            Some(dlc) => match dlc.bury_now(msg, &self.name, reason, error) {
-                Ok(()) => {
-                    self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(msg) => self.discard(&msg, reason),
-            },
-            None => self.discard(&msg, reason),
-        }
-    }
-
-    fn discard(&self, msg: &Message, reason: DeathReason) {
-        self.counters.discarded.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(
-            channel = %self.name,
-            message = %msg.id(),
-            %reason,
-            "no open dead letter channel: message discarded"
-        );
-    }
-
-    pub(crate) fn add_selective(&self, delta: isize) {
+    fn add_selective(&self, delta: isize) {
         let mut state = self.lock();
         state.selective = state.selective.saturating_add_signed(delta);
     }
 
-    /// Removes waiting messages the selector accepts (all without one); returns how many.
-    pub(crate) fn purge(&self, selector: Option<&Selector>) -> usize {
+    fn purge(&self, select: Option<&dyn Select>) -> usize {
         let mut state = self.lock();
         if !state.closed {
             self.read_feed(&mut state, None);
         }
         let before = state.ready.len();
-        match selector {
+        match select {
             None => state.ready.clear(),
-            Some(sel) => state.ready.retain(|m| !sel.matches(m)),
+            Some(sel) => state.ready.retain(|m| !sel.selects(m)),
         }
         let purged = before - state.ready.len();
         // They leave a fed queue as settled ones do.
@@ -634,9 +549,7 @@ impl Queue {
         purged
     }
 
-    /// Closes the queue and takes out what was waiting (for a fed queue, what it had not read
-    /// too); in-flight deliveries settle as usual.
-    pub(crate) fn close(&self) -> Vec<Message> {
+    fn close(&self) -> Vec<Message> {
         let mut state = self.lock();
         if state.closed {
             return Vec::new();
@@ -654,7 +567,7 @@ impl Queue {
         rest
     }
 
-    pub(crate) fn stats(&self) -> ChannelStats {
+    fn stats(&self) -> StoreStats {
         let (depth, accepted, delivered, in_flight) = {
             let state = self.lock();
             let in_flight = self.in_flight(&state);
@@ -668,18 +581,13 @@ impl Queue {
         };
         let released = self.counters.released.load(Ordering::Relaxed);
         let acked = self.settled.load(Ordering::SeqCst).saturating_sub(released);
-        let c = &self.counters;
-        ChannelStats {
+        StoreStats {
             depth,
             in_flight,
             accepted,
             delivered,
             acked,
-            requeued: c.requeued.load(Ordering::Relaxed),
-            dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
-            discarded: c.discarded.load(Ordering::Relaxed),
-            duplicates: 0,
-            invalid: 0,
+            requeued: self.counters.requeued.load(Ordering::Relaxed),
         }
     }
 }

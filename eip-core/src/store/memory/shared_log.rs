@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 
 use super::queue::Queue;
 use crate::message::Message;
+use crate::store::MessageStore;
 
 struct Entry {
     message: Message,
@@ -336,20 +337,11 @@ enum Look<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::Overflow;
-    use crate::endpoint::RedeliveryPolicy;
+    use crate::store::memory::Overflow;
 
     fn subscription(log: &Arc<SharedLog>) -> Arc<Queue> {
-        let queue = |head| {
-            Queue::new(
-                "t".into(),
-                log.capacity,
-                Overflow::Backpressure,
-                None,
-                RedeliveryPolicy::default(),
-            )
-            .reading(log.clone(), head)
-        };
+        let queue =
+            |head| Queue::new(log.capacity, Overflow::Backpressure).reading(log.clone(), head);
         log.attach(queue).expect("log open")
     }
 
@@ -429,7 +421,7 @@ mod tests {
             assert!(matches!(log.try_append(Message::new("x")), Append::Stored));
         }
         let b = subscription(&log);
-        let settle_all = |q: &Queue| take_all(q).into_iter().for_each(|_| q.settle());
+        let settle_all = |q: &Queue| take_all(q).iter().for_each(|m| q.settle(m));
         settle_all(&a);
         // `a` is empty: a look raises the floor to `b`'s start, no further.
         assert!(log.accepts_now());
@@ -442,7 +434,7 @@ mod tests {
         let taken = take_all(&b);
         assert_eq!(taken.len(), 2);
         assert!(!log.accepts_now(), "taken, but not settled");
-        b.settle();
+        b.settle(&taken[0]);
         assert!(log.accepts_now());
         assert!(matches!(log.try_append(Message::new("z")), Append::Stored));
         settle_all(&a);

@@ -1,0 +1,317 @@
+//! Channel stores: where a channel's messages live, behind one interface.
+//!
+//! What a channel *means* (point-to-point or publish-subscribe, its datatype, dead letters,
+//! expiration, selective consumers, loop detection, joins, counters) is written once, in
+//! [`crate::channel`]. Where its messages *are* is a [`MessageStore`]: one bounded, acknowledging
+//! FIFO queue. A point-to-point channel is one store; each subscription of a publish-subscribe
+//! channel is one. A [`Backend`] makes the stores of the channels built on it.
+//!
+//! Two backends come with eip-core:
+//! - **memory** (the default): messages in the process, gone when it ends
+//!   ([`memory`]);
+//! - **durable**: the embedded store of one data directory ([`durable`]): a push completes once
+//!   the message is on disk, and after a restart every message not acknowledged is delivered
+//!   again.
+//!
+//! A broker queue or stream is a third backend, implementing the same two traits.
+//!
+//! # What every store guarantees
+//! - **Capacity.** It holds at most [`capacity`](MessageStore::capacity) messages, counting
+//!   those waiting and those delivered and not yet settled. A push beyond that waits (or, under
+//!   [`Overflow::DropOldest`], makes room by handing back the oldest waiting message for the
+//!   channel to dead-letter).
+//! - **Order.** Messages are taken in the order pushed; a requeued or unprefetched message goes
+//!   back to the head.
+//! - **Settling.** Every message taken is settled exactly once: acknowledged
+//!   ([`settle`](MessageStore::settle)), released (it left another way: dead-lettered,
+//!   discarded), or requeued. A store identifies the message by its id: two copies with one id
+//!   in one store (an archival join keeps such copies) are interchangeable.
+//! - **Closing** hands back everything waiting; deliveries in flight still settle.
+//!
+//! Dead-lettering is not a store's business: a store hands back what must go there, and the
+//! channel puts it there.
+
+pub mod durable;
+pub mod memory;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use crate::message::Message;
+
+pub use memory::Overflow;
+
+/// A boxed future borrowing from the store: the shape of every waiting path.
+pub type Waiting<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Tells which messages a selective consumer takes.
+pub trait Select: Send + Sync {
+    /// Whether `msg` is one to take.
+    fn selects(&self, msg: &Message) -> bool;
+}
+
+/// Why a store could not take a message: the store names itself and the cause.
+#[derive(Debug, Clone)]
+pub struct StoreFailure(Arc<dyn std::error::Error + Send + Sync>);
+
+impl StoreFailure {
+    /// A failure with this cause.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreFailure(Arc::new(error))
+    }
+}
+
+impl fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StoreFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// What a push did.
+#[derive(Debug)]
+pub enum Push {
+    /// Stored (for a durable store: on disk).
+    Stored,
+    /// Stored after taking the oldest waiting message out ([`Overflow::DropOldest`]); the
+    /// channel dead-letters it.
+    StoredDropping(Message),
+    /// No room now (only from [`MessageStore::try_push`]).
+    Full(Message),
+    /// The store is closed.
+    Closed(Message),
+    /// The store could not take it (a disk full past its limit, an I/O error).
+    Failed(Message, StoreFailure),
+}
+
+/// What a take did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// At least one message was moved to the receiver's buffer, each counted in flight.
+    Taken,
+    /// Nothing (selected) is waiting.
+    Empty,
+    /// The store is closed and holds nothing more for this taker.
+    Closed,
+}
+
+/// A push under way: ready at once on the fast path (no allocation), or a boxed wait.
+#[must_use = "a push does nothing unless awaited"]
+pub struct Pushing<'a>(PushingState<'a>);
+
+enum PushingState<'a> {
+    Ready(Option<Push>),
+    Waiting(Waiting<'a, Push>),
+}
+
+impl<'a> Pushing<'a> {
+    /// A push that is already done.
+    pub fn ready(push: Push) -> Self {
+        Pushing(PushingState::Ready(Some(push)))
+    }
+
+    /// A push that completes with `future`.
+    pub fn waiting(future: impl Future<Output = Push> + Send + 'a) -> Self {
+        Pushing(PushingState::Waiting(Box::pin(future)))
+    }
+}
+
+impl Future for Pushing<'_> {
+    type Output = Push;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Push> {
+        match &mut self.get_mut().0 {
+            PushingState::Ready(push) => match push.take() {
+                Some(push) => Poll::Ready(push),
+                None => Poll::Pending,
+            },
+            PushingState::Waiting(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+/// A store's counters (the channel adds its own: dead letters, duplicates, invalid).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Messages waiting (on disk too, for a durable store).
+    pub depth: usize,
+    /// Messages taken and not yet settled.
+    pub in_flight: usize,
+    /// Messages stored.
+    pub accepted: u64,
+    /// Deliveries made (a redelivery counts again).
+    pub delivered: u64,
+    /// Deliveries acknowledged.
+    pub acked: u64,
+    /// Deliveries put back.
+    pub requeued: u64,
+}
+
+/// One bounded, acknowledging FIFO queue of messages: what a channel (or one subscription)
+/// keeps its messages in. See the [module](self) for the guarantees.
+///
+/// The hot paths ([`push`](Self::push) when there is room, [`try_take`](Self::try_take),
+/// [`settle`](Self::settle)) are plain calls; only waiting is boxed.
+pub trait MessageStore: Send + Sync + 'static {
+    /// How many messages it holds at most, waiting and in flight.
+    fn capacity(&self) -> usize;
+
+    /// Whether messages survive the process.
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    /// Stores `msg` if that needs no waiting. A durable store queues the write and returns
+    /// before it is on disk: for copies that may be lost (wire taps) and for paths that can not
+    /// wait.
+    fn try_push(&self, msg: Message) -> Push;
+
+    /// Stores the message in `slot`, waiting for room; completes once it is stored (on disk,
+    /// for a durable store). Cancel-safe: the message leaves `slot` only once it is stored (or
+    /// it is handed back in the result).
+    fn push<'a>(&'a self, slot: &'a mut Option<Message>) -> Pushing<'a>;
+
+    /// Stores `msg` ignoring the capacity, without waiting: for paths that can not wait (drop
+    /// handlers), where losing the message would be worse than holding one more than the bound.
+    fn force_push(&self, msg: Message) -> Result<(), Message>;
+
+    /// Whether a push would complete now without waiting for room.
+    fn accepts_now(&self) -> bool;
+
+    /// Waits until there is room (or the store is closed).
+    fn writable(&self) -> Waiting<'_, ()>;
+
+    /// Moves up to `max` messages (that `select` selects) into `into`; each is in flight from
+    /// now on.
+    fn try_take(
+        &self,
+        select: Option<&dyn Select>,
+        max: usize,
+        into: &mut VecDeque<Message>,
+    ) -> Take;
+
+    /// Waits until [`try_take`](Self::try_take) takes something: `true`, or `false` once the
+    /// store is closed and holds nothing more for this selector.
+    fn take<'a>(
+        &'a self,
+        select: Option<&'a dyn Select>,
+        max: usize,
+        into: &'a mut VecDeque<Message>,
+    ) -> Waiting<'a, bool>;
+
+    /// Messages taken and never handed to a consumer, given back to the head in their order
+    /// (no redelivery counted). Returns those it could not take back (the store is closed).
+    fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message>;
+
+    /// A taken message was acknowledged: it is gone.
+    fn settle(&self, msg: &Message);
+
+    /// A taken message left without an ack (dead-lettered, discarded).
+    fn release(&self, msg: &Message);
+
+    /// A taken message goes back to the head, to be taken again; `Err` gives it back when the
+    /// store is closed. The caller has raised its redelivery count.
+    fn requeue(&self, msg: Message) -> Result<(), Message>;
+
+    /// A selective taker came (`1`) or went (`-1`): the store may need to wake every waiting
+    /// taker for a new message, not just one.
+    fn add_selective(&self, delta: isize);
+
+    /// Removes the waiting messages `select` selects (all without one); how many.
+    fn purge(&self, select: Option<&dyn Select>) -> usize;
+
+    /// Closes the store: no more pushes; returns every waiting message.
+    fn close(&self) -> Vec<Message>;
+
+    /// Whether it is closed.
+    fn is_closed(&self) -> bool;
+
+    /// Its counters.
+    fn stats(&self) -> StoreStats;
+}
+
+/// Where the stores of the channels built on it live: memory, a data directory, a broker.
+pub trait Backend: fmt::Debug + Send + Sync + 'static {
+    /// Whether its stores survive the process.
+    fn is_durable(&self) -> bool;
+
+    /// Opens the store `name` (creating it if it is new) for a channel of this capacity and
+    /// overflow policy. A durable store comes back with what it held before.
+    fn open(
+        &self,
+        name: &str,
+        capacity: usize,
+        overflow: Overflow,
+    ) -> Result<Arc<dyn MessageStore>, BackendError>;
+
+    /// The names of the stores that exist and start with `prefix` (durable subscriptions find
+    /// themselves again after a restart this way).
+    fn names(&self, prefix: &str) -> Vec<String>;
+
+    /// Removes the store `name` and whatever it held.
+    fn remove(&self, name: &str) -> Waiting<'_, Result<(), BackendError>>;
+
+    /// Where it keeps messages, for people (a directory, a broker address).
+    fn location(&self) -> String;
+}
+
+/// A backend could not open or remove a store.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("store `{store}` in {location}: {cause}")]
+pub struct BackendError {
+    /// The store.
+    pub store: String,
+    /// Where the backend keeps it.
+    pub location: String,
+    /// Why.
+    pub cause: StoreFailure,
+}
+
+/// The memory backend: what channels are built on unless told otherwise.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory;
+
+impl Backend for Memory {
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn open(
+        &self,
+        _name: &str,
+        capacity: usize,
+        overflow: Overflow,
+    ) -> Result<Arc<dyn MessageStore>, BackendError> {
+        Ok(Arc::new(memory::Queue::new(capacity, overflow)))
+    }
+
+    fn names(&self, _prefix: &str) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn remove(&self, _name: &str) -> Waiting<'_, Result<(), BackendError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn location(&self) -> String {
+        "memory".to_owned()
+    }
+}
+
+impl PartialEq for BackendError {
+    fn eq(&self, other: &Self) -> bool {
+        self.store == other.store
+            && self.location == other.location
+            && self.cause.to_string() == other.cause.to_string()
+    }
+}
+
+impl Eq for BackendError {}
