@@ -24,20 +24,20 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableTableMetadata, Table, WriteTransaction};
 use tokio::sync::oneshot;
 
+use crate::StoreError;
 use crate::queue::QueueState;
 use crate::schema::{self, QUEUES};
 use crate::space::Space;
 use crate::store::Registry;
-use crate::StoreError;
 
 /// How long acks alone wait for other work before they are committed on their own.
 pub(crate) const ACK_DELAY: Duration = Duration::from_millis(5);
@@ -208,8 +208,7 @@ impl Committer {
             let due = acks_since.is_some_and(|since| since.elapsed() >= ACK_DELAY)
                 || batch.len() >= MAX_BATCH;
             if urgent || due || !open {
-                let durable =
-                    urgent || !open || self.unsynced_commits + 1 >= MAX_UNSYNCED_COMMITS;
+                let durable = urgent || !open || self.unsynced_commits + 1 >= MAX_UNSYNCED_COMMITS;
                 self.commit(std::mem::take(&mut batch), durable);
                 acks_since = None;
             }
@@ -224,7 +223,10 @@ impl Committer {
     }
 
     fn registry_snapshot(&self) -> Vec<Arc<QueueState>> {
-        crate::store::lock(&self.registry).values().cloned().collect()
+        crate::store::lock(&self.registry)
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Writes one round, commits it, then applies it to memory and answers every job.
@@ -274,9 +276,7 @@ impl Committer {
                 registry: &self.registry,
             };
             for effect in effects.iter_mut() {
-                round
-                    .write(effect, &mut self.next_id)
-                    .map_err(redb_error)?;
+                round.write(effect, &mut self.next_id).map_err(redb_error)?;
             }
             round.write_queue_rows().map_err(redb_error)?;
         }
@@ -442,11 +442,18 @@ impl<'txn> Round<'txn, '_> {
                 t.appended += 1;
                 t.added_bytes += record.len() as u64;
             }
-            Effect::Ack { queue, seq, deleted } => {
+            Effect::Ack {
+                queue,
+                seq,
+                deleted,
+            } => {
                 if self.touch(queue).removed {
                     return Ok(());
                 }
-                let freed = self.table(queue)?.remove(*seq)?.map(|v| v.value().len() as u64);
+                let freed = self
+                    .table(queue)?
+                    .remove(*seq)?
+                    .map(|v| v.value().len() as u64);
                 *deleted = freed.is_some();
                 self.touch(queue).freed_bytes += freed.unwrap_or(0);
             }
@@ -527,8 +534,8 @@ impl<'txn> Round<'txn, '_> {
                 continue;
             }
             let queue = &t.queue;
-            let bytes = (queue.bytes.load(Ordering::Acquire) + t.added_bytes)
-                .saturating_sub(t.freed_bytes);
+            let bytes =
+                (queue.bytes.load(Ordering::Acquire) + t.added_bytes).saturating_sub(t.freed_bytes);
             self.queues
                 .insert(queue.name.as_str(), (queue.id, t.head, bytes))?;
         }

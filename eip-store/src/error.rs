@@ -101,7 +101,9 @@ impl StoreError {
             },
             redb::Error::UpgradeRequired(version) => StoreError::Foreign {
                 file: file.to_path_buf(),
-                reason: format!("a redb database of file format {version}, not the one this build reads"),
+                reason: format!(
+                    "a redb database of file format {version}, not the one this build reads"
+                ),
             },
             redb::Error::Corrupted(reason) => damaged(reason),
             other => damaged(other.to_string()),
@@ -124,7 +126,11 @@ impl StoreError {
                 dir: dir.clone(),
                 max_bytes: *max_bytes,
             },
-            StoreError::RecordTooLarge { dir, len, max_bytes } => StoreError::RecordTooLarge {
+            StoreError::RecordTooLarge {
+                dir,
+                len,
+                max_bytes,
+            } => StoreError::RecordTooLarge {
                 dir: dir.clone(),
                 len: *len,
                 max_bytes: *max_bytes,

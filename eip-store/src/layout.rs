@@ -121,7 +121,5 @@ pub(crate) fn mark_initialised(dir: &Path) -> Result<(), StoreError> {
     file.write_all(FORMAT_CONTENT).map_err(io(&path))?;
     file.sync_all().map_err(io(&path))?;
     // The directory entry too, or a power loss could forget the file
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }

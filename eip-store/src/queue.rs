@@ -28,10 +28,10 @@ use bytes::Bytes;
 use redb::{ReadableDatabase, TableError};
 use tokio::sync::{Notify, oneshot};
 
+use crate::StoreError;
 use crate::committer::Job;
 use crate::schema;
 use crate::store::Shared;
-use crate::StoreError;
 
 /// The in-memory state of one queue, shared by its handles and the committer.
 #[derive(Debug)]
@@ -219,7 +219,11 @@ impl QueueLog {
         let file = &self.shared.file;
         let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
         let acked = self.state.acked().clone();
-        let txn = self.shared.database()?.begin_read().map_err(|e| redb_error(e.into()))?;
+        let txn = self
+            .shared
+            .database()?
+            .begin_read()
+            .map_err(|e| redb_error(e.into()))?;
         let table = match txn.open_table(schema::records(&self.state.table)) {
             Ok(table) => table,
             // Created by the commit that declared the queue; absent only once removed

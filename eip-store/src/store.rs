@@ -128,7 +128,11 @@ impl DurableStore {
             .iter()
             .map(|q| q.bytes.load(Ordering::Relaxed))
             .fold(0, u64::saturating_add);
-        let next_id = queues.iter().map(|q| q.id).max().map_or(0, |id| id.saturating_add(1));
+        let next_id = queues
+            .iter()
+            .map(|q| q.id)
+            .max()
+            .map_or(0, |id| id.saturating_add(1));
         let space = Arc::new(Space::new(config.max_bytes, used));
         let registry = Arc::new(Mutex::new(
             queues
@@ -319,7 +323,9 @@ fn initialise(db: &Database, file: &Path) -> Result<(), StoreError> {
         Some(other) => {
             return Err(StoreError::Foreign {
                 file: file.to_path_buf(),
-                reason: format!("a store of format {other}; this build reads format {FORMAT_VERSION}"),
+                reason: format!(
+                    "a store of format {other}; this build reads format {FORMAT_VERSION}"
+                ),
             });
         }
         None => {}
