@@ -34,6 +34,7 @@ use redb::{Database, Durability, ReadableTableMetadata, Table, WriteTransaction}
 use tokio::sync::oneshot;
 
 use crate::StoreError;
+use crate::frame;
 use crate::queue::QueueState;
 use crate::schema::{self, QUEUES};
 use crate::space::Space;
@@ -435,7 +436,8 @@ impl<'txn> Round<'txn, '_> {
                     return Ok(());
                 }
                 let head = self.touch(queue).head;
-                self.table(queue)?.insert(head, record.as_ref())?;
+                let frame = frame::encode(queue.id, head, record);
+                self.table(queue)?.insert(head, frame.as_slice())?;
                 *seq = Some(head);
                 let t = self.touch(queue);
                 t.head += 1;
@@ -453,7 +455,7 @@ impl<'txn> Round<'txn, '_> {
                 let freed = self
                     .table(queue)?
                     .remove(*seq)?
-                    .map(|v| v.value().len() as u64);
+                    .map(|v| frame::payload_len(v.value()));
                 *deleted = freed.is_some();
                 self.touch(queue).freed_bytes += freed.unwrap_or(0);
             }

@@ -73,6 +73,7 @@
 mod committer;
 mod config;
 mod error;
+mod frame;
 mod layout;
 mod queue;
 mod schema;

@@ -30,6 +30,7 @@ use tokio::sync::{Notify, oneshot};
 
 use crate::StoreError;
 use crate::committer::Job;
+use crate::frame;
 use crate::schema;
 use crate::store::Shared;
 
@@ -237,7 +238,16 @@ impl QueueLog {
             if acked.contains(&seq) {
                 continue;
             }
-            records.push((seq, Bytes::copy_from_slice(record.value())));
+            let payload = frame::decode(self.state.id, seq, record.value()).ok_or_else(|| {
+                StoreError::Damaged {
+                    file: file.clone(),
+                    reason: format!(
+                        "record {seq} of queue {:?} fails its checksum",
+                        self.state.name
+                    ),
+                }
+            })?;
+            records.push((seq, Bytes::copy_from_slice(payload)));
             if records.len() == max {
                 break;
             }

@@ -6,7 +6,8 @@
 //!   next sequence number, kept here so that sequence numbers keep growing across restarts even
 //!   when every record has been acknowledged and deleted. Live bytes lets an open rebuild
 //!   [`DurableStore::used_bytes`](crate::DurableStore::used_bytes) without reading payloads.
-//! - `records/<id>` (`u64 → &[u8]`), one per queue: sequence number → record. Its length, which
+//! - `records/<id>` (`u64 → &[u8]`), one per queue: sequence number → record, framed with a
+//!   checksum ([`frame`](crate::frame)). Its length, which
 //!   redb keeps in the table's root, is the queue's length, so an open reads no payloads.
 //!
 //! Every commit writes a queue's records and its `queues` row in the same transaction, so the
