@@ -234,7 +234,8 @@ impl Committer {
     fn commit(&mut self, jobs: Vec<Job>, durable: bool) {
         let mut effects: Vec<Effect> = jobs.into_iter().map(Effect::from).collect();
         let writes = effects.iter().any(|e| !matches!(e, Effect::Flush { .. }));
-        if !writes && !(durable && self.unsynced_commits > 0) {
+        let syncs = durable && self.unsynced_commits > 0;
+        if !(writes || syncs) {
             return self.apply(effects, Vec::new());
         }
         let file = self.file.clone();

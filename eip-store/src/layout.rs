@@ -2,7 +2,7 @@
 //!
 //! - `LOCK`: an empty file, exclusively locked (`flock`) by the one open store. A second open, in
 //!   this process or another, finds it locked and fails with
-//!   [`StoreError::InUse`](crate::StoreError::InUse). The operating system drops the lock when the
+//!   [`StoreError::InUse`]. The operating system drops the lock when the
 //!   process dies, so a crash leaves nothing to clean up.
 //! - `store.redb`: the redb database holding every queue and record.
 //! - `FORMAT`: written once the database is initialised. Its presence tells a later open that a
@@ -10,7 +10,7 @@
 //!   without an error.
 //!
 //! Before redb sees `store.redb`, its first bytes are checked for redb's magic number: anything
-//! else (a text file, random bytes) is [`StoreError::Foreign`](crate::StoreError::Foreign).
+//! else (a text file, random bytes) is [`StoreError::Foreign`].
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};

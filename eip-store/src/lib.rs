@@ -11,8 +11,8 @@
 //!   record is fsynced. After a crash (a killed process, a power loss) the store reopens with every
 //!   record whose ticket resolved `Ok`, minus those whose ack was committed.
 //! - **Group commit.** One committer thread writes every append and ack queued since its last
-//!   commit in one redb write transaction with one fsync; concurrent appenders share commits.
-//!   See [`committer`](crate::committer) (private) for the rounds, and [`StoreStats`] to count them.
+//!   commit in one redb write transaction with one fsync; concurrent appenders share commits
+//!   ([`DurableStore::stats`] counts them).
 //! - **Lazy acks.** [`QueueLog::ack`] never waits: the deletion rides with the next commit, or a
 //!   timer commits it within a few milliseconds (without fsync). A lost ack is a redelivery after
 //!   restart, never a lost record. [`DurableStore::flush`] and dropping the store make acks durable.
@@ -23,7 +23,7 @@
 //!   ([`QueueLog::append_waiting`]), then fails with [`StoreError::Full`] naming the directory and
 //!   the limit. A record once accepted is never dropped. The limit counts payloads only: the file
 //!   also holds B-tree pages and free space (redb reuses freed pages but does not shrink the file),
-//!   so it is larger than `max_bytes`, typically by a small factor for records of a KiB or more.
+//!   so it is larger than `max_bytes`: about twice the live bytes for records of 1 KiB.
 //! - **One opener.** A second open of the same directory, from this process or another, fails
 //!   with [`StoreError::InUse`] (an `flock` on `LOCK`, plus redb's own lock on the database).
 //! - **No panic on file content.** A file that is not a store is [`StoreError::Foreign`]; a
@@ -40,7 +40,13 @@
 //! verifies the slot's checksums and, if the newest commit is incomplete, falls back to the
 //! previous one; its repair then walks the trees and rebuilds the allocator state. A crash thus
 //! exposes either the whole last commit or none of it; and a ticket resolves only after its
-//! commit's fsync returned.
+//! commit's fsync returned. That repair reads the whole file, so an open after a crash takes time
+//! in proportion to the data (1.4 s for 1 000 000 records of 1 KiB here); an open after a clean
+//! close reads only the `queues` table and each queue's table root (under 1 ms).
+//!
+//! redb verifies page checksums only in that repair. So that damage done to a cleanly closed
+//! file is not read back as data, every record carries its own CRC-32C over queue, sequence
+//! number and payload; a mismatch fails the read with [`StoreError::Damaged`].
 //!
 //! ## Layout
 //!

@@ -47,8 +47,14 @@ fn records_whose_ticket_resolved_survive_a_crash_and_flushed_acks_too() {
     let records = read_all(&queue);
     // Flushed acks are durable; the later ones may or may not have been committed
     let first = records.first().map(|(s, _)| *s).unwrap();
-    assert!((100..=150).contains(&first), "first unacked record is {first}");
-    assert_eq!(records, (first..300).map(|i| (i, record(i))).collect::<Vec<_>>());
+    assert!(
+        (100..=150).contains(&first),
+        "first unacked record is {first}"
+    );
+    assert_eq!(
+        records,
+        (first..300).map(|i| (i, record(i))).collect::<Vec<_>>()
+    );
     assert_eq!(queue.len(), 300 - first);
     assert_eq!(queue.head(), 300);
 }

@@ -22,14 +22,23 @@ fn store_with_records(dir: &Path) -> Vec<(u64, Bytes)> {
     let records: Vec<Bytes> = (0..RECORDS)
         .map(|i| Bytes::from([record(i).as_ref(), &[b'.'; 1000]].concat()))
         .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     runtime.block_on(async {
-        let tickets: Vec<_> = records.iter().map(|r| queue.append(r.clone()).unwrap()).collect();
+        let tickets: Vec<_> = records
+            .iter()
+            .map(|r| queue.append(r.clone()).unwrap())
+            .collect();
         for ticket in tickets {
             ticket.await.unwrap();
         }
     });
-    records.into_iter().enumerate().map(|(i, r)| (i as u64, r)).collect()
+    records
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| (i as u64, r))
+        .collect()
 }
 
 /// Opens `dir` and reads everything: Ok(records) or the first error, which must name `file`.
@@ -57,7 +66,10 @@ fn assert_names_file(error: &StoreError, file: &Path) {
         other => panic!("expected Damaged, Foreign or Io, got {other:?}"),
     };
     assert_eq!(named, file, "{error}");
-    assert!(error.to_string().contains(&file.display().to_string()), "{error}");
+    assert!(
+        error.to_string().contains(&file.display().to_string()),
+        "{error}"
+    );
 }
 
 #[test]
@@ -116,7 +128,20 @@ fn a_truncated_database_is_damaged_or_opens_with_every_record() {
     let committed = store_with_records(dir.path());
     let original = std::fs::read(database(dir.path())).unwrap();
     let len = original.len();
-    let mut offsets = vec![1, 5, 9, 100, 512, 4096, 4096 + 17, 8192, len / 4, len / 2, len - 4096, len - 1];
+    let mut offsets = vec![
+        1,
+        5,
+        9,
+        100,
+        512,
+        4096,
+        4096 + 17,
+        8192,
+        len / 4,
+        len / 2,
+        len - 4096,
+        len - 1,
+    ];
     offsets.retain(|&o| o < len);
     for offset in offsets {
         std::fs::write(database(dir.path()), &original[..offset]).unwrap();
@@ -133,7 +158,10 @@ fn a_database_with_overwritten_pages_is_damaged_or_opens_with_every_record() {
     let committed = store_with_records(dir.path());
     let original = std::fs::read(database(dir.path())).unwrap();
     let len = original.len();
-    for (i, at) in [64, 512, 4096, len / 3, len / 2, len - 4096].into_iter().enumerate() {
+    for (i, at) in [64, 512, 4096, len / 3, len / 2, len - 4096]
+        .into_iter()
+        .enumerate()
+    {
         let mut damaged = original.clone();
         let end = (at + 512).min(len);
         damaged[at..end].copy_from_slice(&pseudo_random(end - at, i as u64 + 1));

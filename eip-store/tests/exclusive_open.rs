@@ -23,10 +23,13 @@ fn the_dir_opens_again_once_every_handle_is_dropped() {
     let store = open(dir.path());
     let queue = store.queue("q").unwrap();
     drop(store);
-    assert!(matches!(
-        DurableStore::open(dir.path(), StoreConfig::default()),
-        Err(StoreError::InUse { .. })
-    ), "a queue handle keeps the store open");
+    assert!(
+        matches!(
+            DurableStore::open(dir.path(), StoreConfig::default()),
+            Err(StoreError::InUse { .. })
+        ),
+        "a queue handle keeps the store open"
+    );
     drop(queue);
     open(dir.path());
 }

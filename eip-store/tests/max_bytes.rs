@@ -37,7 +37,10 @@ async fn a_full_store_makes_appends_wait_until_acks_free_room() {
         tokio::spawn(async move { queue.append_waiting(kib(4)).await })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!waiting.is_finished(), "the append waits while the store is full");
+    assert!(
+        !waiting.is_finished(),
+        "the append waits while the store is full"
+    );
     queue.ack(0);
     assert_eq!(waiting.await.unwrap().unwrap(), 4);
     // Full again: writable() waits for the next ack
@@ -75,13 +78,23 @@ async fn a_full_store_times_out_with_an_error_naming_dir_and_limit_and_loses_not
         other => panic!("expected Full, got {other:?}"),
     }
     let message = error.to_string();
-    assert!(message.contains(&dir.path().display().to_string()), "{message}");
+    assert!(
+        message.contains(&dir.path().display().to_string()),
+        "{message}"
+    );
     assert!(message.contains("4096"), "{message}");
     drop((queue, store));
     let store = limited(dir.path(), Duration::ZERO);
     let queue = store.queue("q").unwrap();
-    assert_eq!(read_all(&queue), (0..4).map(|i| (i as u64, kib(i))).collect::<Vec<_>>());
-    assert_eq!(store.used_bytes(), 4096, "the live bytes are rebuilt at open");
+    assert_eq!(
+        read_all(&queue),
+        (0..4).map(|i| (i as u64, kib(i))).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        store.used_bytes(),
+        4096,
+        "the live bytes are rebuilt at open"
+    );
     assert!(matches!(queue.append(kib(9)), Err(StoreError::Full { .. })));
 }
 
@@ -90,7 +103,17 @@ async fn a_record_larger_than_the_limit_is_refused_at_once() {
     let dir = ScratchDir::new("too-large");
     let store = limited(dir.path(), Duration::from_secs(10));
     let queue = store.queue("q").unwrap();
-    let error = queue.append_waiting(Bytes::from(vec![0; 5000])).await.unwrap_err();
-    assert!(matches!(error, StoreError::RecordTooLarge { len: 5000, max_bytes: 4096, .. }));
+    let error = queue
+        .append_waiting(Bytes::from(vec![0; 5000]))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        StoreError::RecordTooLarge {
+            len: 5000,
+            max_bytes: 4096,
+            ..
+        }
+    ));
     assert_eq!(store.used_bytes(), 0);
 }
