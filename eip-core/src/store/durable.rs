@@ -1,1 +1,0 @@
-//! The durable store (in progress).

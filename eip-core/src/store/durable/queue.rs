@@ -1,0 +1,540 @@
+//! One durable queue: a [`MessageStore`] over a queue of the embedded store.
+//!
+//! Every message is a record on disk from the moment its push completes until it is
+//! acknowledged. In memory the queue keeps a small window: the next records read from disk,
+//! not yet taken, and the sequence numbers of the messages in flight (to acknowledge the right
+//! record). A push that completes in order adds its message to the window directly; otherwise
+//! (pushes finishing out of order, a write whose waiter was cancelled) the window reads the
+//! record back from disk when it needs more.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use eip_store::QueueLog;
+use tokio::sync::Notify;
+
+use super::codec;
+use crate::message::{Message, MessageId, names};
+use crate::store::{MessageStore, Overflow, Push, Select, StoreFailure, StoreStats, Take, Waiting};
+
+/// How many records the window reads from disk at a time.
+const READ_BATCH: usize = 256;
+
+/// How many waiting messages a selective consumer looks through at most, from the head.
+pub const SELECTOR_WINDOW: usize = 8192;
+
+/// A durable channel's (or durable subscription's) store.
+pub struct DurableQueue {
+    log: QueueLog,
+    capacity: usize,
+    overflow: Overflow,
+    state: Mutex<State>,
+    closed: AtomicBool,
+    /// Takers park here: woken by a push, a requeue, or a commit.
+    readable: Notify,
+    /// Pushers waiting for room park here: woken by a settle.
+    writable: Notify,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    accepted: AtomicU64,
+    acked: AtomicU64,
+    requeued: AtomicU64,
+}
+
+struct State {
+    /// Records read (or pushed in order), not taken yet: `(seq, message)` in order.
+    window: VecDeque<(u64, Message)>,
+    /// Every record before this is in the window, in flight, or acknowledged.
+    next_read: u64,
+    /// Records before this were there when the store opened: delivered again after a
+    /// restart, they are marked redelivered.
+    recovered: u64,
+    /// The records of the messages in flight, by message id.
+    in_flight: HashMap<MessageId, Vec<u64>>,
+    in_flight_count: usize,
+    /// Pushes handed to the disk and not yet committed: they count against the capacity.
+    pushing: usize,
+    delivered: u64,
+    selective: usize,
+}
+
+impl DurableQueue {
+    pub(crate) fn new(log: QueueLog, capacity: usize, overflow: Overflow) -> Self {
+        let head = log.head();
+        let first = log
+            .read(0, 1)
+            .ok()
+            .and_then(|r| r.first().map(|(seq, _)| *seq));
+        DurableQueue {
+            capacity,
+            overflow,
+            state: Mutex::new(State {
+                window: VecDeque::new(),
+                next_read: first.unwrap_or(head),
+                recovered: head,
+                in_flight: HashMap::new(),
+                in_flight_count: 0,
+                pushing: 0,
+                delivered: 0,
+                selective: 0,
+            }),
+            closed: AtomicBool::new(false),
+            readable: Notify::new(),
+            writable: Notify::new(),
+            counters: Counters::default(),
+            log,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No user code runs under this lock, and every change keeps the state consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Messages held: on disk and not acknowledged, plus those being written.
+    fn held(&self, state: &State) -> usize {
+        usize::try_from(self.log.len())
+            .unwrap_or(usize::MAX)
+            .saturating_add(state.pushing)
+    }
+
+    fn has_room(&self, state: &State) -> bool {
+        self.held(state) < self.capacity
+    }
+
+    /// Reads up to `want` more records into the window; false if there were none.
+    fn read_more(&self, state: &mut State, want: usize) -> bool {
+        if state.next_read >= self.log.head() {
+            return false;
+        }
+        let records = match self.log.read(state.next_read, want.max(1)) {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::error!(queue = self.log.name(), %error, "could not read the durable queue");
+                return false;
+            }
+        };
+        let Some(&(last, _)) = records.last() else {
+            state.next_read = self.log.head();
+            return false;
+        };
+        for (seq, record) in records {
+            match codec::decode(&record) {
+                Ok(mut msg) => {
+                    if seq < state.recovered {
+                        mark_redelivered(&mut msg);
+                    }
+                    state.window.push_back((seq, msg));
+                }
+                Err(error) => {
+                    // Nothing to deliver or dead-letter: say so loudly, and move past it.
+                    tracing::error!(queue = self.log.name(), seq, %error, "damaged record skipped");
+                    self.log.ack(seq);
+                }
+            }
+        }
+        state.next_read = last + 1;
+        true
+    }
+
+    fn wake_readers(&self, state: &State) {
+        if state.selective > 0 {
+            self.readable.notify_waiters();
+        } else {
+            self.readable.notify_one();
+        }
+    }
+
+    /// The oldest waiting message, taken out and acknowledged (to make room under
+    /// `DropOldest`).
+    fn drop_oldest(&self, state: &mut State) -> Option<Message> {
+        if state.window.is_empty() {
+            self.read_more(state, 1);
+        }
+        let (seq, msg) = state.window.pop_front()?;
+        self.log.ack(seq);
+        Some(msg)
+    }
+
+    async fn push_waiting(&self, slot: &mut Option<Message>) -> Push {
+        let mut dropped = None;
+        loop {
+            let notified = self.writable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            let admitted = {
+                let mut state = self.lock();
+                if self.is_closed() {
+                    return match slot.take() {
+                        Some(msg) => Push::Closed(msg),
+                        None => Push::Stored,
+                    };
+                }
+                if !self.has_room(&state) && self.overflow == Overflow::DropOldest {
+                    dropped = self.drop_oldest(&mut state);
+                }
+                let admitted = self.has_room(&state) || dropped.is_some();
+                if admitted {
+                    state.pushing += 1;
+                }
+                admitted
+            };
+            if admitted {
+                break;
+            }
+            notified.await;
+        }
+        let writing = Writing(self);
+        let Some(msg) = slot.take() else {
+            return Push::Stored;
+        };
+        let appended = self.log.append_waiting(codec::encode(&msg)).await;
+        drop(writing);
+        match appended {
+            Ok(seq) => {
+                self.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                {
+                    let mut state = self.lock();
+                    if seq == state.next_read && state.window.len() < READ_BATCH {
+                        state.window.push_back((seq, msg));
+                        state.next_read = seq + 1;
+                    }
+                    self.wake_readers(&state);
+                }
+                match dropped {
+                    Some(oldest) => Push::StoredDropping(oldest),
+                    None => Push::Stored,
+                }
+            }
+            Err(error) => Push::Failed(msg, StoreFailure::new(error)),
+        }
+    }
+
+    async fn wait_take(
+        &self,
+        select: Option<&dyn Select>,
+        max: usize,
+        into: &mut VecDeque<Message>,
+    ) -> bool {
+        loop {
+            let notified = self.readable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            // Taken before looking, so that a commit after the look is not missed.
+            let head = self.log.head();
+            match self.try_take(select, max, into) {
+                Take::Taken => return true,
+                Take::Closed => return false,
+                Take::Empty => {}
+            }
+            // A record committed without a push waiting on it (its sender gave up waiting)
+            // wakes takers through the log.
+            tokio::select! {
+                () = notified => {}
+                () = self.log.committed(head) => {}
+            }
+        }
+    }
+
+    async fn wait_writable(&self) {
+        loop {
+            let notified = self.writable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if self.accepts_now() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Finds and forgets the record of an in-flight `msg`.
+    fn in_flight_seq(state: &mut State, msg: &Message) -> Option<u64> {
+        let seqs = state.in_flight.get_mut(&msg.id())?;
+        let seq = seqs.pop();
+        if seqs.is_empty() {
+            state.in_flight.remove(&msg.id());
+        }
+        if seq.is_some() {
+            state.in_flight_count -= 1;
+        }
+        seq
+    }
+
+    fn finish(&self, msg: &Message, acked: bool) {
+        let mut state = self.lock();
+        if let Some(seq) = Self::in_flight_seq(&mut state, msg) {
+            self.log.ack(seq);
+            if acked {
+                self.counters.acked.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        drop(state);
+        self.writable.notify_one();
+    }
+}
+
+/// Counts a push as under way for as long as it lives (a cancelled push included).
+struct Writing<'a>(&'a DurableQueue);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.lock().pushing -= 1;
+    }
+}
+
+/// A message found on disk after a restart: it may have been delivered before.
+fn mark_redelivered(msg: &mut Message) {
+    let count = msg.redelivery_count().unwrap_or(0).saturating_add(1);
+    msg.headers_mut()
+        .insert(names::REDELIVERY_COUNT, i64::from(count));
+}
+
+impl MessageStore for DurableQueue {
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn try_push(&self, msg: Message) -> Push {
+        let state = self.lock();
+        if self.is_closed() {
+            return Push::Closed(msg);
+        }
+        if !self.has_room(&state) {
+            return Push::Full(msg);
+        }
+        match self.log.append(codec::encode(&msg)) {
+            Ok(_ticket) => {
+                // Written by the committer without anyone waiting; takers learn of it
+                // through the log.
+                self.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                self.wake_readers(&state);
+                Push::Stored
+            }
+            Err(error) => Push::Failed(msg, StoreFailure::new(error)),
+        }
+    }
+
+    fn push<'a>(&'a self, slot: &'a mut Option<Message>) -> crate::store::Pushing<'a> {
+        crate::store::Pushing::waiting(self.push_waiting(slot))
+    }
+
+    fn force_push(&self, msg: Message) -> Result<(), Message> {
+        if self.is_closed() {
+            return Err(msg);
+        }
+        match self.log.append(codec::encode(&msg)) {
+            Ok(_ticket) => {
+                self.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                self.readable.notify_waiters();
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!(queue = self.log.name(), %error, "message not stored");
+                Err(msg)
+            }
+        }
+    }
+
+    fn accepts_now(&self) -> bool {
+        let state = self.lock();
+        self.is_closed() || self.has_room(&state) || self.overflow == Overflow::DropOldest
+    }
+
+    fn writable(&self) -> Waiting<'_, ()> {
+        Box::pin(self.wait_writable())
+    }
+
+    fn try_take(
+        &self,
+        select: Option<&dyn Select>,
+        max: usize,
+        into: &mut VecDeque<Message>,
+    ) -> Take {
+        let mut state = self.lock();
+        if self.is_closed() {
+            return Take::Closed;
+        }
+        let before = into.len();
+        let state = &mut *state;
+        match select {
+            None => {
+                if state.window.len() < max {
+                    self.read_more(state, READ_BATCH.max(max));
+                }
+                while into.len() - before < max {
+                    let Some((seq, msg)) = state.window.pop_front() else {
+                        break;
+                    };
+                    state.in_flight.entry(msg.id()).or_default().push(seq);
+                    into.push_back(msg);
+                }
+            }
+            Some(select) => {
+                let mut i = 0;
+                while into.len() - before < max {
+                    if i == state.window.len()
+                        && (state.window.len() >= SELECTOR_WINDOW
+                            || !self.read_more(state, READ_BATCH))
+                    {
+                        break;
+                    }
+                    if select.selects(&state.window[i].1) {
+                        if let Some((seq, msg)) = state.window.remove(i) {
+                            state.in_flight.entry(msg.id()).or_default().push(seq);
+                            into.push_back(msg);
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+        let taken = into.len() - before;
+        if taken == 0 {
+            return Take::Empty;
+        }
+        state.in_flight_count += taken;
+        state.delivered += taken as u64;
+        Take::Taken
+    }
+
+    fn take<'a>(
+        &'a self,
+        select: Option<&'a dyn Select>,
+        max: usize,
+        into: &'a mut VecDeque<Message>,
+    ) -> Waiting<'a, bool> {
+        Box::pin(self.wait_take(select, max, into))
+    }
+
+    fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message> {
+        let mut state = self.lock();
+        let mut orphans = Vec::new();
+        while let Some(msg) = messages.pop_back() {
+            let Some(seq) = Self::in_flight_seq(&mut state, &msg) else {
+                continue;
+            };
+            state.delivered = state.delivered.saturating_sub(1);
+            if self.is_closed() {
+                self.log.ack(seq);
+                orphans.push(msg);
+            } else {
+                state.window.push_front((seq, msg));
+            }
+        }
+        orphans.reverse();
+        self.wake_readers(&state);
+        orphans
+    }
+
+    fn settle(&self, msg: &Message) {
+        self.finish(msg, true);
+    }
+
+    fn release(&self, msg: &Message) {
+        self.finish(msg, false);
+    }
+
+    fn requeue(&self, msg: Message) -> Result<(), Message> {
+        let mut state = self.lock();
+        let Some(seq) = Self::in_flight_seq(&mut state, &msg) else {
+            return Err(msg);
+        };
+        if self.is_closed() {
+            // It goes to the dead letter channel instead.
+            self.log.ack(seq);
+            drop(state);
+            self.writable.notify_one();
+            return Err(msg);
+        }
+        state.window.push_front((seq, msg));
+        self.counters.requeued.fetch_add(1, Ordering::Relaxed);
+        self.wake_readers(&state);
+        Ok(())
+    }
+
+    fn add_selective(&self, delta: isize) {
+        let mut state = self.lock();
+        state.selective = state.selective.saturating_add_signed(delta);
+    }
+
+    fn purge(&self, select: Option<&dyn Select>) -> usize {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let mut purged = 0;
+        let mut kept = VecDeque::new();
+        // The first message kept that the window has no room for: read again from there.
+        let mut resume = None;
+        loop {
+            while let Some((seq, msg)) = state.window.pop_front() {
+                if select.is_none_or(|s| s.selects(&msg)) {
+                    self.log.ack(seq);
+                    purged += 1;
+                } else if resume.is_none() && kept.len() < READ_BATCH {
+                    kept.push_back((seq, msg));
+                } else if resume.is_none() {
+                    resume = Some(seq);
+                }
+            }
+            if !self.read_more(state, READ_BATCH) {
+                break;
+            }
+        }
+        state.window = kept;
+        if let Some(seq) = resume {
+            state.next_read = seq;
+        }
+        if purged > 0 {
+            self.writable.notify_waiters();
+        }
+        purged
+    }
+
+    fn close(&self) -> Vec<Message> {
+        let mut state = self.lock();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        let mut rest = Vec::new();
+        loop {
+            for (seq, msg) in state.window.drain(..) {
+                self.log.ack(seq);
+                rest.push(msg);
+            }
+            if !self.read_more(&mut state, READ_BATCH) {
+                break;
+            }
+        }
+        drop(state);
+        self.readable.notify_waiters();
+        self.writable.notify_waiters();
+        rest
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn stats(&self) -> StoreStats {
+        let state = self.lock();
+        let on_disk = usize::try_from(self.log.len()).unwrap_or(usize::MAX);
+        StoreStats {
+            depth: on_disk.saturating_sub(state.in_flight_count),
+            in_flight: state.in_flight_count,
+            accepted: self.counters.accepted.load(Ordering::Relaxed),
+            delivered: state.delivered,
+            acked: self.counters.acked.load(Ordering::Relaxed),
+            requeued: self.counters.requeued.load(Ordering::Relaxed),
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Durable channels: what survives a restart, and what the store's limits do.
+//!
+//! A "restart" here drops every channel and the store, then opens the same data directory
+//! again, as a new process would (the crash test in `eip-dsl/tests` kills real processes).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eip_core::Message;
+use eip_core::channel::{DeadLetterChannel, PointToPoint, PublishSubscribe, SendError};
+use eip_core::message::DeathReason;
+use eip_core::store::durable::{Durable, StoreConfig};
+
+/// A data directory of its own, removed at the end.
+struct DataDir(PathBuf);
+
+impl DataDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "eip-durable-{name}-{}-{}",
+            std::process::id(),
+            eip_core::MessageId::new()
+        ));
+        DataDir(dir)
+    }
+
+    fn open(&self) -> Arc<Durable> {
+        Arc::new(Durable::open(&self.0, StoreConfig::default()).expect("store opens"))
+    }
+
+    fn open_with(&self, config: StoreConfig) -> Arc<Durable> {
+        Arc::new(Durable::open(&self.0, config).expect("store opens"))
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn orders(store: &Arc<Durable>) -> PointToPoint {
+    PointToPoint::builder("orders")
+        .capacity(10_000)
+        .store(store.clone())
+        .build()
+        .expect("channel builds")
+}
+
+async fn receive_all(channel: &PointToPoint, n: usize) -> Vec<Message> {
+    let mut receiver = channel.receiver();
+    let mut got = Vec::new();
+    for _ in 0..n {
+        let delivery = tokio::time::timeout(Duration::from_secs(5), receiver.recv())
+            .await
+            .expect("a message within 5 s")
+            .expect("channel open");
+        got.push(delivery.message().clone());
+        delivery.ack();
+    }
+    got
+}
+
+#[tokio::test]
+async fn unacknowledged_messages_are_delivered_again_after_a_restart_marked_redelivered() {
+    let dir = DataDir::new("restart");
+    let sent: Vec<Message> = (0..20)
+        .map(|i| Message::new(format!("order {i}")))
+        .collect();
+    {
+        let store = dir.open();
+        let channel = orders(&store);
+        for msg in &sent {
+            channel.send(msg.clone()).await.expect("sent");
+        }
+        // Five taken and acked, one taken and not settled when the channel goes.
+        let acked = receive_all(&channel, 5).await;
+        assert_eq!(
+            acked.iter().map(Message::id).collect::<Vec<_>>(),
+            ids(&sent[..5])
+        );
+        let mut receiver = channel.receiver();
+        let in_flight = receiver.recv().await.expect("a sixth");
+        assert_eq!(in_flight.message().id(), sent[5].id());
+        store.flush().await.expect("acks written");
+    }
+    let store = dir.open();
+    let channel = orders(&store);
+    assert_eq!(channel.stats().depth, 15);
+    let again = receive_all(&channel, 15).await;
+    assert_eq!(
+        ids(&again),
+        ids(&sent[5..]),
+        "in order, none lost, none twice"
+    );
+    for msg in &again {
+        assert_eq!(
+            msg.redelivery_count().expect("count"),
+            1,
+            "marked redelivered"
+        );
+        assert_eq!(
+            msg.payload(),
+            sent.iter()
+                .find(|m| m.id() == msg.id())
+                .map(|m| m.payload())
+                .expect("sent")
+        );
+    }
+}
+
+fn ids(messages: &[Message]) -> Vec<eip_core::MessageId> {
+    messages.iter().map(Message::id).collect()
+}
+
+#[tokio::test]
+async fn acknowledged_messages_do_not_come_back() {
+    let dir = DataDir::new("acked");
+    {
+        let store = dir.open();
+        let channel = orders(&store);
+        for i in 0..10 {
+            channel
+                .send(Message::new(format!("{i}")))
+                .await
+                .expect("sent");
+        }
+        receive_all(&channel, 10).await;
+    }
+    // Dropping the store writes the acks it still held.
+    let store = dir.open();
+    let channel = orders(&store);
+    assert_eq!(channel.stats().depth, 0);
+    assert!(channel.receiver().try_recv().is_err());
+}
+
+#[tokio::test]
+async fn a_nacked_message_is_delivered_again_at_once() {
+    let dir = DataDir::new("nack");
+    let store = dir.open();
+    let channel = orders(&store);
+    channel.send(Message::new("a")).await.expect("sent");
+    channel.send(Message::new("b")).await.expect("sent");
+    let mut receiver = channel.receiver();
+    let first = receiver.recv().await.expect("a");
+    let id = first.message().id();
+    first.nack();
+    let again = receiver.recv().await.expect("a again");
+    assert_eq!(again.message().id(), id);
+    assert_eq!(again.message().redelivery_count().expect("count"), 1);
+    again.ack();
+    assert_eq!(channel.stats().depth, 1);
+}
+
+#[tokio::test]
+async fn a_durable_subscription_keeps_its_place_across_a_restart() {
+    let dir = DataDir::new("subscription");
+    let build = |store: &Arc<Durable>| {
+        PublishSubscribe::builder("prices")
+            .store(store.clone())
+            .build()
+            .expect("channel builds")
+    };
+    {
+        let store = dir.open();
+        let prices = build(&store);
+        let mut audit = prices.durable_subscribe("audit");
+        for i in 0..3 {
+            prices
+                .publish(Message::new(format!("tick {i}")))
+                .await
+                .expect("published");
+        }
+        let first = audit.recv().await.expect("tick 0");
+        assert_eq!(first.message().payload_str(), Some("tick 0"));
+        first.ack();
+        // Away: published while no consumer is attached, and across the restart.
+        drop(audit);
+        prices
+            .publish(Message::new("tick 3"))
+            .await
+            .expect("published");
+    }
+    let store = dir.open();
+    let prices = build(&store);
+    assert_eq!(prices.durable_subscriptions(), ["audit"]);
+    prices
+        .publish(Message::new("tick 4"))
+        .await
+        .expect("published");
+    let mut audit = prices.durable_subscribe("audit");
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let d = audit.recv().await.expect("a tick");
+        got.push(d.message().payload_str().unwrap_or_default().to_owned());
+        d.ack();
+    }
+    assert_eq!(got, ["tick 1", "tick 2", "tick 3", "tick 4"]);
+}
+
+#[tokio::test]
+async fn an_unsubscribed_durable_subscription_is_gone_after_a_restart() {
+    let dir = DataDir::new("unsubscribe");
+    let build = |store: &Arc<Durable>| {
+        PublishSubscribe::builder("prices")
+            .store(store.clone())
+            .build()
+            .expect("channel builds")
+    };
+    {
+        let store = dir.open();
+        let prices = build(&store);
+        drop(prices.durable_subscribe("audit"));
+        prices.publish(Message::new("x")).await.expect("published");
+        assert_eq!(prices.unsubscribe("audit").await, Some(1));
+    }
+    let store = dir.open();
+    assert!(build(&store).durable_subscriptions().is_empty());
+}
+
+#[tokio::test]
+async fn expiration_holds_across_a_restart() {
+    let dir = DataDir::new("expiry");
+    {
+        let store = dir.open();
+        let channel = PointToPoint::builder("orders")
+            .time_to_live(Duration::from_millis(50))
+            .store(store.clone())
+            .build()
+            .expect("builds");
+        channel
+            .send(Message::new("stale soon"))
+            .await
+            .expect("sent");
+    }
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let store = dir.open();
+    let dead = PointToPoint::builder("dead")
+        .store(store.clone())
+        .build()
+        .expect("builds");
+    let channel = PointToPoint::builder("orders")
+        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+        .store(store.clone())
+        .build()
+        .expect("builds");
+    let mut receiver = channel.receiver();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), receiver.recv())
+            .await
+            .is_err(),
+        "an expired message is not delivered"
+    );
+    let dead_letter = dead.receiver().recv().await.expect("dead-lettered");
+    let death = dead_letter
+        .message()
+        .death()
+        .expect("record")
+        .expect("present");
+    assert_eq!(death.reason, DeathReason::Expired);
+}
+
+#[tokio::test]
+async fn a_full_store_makes_sends_wait_then_fail_naming_the_directory_and_limit() {
+    let dir = DataDir::new("full");
+    let store = dir.open_with(StoreConfig {
+        max_bytes: Some(4096),
+        full_timeout: Duration::from_millis(200),
+        ..StoreConfig::default()
+    });
+    let channel = orders(&store);
+    let payload = vec![b'x'; 1000];
+    let mut accepted = 0;
+    let error = loop {
+        match channel.send(Message::new(payload.clone())).await {
+            Ok(_) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted < 10, "the limit was never reached");
+    };
+    assert!(accepted >= 3, "{accepted} accepted");
+    let text = error.to_string();
+    assert!(matches!(error, SendError::Store { .. }), "{text}");
+    assert!(
+        text.contains("4096") && text.contains(&dir.0.display().to_string()),
+        "{text}"
+    );
+    // Waiting, then room: an ack frees it and the waiting send goes through.
+    let waiting = tokio::spawn({
+        let channel = channel.clone();
+        let payload = payload.clone();
+        async move { channel.send(Message::new(payload)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    receive_all(&channel, 1).await;
+    waiting
+        .await
+        .expect("joined")
+        .expect("sent once room was freed");
+    assert_eq!(
+        channel.stats().depth,
+        accepted,
+        "nothing accepted was dropped"
+    );
+}
+
+#[tokio::test]
+async fn a_send_waits_while_the_channel_holds_its_capacity() {
+    let dir = DataDir::new("capacity");
+    let store = dir.open();
+    let channel = PointToPoint::builder("orders")
+        .capacity(2)
+        .store(store.clone())
+        .build()
+        .expect("builds");
+    channel.send(Message::new("1")).await.expect("sent");
+    channel.send(Message::new("2")).await.expect("sent");
+    let third =
+        tokio::time::timeout(Duration::from_millis(100), channel.send(Message::new("3"))).await;
+    assert!(third.is_err(), "the third send waits");
+    receive_all(&channel, 1).await;
+    tokio::time::timeout(Duration::from_secs(5), channel.send(Message::new("3")))
+        .await
+        .expect("room after an ack")
+        .expect("sent");
+}
+
+#[tokio::test]
+async fn a_second_opening_of_one_directory_is_refused_as_in_use() {
+    let dir = DataDir::new("in-use");
+    let _first = dir.open();
+    let second = Durable::open(&dir.0, StoreConfig::default()).expect_err("in use");
+    assert!(second.to_string().contains("in use"), "{second}");
+}
+
+#[tokio::test]
+async fn many_senders_share_commits() {
+    let dir = DataDir::new("group");
+    let store = dir.open();
+    let channel = orders(&store);
+    let before = store.store().stats().commits;
+    let sends = (0..200).map(|i| {
+        let channel = channel.clone();
+        tokio::spawn(async move { channel.send(Message::new(format!("{i}"))).await })
+    });
+    for send in futures::future::join_all(sends).await {
+        send.expect("joined").expect("sent");
+    }
+    let commits = store.store().stats().commits - before;
+    assert!(commits < 100, "200 concurrent sends took {commits} commits");
+    assert_eq!(channel.stats().depth, 200);
+}
+
+#[tokio::test]
+async fn purging_a_durable_channel_removes_waiting_messages_for_good() {
+    let dir = DataDir::new("purge");
+    {
+        let store = dir.open();
+        let channel = orders(&store);
+        for i in 0..600 {
+            channel
+                .send(Message::new(format!("{i}")))
+                .await
+                .expect("sent");
+        }
+        use eip_core::channel::ChannelPurger;
+        assert_eq!(channel.purge(), 600);
+        assert_eq!(channel.stats().depth, 0);
+    }
+    let store = dir.open();
+    assert_eq!(orders(&store).stats().depth, 0);
+}
