@@ -142,49 +142,46 @@ fn channels_that_only_non_durable_channels_use_stay_in_memory() {
 }
 
 #[test]
-fn a_dead_letter_channel_written_not_durable_for_a_durable_channel_is_refused() {
-    let p = only(&[
-        "channels:",
-        "  orders: {kind: point-to-point, durable: true, dead-letter: orders.dead}",
-        "  orders.dead: {kind: point-to-point, durable: false}",
-    ]);
-    assert_eq!(
-        p.message,
-        "channel `orders.dead` is `durable: false`, but it is the dead letter channel of the \
-         durable channel `orders`"
-    );
-    assert_eq!(at(&p), (3, 48));
-    assert_eq!(p.key.as_deref(), Some(r#"channels["orders.dead"].durable"#));
-    assert!(help(&p).contains("remove `durable: false`"), "{}", help(&p));
-
-    let p = only(&[
-        "channels:",
-        "  dead-letters: {kind: point-to-point, durable: false}",
-        "  orders: {kind: point-to-point, durable: true}",
-    ]);
-    assert!(
-        p.message
-            .starts_with("channel `dead-letters` is `durable: false`"),
-        "{}",
-        p.message
-    );
-    assert_eq!(at(&p), (2, 49));
-}
-
-#[test]
-fn an_invalid_message_channel_written_not_durable_for_a_durable_channel_is_refused() {
-    let p = only(&[
-        "channels:",
-        "  orders: {kind: point-to-point, durable: true, datatype: schemas/trade.json, invalid: bad}",
-        "  bad: {kind: point-to-point, durable: false}",
-    ]);
-    assert!(
-        p.message
-            .ends_with("is the invalid message channel of the durable channel `orders`"),
-        "{}",
-        p.message
-    );
-    assert_eq!(at(&p), (3, 40));
+fn a_channel_written_not_durable_that_serves_a_durable_one_is_refused() {
+    for (lines, message, position) in [
+        (
+            [
+                "channels:",
+                "  orders: {kind: point-to-point, durable: true, dead-letter: orders.dead}",
+                "  orders.dead: {kind: point-to-point, durable: false}",
+            ],
+            "channel `orders.dead` is `durable: false`, but it is the dead letter channel of \
+             the durable channel `orders`",
+            (3, 48),
+        ),
+        (
+            [
+                "channels:",
+                "  dead-letters: {kind: point-to-point, durable: false}",
+                "  orders: {kind: point-to-point, durable: true}",
+            ],
+            "channel `dead-letters` is `durable: false`, but it is the dead letter channel of \
+             the durable channel `orders`",
+            (2, 49),
+        ),
+        (
+            [
+                "channels:",
+                "  orders: {kind: point-to-point, durable: true, datatype: schemas/trade.json, \
+                 invalid: bad}",
+                "  bad: {kind: point-to-point, durable: false}",
+            ],
+            "channel `bad` is `durable: false`, but it is the invalid message channel of the \
+             durable channel `orders`",
+            (3, 40),
+        ),
+    ] {
+        let p = only(&lines);
+        assert_eq!(p.message, message);
+        assert_eq!(at(&p), position, "{message}");
+        assert!(p.key.as_deref().is_some_and(|k| k.ends_with("].durable")));
+        assert!(help(&p).contains("remove `durable: false`"), "{}", help(&p));
+    }
 }
 
 // ---------------------------------------------------------------- store
