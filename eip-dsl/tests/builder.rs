@@ -5,11 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use eip_dsl::builder::{BuildError, FLOW_NAME, FlowBuilder, channel, exchange, join, route};
+use eip_dsl::builder::{
+    BuildError, ChannelBuilder, FLOW_NAME, FlowBuilder, channel, exchange, join, route, store,
+};
 use eip_dsl::compile::{InputMessage, Report};
 use eip_dsl::core::channel::Overflow;
 use eip_dsl::diagnostic::{FlowErrors, Problem};
 use eip_dsl::load::parse_str;
+use eip_dsl::plan::{Plan, StorePlan};
 use eip_dsl::spec::{FlowSpec, Located, RecipientsSpec};
 
 fn flows() -> PathBuf {
@@ -54,6 +57,7 @@ fn unplaced(mut spec: FlowSpec) -> FlowSpec {
         clear_opt(&mut channel.dead_letter);
         clear_opt(&mut channel.time_to_live);
         clear_opt(&mut channel.overflow);
+        clear_opt(&mut channel.durable);
         if let Some(r) = &mut channel.redelivery {
             r.at = None;
             clear_opt(&mut r.max_attempts);
@@ -108,20 +112,32 @@ fn unplaced(mut spec: FlowSpec) -> FlowSpec {
             clear_names(&mut binding.to);
         }
     }
+    if let Some(store) = &mut spec.store {
+        store.at = None;
+        clear_opt(&mut store.path);
+        clear_opt(&mut store.max_bytes);
+    }
     spec.reserved.iter_mut().for_each(clear);
     spec
 }
 
 /// `examples/flows/trading.yaml`, in Rust.
 fn trading() -> FlowBuilder {
+    trading_with(trade_requests())
+}
+
+/// The trading flow's datatype channel `trades.requests`.
+fn trade_requests() -> ChannelBuilder {
+    channel::point_to_point()
+        .datatype("schemas/trade.json")
+        .invalid("trades.invalid")
+}
+
+/// The trading flow with `requests` as its channel `trades.requests`.
+fn trading_with(requests: ChannelBuilder) -> FlowBuilder {
     let queue = channel::point_to_point;
     FlowBuilder::new()
-        .channel(
-            "trades.requests",
-            queue()
-                .datatype("schemas/trade.json")
-                .invalid("trades.invalid"),
-        )
+        .channel("trades.requests", requests)
         .channel("trades.invalid", queue())
         .channel("trades.buy", queue())
         .channel("trades.sell", queue())
@@ -227,6 +243,57 @@ fn trading_flow_in_rust_routes_every_message_as_the_file_does() {
     assert!(reports.iter().any(|(r, _)| r.stored == ["unrouted"]));
 }
 
+/// The channels a plan marks durable, and its store.
+fn durability(plan: &Plan) -> (Vec<&str>, &StorePlan) {
+    let durable = plan
+        .channels
+        .iter()
+        .filter(|c| c.durable)
+        .map(|c| c.name.as_str())
+        .collect();
+    (durable, &plan.store)
+}
+
+#[test]
+fn a_durable_trading_flow_in_rust_plans_as_the_file_does() {
+    let yaml = read("trading.yaml");
+    let requests = "invalid: trades.invalid}";
+    assert!(
+        yaml.contains(requests),
+        "trading.yaml declares trades.requests"
+    );
+    let yaml = yaml.replacen(requests, "invalid: trades.invalid, durable: true}", 1)
+        + "store: {path: data, max-bytes: 2 GiB}\n";
+    let from_code = trading_with(trade_requests().durable())
+        .channel("trades.settled", channel::point_to_point().durable())
+        .store(store::embedded().path("data").max_bytes(2 << 30));
+    let yaml = yaml.replacen(
+        "channels:\n",
+        "channels:\n  trades.settled: {kind: point-to-point, durable: true}\n",
+        1,
+    );
+    let code_plan = from_code
+        .plan(flows())
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    let file_plan = eip_dsl::load::load_str(&yaml, "trading.yaml", &flows())
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    let (mut code, store) = durability(&code_plan);
+    let (mut file, file_store) = durability(&file_plan);
+    code.sort_unstable();
+    file.sort_unstable();
+    assert_eq!((code.clone(), store), (file, file_store));
+    assert_eq!(
+        code,
+        [
+            "dead-letters",
+            "trades.invalid",
+            "trades.requests",
+            "trades.settled"
+        ]
+    );
+    assert_eq!(store.max_bytes, Some(2 << 30));
+}
+
 #[test]
 fn join_chain_in_rust_is_the_join_chain_file() {
     assert_eq!(join_chain().spec(), &file_spec(&read("join-chain.yaml")));
@@ -253,6 +320,7 @@ fn every_method() -> FlowBuilder {
             "orders",
             queue()
                 .capacity(500)
+                .durable()
                 .datatype("schemas/trade.json")
                 .invalid("orders.invalid")
                 .dead_letter("orders.dead")
@@ -311,6 +379,7 @@ fn every_method() -> FlowBuilder {
                 .bind("price.#", ["prices"])
                 .bind_all(["prices.archive", "invoices"]),
         )
+        .store(store::embedded().path("data").max_bytes(512 * 1024 * 1024))
 }
 
 const EVERY_KEY: &str = r#"
@@ -318,6 +387,7 @@ channels:
   orders:
     kind: point-to-point
     capacity: 500
+    durable: true
     datatype: schemas/trade.json
     invalid: orders.invalid
     dead-letter: orders.dead
@@ -356,6 +426,9 @@ exchanges:
     bindings:
       - {key: "price.#", to: [prices]}
       - {to: [prices.archive, invoices]}
+store:
+  path: data
+  max-bytes: 512 MiB
 "#;
 
 #[test]
@@ -374,6 +447,9 @@ fn every_builder_method_sets_its_flow_file_key() {
     assert_eq!(redelivery.initial_backoff, Duration::from_millis(250));
     assert_eq!(redelivery.max_backoff, Duration::from_secs(60));
     assert_eq!((redelivery.multiplier, redelivery.jitter), (1.5, 0.1));
+    assert!(orders.durable);
+    assert_eq!(plan.store.path, Some(flows().join("data")));
+    assert_eq!(plan.store.max_bytes, Some(512 * 1024 * 1024));
     assert_eq!(plan.joins[0].hops, 0, "hops 0 is valid");
     assert!(plan.joins[1].archival);
     // The spec handed out is the one built; `into_spec` and `From` agree with `spec`.
@@ -549,6 +625,30 @@ fn a_datatype_needs_an_invalid_message_channel() {
         "{}",
         problems[0].message
     );
+}
+
+#[test]
+fn a_bad_store_from_code_is_refused_with_its_keys() {
+    let flow = FlowBuilder::new()
+        .channel("orders", channel::point_to_point().durable())
+        .store(store::embedded().path("").max_bytes(0));
+    let problems = problems(&flow);
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+    assert_eq!(
+        keyed(&problems, "store.max-bytes").message,
+        "invalid `max-bytes`: `0` is not more than 0 bytes"
+    );
+    assert_eq!(keyed(&problems, "store.path").at, None);
+}
+
+#[test]
+fn the_last_store_given_wins() {
+    let flow = FlowBuilder::new()
+        .store(store::embedded().path("first"))
+        .store(store::embedded().max_bytes(1000));
+    let store = flow.spec().store.clone().expect("a store");
+    assert_eq!(store.path, None);
+    assert_eq!(store.max_bytes.map(|m| m.value).as_deref(), Some("1 kB"));
 }
 
 #[test]

@@ -498,3 +498,85 @@ fn a_second_signal_stops_a_flow_that_does_not_drain() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn run_help_offers_a_data_directory() {
+    let out = eip().args(["run", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    assert!(help.contains("--data-dir <DIR>"), "{help}");
+    assert!(help.contains("store.path"), "{help}");
+}
+
+const DURABLE: &str = "channels:\n  orders: {kind: point-to-point, durable: true}\n";
+
+/// `eip run FLOW ARGS` from the working directory `cwd`, fed one message; the data directory
+/// it reports, if it reports one.
+fn data_directory(flow: &std::path::Path, cwd: &std::path::Path, args: &[&str]) -> Option<String> {
+    let input = cwd.join("input.jsonl");
+    std::fs::write(&input, "{\"to\": \"orders\", \"payload\": {}}\n").unwrap();
+    let out = eip()
+        .arg("run")
+        .arg(flow)
+        .arg("--input")
+        .arg(&input)
+        .args(["--stats-interval", "0", "--quiet"])
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("orders: in 1"), "the flow still runs: {err}");
+    err.lines()
+        .find_map(|l| l.strip_prefix("[eip] data directory: "))
+        .map(str::to_owned)
+}
+
+/// A fresh working directory, its path with symbolic links resolved (as the process sees it).
+fn working_directory() -> PathBuf {
+    let dir = flow_file("").parent().unwrap().to_path_buf();
+    dir.canonicalize().unwrap()
+}
+
+#[test]
+fn run_reports_the_data_directory_of_a_durable_flow() {
+    let cwd = working_directory();
+    let shown = |p: PathBuf| Some(p.display().to_string());
+
+    // Nothing said: ./eip-data, in the working directory.
+    let flow = flow_file(DURABLE);
+    assert_eq!(
+        data_directory(&flow, &cwd, &[]),
+        shown(cwd.join("eip-data"))
+    );
+
+    // The flow's `store.path`: relative to the flow file, wherever eip runs.
+    let flow = flow_file(&format!(
+        "{DURABLE}store: {{path: data, max-bytes: 1 GiB}}\n"
+    ));
+    let flow_dir = flow.parent().unwrap().canonicalize().unwrap();
+    let parent = flow_dir.parent().unwrap();
+    let relative = PathBuf::from(flow_dir.file_name().unwrap()).join("flow.yaml");
+    assert_eq!(
+        data_directory(&relative, parent, &[]),
+        shown(flow_dir.join("data"))
+    );
+
+    // `--data-dir` wins, relative to the working directory.
+    assert_eq!(
+        data_directory(&flow, &cwd, &["--data-dir", "elsewhere"]),
+        shown(cwd.join("elsewhere"))
+    );
+    assert_eq!(
+        data_directory(&flow, &cwd, &["--data-dir", "/var/lib/eip"]),
+        shown(PathBuf::from("/var/lib/eip"))
+    );
+}
+
+#[test]
+fn run_reports_no_data_directory_for_a_flow_in_memory() {
+    let flow = flow_file("channels:\n  orders: {kind: point-to-point}\nstore: {path: data}\n");
+    assert_eq!(data_directory(&flow, &working_directory(), &[]), None);
+}

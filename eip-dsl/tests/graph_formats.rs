@@ -306,3 +306,71 @@ fn names_the_plan_does_not_declare_are_drawn_as_undeclared() {
     let svg = graph::svg(&plan);
     assert!(svg.contains("class=\"node undeclared\""), "{svg}");
 }
+
+// ----- durable channels -----
+
+/// A durable queue, a durable publish-subscribe datatype channel, and a channel in memory.
+fn durable_plan() -> Plan {
+    let mut plan = Plan::default();
+    let mut payments = p2p("payments");
+    payments.durable = true;
+    let mut trades = pubsub("trades");
+    trades.durable = true;
+    trades.datatype = Some(eip_dsl::plan::DatatypePlan {
+        path: "trade.json".into(),
+        schema: serde_json::json!({"type": "object"}),
+        invalid: "payments".into(),
+    });
+    plan.channels.extend([payments, trades, p2p("scratch")]);
+    plan
+}
+
+#[test]
+fn durable_channels_say_so_on_their_second_line_in_every_format() {
+    let plan = durable_plan();
+    let dot = graph::dot(&plan);
+    for line in [
+        r#"c0_payments [label="payments\ndurable", shape=box];"#,
+        r#"c1_trades [label="trades\ndurable, datatype: trade.json", shape=box, style=rounded, peripheries=2];"#,
+        r#"c2_scratch [label="scratch", shape=box];"#,
+    ] {
+        assert!(
+            dot.contains(&format!("  {line}\n")),
+            "missing {line}\n{dot}"
+        );
+    }
+
+    let m = graph::mermaid(&plan);
+    for line in [
+        r#"c0_payments["payments<br/>durable"]"#,
+        r#"c1_trades(["trades<br/>durable, datatype: trade.json"])"#,
+        r#"c2_scratch["scratch"]"#,
+    ] {
+        assert!(m.contains(&format!("  {line}\n")), "missing {line}\n{m}");
+    }
+
+    let svg = graph::svg(&plan);
+    let elements = parse_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+    let class = |id: &str| {
+        elements
+            .iter()
+            .find(|e| e.attrs.get("id").map(String::as_str) == Some(id))
+            .and_then(|e| e.attrs.get("class").cloned())
+            .unwrap_or_else(|| panic!("no node {id}\n{svg}"))
+    };
+    assert_eq!(class("c0_payments"), "node point-to-point durable");
+    assert_eq!(
+        class("c1_trades"),
+        "node publish-subscribe datatype durable"
+    );
+    assert_eq!(class("c2_scratch"), "node point-to-point");
+    assert!(
+        svg.contains("<title>payments (point-to-point durable)</title>"),
+        "{svg}"
+    );
+    assert!(svg.contains(">durable</text>"), "{svg}");
+    assert!(
+        svg.contains(">durable, datatype: trade.json</text>"),
+        "{svg}"
+    );
+}

@@ -1,7 +1,7 @@
 //! Channels: [`point_to_point`] and [`publish_subscribe`], configured key by key.
 //!
 //! Each method sets the flow-file key of the same name (`capacity`, `datatype`, `invalid`,
-//! `dead-letter`, `time-to-live`, `redelivery`, `overflow`). Nothing is checked here: a
+//! `dead-letter`, `time-to-live`, `redelivery`, `overflow`, `durable`). Nothing is checked here: a
 //! datatype without an invalid message channel, or `overflow` on a queue, is reported by
 //! validation, exactly as it would be for a file.
 //!
@@ -15,7 +15,8 @@
 //!     .time_to_live(Duration::from_secs(30))
 //!     .redelivery(channel::redelivery().max_attempts(3).initial_backoff(Duration::from_millis(250)));
 //! let prices = channel::publish_subscribe().overflow(Overflow::DropOldest);
-//! # let _ = (orders, prices);
+//! let payments = channel::point_to_point().durable();
+//! # let _ = (orders, prices, payments);
 //! ```
 
 use std::time::Duration;
@@ -104,6 +105,14 @@ impl ChannelBuilder {
             Overflow::DropOldest => OverflowSpec::DropOldest,
         };
         self.spec.overflow = Some(Located::new(spec));
+        self
+    }
+
+    /// `durable: true`: the channel keeps its messages on disk, in the flow's
+    /// [store](super::FlowBuilder::store), so that they survive a crash (Guaranteed Delivery).
+    /// Its dead letter and invalid message channels become durable too.
+    pub fn durable(mut self) -> Self {
+        self.spec.durable = Some(Located::new(true));
         self
     }
 

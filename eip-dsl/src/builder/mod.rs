@@ -2,7 +2,7 @@
 //!
 //! A [`FlowBuilder`] collects channels, routes, joins and exchanges, each made by a small
 //! builder whose methods are the keys of the flow file ([`channel`], [`route`], [`join`],
-//! [`exchange`]). What it builds is a [`FlowSpec`], the same plain data a flow file is read
+//! [`exchange`], and [`store`] for the durable store). What it builds is a [`FlowSpec`], the same plain data a flow file is read
 //! into, so a flow made in Rust goes through the same [validation](crate::validate) and the
 //! same [compiler](crate::compile) as a file: the two can not drift apart, and a mistake in
 //! code gets the same problem, key path and "did you mean" help as the same mistake in YAML.
@@ -43,6 +43,7 @@ pub mod exchange;
 pub mod join;
 mod listing;
 pub mod route;
+pub mod store;
 
 use std::path::Path;
 
@@ -56,6 +57,7 @@ pub use self::channel::{ChannelBuilder, Redelivery};
 pub use self::exchange::ExchangeBuilder;
 pub use self::join::{JoinBuilder, JoinFrom};
 pub use self::route::{Choice, RouteBuilder};
+pub use self::store::StoreBuilder;
 
 /// The name a flow made in code has in its [`FlowErrors`].
 pub const FLOW_NAME: &str = "<flow>";
@@ -115,6 +117,13 @@ impl FlowBuilder {
         self.spec
             .exchanges
             .push((Located::new(name.into()), exchange.into_spec()));
+        self
+    }
+
+    /// `store: {...}`: where the flow's [durable](ChannelBuilder::durable) channels keep
+    /// their messages. Called again, the last store wins, as a file holds one `store:`.
+    pub fn store(mut self, store: StoreBuilder) -> Self {
+        self.spec.store = Some(store.into_spec());
         self
     }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use eip_dsl::compile::{CompileError, Flow};
 use eip_dsl::diagnostic::FlowErrors;
 use eip_dsl::graph::Format;
 use eip_dsl::load;
@@ -99,15 +100,14 @@ fn load_flow(path: &Path) -> Option<Plan> {
 }
 
 /// Reads, checks and compiles a flow file, printing what went wrong to standard error.
-fn compile_flow(path: &Path) -> Option<eip_dsl::compile::Flow> {
+fn compile_flow(path: &Path) -> Option<Flow> {
     let plan = load_flow(path)?;
-    match eip_dsl::compile::compile(&plan) {
-        Ok(flow) => Some(flow),
-        Err(e) => {
-            eprintln!("error: {e}");
-            None
-        }
-    }
+    compiled(eip_dsl::compile::compile(&plan))
+}
+
+/// The compiled flow, or `None` after printing why there is none.
+fn compiled(result: Result<Flow, CompileError>) -> Option<Flow> {
+    result.map_err(|e| eprintln!("error: {e}")).ok()
 }
 
 /// The problems of a flow as miette draws them: in colour on a terminal, plain otherwise.

@@ -1,13 +1,15 @@
-//! `eip run`: the flow on embedded defaults (in-memory channels), fed from JSON lines.
+//! `eip run`: the flow on embedded defaults (in-memory channels, and the embedded durable store
+//! for durable ones), fed from JSON lines.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use eip_core::message::{HeaderValue, Message};
-use eip_dsl::compile::{Flow, InputMessage, Output, RunningFlow};
+use eip_dsl::compile::{Flow, InputMessage, Output, RunningFlow, StoreOptions};
+use eip_dsl::plan::Plan;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -29,10 +31,31 @@ pub struct RunArgs {
     /// Do not print the messages that reach output channels.
     #[arg(long, short)]
     quiet: bool,
+    /// The durable store's data directory, where durable channels keep their messages.
+    /// Default: the flow file's `store.path` (relative to the flow file), else ./eip-data.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
 }
 
+/// The data directory when neither `--data-dir` nor the flow's `store.path` names one,
+/// relative to the working directory.
+const DEFAULT_DATA_DIR: &str = "eip-data";
+
 pub fn run(args: RunArgs) -> ExitCode {
-    let Some(flow) = super::compile_flow(&args.flow) else {
+    let Some(plan) = super::load_flow(&args.flow) else {
+        return ExitCode::FAILURE;
+    };
+    let store = match store_options(args.data_dir.as_deref(), &plan) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: can not resolve the data directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if plan.has_durable_channels() {
+        eprintln!("[eip] data directory: {}", store.data_dir.display());
+    }
+    let Some(flow) = super::compiled(eip_dsl::compile::compile_with(&plan, &store)) else {
         return ExitCode::FAILURE;
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -50,6 +73,19 @@ pub fn run(args: RunArgs) -> ExitCode {
     // stays open after a signal): do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
+}
+
+/// Where the durable store lives: `--data-dir` if given, else the flow's `store.path` (which
+/// validation already joined to the flow file's directory), else [`DEFAULT_DATA_DIR`]; made
+/// absolute against the working directory. The disk cap is the flow's `store.max-bytes`.
+fn store_options(data_dir: Option<&Path>, plan: &Plan) -> std::io::Result<StoreOptions> {
+    let dir = data_dir
+        .or(plan.store.path.as_deref())
+        .unwrap_or(Path::new(DEFAULT_DATA_DIR));
+    Ok(StoreOptions {
+        data_dir: std::path::absolute(dir)?,
+        max_bytes: plan.store.max_bytes,
+    })
 }
 
 async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {

@@ -13,6 +13,7 @@ mod route;
 mod run;
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use eip_core::MessageBus;
 use eip_core::bus::BusError;
@@ -124,6 +125,23 @@ impl Flow {
     pub fn routes_from<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Route> + 'a {
         self.routes.iter().filter(move |r| r.from().name() == name)
     }
+}
+
+/// Where the durable channels of a flow keep their messages, as decided by whoever runs it
+/// (`eip run` resolves `--data-dir`, the flow's `store.path` and its default into this).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// The store's data directory.
+    pub data_dir: PathBuf,
+    /// The disk cap in bytes; `None` for no cap.
+    pub max_bytes: Option<u64>,
+}
+
+/// [`compile`], with the durable channels kept in the store `store` describes.
+pub fn compile_with(plan: &Plan, store: &StoreOptions) -> Result<Flow, CompileError> {
+    // The durable store (eip-store) is wired in here; until then every channel is in memory.
+    let _ = store;
+    compile(plan)
 }
 
 /// Builds the flow's objects from a checked plan.

@@ -3,7 +3,7 @@
 //!
 //! All three formats draw the same picture. Channels are boxes (point-to-point square,
 //! publish-subscribe rounded, a datatype channel with a double border and its schema on a
-//! second line), exchanges hexagons, and each route a diamond named after it, with an edge in
+//! second line, a durable channel with `durable` on its second line), exchanges hexagons, and each route a diamond named after it, with an edge in
 //! from the channel it consumes (labelled `filter …` when it has a filter) and edges out
 //! labelled `when …`, `otherwise`, `recipients`, `discard` or `wire tap`. Joins are edges
 //! labelled `join hops=N` (dashed and marked `archival` for an archival join, with their filter),
@@ -29,6 +29,7 @@
 //!     time_to_live: None,
 //!     redelivery: None,
 //!     overflow: None,
+//!     durable: false,
 //! });
 //! let format: Format = "dot".parse()?;
 //! let dot = graph::render(&plan, format);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use eip_core::channel::ChannelKind;
 
-use crate::plan::{ActionPlan, DEAD_LETTERS, Plan, RecipientsPlan, TargetRef};
+use crate::plan::{ActionPlan, ChannelPlan, DEAD_LETTERS, Plan, RecipientsPlan, TargetRef};
 
 /// How a node is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,12 +30,15 @@ pub(crate) struct Node {
     pub id: String,
     /// The name, control characters replaced by spaces.
     pub label: String,
-    /// A second line: a channel's datatype schema, a header recipient list's header.
+    /// A second line: `durable` and a channel's datatype schema, a header recipient list's
+    /// header.
     pub detail: Option<String>,
     /// The shape.
     pub shape: Shape,
     /// Whether this is a datatype channel (drawn with a double border).
     pub datatype: bool,
+    /// Whether this is a durable channel (`durable` on its second line).
+    pub durable: bool,
 }
 
 /// How an edge's line is drawn.
@@ -85,12 +88,10 @@ impl Graph {
             let node = b.push(Node {
                 id: node_id('c', i, &c.name),
                 label: clean(&c.name),
-                detail: c
-                    .datatype
-                    .as_ref()
-                    .map(|d| clean(&format!("datatype: {}", d.path))),
+                detail: channel_detail(c),
                 shape,
                 datatype: c.datatype.is_some(),
+                durable: c.durable,
             });
             b.channels.entry(c.name.as_str()).or_insert(node);
         }
@@ -101,6 +102,7 @@ impl Graph {
                 detail: None,
                 shape: Shape::Exchange,
                 datatype: false,
+                durable: false,
             });
             b.exchanges.entry(x.name.as_str()).or_insert(node);
         }
@@ -121,6 +123,7 @@ impl Graph {
                     detail,
                     shape: Shape::Router,
                     datatype: false,
+                    durable: false,
                 })
             })
             .collect();
@@ -217,6 +220,14 @@ impl Graph {
     }
 }
 
+/// A channel's second line: `durable`, then its datatype schema (`durable, datatype: PATH`).
+fn channel_detail(c: &ChannelPlan) -> Option<String> {
+    let durable = c.durable.then(|| "durable".to_owned());
+    let datatype = c.datatype.as_ref().map(|d| format!("datatype: {}", d.path));
+    let parts: Vec<String> = durable.into_iter().chain(datatype).collect();
+    (!parts.is_empty()).then(|| clean(&parts.join(", ")))
+}
+
 /// Collects nodes and edges, resolving names to node indices.
 #[derive(Default)]
 struct Builder<'p> {
@@ -267,6 +278,7 @@ impl<'p> Builder<'p> {
             detail: Some(format!("undeclared {what}")),
             shape: Shape::Undeclared,
             datatype: false,
+            durable: false,
         });
         self.undeclared.insert((exchange, name), i);
         i

@@ -165,16 +165,23 @@ fn colours(shape: Shape) -> (&'static str, &'static str) {
     }
 }
 
-fn kind_name(node: &Node) -> &'static str {
-    match (node.shape, node.datatype) {
-        (Shape::PointToPoint, false) => "point-to-point",
-        (Shape::PointToPoint, true) => "point-to-point datatype",
-        (Shape::PublishSubscribe, false) => "publish-subscribe",
-        (Shape::PublishSubscribe, true) => "publish-subscribe datatype",
-        (Shape::Exchange, _) => "exchange",
-        (Shape::Router, _) => "route",
-        (Shape::Undeclared, _) => "undeclared",
+/// The node's kind as words, for its class and tooltip: `point-to-point datatype durable`.
+fn kind_name(node: &Node) -> String {
+    let base = match node.shape {
+        Shape::PointToPoint => "point-to-point",
+        Shape::PublishSubscribe => "publish-subscribe",
+        Shape::Exchange => "exchange",
+        Shape::Router => "route",
+        Shape::Undeclared => "undeclared",
+    };
+    let mut kind = base.to_owned();
+    if node.datatype {
+        kind.push_str(" datatype");
     }
+    if node.durable {
+        kind.push_str(" durable");
+    }
+    kind
 }
 
 fn draw_node(out: &mut String, node: &Node, r: Rect) {

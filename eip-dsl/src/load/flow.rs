@@ -12,7 +12,7 @@ use super::routes::{read_join, read_route};
 use crate::diagnostic::Problem;
 use crate::spec::{
     BindingSpec, ChannelSpec, ExchangeSpec, FlowSpec, KindSpec, Located, OverflowSpec,
-    RedeliverySpec,
+    RedeliverySpec, StoreSpec,
 };
 use crate::validate::Damage;
 
@@ -21,6 +21,7 @@ const TOP: &[&str] = &[
     "routes",
     "joins",
     "exchanges",
+    "store",
     "adapters",
     "bridges",
 ];
@@ -33,6 +34,7 @@ const CHANNEL: &[&str] = &[
     "time-to-live",
     "redelivery",
     "overflow",
+    "durable",
 ];
 const REDELIVERY: &[&str] = &[
     "max-attempts",
@@ -41,6 +43,7 @@ const REDELIVERY: &[&str] = &[
     "multiplier",
     "jitter",
 ];
+const STORE: &[&str] = &["path", "max-bytes"];
 const EXCHANGE: &[&str] = &["alternate", "bindings"];
 const BINDING: &[&str] = &["key", "to"];
 
@@ -74,6 +77,9 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
             flow.reserved
                 .push(Located::at(reserved.to_owned(), reader.pos(key)));
         }
+    }
+    if let Some((key, node)) = top.entry("store") {
+        flow.store = read_store(reader, key, node);
     }
     if let Some(node) = top.get("channels") {
         read_named(
@@ -252,7 +258,53 @@ fn read_channel(
             ],
         );
     }
+    if let Some(v) = fields.get("durable") {
+        channel.durable = reader.boolean(v, "durable", &p("durable"));
+    }
     Some(channel)
+}
+
+/// `store:`; nothing after it (`store:`) is a store with every key left to its default.
+fn read_store(reader: &mut Reader<'_>, key: &Node, node: &Node) -> Option<StoreSpec> {
+    let mut store = StoreSpec {
+        at: Some(reader.pos(key)),
+        ..StoreSpec::default()
+    };
+    if node.value == Value::Null {
+        return Some(store);
+    }
+    let fields = reader.fields(node, "store", "store", "`store`", STORE)?;
+    if let Some(v) = fields.get("path") {
+        store.path = reader.string(v, "path", "store.path");
+    }
+    if let Some(v) = fields.get("max-bytes") {
+        store.max_bytes = byte_size(reader, v, "max-bytes", "store.max-bytes");
+    }
+    Some(store)
+}
+
+/// A size: a whole number of bytes (kept as its decimal digits) or a string with a unit.
+fn byte_size(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    key: &str,
+    path: &str,
+) -> Option<Located<String>> {
+    let at = reader.pos(node);
+    match &node.value {
+        Value::Str(s) => Some(Located::at(s.clone(), at)),
+        Value::Int(n) => Some(Located::at(n.to_string(), at)),
+        Value::Float(_) => Some(Located::at(reader.text(at).trim().to_owned(), at)),
+        _ => {
+            reader.wrong_type(
+                node,
+                key,
+                path,
+                "a size such as `512 MiB`, or a number of bytes",
+            );
+            None
+        }
+    }
 }
 
 const KIND_HELP: &str = "add `kind: point-to-point` (a queue: each message to one consumer) or \

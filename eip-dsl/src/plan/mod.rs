@@ -6,6 +6,7 @@
 //! schemas loaded, durations and counts in range. The [compiler](crate::compile) builds the
 //! running flow from it, and [`graph`](crate::graph) draws it.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use eip_core::channel::{ChannelKind, Overflow};
@@ -28,6 +29,10 @@ pub struct Plan {
     pub joins: Vec<JoinPlan>,
     /// The exchanges, in the order declared.
     pub exchanges: Vec<ExchangePlan>,
+    /// The `store:` section: where durable channels keep their messages. Always present:
+    /// a flow without `store:` has the default (every field `None`), and a flow with no
+    /// durable channel keeps what its `store:` says without using it.
+    pub store: StorePlan,
 }
 
 impl Plan {
@@ -40,6 +45,25 @@ impl Plan {
     pub fn exchange(&self, name: &str) -> Option<&ExchangePlan> {
         self.exchanges.iter().find(|x| x.name == name)
     }
+
+    /// Whether any channel is durable, and so the flow needs the durable store.
+    pub fn has_durable_channels(&self) -> bool {
+        self.channels.iter().any(|c| c.durable)
+    }
+}
+
+/// The checked `store:` of a flow: what the flow file says about the embedded durable store.
+/// Where the store finally lives is decided by whoever runs the flow (`eip run --data-dir`
+/// overrides `path`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StorePlan {
+    /// `path:` the data directory, joined to the base directory the flow was validated with
+    /// (a flow file's own directory): a relative path written in the file is relative to the
+    /// file, and an absolute one stays as written. `None` when not written.
+    pub path: Option<PathBuf>,
+    /// `max-bytes:` the disk cap in bytes, at least 1. `None` when not written (no cap set by
+    /// the flow).
+    pub max_bytes: Option<u64>,
 }
 
 /// A checked channel.
@@ -63,6 +87,10 @@ pub struct ChannelPlan {
     pub redelivery: Option<RedeliveryPolicy>,
     /// Publish-subscribe only: what a full subscriber queue does.
     pub overflow: Option<Overflow>,
+    /// Whether the channel keeps its messages on disk (Guaranteed Delivery): written
+    /// `durable: true`, or the dead letter or invalid message channel of a durable channel,
+    /// which validation makes durable too.
+    pub durable: bool,
 }
 
 /// A datatype: the schema, read and parsed, and where invalid messages go.

@@ -70,6 +70,9 @@ pub struct FlowSpec {
     pub joins: Vec<JoinSpec>,
     /// `exchanges:` in the order written.
     pub exchanges: Vec<(Located<String>, ExchangeSpec)>,
+    /// `store:` where durable channels keep their messages; `None` when the file has no
+    /// `store:` section (the defaults apply).
+    pub store: Option<StoreSpec>,
     /// `adapters:` and `bridges:` are reserved for the adapters and bridges of later versions;
     /// where a file has one, its position, so validation can say it is not supported yet.
     pub reserved: Vec<Located<String>>,
@@ -115,6 +118,9 @@ pub struct ChannelSpec {
     pub redelivery: Option<RedeliverySpec>,
     /// `overflow:` publish-subscribe only.
     pub overflow: Option<Located<OverflowSpec>>,
+    /// `durable:` whether the channel keeps its messages on disk (Guaranteed Delivery);
+    /// `None` is `false`.
+    pub durable: Option<Located<bool>>,
 }
 
 impl ChannelSpec {
@@ -130,8 +136,23 @@ impl ChannelSpec {
             time_to_live: None,
             redelivery: None,
             overflow: None,
+            durable: None,
         }
     }
+}
+
+/// `store:` the embedded durable store that keeps the messages of durable channels, in one
+/// data directory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoreSpec {
+    /// Where the `store:` key is.
+    pub at: Option<Position>,
+    /// `path:` the data directory, relative to the flow file's directory.
+    pub path: Option<Located<String>>,
+    /// `max-bytes:` the disk cap, as written: a whole number of bytes, or a number and a unit
+    /// (`512 MiB`, `1.5 GB`); [validation](crate::validate::parse_byte_size) parses it. A
+    /// number written without a unit is kept as its decimal digits.
+    pub max_bytes: Option<Located<String>>,
 }
 
 /// `redelivery:` of a channel. Durations are strings (`100ms`).

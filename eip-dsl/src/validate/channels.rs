@@ -44,6 +44,7 @@ pub(crate) fn check(
             time_to_live: None,
             redelivery: None,
             overflow: None,
+            durable: false,
         });
     }
     plans
@@ -186,6 +187,7 @@ fn check_channel(
         time_to_live,
         redelivery,
         overflow,
+        durable: channel.durable.as_ref().is_some_and(|d| d.value),
     }
 }
 

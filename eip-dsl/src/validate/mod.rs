@@ -8,15 +8,20 @@
 //! help such as the closest declared name.
 //!
 //! The dead letter channel [`DEAD_LETTERS`](crate::plan::DEAD_LETTERS) always exists: when a
-//! flow does not declare it, validation adds it to the plan as a point-to-point channel.
+//! flow does not declare it, validation adds it to the plan as a point-to-point channel. The
+//! dead letter and invalid message channels of a durable channel are durable too (the plan
+//! marks them so, `dead-letters` included); `store:` is checked whether or not a channel is
+//! durable.
 
 mod channels;
+mod durable;
 mod duration;
 mod exchanges;
 mod inner;
 mod joins;
 mod names;
 mod routes;
+mod size;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -29,6 +34,8 @@ use crate::plan::Plan;
 use crate::spec::{FlowSpec, Located};
 
 pub use self::duration::{DurationError, parse_duration};
+pub(crate) use self::size::UNITS as BYTE_UNITS;
+pub use self::size::{ByteSizeError, parse_byte_size};
 
 /// Checks `spec`; schema files are read relative to `base_dir`. Returns the plan, or every
 /// problem found, in the order of the flow.
@@ -48,6 +55,7 @@ pub use self::duration::{DurationError, parse_duration};
 ///         time_to_live: None,
 ///         redelivery: None,
 ///         overflow: None,
+///         durable: None,
 ///     };
 ///     (Located::from(name), channel)
 /// };
@@ -123,7 +131,9 @@ pub(crate) fn validate_with(
         );
     }
     let names = Names::declare(spec, &mut check);
-    let channels = channels::check(spec, &names, base_dir, &mut check);
+    let mut channels = channels::check(spec, &names, base_dir, &mut check);
+    durable::propagate(spec, &mut channels, &mut check);
+    let store = durable::store(spec, base_dir, &mut check);
     let routes = routes::check(spec, &names, &mut check);
     let joins = joins::check(spec, &names, &mut check);
     let exchanges = exchanges::check(spec, &names, &mut check);
@@ -133,6 +143,7 @@ pub(crate) fn validate_with(
             routes,
             joins,
             exchanges,
+            store,
         })
     } else {
         let mut problems = check.problems;

@@ -5,7 +5,7 @@ use eip_core::predicate::Predicate;
 use eip_core::topic::TopicPattern;
 use eip_dsl::plan::{
     ActionPlan, BindingPlan, ChannelPlan, DEAD_LETTERS, DatatypePlan, ExchangePlan, JoinPlan, Plan,
-    RecipientsPlan, RoutePlan, TargetRef,
+    RecipientsPlan, RoutePlan, StorePlan, TargetRef,
 };
 
 pub fn channel(name: &str, kind: ChannelKind) -> ChannelPlan {
@@ -18,6 +18,7 @@ pub fn channel(name: &str, kind: ChannelKind) -> ChannelPlan {
         time_to_live: None,
         redelivery: None,
         overflow: None,
+        durable: false,
     }
 }
 
@@ -134,5 +135,6 @@ pub fn sample() -> Plan {
         routes,
         joins,
         exchanges,
+        store: StorePlan::default(),
     }
 }
