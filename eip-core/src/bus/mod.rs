@@ -162,6 +162,14 @@ impl MessageBus {
         // The name is a constant that passes validation; building it can not fail.
         let dead_letters = DeadLetterChannel::new(DEAD_LETTERS, capacity.saturating_mul(10))
             .unwrap_or_else(|e| unreachable!("{e}"));
+        MessageBus::with_dead_letters(capacity, dead_letters)
+    }
+
+    /// A bus whose channels (by default) hold `capacity` messages, and whose default dead
+    /// letter channel is `dead_letters` (a durable one, say). It is registered under its own
+    /// name.
+    pub fn with_dead_letters(capacity: usize, dead_letters: DeadLetterChannel) -> Self {
+        let capacity = capacity.max(1);
         let bus = MessageBus {
             inner: Arc::new(Inner {
                 channels: RwLock::new(BTreeMap::new()),
@@ -173,7 +181,7 @@ impl MessageBus {
             }),
         };
         bus.write().insert(
-            DEAD_LETTERS.to_owned(),
+            dead_letters.name().to_owned(),
             Channel::PointToPoint((*dead_letters).clone()),
         );
         bus

@@ -142,6 +142,12 @@ impl PublishSubscribe {
             .map(|d| d.datatype.name())
     }
 
+    /// Whether its messages survive the process (it lives in a durable store): then its
+    /// durable subscriptions do too.
+    pub fn is_durable(&self) -> bool {
+        self.inner.config.backend.is_durable()
+    }
+
     /// The slow-subscriber policy.
     pub fn overflow(&self) -> Overflow {
         self.inner.config.overflow

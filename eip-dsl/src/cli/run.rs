@@ -31,6 +31,11 @@ pub struct RunArgs {
     /// Do not print the messages that reach output channels.
     #[arg(long, short)]
     quiet: bool,
+    /// Print `{"accepted": "<message id>"}` on standard output once each input message has
+    /// been accepted (for a durable channel: once it is on disk). What a feeding program waits
+    /// for before it forgets a message.
+    #[arg(long)]
+    receipts: bool,
     /// The durable store's data directory, where durable channels keep their messages.
     /// Default: the flow file's `store.path` (relative to the flow file), else ./eip-data.
     #[arg(long, value_name = "DIR")]
@@ -110,7 +115,7 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
     );
     let drain = Duration::from_secs_f64(args.drain_timeout.max(0.0));
     let stop = tokio::select! {
-        reason = feed(&flow, args.input.as_ref()) => reason,
+        reason = feed(&flow, args.input.as_ref(), args.receipts) => reason,
         name = signals.next() => Stop::Signal(name),
         () = print_counters_every(&running, args.stats_interval, started) => Stop::Signal("stats"),
     };
@@ -147,7 +152,7 @@ enum Stop {
 
 /// Sends every input line into the flow, waiting for room (backpressure). Without an input,
 /// never completes.
-async fn feed(flow: &Flow, input: Option<&PathBuf>) -> Stop {
+async fn feed(flow: &Flow, input: Option<&PathBuf>, receipts: bool) -> Stop {
     let Some(path) = input else {
         return std::future::pending().await;
     };
@@ -178,8 +183,11 @@ async fn feed(flow: &Flow, input: Option<&PathBuf>) -> Stop {
                 continue;
             }
         };
-        if let Err(e) = flow.bus().publish(&input.to, input.message).await {
-            tracing::warn!(line = n, error = %e, "input message not accepted");
+        let id = input.message.id();
+        match flow.bus().publish(&input.to, input.message).await {
+            Ok(_) if receipts => println!("{}", serde_json::json!({"accepted": id.to_string()})),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(line = n, error = %e, "input message not accepted"),
         }
     }
 }

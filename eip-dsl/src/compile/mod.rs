@@ -14,15 +14,17 @@ mod run;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use eip_core::MessageBus;
 use eip_core::bus::BusError;
 use eip_core::channel::{
-    Channel, ChannelBuilder, ChannelError, ChannelKind, DeadLetterChannel, InvalidMessageChannel,
-    JsonSchema, PointToPoint, PublishSubscribe,
+    Channel, ChannelBuilder, ChannelError, ChannelKind, DEFAULT_CAPACITY, DeadLetterChannel,
+    InvalidMessageChannel, JsonSchema, PointToPoint, PublishSubscribe,
 };
 use eip_core::join::JoinError;
 use eip_core::router::{RouterError, Target};
+use eip_core::store::durable::{Durable, StoreConfig, StoreError};
 use eip_core::topic::{Binding, ExchangeError, TopicExchange};
 
 use crate::plan::{ChannelPlan, DEAD_LETTERS, Plan, TargetRef};
@@ -75,6 +77,14 @@ pub enum CompileError {
         exchange: String,
         /// Why.
         source: ExchangeError,
+    },
+    /// The durable store could not be opened.
+    #[error("the durable store in {}: {source}", dir.display())]
+    Store {
+        /// The data directory.
+        dir: PathBuf,
+        /// Why.
+        source: StoreError,
     },
     /// A join could not be made.
     #[error("join from `{from}` to `{to}`: {source}")]
@@ -137,21 +147,50 @@ pub struct StoreOptions {
     pub max_bytes: Option<u64>,
 }
 
-/// [`compile`], with the durable channels kept in the store `store` describes.
+/// [`compile`], with the durable channels kept in the store `store` describes. The store is
+/// opened only if the plan has a durable channel.
 pub fn compile_with(plan: &Plan, store: &StoreOptions) -> Result<Flow, CompileError> {
-    // The durable store (eip-store) is wired in here; until then every channel is in memory.
-    let _ = store;
-    compile(plan)
+    if !plan.has_durable_channels() {
+        return compile(plan);
+    }
+    let config = StoreConfig {
+        max_bytes: store.max_bytes,
+        ..StoreConfig::default()
+    };
+    let durable = Durable::open(&store.data_dir, config).map_err(|source| CompileError::Store {
+        dir: store.data_dir.clone(),
+        source,
+    })?;
+    build(plan, Some(Arc::new(durable)))
 }
 
-/// Builds the flow's objects from a checked plan.
+/// Builds the flow's objects from a checked plan, every channel in memory (a durable one
+/// too: see [`compile_with`]).
 pub fn compile(plan: &Plan) -> Result<Flow, CompileError> {
-    let bus = MessageBus::new();
+    build(plan, None)
+}
+
+fn build(plan: &Plan, store: Option<Arc<Durable>>) -> Result<Flow, CompileError> {
+    let bus = match (&store, plan.channel(DEAD_LETTERS)) {
+        (Some(store), Some(dead_letters)) if dead_letters.durable => {
+            let channel = PointToPoint::builder(DEAD_LETTERS)
+                .capacity(dead_letters.capacity.unwrap_or(10 * DEFAULT_CAPACITY))
+                .store(store.clone())
+                .build()
+                .map_err(|source| CompileError::Channel {
+                    name: DEAD_LETTERS.to_owned(),
+                    source,
+                })?;
+            MessageBus::with_dead_letters(DEFAULT_CAPACITY, channel.into())
+        }
+        _ => MessageBus::new(),
+    };
     let mut builder = ChannelsBuilder {
         plan,
         bus: &bus,
         built: HashMap::new(),
         building: HashSet::new(),
+        store: store.as_ref(),
     };
     let dead_letters: &PointToPoint = bus.dead_letter_channel();
     builder
@@ -242,6 +281,8 @@ struct ChannelsBuilder<'p> {
     bus: &'p MessageBus,
     built: HashMap<String, Channel>,
     building: HashSet<String>,
+    /// Where durable channels live; `None` keeps them in memory.
+    store: Option<&'p Arc<Durable>>,
 }
 
 impl ChannelsBuilder<'_> {
@@ -300,7 +341,7 @@ impl ChannelsBuilder<'_> {
         match plan.kind {
             ChannelKind::PointToPoint => {
                 let b = self.bus.builder::<PointToPoint>(&plan.name);
-                let b = configure(b, plan, dead_letters, datatype);
+                let b = configure(b, plan, dead_letters, datatype, self.store);
                 Ok(b.build().map_err(failed)?.into())
             }
             ChannelKind::PublishSubscribe => {
@@ -308,7 +349,7 @@ impl ChannelsBuilder<'_> {
                 if let Some(overflow) = plan.overflow {
                     b = b.overflow(overflow);
                 }
-                let b = configure(b, plan, dead_letters, datatype);
+                let b = configure(b, plan, dead_letters, datatype, self.store);
                 Ok(b.build().map_err(failed)?.into())
             }
         }
@@ -321,8 +362,12 @@ fn configure<K>(
     plan: &ChannelPlan,
     dead_letters: DeadLetterChannel,
     datatype: Option<(JsonSchema, InvalidMessageChannel)>,
+    store: Option<&Arc<Durable>>,
 ) -> ChannelBuilder<K> {
     b = b.dead_letter_channel(dead_letters);
+    if let Some(store) = store.filter(|_| plan.durable) {
+        b = b.store(store.clone());
+    }
     if let Some(capacity) = plan.capacity {
         b = b.capacity(capacity);
     }

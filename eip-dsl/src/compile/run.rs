@@ -11,7 +11,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eip_core::channel::{Channel, ChannelStats};
+use eip_core::channel::{Channel, ChannelStats, PublishSubscribe, Subscriber};
 use eip_core::endpoint::{Consumer, ConsumerHandle};
 use eip_core::message::Message;
 
@@ -62,7 +62,9 @@ impl Flow {
         for route in &self.routes {
             let handle = match route.from() {
                 Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone()).spawn(),
-                Channel::PublishSubscribe(c) => Consumer::new(c.subscribe(), route.clone()).spawn(),
+                Channel::PublishSubscribe(c) => {
+                    Consumer::new(subscribe(c, route.name()), route.clone()).spawn()
+                }
             };
             consumers.push(handle);
         }
@@ -78,7 +80,7 @@ impl Flow {
             });
             let handle = match channel {
                 Channel::PointToPoint(c) => Consumer::new(c.receiver(), sink).spawn(),
-                Channel::PublishSubscribe(c) => Consumer::new(c.subscribe(), sink).spawn(),
+                Channel::PublishSubscribe(c) => Consumer::new(subscribe(c, OUTPUT), sink).spawn(),
             };
             consumers.push(handle);
         }
@@ -87,6 +89,20 @@ impl Flow {
             routes: self.routes.clone(),
             consumers,
         }
+    }
+}
+
+/// The name of the durable subscription an output takes on a durable channel.
+const OUTPUT: &str = "eip-run-output";
+
+/// A subscription for the consumer `name`: on a durable channel a durable subscription of that
+/// name, so what it has not processed waits for it across a restart (and is kept while the flow
+/// is down); otherwise one that ends with the consumer.
+fn subscribe(channel: &PublishSubscribe, name: &str) -> Subscriber {
+    if channel.is_durable() {
+        channel.durable_subscribe(name)
+    } else {
+        channel.subscribe()
     }
 }
 
