@@ -83,6 +83,12 @@ impl fmt::Debug for Selector {
     }
 }
 
+impl crate::store::Select for Selector {
+    fn selects(&self, msg: &Message) -> bool {
+        self.matches(msg)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,11 +112,5 @@ mod tests {
             format!("{:?}", order.and(us)),
             "Selector((type == order) and (region == us))"
         );
-    }
-}
-
-impl crate::store::Select for Selector {
-    fn selects(&self, msg: &Message) -> bool {
-        self.matches(msg)
     }
 }
