@@ -1,0 +1,415 @@
+//! The durable channel (Guaranteed Delivery) against RabbitMQ, end to end, in the same run; then
+//! its recovery time and memory with a million messages waiting.
+//!
+//! Both sides do the same work: 1 KiB payloads, a producer task sending and a consumer task
+//! receiving and acking, at most `window` messages in flight end to end (a message leaves the
+//! window once its send has completed *and* it has been acked). eip: a [`PointToPoint`] channel
+//! on a [`Durable`] store in a fresh temp directory, `send().await` completing once the message
+//! is fsynced (concurrent sends share a commit), `recv` + `ack` with prefetch = window.
+//! RabbitMQ (`AMQP_ADDR`, default `amqp://guest:guest@127.0.0.1:5672/%2f`): a fresh durable
+//! classic queue per round (deleted after), persistent messages (`delivery_mode = 2`) with
+//! publisher confirms, each send waiting on its confirm, `basic_consume` with prefetch = window
+//! and one `basic_ack` per message. Window 1 is one message at a time; window 256 has each send
+//! in a task of its own so that commits and confirms batch. Rounds alternate eip and RabbitMQ
+//! on a two-worker multi-thread runtime and the `compare:` lines give medians. Then a child
+//! process fills a channel with 1 000 000 messages, reports its peak RSS (`VmHWM`) against
+//! before filling, drops everything, and times `Durable::open` + building the channel +
+//! receiving the first message (the page cache is warm: the files were just written). If the
+//! broker is unreachable, the eip side still runs and the baseline is skipped.
+//!
+//! Run: `cargo bench -p eip-bench --bench durable` (about two minutes; it writes about 1.3 GB
+//! to the temp dir and removes it). `cargo test -p eip-bench --benches` runs a small version.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eip_bench::{
+    MemoryStatus, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring, numbered_payload,
+    payload_number, print_compare,
+};
+use eip_core::Message;
+use eip_core::channel::PointToPoint;
+use eip_core::store::durable::{Durable, StoreConfig};
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+use tokio::runtime::Runtime;
+
+const BASELINE: &str = "RabbitMQ durable queue, confirms";
+const CHANNEL_CAPACITY: usize = 1_000_000;
+const RECOVERY_MESSAGES: usize = 1_000_000;
+/// Senders filling the channel for the recovery measurement, each one send at a time.
+const FILL_SENDERS: usize = 512;
+
+/// One comparison: its window, and the messages per round when measuring.
+struct Case {
+    window: usize,
+    messages: usize,
+}
+
+const CASES: [Case; 2] = [
+    Case {
+        window: 1,
+        messages: 2_000,
+    },
+    Case {
+        window: 256,
+        messages: 20_000,
+    },
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--recovery-child") {
+        let messages = args
+            .get(at + 1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(RECOVERY_MESSAGES);
+        recovery(messages);
+        return;
+    }
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let measuring = measuring();
+    let started = Instant::now();
+    let rt = runtime();
+    let rabbit = rt.block_on(connect());
+    let rabbit = match rabbit {
+        Ok(connection) => Some(connection),
+        Err(error) => {
+            println!("RabbitMQ not reachable ({error}): baseline skipped");
+            None
+        }
+    };
+    let rounds = if measuring { 5 } else { 1 };
+    for case in &CASES {
+        let messages = if measuring { case.messages } else { 200 };
+        compare(&rt, rabbit.as_ref(), case.window, messages, rounds);
+    }
+    if let Some(connection) = rabbit {
+        let _ = rt.block_on(connection.close(200, "done".into()));
+    }
+    drop(rt);
+    // A process of its own, so that its memory figures are the filled channel's alone.
+    let messages = if measuring { RECOVERY_MESSAGES } else { 10_000 };
+    let status = Command::new(std::env::current_exe().expect("the bench's own path"))
+        .args(["--recovery-child", &messages.to_string()])
+        .status()
+        .expect("the recovery process starts");
+    assert!(status.success(), "the recovery process failed: {status}");
+    println!("run took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn compare(
+    rt: &Runtime,
+    rabbit: Option<&Connection>,
+    window: usize,
+    messages: usize,
+    rounds: usize,
+) {
+    let name = format!("durable window {window}");
+    let mut commits = Vec::new();
+    let mut eip = |round: usize| {
+        let (elapsed, round_commits) = rt.block_on(eip_round(window, messages));
+        commits.push(round_commits);
+        let ns = per_message(elapsed, messages);
+        eprintln!("  {name} round {round}: eip {ns:.0} ns/msg, {round_commits} commits");
+        ns
+    };
+    match rabbit {
+        Some(connection) => {
+            let (eip_ns, baseline_ns) = alternating_medians(rounds, &mut eip, |round| {
+                let queue = format!("eip-bench-{}-w{window}-r{round}", std::process::id());
+                let elapsed = rt
+                    .block_on(rabbit_round(connection, &queue, window, messages))
+                    .unwrap_or_else(|e| panic!("RabbitMQ round on {queue}: {e}"));
+                let ns = per_message(elapsed, messages);
+                eprintln!("  {name} round {round}: RabbitMQ {ns:.0} ns/msg");
+                ns
+            });
+            print_compare(&name, eip_ns, baseline_ns, BASELINE);
+        }
+        None => {
+            let mut ns: Vec<f64> = (0..rounds).map(&mut eip).collect();
+            let eip_ns = eip_bench::median(&mut ns);
+            println!("{name}: eip {eip_ns:.1} ns/msg (baseline skipped: RabbitMQ not reachable)");
+        }
+    }
+    commits.sort_unstable();
+    let median_commits = commits[commits.len() / 2];
+    println!(
+        "detail: {name}: eip {median_commits} commits for {messages} messages ({:.2} messages per commit, median round)",
+        messages as f64 / median_commits as f64
+    );
+}
+
+fn per_message(elapsed: Duration, messages: usize) -> f64 {
+    elapsed.as_nanos() as f64 / messages as f64
+}
+
+/// One round on a durable channel in a fresh directory: the time from the first send to the
+/// last message stored and acked, and the store's commits meanwhile.
+async fn eip_round(window: usize, messages: usize) -> (Duration, u64) {
+    let dir = TempDir::new("durable");
+    let store = Arc::new(Durable::open(dir.path(), StoreConfig::default()).expect("store opens"));
+    let channel = PointToPoint::builder("bench")
+        .capacity(CHANNEL_CAPACITY)
+        .store(store.clone())
+        .build()
+        .expect("channel builds");
+    let in_flight = Window::new(window, messages);
+    let commits_before = store.store().stats().commits;
+    let started = Instant::now();
+
+    let consumer = tokio::spawn({
+        let mut receiver = channel.receiver().with_prefetch(window);
+        let in_flight = in_flight.clone();
+        async move {
+            for _ in 0..messages {
+                let delivery = receiver.recv().await.expect("the channel stays open");
+                let i = payload_number(delivery.message().payload());
+                delivery.ack();
+                in_flight.event(i);
+            }
+        }
+    });
+    for i in 0..messages {
+        in_flight.enter().await;
+        let msg = Message::new(numbered_payload(i));
+        let send = {
+            let channel = channel.clone();
+            let in_flight = in_flight.clone();
+            async move {
+                channel.send(msg).await.expect("stored");
+                in_flight.event(i);
+            }
+        };
+        if window == 1 {
+            send.await;
+        } else {
+            tokio::spawn(send);
+        }
+    }
+    in_flight.finished().await;
+    let elapsed = started.elapsed();
+    let commits = store.store().stats().commits - commits_before;
+    consumer.await.expect("the consumer finishes");
+    drop(channel);
+    drop(store);
+    (elapsed, commits)
+}
+
+async fn connect() -> lapin::Result<Connection> {
+    let addr = std::env::var("AMQP_ADDR")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let connecting = Connection::connect(&addr, ConnectionProperties::default());
+    match tokio::time::timeout(Duration::from_secs(5), connecting).await {
+        Ok(result) => result,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer from {addr} within 5 s"),
+        )
+        .into()),
+    }
+}
+
+/// One round on a fresh durable classic queue named `queue`, deleted afterwards: the time from
+/// the first publish to the last message confirmed and acked.
+async fn rabbit_round(
+    connection: &Connection,
+    queue: &str,
+    window: usize,
+    messages: usize,
+) -> lapin::Result<Duration> {
+    let publisher = connection.create_channel().await?;
+    publisher
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    let mut arguments = FieldTable::default();
+    arguments.insert("x-queue-type".into(), AMQPValue::LongString("classic".into()));
+    publisher
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            arguments,
+        )
+        .await?;
+    let consumer_channel = connection.create_channel().await?;
+    let prefetch = u16::try_from(window).expect("a window fits AMQP's prefetch count");
+    consumer_channel
+        .basic_qos(prefetch, BasicQosOptions::default())
+        .await?;
+    let mut consumer = consumer_channel
+        .basic_consume(
+            queue.into(),
+            format!("{queue}-consumer").into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let in_flight = Window::new(window, messages);
+    let persistent = BasicProperties::default().with_delivery_mode(2);
+    let started = Instant::now();
+
+    let consuming = tokio::spawn({
+        let in_flight = in_flight.clone();
+        async move {
+            for _ in 0..messages {
+                let delivery = consumer.next().await.expect("the consumer stays open")?;
+                let i = payload_number(&delivery.data);
+                delivery.acker.ack(BasicAckOptions::default()).await?;
+                in_flight.event(i);
+            }
+            lapin::Result::Ok(())
+        }
+    });
+    for i in 0..messages {
+        in_flight.enter().await;
+        let payload = numbered_payload(i);
+        debug_assert_eq!(payload.len(), PAYLOAD_LEN);
+        let confirm = publisher
+            .basic_publish(
+                "".into(),
+                queue.into(),
+                BasicPublishOptions::default(),
+                &payload,
+                persistent.clone(),
+            )
+            .await?;
+        let confirmed = {
+            let in_flight = in_flight.clone();
+            async move {
+                let confirmation = confirm.await.expect("a confirm");
+                assert!(confirmation.is_ack(), "the broker refused message {i}");
+                in_flight.event(i);
+            }
+        };
+        if window == 1 {
+            confirmed.await;
+        } else {
+            tokio::spawn(confirmed);
+        }
+    }
+    in_flight.finished().await;
+    let elapsed = started.elapsed();
+    consuming.await.expect("the consumer finishes")?;
+    consumer_channel.close(200, "done".into()).await?;
+    publisher
+        .queue_delete(queue.into(), QueueDeleteOptions::default())
+        .await?;
+    publisher.close(200, "done".into()).await?;
+    Ok(elapsed)
+}
+
+/// In a process of its own: fills a channel with `messages`, reports memory, drops everything,
+/// and times reopening it up to the first message received.
+fn recovery(messages: usize) {
+    let rt = runtime();
+    let dir = TempDir::new("recovery");
+    let before = MemoryStatus::read();
+    let (fill_time, fill_commits, filled) = rt.block_on(fill(dir.path(), messages));
+    println!(
+        "detail: filled {messages} messages in {:.1} s with {FILL_SENDERS} senders ({} commits)",
+        fill_time.as_secs_f64(),
+        fill_commits
+    );
+
+    let started = Instant::now();
+    let (first_at, depth, in_flight) = rt.block_on(async {
+        let store =
+            Arc::new(Durable::open(dir.path(), StoreConfig::default()).expect("store reopens"));
+        let channel = PointToPoint::builder("bench")
+            .capacity(CHANNEL_CAPACITY)
+            .store(store.clone())
+            .build()
+            .expect("channel builds");
+        let first = channel.receiver().recv().await.expect("a first message");
+        let first_at = started.elapsed();
+        assert_eq!(first.message().payload().len(), PAYLOAD_LEN);
+        let stats = channel.stats();
+        // Not acked: the message stays counted as in flight.
+        drop(first);
+        (first_at, stats.depth, stats.in_flight)
+    });
+    println!(
+        "recovery: {messages} messages in {:.3} s",
+        first_at.as_secs_f64()
+    );
+    let counted = depth + in_flight;
+    println!(
+        "detail: after recovery: depth {depth} + in flight {in_flight} = {counted} ({})",
+        if counted == messages {
+            "all counted"
+        } else {
+            "MISSING MESSAGES"
+        }
+    );
+    if let (Some(before), Some(filled)) = (before, filled) {
+        println!(
+            "peak RSS with {messages} messages waiting: {} MiB (baseline before filling: {} MiB)",
+            filled.peak_kib / 1024,
+            before.peak_kib / 1024
+        );
+        println!(
+            "detail: RSS now with {messages} waiting: {} MiB",
+            filled.rss_kib / 1024
+        );
+    } else {
+        println!("peak RSS: not available (no /proc/self/status)");
+    }
+    drop(rt);
+    drop(dir);
+    assert_eq!(counted, messages, "every message counted after recovery");
+}
+
+/// Sends `messages` into a fresh channel in `dir` from [`FILL_SENDERS`] concurrent senders;
+/// the time it took, the commits, and the memory figures with them all waiting. Everything is
+/// dropped on return.
+async fn fill(dir: &std::path::Path, messages: usize) -> (Duration, u64, Option<MemoryStatus>) {
+    let store = Arc::new(Durable::open(dir, StoreConfig::default()).expect("store opens"));
+    let channel = PointToPoint::builder("bench")
+        .capacity(CHANNEL_CAPACITY)
+        .store(store.clone())
+        .build()
+        .expect("channel builds");
+    let payload = bytes::Bytes::from(vec![b'x'; PAYLOAD_LEN]);
+    let started = Instant::now();
+    let senders: Vec<_> = (0..FILL_SENDERS)
+        .map(|s| {
+            let channel = channel.clone();
+            let payload = payload.clone();
+            tokio::spawn(async move {
+                for _ in (s..messages).step_by(FILL_SENDERS) {
+                    channel
+                        .send(Message::new(payload.clone()))
+                        .await
+                        .expect("stored");
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.await.expect("a sender finishes");
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(channel.stats().depth, messages, "every message stored");
+    let commits = store.store().stats().commits;
+    (elapsed, commits, MemoryStatus::read())
+}

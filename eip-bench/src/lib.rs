@@ -1,0 +1,208 @@
+//! What eip's benchmarks against outside systems share: the compare line measured by
+//! alternating rounds, the window of messages in flight end to end, numbered payloads, and the
+//! process's memory figures.
+//!
+//! These benchmarks need things the core crates must not depend on (a broker client), so they
+//! live in a crate of their own. The compare line is the one eip-core's benches print
+//! (`eip-core/benches/support`): on a shared two-core machine the load drifts, so eip and
+//! baseline rounds alternate and the line compares their medians.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use tokio::sync::{Notify, Semaphore};
+
+/// Whether this is a real `cargo bench` run (not `--test` or `--list`), worth the full
+/// message counts and rounds.
+pub fn measuring() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test" || a == "--list")
+}
+
+/// Runs `rounds` rounds of eip then baseline (each given the round number and returning
+/// ns/msg) and returns the two medians.
+pub fn alternating_medians(
+    rounds: usize,
+    mut eip: impl FnMut(usize) -> f64,
+    mut baseline: impl FnMut(usize) -> f64,
+) -> (f64, f64) {
+    let (mut x, mut y) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for round in 0..rounds {
+        x.push(eip(round));
+        y.push(baseline(round));
+    }
+    (median(&mut x), median(&mut y))
+}
+
+/// Prints `compare: NAME: eip X ns/msg, baseline Y ns/msg (LABEL), ratio R`; small ratios get
+/// five decimals so that they do not read as zero.
+pub fn print_compare(name: &str, eip_ns: f64, baseline_ns: f64, baseline_label: &str) {
+    let ratio = eip_ns / baseline_ns;
+    let ratio = if ratio < 0.1 {
+        format!("{ratio:.5}")
+    } else {
+        format!("{ratio:.2}")
+    };
+    println!(
+        "compare: {name}: eip {eip_ns:.1} ns/msg, baseline {baseline_ns:.1} ns/msg ({baseline_label}), ratio {ratio}"
+    );
+}
+
+/// The middle value (the upper one of an even count); sorts `values`.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// At most `window` messages in flight end to end: a message leaves the window once its send
+/// has completed (on disk, or confirmed by the broker) *and* its consumer has acked it, in
+/// whichever order the two happen. Both sides report both events by message number.
+pub struct Window {
+    permits: Semaphore,
+    /// Per message, how many of its two events have happened.
+    events: Vec<AtomicU8>,
+    done: AtomicUsize,
+    finished: Notify,
+}
+
+impl Window {
+    /// A window of `window` messages over a run of `messages`.
+    pub fn new(window: usize, messages: usize) -> Arc<Self> {
+        Arc::new(Window {
+            permits: Semaphore::new(window),
+            events: (0..messages).map(|_| AtomicU8::new(0)).collect(),
+            done: AtomicUsize::new(0),
+            finished: Notify::new(),
+        })
+    }
+
+    /// Waits for room to send one more message.
+    pub async fn enter(&self) {
+        self.permits
+            .acquire()
+            .await
+            .expect("the window's semaphore is never closed")
+            .forget();
+    }
+
+    /// Message `i` was stored (its send completed) or acked: the second of the two lets the
+    /// next message in.
+    pub fn event(&self, i: usize) {
+        if self.events[i].fetch_add(1, Ordering::AcqRel) == 1 {
+            self.permits.add_permits(1);
+            if self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.events.len() {
+                self.finished.notify_one();
+            }
+        }
+    }
+
+    /// Waits until every message of the run is stored and acked.
+    pub async fn finished(&self) {
+        let notified = self.finished.notified();
+        if self.done.load(Ordering::Acquire) == self.events.len() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// Bytes in every payload.
+pub const PAYLOAD_LEN: usize = 1024;
+
+/// A payload of [`PAYLOAD_LEN`] bytes carrying its message number in its first eight.
+pub fn numbered_payload(i: usize) -> Vec<u8> {
+    let mut payload = vec![b'x'; PAYLOAD_LEN];
+    payload[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    payload
+}
+
+/// The message number of a [`numbered_payload`].
+pub fn payload_number(payload: &[u8]) -> usize {
+    let bytes: [u8; 8] = payload[..8].try_into().expect("a numbered payload");
+    usize::try_from(u64::from_le_bytes(bytes)).expect("a message number fits")
+}
+
+/// The process's resident memory, from `/proc/self/status` (Linux), in KiB.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryStatus {
+    /// `VmRSS`: resident now.
+    pub rss_kib: u64,
+    /// `VmHWM`: the peak resident size so far.
+    pub peak_kib: u64,
+}
+
+impl MemoryStatus {
+    /// Reads the figures now; `None` where `/proc` is not there.
+    pub fn read() -> Option<MemoryStatus> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let field = |name: &str| {
+            status.lines().find_map(|line| {
+                let rest = line.strip_prefix(name)?.strip_prefix(':')?;
+                rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+            })
+        };
+        Some(MemoryStatus {
+            rss_kib: field("VmRSS")?,
+            peak_kib: field("VmHWM")?,
+        })
+    }
+}
+
+/// A directory under the system's temp dir, removed (with what it holds) when dropped.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    /// A fresh, not yet created, path named after `label`, the process and a counter.
+    pub fn new(label: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        TempDir(std::env::temp_dir().join(format!(
+            "eip-bench-{label}-{}-{n}",
+            std::process::id()
+        )))
+    }
+
+    /// The path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_carries_its_number() {
+        let payload = numbered_payload(123_456);
+        assert_eq!(payload.len(), PAYLOAD_LEN);
+        assert_eq!(payload_number(&payload), 123_456);
+    }
+
+    #[tokio::test]
+    async fn a_message_leaves_the_window_after_both_its_events() {
+        let window = Window::new(1, 2);
+        window.enter().await;
+        window.event(0);
+        assert!(window.permits.try_acquire().is_err(), "stored, not yet acked");
+        window.event(0);
+        window.enter().await;
+        window.event(1);
+        window.event(1);
+        window.finished().await;
+    }
+
+    #[test]
+    fn memory_figures_are_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            let status = MemoryStatus::read().expect("figures");
+            assert!(status.peak_kib >= status.rss_kib && status.rss_kib > 0);
+        }
+    }
+}
