@@ -2,8 +2,8 @@
 //! killed at random moments and restarted on the same data directory; every message whose
 //! send had completed before a kill must come out afterwards.
 //!
-//! The flow: `orders` (durable) → route → `shipped` (durable, an output: `eip run` prints each
-//! message reaching it, then acknowledges it). `eip run --receipts` prints a receipt for each
+//! The flow (`examples/flows/durable-orders.yaml`): `orders` (durable) → route → `shipped`
+//! (durable, an output: `eip run` prints each message reaching it, then acknowledges it). `eip run --receipts` prints a receipt for each
 //! input message once its send has completed (on disk), before the kill can come. The test
 //! counts, over every run:
 //! - confirmed: messages with a receipt;
@@ -21,15 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-const FLOW: &str = "\
-channels:
-  orders:  {kind: point-to-point, durable: true, capacity: 10000}
-  shipped: {kind: point-to-point, durable: true, capacity: 10000}
-routes:
-  - name: ship
-    from: orders
-    to: shipped
-";
+/// The example flow of the book's Guaranteed Delivery chapter.
+fn flow() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/flows/durable-orders.yaml")
+}
 
 /// Everything the runs printed, gathered by the reader threads.
 #[derive(Default)]
@@ -144,8 +139,7 @@ fn no_confirmed_message_is_lost_when_eip_run_is_killed() {
     println!("crash test: seed {seed} (EIP_CRASH_SEED), {kills} kills (EIP_CRASH_KILLS)");
     let scratch = Scratch(std::env::temp_dir().join(format!("eip-crash-{}", std::process::id())));
     std::fs::create_dir_all(&scratch.0).expect("scratch directory");
-    let flow = scratch.0.join("flow.yaml");
-    std::fs::write(&flow, FLOW).expect("flow written");
+    let flow = flow();
     let data = scratch.0.join("data");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let mut moments = Moments(seed);

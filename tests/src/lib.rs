@@ -28,6 +28,10 @@ pub struct InvalidMessageChannel;
 #[cfg(doctest)]
 pub struct DeadLetterChannel;
 
+#[doc = include_str!("../../book/src/guaranteed-delivery.md")]
+#[cfg(doctest)]
+pub struct GuaranteedDelivery;
+
 #[doc = include_str!("../../book/src/message-expiration.md")]
 #[cfg(doctest)]
 pub struct MessageExpiration;
