@@ -141,7 +141,7 @@ fn trading_with(requests: ChannelBuilder) -> FlowBuilder {
         .channel("trades.invalid", queue())
         .channel("trades.buy", queue())
         .channel("trades.sell", queue())
-        .channel("trades.approval", queue())
+        .channel("trades.approval", queue().durable())
         .channel("trades.audit", queue())
         .channel("quotes", channel::publish_subscribe())
         .channel("quotes.nyse", channel::publish_subscribe())
@@ -286,6 +286,7 @@ fn a_durable_trading_flow_in_rust_plans_as_the_file_does() {
         code,
         [
             "dead-letters",
+            "trades.approval",
             "trades.invalid",
             "trades.requests",
             "trades.settled"

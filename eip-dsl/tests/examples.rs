@@ -40,6 +40,8 @@ fn routes_as_expected(flow: &str) {
 /// What `eip run FLOW --input INPUT` delivered: channel → payloads, and its standard error.
 fn run(flow: &str) -> (BTreeMap<String, Vec<Value>>, String) {
     let dir = flows();
+    // A data directory of its own for the flow's durable channels, gone afterwards.
+    let data = std::env::temp_dir().join(format!("eip-examples-{flow}-{}", std::process::id()));
     let out = eip(&[
         "run",
         dir.join(format!("{flow}.yaml")).to_str().unwrap(),
@@ -47,7 +49,10 @@ fn run(flow: &str) -> (BTreeMap<String, Vec<Value>>, String) {
         dir.join(format!("{flow}.input.jsonl")).to_str().unwrap(),
         "--stats-interval",
         "0",
+        "--data-dir",
+        data.to_str().unwrap(),
     ]);
+    let _ = std::fs::remove_dir_all(&data);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mut delivered: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for line in text(&out.stdout).lines() {

@@ -29,7 +29,7 @@ fn trading_flow() -> FlowBuilder {
         .channel("trades.invalid", queue())
         .channel("trades.buy", queue())
         .channel("trades.sell", queue())
-        .channel("trades.approval", queue())
+        .channel("trades.approval", queue().durable())
         .channel("trades.audit", queue())
         .channel("quotes", channel::publish_subscribe())
         .channel("quotes.nyse", channel::publish_subscribe())
