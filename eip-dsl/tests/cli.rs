@@ -569,10 +569,64 @@ fn run_reports_the_data_directory_of_a_durable_flow() {
         data_directory(&flow, &cwd, &["--data-dir", "elsewhere"]),
         shown(cwd.join("elsewhere"))
     );
+    let absolute = cwd.join("absolute");
     assert_eq!(
-        data_directory(&flow, &cwd, &["--data-dir", "/var/lib/eip"]),
-        shown(PathBuf::from("/var/lib/eip"))
+        data_directory(&flow, &cwd, &["--data-dir", absolute.to_str().unwrap()]),
+        shown(absolute)
     );
+}
+
+#[test]
+fn a_second_run_on_one_data_directory_is_refused_as_in_use() {
+    let cwd = working_directory();
+    let flow = flow_file(DURABLE);
+    let data = cwd.join("shared-data");
+    let mut first = eip()
+        .arg("run")
+        .arg(&flow)
+        .arg("--data-dir")
+        .arg(&data)
+        .args([
+            "--input",
+            "-",
+            "--stats-interval",
+            "0",
+            "--quiet",
+            "--receipts",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first has the store open once it has accepted a message onto it.
+    let mut stdin = first.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"to\": \"orders\", \"payload\": {}}\n")
+        .unwrap();
+    let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    let accepted = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.contains("accepted"));
+    assert!(accepted, "the first run never accepted its message");
+    let second = eip()
+        .arg("run")
+        .arg(&flow)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--input", "/dev/null", "--stats-interval", "0"])
+        .output()
+        .unwrap();
+    drop(stdin);
+    let first_status = first.wait().unwrap();
+    let err = text(&second.stderr);
+    assert!(!second.status.success(), "the second run was let in: {err}");
+    assert!(err.contains("in use"), "{err}");
+    assert!(
+        err.contains(data.to_str().unwrap()),
+        "names the directory: {err}"
+    );
+    assert!(first_status.success(), "the first run still ends well");
 }
 
 #[test]
