@@ -110,6 +110,13 @@ async fn unacknowledged_messages_are_delivered_again_after_a_restart_marked_rede
     }
 }
 
+fn prices(store: &Arc<Durable>) -> PublishSubscribe {
+    PublishSubscribe::builder("prices")
+        .store(store.clone())
+        .build()
+        .expect("channel builds")
+}
+
 fn ids(messages: &[Message]) -> Vec<eip_core::MessageId> {
     messages.iter().map(Message::id).collect()
 }
@@ -156,18 +163,12 @@ async fn a_nacked_message_is_delivered_again_at_once() {
 #[tokio::test]
 async fn a_durable_subscription_keeps_its_place_across_a_restart() {
     let dir = DataDir::new("subscription");
-    let build = |store: &Arc<Durable>| {
-        PublishSubscribe::builder("prices")
-            .store(store.clone())
-            .build()
-            .expect("channel builds")
-    };
     {
         let store = dir.open();
-        let prices = build(&store);
-        let mut audit = prices.durable_subscribe("audit");
+        let channel = prices(&store);
+        let mut audit = channel.durable_subscribe("audit");
         for i in 0..3 {
-            prices
+            channel
                 .publish(Message::new(format!("tick {i}")))
                 .await
                 .expect("published");
@@ -177,19 +178,19 @@ async fn a_durable_subscription_keeps_its_place_across_a_restart() {
         first.ack();
         // Away: published while no consumer is attached, and across the restart.
         drop(audit);
-        prices
+        channel
             .publish(Message::new("tick 3"))
             .await
             .expect("published");
     }
     let store = dir.open();
-    let prices = build(&store);
-    assert_eq!(prices.durable_subscriptions(), ["audit"]);
-    prices
+    let channel = prices(&store);
+    assert_eq!(channel.durable_subscriptions(), ["audit"]);
+    channel
         .publish(Message::new("tick 4"))
         .await
         .expect("published");
-    let mut audit = prices.durable_subscribe("audit");
+    let mut audit = channel.durable_subscribe("audit");
     let mut got = Vec::new();
     for _ in 0..4 {
         let d = audit.recv().await.expect("a tick");
@@ -202,21 +203,15 @@ async fn a_durable_subscription_keeps_its_place_across_a_restart() {
 #[tokio::test]
 async fn an_unsubscribed_durable_subscription_is_gone_after_a_restart() {
     let dir = DataDir::new("unsubscribe");
-    let build = |store: &Arc<Durable>| {
-        PublishSubscribe::builder("prices")
-            .store(store.clone())
-            .build()
-            .expect("channel builds")
-    };
     {
         let store = dir.open();
-        let prices = build(&store);
-        drop(prices.durable_subscribe("audit"));
-        prices.publish(Message::new("x")).await.expect("published");
-        assert_eq!(prices.unsubscribe("audit").await, Some(1));
+        let channel = prices(&store);
+        drop(channel.durable_subscribe("audit"));
+        channel.publish(Message::new("x")).await.expect("published");
+        assert_eq!(channel.unsubscribe("audit").await, Some(1));
     }
     let store = dir.open();
-    assert!(build(&store).durable_subscriptions().is_empty());
+    assert!(prices(&store).durable_subscriptions().is_empty());
 }
 
 #[tokio::test]
