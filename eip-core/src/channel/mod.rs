@@ -23,6 +23,7 @@ mod loop_guard;
 pub mod point_to_point;
 pub mod publish_subscribe;
 pub mod purger;
+mod redelivery;
 pub mod selector;
 pub mod sender;
 mod stats;
@@ -38,6 +39,7 @@ pub(crate) use loop_guard::LoopGuard;
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};
 pub use purger::ChannelPurger;
+pub use redelivery::RedeliveryPolicy;
 pub use selector::Selector;
 pub use sender::ChannelSender;
 pub use stats::ChannelStats;
@@ -219,8 +221,11 @@ impl Channel {
     /// publish-subscribe channel the message is published only when every subscription has
     /// room. If one fills up at that very moment the answer is `false` and no subscription got
     /// it, except those that take their copies one by one (bus wildcard subscriptions, and a
-    /// `DropOldest` channel's): of those, some may have it. For copies that may be lost, such
-    /// as a [wire tap's](crate::router::WireTap).
+    /// `DropOldest` channel's): of those, some may have it. On a durable channel an offer
+    /// never waits for the disk: a point-to-point channel answers `true` once the write is
+    /// queued, and a publish-subscribe channel, whose publish must wait for the disk, answers
+    /// `false` although its copies will still be written. For copies that may be lost, such as
+    /// a [wire tap's](crate::router::WireTap).
     pub fn offer(&self, msg: Message) -> bool {
         match self {
             Channel::PointToPoint(channel) => channel.try_send(msg).is_ok(),
@@ -277,7 +282,7 @@ pub(crate) fn queue_for_subscription(
         name.into(),
         Arc::new(store),
         dead_letters,
-        crate::endpoint::RedeliveryPolicy::default(),
+        RedeliveryPolicy::default(),
     ))
 }
 
