@@ -9,7 +9,7 @@ use super::dead_letter::{DeadLetterChannel, InvalidMessageChannel};
 use super::error::{ChannelError, validate_channel_name};
 use super::lane::Lane;
 use super::loop_guard::LoopDetection;
-use crate::endpoint::RedeliveryPolicy;
+use super::redelivery::RedeliveryPolicy;
 use crate::store::{Backend, Memory, MessageStore, Overflow};
 
 /// The capacity of a channel built without one.

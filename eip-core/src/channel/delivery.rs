@@ -15,8 +15,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::lane::Lane;
+use super::redelivery::RedeliveryPolicy;
 use super::selector::Selector;
-use crate::endpoint::RedeliveryPolicy;
 use crate::message::{DeathReason, Message, names, now_millis};
 use crate::store::{Select, Take};
 

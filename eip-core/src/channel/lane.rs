@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::dead_letter::DeadLetterChannel;
 use super::error::SendError;
+use super::redelivery::RedeliveryPolicy;
 use super::stats::ChannelStats;
-use crate::endpoint::RedeliveryPolicy;
 use crate::message::{DeathReason, Message, names};
 use crate::store::{MessageStore, Push, StoreFailure};
 

@@ -8,8 +8,7 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::Notify;
 use tower::{Service, ServiceExt};
 
-use super::RedeliveryPolicy;
-use crate::channel::{Delivery, Receiver, Subscriber};
+use crate::channel::{Delivery, Receiver, RedeliveryPolicy, Subscriber};
 use crate::message::{DeathReason, Message};
 
 /// Where a consumer takes deliveries from: a channel's [`Receiver`] or a [`Subscriber`].

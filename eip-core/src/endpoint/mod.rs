@@ -9,7 +9,7 @@
 //! stops taking deliveries and waits for those in progress to settle (drain).
 
 mod consumer;
-mod redelivery;
 
 pub use consumer::{Consumer, ConsumerHandle, Inbox};
-pub use redelivery::RedeliveryPolicy;
+// The policy is a channel's configuration; consumers apply it. Re-exported where users look.
+pub use crate::channel::RedeliveryPolicy;

@@ -1,4 +1,11 @@
 //! Redelivery policy: how often, and how far apart, a failed message is tried again.
+//!
+//! It is part of a channel's configuration ([`ChannelBuilder::redelivery`]): every
+//! [`Delivery`] carries its channel's policy, and the [consumer](crate::endpoint) that processes
+//! it applies that policy (or one of its own) when processing fails.
+//!
+//! [`ChannelBuilder::redelivery`]: super::ChannelBuilder::redelivery
+//! [`Delivery`]: super::Delivery
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
