@@ -18,6 +18,7 @@
 //! that names it and, when one is close, suggests the channel meant.
 
 mod request_reply;
+mod resolver;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -12,8 +12,8 @@
 //! - [`MessageFilter`] (with [`FilterLayer`]): passes matching messages to the service it wraps;
 //!   the others are dropped and counted, or sent to a discard channel.
 //! - [`RecipientList`]: a copy to each of a fixed list of channels, or of the channels a header
-//!   names (resolved through the [`MessageBus`](crate::MessageBus)); a name that resolves to no
-//!   channel dead-letters a copy with reason `no-route` and the error.
+//!   names (resolved by a [`TargetResolver`], such as the [`MessageBus`](crate::MessageBus)); a
+//!   name that resolves to no channel dead-letters a copy with reason `no-route` and the error.
 //! - [`WireTap`] (with [`WireTapLayer`]): a copy of each message to a tap channel, offered
 //!   without waiting; the main flow never waits or fails because of the tap.
 //!
@@ -35,7 +35,7 @@ pub use content_based::{
 pub use error::{RouteError, RouterError};
 pub use filter::{FilterError, FilterLayer, FilterStats, Filtered, MessageFilter};
 pub use recipient_list::{Distribution, RecipientList, Resolution};
-pub use target::{Sent, Target};
+pub use target::{Sent, Target, TargetResolver};
 pub use wire_tap::{WireTap, WireTapLayer, WireTapStats};
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;

@@ -1,13 +1,15 @@
 //! Recipient List: a copy of the message to each channel (or exchange) of a list.
 //!
 //! The list is fixed ([`RecipientList::new`]) or read from each message
-//! ([`RecipientList::from_header`]): a string header holding comma-separated names of channels
-//! or exchanges, resolved through a [`MessageBus`]. Names are trimmed, empty entries skipped,
+//! ([`RecipientList::from_header_with`]): a string header holding comma-separated names of
+//! channels or exchanges, looked up by a [`TargetResolver`]. [`RecipientList::from_header`]
+//! looks them up in a [`MessageBus`](crate::MessageBus); it is defined beside the bus, so that
+//! routing does not depend on the bus. Names are trimmed, empty entries skipped,
 //! and a recipient listed twice gets one copy. Copies share payload and headers (no bytes copied) and are sent
 //! one after the other, each waiting for room, so a full recipient holds up the rest
 //! (backpressure, not loss).
 //!
-//! Nothing is dropped silently. A name the bus does not know dead-letters a copy with reason
+//! Nothing is dropped silently. A name the resolver does not know dead-letters a copy with reason
 //! `no-route`, the error (with its "did you mean" suggestion) as the error text and the unknown
 //! name as the death record's channel: create that channel, replay the dead letter, and it goes
 //! there and nowhere else. A message whose header is missing, not a string or lists no name is
@@ -21,8 +23,7 @@ use std::task::{Context, Poll};
 
 use super::BoxFuture;
 use super::error::{RouteError, RouterError};
-use super::target::Target;
-use crate::bus::MessageBus;
+use super::target::{Target, TargetResolver};
 use crate::channel::{DeadLetterChannel, SendError};
 use crate::message::{DeathReason, HeaderValue, Message};
 
@@ -62,7 +63,10 @@ struct Inner {
 #[derive(Clone)]
 enum Source {
     Fixed(Vec<Target>),
-    Header { header: String, bus: MessageBus },
+    Header {
+        header: String,
+        resolver: Arc<dyn TargetResolver>,
+    },
 }
 
 /// Where a message would go: the recipients resolved, and what could not be.
@@ -70,7 +74,7 @@ enum Source {
 pub struct Resolution {
     /// The channels and exchanges a copy goes to, in list order, each once.
     pub targets: Vec<Target>,
-    /// Names the bus does not know, with the error (dead-lettered, reason `no-route`).
+    /// Names the resolver does not know, with the error (dead-lettered, reason `no-route`).
     pub unknown: Vec<(String, String)>,
     /// Why the message names no recipient at all (it is dead-lettered, reason `no-route`).
     pub no_recipients: Option<String>,
@@ -112,13 +116,36 @@ impl RecipientList {
     }
 
     /// A list read from each message's `header` (comma-separated names of channels or
-    /// exchanges), resolved through `bus`, dead-lettering to the bus's dead letter channel.
-    pub fn from_header(name: &str, header: &str, bus: &MessageBus) -> Self {
+    /// exchanges), looked up by `resolver`, dead-lettering to `dead_letters`. With a bus,
+    /// [`from_header`](Self::from_header) fills both in.
+    ///
+    /// ```
+    /// use eip_core::Message;
+    /// use eip_core::channel::{DeadLetterChannel, PointToPoint};
+    /// use eip_core::router::{RecipientList, Target};
+    ///
+    /// let billing = PointToPoint::new("billing", 10).unwrap();
+    /// let dead = DeadLetterChannel::new("dead", 10).unwrap();
+    /// let names = move |name: &str| match name {
+    ///     "billing" => Ok(Target::from(billing.clone())),
+    ///     other => Err(format!("no channel `{other}`")),
+    /// };
+    /// let list = RecipientList::from_header_with("orders", "to", names, dead);
+    /// let r = list.resolve(&Message::builder("m").header("to", "billing, audit").build());
+    /// assert_eq!(r.targets[0].name(), "billing");
+    /// assert_eq!(r.unknown, [("audit".to_owned(), "no channel `audit`".to_owned())]);
+    /// ```
+    pub fn from_header_with(
+        name: &str,
+        header: &str,
+        resolver: impl TargetResolver,
+        dead_letters: DeadLetterChannel,
+    ) -> Self {
         let source = Source::Header {
             header: header.to_owned(),
-            bus: bus.clone(),
+            resolver: Arc::new(resolver),
         };
-        RecipientList::with_source(name, source, Some(bus.dead_letter_channel().clone()))
+        RecipientList::with_source(name, source, Some(dead_letters))
     }
 
     fn with_source(name: &str, source: Source, dead_letters: Option<DeadLetterChannel>) -> Self {
@@ -149,14 +176,14 @@ impl RecipientList {
 
     /// Where `msg` would go. Pure: sends nothing.
     pub fn resolve(&self, msg: &Message) -> Resolution {
-        let (header, bus) = match &self.inner.source {
+        let (header, resolver) = match &self.inner.source {
             Source::Fixed(targets) => {
                 return Resolution {
                     targets: targets.clone(),
                     ..Resolution::default()
                 };
             }
-            Source::Header { header, bus } => (header, bus),
+            Source::Header { header, resolver } => (header, resolver),
         };
         let list = match msg.headers().get(header) {
             Some(HeaderValue::Str(list)) => list,
@@ -183,9 +210,9 @@ impl RecipientList {
                 continue;
             }
             seen.push(name);
-            match bus.target(name) {
+            match resolver.resolve(name) {
                 Ok(target) => resolution.targets.push(target),
-                Err(e) => resolution.unknown.push((name.to_owned(), e.to_string())),
+                Err(error) => resolution.unknown.push((name.to_owned(), error)),
             }
         }
         if seen.is_empty() {
@@ -312,20 +339,29 @@ impl tower::Service<Message> for RecipientList {
 mod tests {
     use super::*;
 
+    use crate::channel::{PointToPoint, PublishSubscribe};
+
     #[test]
     fn header_lists_are_trimmed_deduplicated_and_resolved_in_order() {
-        let bus = MessageBus::new();
-        bus.create_point_to_point("b").unwrap();
-        bus.create_publish_subscribe("a.x").unwrap();
-        let list = RecipientList::from_header("in", "to", &bus);
+        let b = PointToPoint::new("b", 1).unwrap();
+        let ax = PublishSubscribe::new("a.x", 1).unwrap();
+        let names = move |name: &str| match name {
+            "b" => Ok(Target::from(b.clone())),
+            "a.x" => Ok(Target::from(ax.clone())),
+            other => Err(format!("unknown `{other}`")),
+        };
+        let dead = DeadLetterChannel::new("dead", 1).unwrap();
+        let list = RecipientList::from_header_with("in", "to", names, dead);
         let msg = Message::builder("m")
             .header("to", " b,,a.x , b, nope ,")
             .build();
         let r = list.resolve(&msg);
         let names: Vec<&str> = r.targets.iter().map(Target::name).collect();
         assert_eq!(names, ["b", "a.x"]);
-        assert_eq!(r.unknown.len(), 1);
-        assert_eq!(r.unknown[0].0, "nope");
+        assert_eq!(
+            r.unknown,
+            [("nope".to_owned(), "unknown `nope`".to_owned())]
+        );
         assert!(r.no_recipients.is_none());
         let none = list.resolve(&Message::builder("m").header("to", " , ").build());
         assert!(none.no_recipients.is_some() && none.targets.is_empty());
@@ -333,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_fixed_list_names_each_channel_once() {
-        let a = crate::channel::PointToPoint::new("a", 1).unwrap();
+        let a = PointToPoint::new("a", 1).unwrap();
         let list = RecipientList::new("in", [a.clone(), a]).unwrap();
         assert_eq!(list.resolve(&Message::new("m")).targets.len(), 1);
         assert_eq!(

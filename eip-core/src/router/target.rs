@@ -3,6 +3,10 @@
 //! Routers, recipient lists and the [`MessageBus`](crate::MessageBus) address both the same
 //! way, so a flow can send "to `market`" without caring whether `market` stores messages (a
 //! channel) or only routes them by subject (an [exchange](crate::topic::TopicExchange)).
+//!
+//! Where a name must be looked up as a message passes (a [recipient list](super::RecipientList)
+//! read from a header), a [`TargetResolver`] does it: the bus is one, so is a closure. Routing
+//! needs only the trait, not the bus.
 
 use super::RouteError;
 use crate::channel::{Channel, DeadLetterChannel, Outcome, PointToPoint, PublishSubscribe};
@@ -16,6 +20,25 @@ pub enum Target {
     Channel(Channel),
     /// A topic exchange: the message goes on to the channels its bindings pick.
     Exchange(TopicExchange),
+}
+
+/// Finds the channel or exchange a name stands for.
+///
+/// The [`MessageBus`](crate::MessageBus) is one (its channels and exchanges); so is any
+/// `Fn(&str) -> Result<Target, String>`.
+pub trait TargetResolver: Send + Sync + 'static {
+    /// The channel or exchange named `name`; else why there is none, the text a dead letter
+    /// carries (with a "did you mean" suggestion when a name is close).
+    fn resolve(&self, name: &str) -> Result<Target, String>;
+}
+
+impl<F> TargetResolver for F
+where
+    F: Fn(&str) -> Result<Target, String> + Send + Sync + 'static,
+{
+    fn resolve(&self, name: &str) -> Result<Target, String> {
+        self(name)
+    }
 }
 
 /// What sending to a [`Target`] did.
