@@ -16,6 +16,14 @@
 //! - [`topic`]: the `*` / `#` topic matcher shared by wildcard subscriptions and the topic
 //!   exchange.
 //!
+//! Modules depend one way, each on those below it only: `message` uses nothing; `store` uses
+//! `message`; `channel` uses `store` and `message`; `endpoint`, `join` and `topic` use `channel`
+//! and below; `predicate` uses `topic` and below; `router` uses `predicate` and below; `bus`, at
+//! the top, may use any. What both sides of a would-be cycle need lives in the lower module: the
+//! [`RedeliveryPolicy`](channel::RedeliveryPolicy) is a channel's, and routers look names up
+//! through a [`TargetResolver`](router::TargetResolver) that the bus implements. One exception
+//! remains: a publish-subscribe channel forwards to its joins, so `channel` still uses `join`.
+//!
 //! ```
 //! use eip_core::{Message, channel::PointToPoint};
 //!
