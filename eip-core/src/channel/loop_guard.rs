@@ -9,7 +9,7 @@
 //! memory exists only for channels that are the source or destination of a join. Archival joins
 //! skip the check at their destination queue on purpose (see [`crate::join`]).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -37,12 +37,97 @@ impl Default for LoopDetection {
     }
 }
 
+/// The ids a guard remembers, oldest first. Ids are time-ordered (UUID v7, strictly increasing
+/// within a process), so nearly every id admitted is greater than all before it: those go to
+/// `ascending`, sorted by construction, where one comparison with the last proves an id new and
+/// a binary search finds an old one, touching no hash table. The rest (ids from elsewhere, or
+/// replayed) go to `others`, with a hash map. Both keep each id's admission number, so the
+/// oldest of the two is forgotten first: together they hold exactly the last `max_ids` ids
+/// admitted, within `max_age`.
 struct RecentIds {
-    seen: HashSet<MessageId, IdHash>,
-    order: VecDeque<(MessageId, Instant)>,
+    ascending: VecDeque<Remembered>,
+    others: VecDeque<Remembered>,
+    others_at: HashMap<u128, Instant, IdHash>,
+    admitted: u64,
 }
 
-/// Hashes a message id by its last eight bytes. Ids are UUID v7, whose low bits are random
+#[derive(Clone, Copy)]
+struct Remembered {
+    /// The id as a number: ordered as ids are (big-endian bytes), compared without `memcmp`.
+    key: u128,
+    at: Instant,
+    number: u64,
+}
+
+fn key(id: MessageId) -> u128 {
+    id.as_uuid().as_u128()
+}
+
+impl RecentIds {
+    fn new() -> Self {
+        RecentIds {
+            ascending: VecDeque::new(),
+            others: VecDeque::new(),
+            others_at: HashMap::with_hasher(IdHash),
+            admitted: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ascending.len() + self.others.len()
+    }
+
+    /// When the id admitted first was admitted, and whether it is in `ascending`.
+    fn oldest(&self) -> Option<(Instant, bool)> {
+        match (self.ascending.front(), self.others.front()) {
+            (Some(a), Some(o)) if o.number < a.number => Some((o.at, false)),
+            (Some(a), _) => Some((a.at, true)),
+            (None, Some(o)) => Some((o.at, false)),
+            (None, None) => None,
+        }
+    }
+
+    fn forget_oldest(&mut self, in_ascending: bool) {
+        if in_ascending {
+            self.ascending.pop_front();
+        } else if let Some(old) = self.others.pop_front() {
+            self.others_at.remove(&old.key);
+        }
+    }
+
+    /// When `id` was admitted, if it is remembered. For an id greater than all in `ascending`
+    /// (the common case) and no `others`, one comparison.
+    fn admitted_at(&self, id: MessageId) -> Option<Instant> {
+        let id = key(id);
+        if self.ascending.back().is_some_and(|newest| id <= newest.key)
+            && let Ok(i) = self.ascending.binary_search_by(|r| r.key.cmp(&id))
+        {
+            return self.ascending.get(i).map(|r| r.at);
+        }
+        if self.others.is_empty() {
+            return None;
+        }
+        self.others_at.get(&id).copied()
+    }
+
+    fn remember(&mut self, id: MessageId, at: Instant) {
+        let id = key(id);
+        let remembered = Remembered {
+            key: id,
+            at,
+            number: self.admitted,
+        };
+        self.admitted += 1;
+        if self.ascending.back().is_none_or(|newest| newest.key < id) {
+            self.ascending.push_back(remembered);
+        } else {
+            self.others.push_back(remembered);
+            self.others_at.insert(id, at);
+        }
+    }
+}
+
+/// Hashes a message id (as its number) by folding its 8-byte halves. Ids are UUID v7, whose low bits are random
 /// (eip's generator) or a counter: already spread, so SipHash would only cost time.
 #[derive(Default, Clone, Copy)]
 struct IdHash;
@@ -89,12 +174,7 @@ impl LoopGuard {
 
     /// Starts remembering ids (idempotent).
     pub(crate) fn enable(&self) {
-        self.recent.get_or_init(|| {
-            Mutex::new(RecentIds {
-                seen: HashSet::with_hasher(IdHash),
-                order: VecDeque::new(),
-            })
-        });
+        self.recent.get_or_init(|| Mutex::new(RecentIds::new()));
     }
 
     /// Whether the guard remembers ids (a join has touched its channel).
@@ -113,17 +193,18 @@ impl LoopGuard {
         let Some(recent) = self.recent.get() else {
             return true;
         };
+        // Remembered at `cutoff` or earlier means `max_age` old by `now`.
+        let cutoff = now.checked_sub(self.config.max_age);
         let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
-        while let Some(&(old, at)) = recent.order.front() {
-            let too_many = recent.order.len() >= self.config.max_ids.max(1);
-            if !too_many && now.duration_since(at) < self.config.max_age {
+        while let Some((oldest, in_ascending)) = recent.oldest() {
+            let too_many = recent.len() >= self.config.max_ids.max(1);
+            if !too_many && cutoff.is_none_or(|cutoff| oldest > cutoff) {
                 break;
             }
-            recent.order.pop_front();
-            recent.seen.remove(&old);
+            recent.forget_oldest(in_ascending);
         }
-        if recent.seen.insert(id) {
-            recent.order.push_back((id, now));
+        if recent.admitted_at(id).is_none() {
+            recent.remember(id, now);
             true
         } else {
             drop(recent);
@@ -138,8 +219,8 @@ impl LoopGuard {
             return true;
         };
         let recent = recent.lock().unwrap_or_else(|p| p.into_inner());
-        match recent.order.iter().find(|(seen, _)| *seen == id) {
-            Some((_, at)) => at.elapsed() >= self.config.max_age,
+        match recent.admitted_at(id) {
+            Some(at) => at.elapsed() >= self.config.max_age,
             None => true,
         }
     }
@@ -181,6 +262,37 @@ mod tests {
             "the oldest was forgotten"
         );
         assert!(!guard.admit(ids[3], Instant::now()));
+    }
+
+    #[test]
+    fn ids_out_of_order_are_remembered_and_forgotten_oldest_first() {
+        let guard = LoopGuard::new(LoopDetection {
+            max_ids: 3,
+            max_age: Duration::from_secs(60),
+        });
+        guard.enable();
+        let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
+        // Admitted 2, 0, 3, 1: 0 and 1 arrive after a greater id.
+        for i in [2, 0, 3, 1] {
+            assert!(guard.admit(ids[i], Instant::now()), "{i}");
+        }
+        // Three remembered (0, 3, 1); 2, admitted first, is forgotten.
+        for i in [0, 3, 1] {
+            assert!(!guard.would_admit(ids[i]), "{i}");
+        }
+        assert!(guard.would_admit(ids[2]));
+        assert!(
+            guard.admit(ids[2], Instant::now()),
+            "the oldest was forgotten"
+        );
+        // Now 3, 1, 2: admitting a new id forgets 3, then 1.
+        assert!(guard.admit(MessageId::new(), Instant::now()));
+        assert!(guard.would_admit(ids[3]) && !guard.would_admit(ids[1]));
+        let newest = MessageId::new();
+        assert!(guard.admit(newest, Instant::now()));
+        assert!(guard.would_admit(ids[1]) && !guard.would_admit(ids[2]));
+        assert!(!guard.admit(newest, Instant::now()));
+        assert_eq!(guard.duplicates(), 1);
     }
 
     #[test]

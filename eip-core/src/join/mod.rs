@@ -29,16 +29,20 @@
 //!
 //! A queue can never be a join's source: its messages belong to one consumer each.
 
+mod budget;
 mod propagate;
+mod trace;
+mod walk;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use propagate::{Invalidated, Traced, Tracer};
-pub(crate) use propagate::{propagate, trace};
+pub(crate) use propagate::propagate;
+pub(crate) use trace::trace;
+pub use trace::{Invalidated, Traced, Tracer};
 
 use crate::channel::{Channel, ChannelKind, Selector};
-use crate::message::{Message, names};
+use crate::message::Message;
 
 /// The hop count of a join created without one.
 pub const DEFAULT_HOPS: u32 = 10;
@@ -146,9 +150,10 @@ impl Join {
         self.filter.as_ref()
     }
 
-    /// The message as it arrives at the destination, or `None` if it does not cross: the filter
-    /// refuses it, or its remaining hop budget is spent.
-    pub(crate) fn cross(&self, msg: &Message) -> Option<Message> {
+    /// The hop budget `msg` would arrive with at the destination, or `None` if it does not
+    /// cross: its remaining budget is spent, or the filter refuses it. The hop arithmetic of the
+    /// module documentation, in one place.
+    pub(crate) fn crossing(&self, msg: &Message) -> Option<u32> {
         let remaining = match msg.hop_budget() {
             Ok(budget) => budget,
             // An unreadable budget can not be honoured; crossing no further is the safe reading.
@@ -164,11 +169,18 @@ impl Join {
         {
             return None;
         }
-        let mut crossed = msg.clone();
-        crossed
-            .headers_mut()
-            .insert(names::HOP_BUDGET, i64::from(budget));
-        Some(crossed)
+        Some(budget)
+    }
+
+    /// The store `msg` makes at the destination, arriving with `budget` (from
+    /// [`crossing`](Self::crossing)).
+    pub(crate) fn hop(&self, mut msg: Message, budget: u32) -> walk::Hop {
+        budget::set(msg.headers_mut(), budget);
+        walk::Hop {
+            destination: self.destination.clone(),
+            message: msg,
+            archival: self.archival,
+        }
     }
 }
 

@@ -1,0 +1,62 @@
+//! Writing the remaining hop budget into the `hop-budget` header.
+//!
+//! Every join a message crosses gives it a new budget, so every store along a chain holds
+//! headers of its own: a copy of the map per hop. Most events carry no header but the budget,
+//! and for them the map is one of a few shared ones (one per budget value and thread, made
+//! once), so crossing a join copies and frees nothing.
+
+use crate::message::{Headers, names};
+
+/// Budgets below this have shared budget-only header maps.
+const SHARED: u32 = 64;
+
+thread_local! {
+    /// The budget-only maps, per thread: a map shared by every message of the process would be
+    /// one reference count that all cores write to.
+    static BUDGET_ONLY: Vec<Headers> = (0..SHARED)
+        .map(|b| Headers::from_iter([(names::HOP_BUDGET, i64::from(b))]))
+        .collect();
+}
+
+/// Sets the `hop-budget` header to `budget`.
+pub(super) fn set(headers: &mut Headers, budget: u32) {
+    let budget_only =
+        headers.is_empty() || (headers.len() == 1 && headers.contains(names::HOP_BUDGET));
+    if budget_only && budget < SHARED {
+        let shared = BUDGET_ONLY.with(|maps| maps.get(budget as usize).cloned());
+        if let Some(shared) = shared {
+            *headers = shared;
+            return;
+        }
+    }
+    headers.insert(names::HOP_BUDGET, i64::from(budget));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_only_map_is_shared_and_other_headers_are_kept() {
+        let (mut a, mut b) = (Headers::new(), Headers::new());
+        set(&mut a, 3);
+        set(&mut b, 3);
+        assert!(a.shares_storage_with(&b));
+        set(&mut a, 2);
+        assert_eq!(a.get(names::HOP_BUDGET).and_then(|v| v.as_int()), Some(2));
+        assert!(!a.shares_storage_with(&b));
+
+        let mut c = Headers::from_iter([(names::SUBJECT, "x")]);
+        set(&mut c, 3);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.get(names::HOP_BUDGET).and_then(|v| v.as_int()), Some(3));
+
+        let mut big = Headers::new();
+        set(&mut big, SHARED + 5);
+        let expected = i64::from(SHARED + 5);
+        assert_eq!(
+            big.get(names::HOP_BUDGET).and_then(|v| v.as_int()),
+            Some(expected)
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Dry runs of joins: the [`Walk`](super::walk::Walk)'s decisions, each hop carried out by
+//! recording where the message would be stored.
+
+use super::walk::Walk;
+use crate::channel::Channel;
+use crate::message::Message;
+
+/// A dry run of everything one message does: the sends a flow would make with it, traced one
+/// after another without storing anything, and remembering (as loop detection would) which
+/// channels have stored its id so far.
+///
+/// Each [`send`](Self::send) follows joins from the channel sent to, exactly as a real send
+/// would: hop budgets, filters, the breadth-first order, the once-per-channel rule for
+/// non-archival arrivals, datatype checks (a misfit goes to the invalid message channel), and
+/// the loop memory of the real channels (consulted, never changed). Across sends, a channel
+/// that takes part in joins refuses an id it stored earlier in the same dry run, as its loop
+/// memory would. Nothing is sent, stored or counted.
+///
+/// ```
+/// use eip_core::{Message, channel::{Channel, PublishSubscribe}, join::{Join, Tracer}};
+///
+/// let a = PublishSubscribe::new("a", 10).unwrap();
+/// let b = PublishSubscribe::new("b", 10).unwrap();
+/// Join::builder(a.clone(), b.clone()).create().unwrap();
+/// Join::builder(b.clone(), a.clone()).create().unwrap();
+/// let msg = Message::new("event");
+/// let mut tracer = Tracer::new();
+/// let names = |t: &eip_core::join::Traced| t.stored.iter().map(|(c, _)| c.name().to_owned()).collect::<Vec<_>>();
+/// assert_eq!(names(&tracer.send(&a.clone().into(), &msg)), ["a", "b"]);
+/// // Sent again within the same flow run, the loop memory refuses it.
+/// assert!(tracer.send(&b.into(), &msg).stored.is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct Tracer {
+    /// Channels with loop detection on that stored the message in this dry run.
+    guarded: Vec<usize>,
+}
+
+/// What one traced send would do.
+#[derive(Debug, Clone, Default)]
+pub struct Traced {
+    /// Each store, in order: the channel and the message as it would be stored there (hop
+    /// budget and all). An archival destination reached twice appears twice.
+    pub stored: Vec<(Channel, Message)>,
+    /// Each message a datatype channel would divert to its invalid message channel.
+    pub invalid: Vec<Invalidated>,
+    /// Channels whose loop detection would refuse the message.
+    pub duplicates: Vec<String>,
+}
+
+/// A message a datatype channel would refuse.
+#[derive(Debug, Clone)]
+pub struct Invalidated {
+    /// The datatype channel's name.
+    pub channel: String,
+    /// Why the message does not fit.
+    pub reason: String,
+    /// The invalid message channel it would go to.
+    pub invalid_channel: Channel,
+    /// The message as it would be stored there, death record included.
+    pub message: Message,
+}
+
+impl Tracer {
+    /// A dry run that has stored nothing yet.
+    pub fn new() -> Self {
+        Tracer::default()
+    }
+
+    /// Where sending `message` to `entry` would store it (see the type's documentation).
+    pub fn send(&mut self, entry: &Channel, message: &Message) -> Traced {
+        let mut traced = Traced::default();
+        if !self.store(entry, message, true, &mut traced) {
+            return traced;
+        }
+        let mut walk = Walk::new(entry.identity());
+        follow(&mut walk, entry, message.clone());
+        while let Some(hop) = walk.next() {
+            if self.store(
+                &hop.destination,
+                &hop.message,
+                hop.checks_loops(),
+                &mut traced,
+            ) {
+                follow(&mut walk, &hop.destination, hop.message);
+            }
+        }
+        traced
+    }
+
+    /// Whether `channel` would store `message`, recording the store, the diversion to the
+    /// invalid message channel or the refusal in `traced`.
+    fn store(
+        &mut self,
+        channel: &Channel,
+        message: &Message,
+        check_loops: bool,
+        traced: &mut Traced,
+    ) -> bool {
+        if channel.is_closed() {
+            return false;
+        }
+        if let Some(check) = channel.datatype_check()
+            && let Err(reason) = check.datatype.check(message)
+        {
+            let invalid_channel = Channel::PointToPoint((*check.invalid).clone());
+            let message = crate::channel::marked_dead(
+                message.clone(),
+                channel.name(),
+                crate::message::DeathReason::Invalid,
+                Some(reason.clone()),
+            );
+            traced.invalid.push(Invalidated {
+                channel: channel.name().to_owned(),
+                reason,
+                invalid_channel,
+                message,
+            });
+            return false;
+        }
+        let guard = channel.loop_guard();
+        if check_loops && guard.is_on() {
+            let id = channel.identity();
+            if self.guarded.contains(&id) || !guard.would_admit(message.id()) {
+                traced.duplicates.push(channel.name().to_owned());
+                return false;
+            }
+            self.guarded.push(id);
+        }
+        traced.stored.push((channel.clone(), message.clone()));
+        true
+    }
+}
+
+/// Where a message sent to `entry` would be stored, without storing it: the channel names in
+/// the order a publish would store them, once per stored copy (an archival queue reached twice
+/// appears twice). Datatype checks and the loop memory are consulted, not changed.
+pub(crate) fn trace(entry: &Channel, message: &Message) -> Vec<String> {
+    Tracer::new()
+        .send(entry, message)
+        .stored
+        .iter()
+        .map(|(channel, _)| channel.name().to_owned())
+        .collect()
+}
+
+/// Feeds the joins leaving `channel` (if it can have any) to the walk, as a store there would.
+fn follow(walk: &mut Walk, channel: &Channel, message: Message) {
+    if let Channel::PublishSubscribe(pubsub) = channel {
+        walk.stored(&pubsub.joins(), message);
+    }
+}
