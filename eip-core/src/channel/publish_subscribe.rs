@@ -189,7 +189,7 @@ impl PublishSubscribe {
             Stored::Forward(stored, joins) => {
                 // Boxed: following joins allocates anyway, and inline it would double the size
                 // of every publish's future.
-                Box::pin(crate::join::propagate(self, &joins, stored)).await;
+                Box::pin(crate::join::propagate(self, joins, stored)).await;
                 Ok(Outcome::Accepted)
             }
             other => other.outcome(self.name()),

@@ -171,17 +171,6 @@ impl Join {
         }
         Some(budget)
     }
-
-    /// The store `msg` makes at the destination, arriving with `budget` (from
-    /// [`crossing`](Self::crossing)).
-    pub(crate) fn hop(&self, mut msg: Message, budget: u32) -> walk::Hop {
-        budget::set(msg.headers_mut(), budget);
-        walk::Hop {
-            destination: self.destination.clone(),
-            message: msg,
-            archival: self.archival,
-        }
-    }
 }
 
 impl fmt::Debug for Join {

@@ -1,29 +1,27 @@
 //! Following joins from the channel a message was published on: the real run of the
 //! [`Walk`](super::walk::Walk)'s decisions, each hop carried out by storing.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use super::Join;
-use super::walk::Walk;
+use super::walk::{Joins, Walk};
 use crate::channel::{PublishSubscribe, Stored};
 use crate::message::Message;
 
 /// Having stored `message` on `entry` (whose joins are `joins`), stores it on every channel the
 /// joins take it to, breadth first, each (archival destinations aside) at most once.
-pub(crate) async fn propagate(entry: &PublishSubscribe, joins: &[Arc<Join>], message: Message) {
+pub(crate) async fn propagate(entry: &PublishSubscribe, joins: Joins, message: Message) {
     let now = Instant::now();
     let mut walk = Walk::new(entry.identity());
     walk.stored(joins, message);
     while let Some(hop) = walk.next() {
-        let loops = hop.checks_loops().then_some(now);
-        match hop.destination.store(hop.message, loops).await {
-            Stored::Forward(message, joins) => walk.stored(&joins, message),
+        let loops = hop.via.checks_loops().then_some(now);
+        match hop.via.destination().store(hop.message, loops).await {
+            Stored::Forward(message, joins) => walk.stored(joins, message),
             Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
             Stored::Refused(refused) => {
-                let error = refused.into_send_error(hop.destination.name());
+                let error = refused.into_send_error(hop.via.destination().name());
                 tracing::warn!(
-                    channel = hop.destination.name(),
+                    channel = hop.via.destination().name(),
                     %error,
                     "join destination did not take the message: not forwarded"
                 )

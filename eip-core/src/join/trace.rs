@@ -76,13 +76,9 @@ impl Tracer {
         let mut walk = Walk::new(entry.identity());
         follow(&mut walk, entry, message.clone());
         while let Some(hop) = walk.next() {
-            if self.store(
-                &hop.destination,
-                &hop.message,
-                hop.checks_loops(),
-                &mut traced,
-            ) {
-                follow(&mut walk, &hop.destination, hop.message);
+            let (to, loops) = (hop.via.destination(), hop.via.checks_loops());
+            if self.store(to, &hop.message, loops, &mut traced) {
+                follow(&mut walk, to, hop.message);
             }
         }
         traced
@@ -147,6 +143,6 @@ pub(crate) fn trace(entry: &Channel, message: &Message) -> Vec<String> {
 /// Feeds the joins leaving `channel` (if it can have any) to the walk, as a store there would.
 fn follow(walk: &mut Walk, channel: &Channel, message: Message) {
     if let Channel::PublishSubscribe(pubsub) = channel {
-        walk.stored(&pubsub.joins(), message);
+        walk.stored(pubsub.joins(), message);
     }
 }

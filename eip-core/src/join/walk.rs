@@ -13,24 +13,52 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::Join;
+use super::{Join, budget};
 use crate::channel::Channel;
 use crate::message::Message;
 
+/// The joins leaving a channel, as a store there saw them.
+pub(crate) type Joins = Arc<[Arc<Join>]>;
+
 /// One store to make: a message arriving at a channel over a join.
 pub(crate) struct Hop {
-    /// Where the message arrives.
-    pub(crate) destination: Channel,
+    /// The join it crosses.
+    pub(crate) via: Via,
     /// The message as it arrives, carrying its remaining hop budget.
     pub(crate) message: Message,
-    /// Whether it came over an archival join (no duplicate check at the destination).
-    pub(crate) archival: bool,
+}
+
+/// The join a hop crosses, held as its place among the joins of its source rather than by a
+/// clone of the destination: along a chain the set moves from hop to hop, counted by no one.
+pub(crate) struct Via {
+    joins: Joins,
+    index: usize,
 }
 
 impl Hop {
-    /// Whether the destination's loop memory decides if it stores the message.
+    fn new(joins: Joins, index: usize, mut message: Message, budget: u32) -> Hop {
+        budget::set(message.headers_mut(), budget);
+        Hop {
+            via: Via { joins, index },
+            message,
+        }
+    }
+}
+
+impl Via {
+    fn join(&self) -> &Join {
+        &self.joins[self.index]
+    }
+
+    /// Where the message arrives.
+    pub(crate) fn destination(&self) -> &Channel {
+        self.join().destination()
+    }
+
+    /// Whether the destination's loop memory decides if it stores the message: not over an
+    /// archival join.
     pub(crate) fn checks_loops(&self) -> bool {
-        !self.archival
+        !self.join().is_archival()
     }
 }
 
@@ -50,18 +78,21 @@ impl Walk {
     }
 
     /// A channel stored `message` (as stored, after its own rules) and `joins` leave it:
-    /// queues a hop for each join the message crosses.
-    pub(crate) fn stored(&mut self, joins: &[Arc<Join>], message: Message) {
-        let Some((last, others)) = joins.split_last() else {
-            return;
-        };
-        for join in others {
-            if let Some(budget) = join.crossing(&message) {
-                self.queue.push(join.hop(message.clone(), budget));
+    /// queues a hop for each join the message crosses, in the joins' order.
+    pub(crate) fn stored(&mut self, joins: Joins, message: Message) {
+        // Each crossing is queued when the next is found, so the last takes the message and
+        // the set itself, uncloned.
+        let mut pending: Option<(usize, u32)> = None;
+        for (index, join) in joins.iter().enumerate() {
+            if let Some(budget) = join.crossing(&message)
+                && let Some((i, b)) = pending.replace((index, budget))
+            {
+                self.queue
+                    .push(Hop::new(joins.clone(), i, message.clone(), b));
             }
         }
-        if let Some(budget) = last.crossing(&message) {
-            self.queue.push(last.hop(message, budget));
+        if let Some((i, b)) = pending {
+            self.queue.push(Hop::new(joins, i, message, b));
         }
     }
 
@@ -69,7 +100,8 @@ impl Walk {
     /// send has not stored at (once per channel, whatever the paths and cycles).
     pub(crate) fn next(&mut self) -> Option<Hop> {
         while let Some(hop) = self.queue.pop() {
-            if hop.archival || self.visited.first_time(hop.destination.identity()) {
+            let via = &hop.via;
+            if !via.checks_loops() || self.visited.first_time(via.destination().identity()) {
                 return Some(hop);
             }
         }
