@@ -40,7 +40,11 @@ impl DeadLetterChannel {
         })
     }
 
-    pub(crate) async fn bury(
+    /// Puts `msg` here with a death record naming `origin`, `reason` and `error`: directly,
+    /// without this channel's datatype or loop checks. Cancel-safe (a cancelled wait forces the
+    /// message in). Gives the message back if this channel is closed. For routers that carry
+    /// out their own decisions, as a flow's routes do.
+    pub async fn bury(
         &self,
         msg: Message,
         origin: &str,

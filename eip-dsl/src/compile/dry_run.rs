@@ -1,11 +1,12 @@
 //! Where would this message go? A dry run through the compiled flow.
 //!
 //! [`Flow::dry_run`] follows a message the way the running flow would move it, using the same
-//! compiled objects: the channel's datatype check and joins (through eip-core's
-//! [`Tracer`](eip_core::join::Tracer): hop budgets, filters, loop detection, archival joins),
-//! then every route consuming each channel it was stored on (wire tap, filter, router decision,
-//! recipient list), exchanges' bindings and alternates, and dead-lettering where a router has
-//! nowhere to send. Nothing is stored, sent or counted.
+//! compiled objects and the same decisions: the channel's datatype check and joins (through
+//! eip-core's [`Tracer`](eip_core::join::Tracer), which walks the joins as a publish does: hop
+//! budgets, filters, loop detection, archival joins), then for every route consuming each
+//! channel it was stored on, the steps [`Route::decide`](super::Route) lists (wire tap, filter,
+//! router decision, recipient list, dead letters), and exchanges' bindings and alternates. The
+//! running flow carries out the same steps by sending. Nothing is stored, sent or counted.
 //!
 //! Two things of a real run have no counterpart: a target that is full makes a real send wait
 //! (a dry run assumes room, also for a wire tap, which would drop its copy), and redelivery
@@ -16,11 +17,11 @@ use std::collections::VecDeque;
 use eip_core::channel::{Channel, marked_dead};
 use eip_core::join::Tracer;
 use eip_core::message::{DeathReason, Message};
-use eip_core::router::{Decision, Target};
+use eip_core::router::Target;
 use eip_core::topic::Route as ExchangeRoute;
 use serde::Serialize;
 
-use super::route::Action;
+use super::route::Step;
 use super::{Flow, InputMessage};
 
 /// The most stores one dry run follows before it concludes the message would circulate
@@ -63,7 +64,8 @@ pub enum DryRunError {
     Endless(String),
 }
 
-enum Step {
+/// What the dry run has still to follow.
+enum Task {
     /// Send to a channel or an exchange.
     Send(Target, Message),
     /// Stored on a channel: the routes consuming it take it.
@@ -80,13 +82,13 @@ impl Flow {
         let mut run = Run {
             flow: self,
             tracer: Tracer::new(),
-            work: VecDeque::from([Step::Send(target, input.message.clone())]),
+            work: VecDeque::from([Task::Send(target, input.message.clone())]),
             report: Report::default(),
         };
         while let Some(step) = run.work.pop_front() {
             match step {
-                Step::Send(target, msg) => run.send(target, msg)?,
-                Step::Consume(channel, msg) => run.consume(&channel, &msg),
+                Task::Send(target, msg) => run.send(target, msg)?,
+                Task::Consume(channel, msg) => run.consume(&channel, &msg),
             }
         }
         run.report.stored.sort_unstable();
@@ -97,7 +99,7 @@ impl Flow {
 struct Run<'f> {
     flow: &'f Flow,
     tracer: Tracer,
-    work: VecDeque<Step>,
+    work: VecDeque<Task>,
     report: Report,
 }
 
@@ -110,12 +112,12 @@ impl Run<'_> {
                     ExchangeRoute::Targets(channels) => {
                         for channel in channels {
                             self.work
-                                .push_back(Step::Send(Target::Channel(channel), msg.clone()));
+                                .push_back(Task::Send(Target::Channel(channel), msg.clone()));
                         }
                     }
                     ExchangeRoute::Alternate(channel) => {
                         self.work
-                            .push_back(Step::Send(Target::Channel(channel), msg));
+                            .push_back(Task::Send(Target::Channel(channel), msg));
                     }
                     ExchangeRoute::Dropped => {}
                 }
@@ -141,7 +143,7 @@ impl Run<'_> {
             return Err(DryRunError::Endless(self.cycle()));
         }
         self.report.stored.push(channel.name().to_owned());
-        self.work.push_back(Step::Consume(channel, msg));
+        self.work.push_back(Task::Consume(channel, msg));
         Ok(())
     }
 
@@ -176,50 +178,26 @@ impl Run<'_> {
         if self.report.stored.len() < MAX_STORES {
             self.report.stored.push(dead_letters.name().to_owned());
             let channel = Channel::PointToPoint((**dead_letters).clone());
-            self.work.push_back(Step::Consume(channel, dead));
+            self.work.push_back(Task::Consume(channel, dead));
         }
     }
 
-    /// The routes consuming `channel` each take the message as stored there.
+    /// The routes consuming `channel` each take the message as stored there: each step a
+    /// route decides is followed (a send) or recorded (a dead letter).
     fn consume(&mut self, channel: &Channel, msg: &Message) {
         let flow = self.flow;
         for route in flow.routes_from(channel.name()) {
-            if let Some(tap) = route.tap() {
-                self.work
-                    .push_back(Step::Send(Target::Channel(tap.clone()), msg.clone()));
-            }
-            if let Err(discard) = route.passes(msg) {
-                if let Some(discard) = discard {
-                    self.work
-                        .push_back(Step::Send(Target::Channel(discard.clone()), msg.clone()));
-                }
-                continue;
-            }
-            match route.action() {
-                Action::To(list) | Action::Recipients(list) => {
-                    let resolution = list.resolve(msg);
-                    for target in resolution.targets {
-                        self.work.push_back(Step::Send(target, msg.clone()));
+            for step in route.decide(msg) {
+                let target = match step {
+                    Step::Tap(tap) | Step::Filtered(Some(tap)) => Target::Channel(tap.clone()),
+                    Step::Filtered(None) => continue,
+                    Step::Send { target, .. } => target.into_owned(),
+                    Step::NoRoute { origin, error } => {
+                        self.dead_letter(route, msg, &origin, error);
+                        continue;
                     }
-                    for (name, error) in resolution.unknown {
-                        self.dead_letter(route, msg, &name, error);
-                    }
-                    if let Some(reason) = resolution.no_recipients {
-                        self.dead_letter(route, msg, list.name(), reason);
-                    }
-                }
-                Action::Choice(router) => match router.select(msg) {
-                    Decision::When { target, .. } | Decision::Otherwise { target } => {
-                        self.work.push_back(Step::Send(target.clone(), msg.clone()));
-                    }
-                    _ => {
-                        let error = format!(
-                            "no `when` clause of router `{}` matched and it has no `otherwise`",
-                            router.name()
-                        );
-                        self.dead_letter(route, msg, router.name(), error);
-                    }
-                },
+                };
+                self.work.push_back(Task::Send(target, msg.clone()));
             }
         }
     }

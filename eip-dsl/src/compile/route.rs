@@ -1,14 +1,21 @@
 //! A compiled route: the channel it consumes, its wire tap and filter, and what it does with
 //! a message that passes (send to targets, choose one, or a recipient list).
+//!
+//! What a route does with a message is decided in one place, [`Route::decide`]: a pure function
+//! from the message to the ordered [`Step`]s it results in (the tap's copy, the filter's discard,
+//! each send, each dead letter). The running flow carries the steps out by sending
+//! ([`Route::handle`]); the dry run (`eip route`) by recording where they would store the
+//! message. Both walk the same decision, so they can not drift apart.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use eip_core::channel::{Channel, DeadLetterChannel};
-use eip_core::message::Message;
+use eip_core::message::{DeathReason, Message};
 use eip_core::predicate::Predicate;
-use eip_core::router::{ContentBasedRouter, RecipientList, RouteError, Routed};
+use eip_core::router::{ContentBasedRouter, RecipientList, RouteError, Target};
 
 use super::{CompileError, bus_channel, bus_target};
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan};
@@ -48,6 +55,40 @@ pub(super) enum Action {
     Choice(ContentBasedRouter),
     /// A recipient list (fixed or from a header).
     Recipients(RecipientList),
+}
+
+/// One thing a route does with a message, in the order [`Route::decide`] lists them.
+#[derive(Debug)]
+pub(super) enum Step<'r> {
+    /// A copy offered to the wire tap, without waiting: a full tap drops it.
+    Tap(&'r Channel),
+    /// The filter held the message back: it goes to the discard channel if there is one, else
+    /// nowhere. Always the last step.
+    Filtered(Option<&'r Channel>),
+    /// A copy sent to a channel or exchange.
+    Send {
+        /// Where.
+        target: Cow<'r, Target>,
+        /// What a closed (deleted) target means.
+        if_closed: IfClosed,
+    },
+    /// The message dead-lettered with reason `no-route`, `origin` as the death record's
+    /// channel, `error` as its error.
+    NoRoute {
+        /// The name the message could not be routed from or to.
+        origin: String,
+        /// Why.
+        error: String,
+    },
+}
+
+/// What a send to a closed target does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IfClosed {
+    /// The copy is dead-lettered (reason `channel-deleted`): a recipient list's copies.
+    DeadLetter,
+    /// The route fails and the message is handed back for redelivery: a router's one send.
+    Fail,
 }
 
 #[derive(Debug, Default)]
@@ -174,12 +215,55 @@ impl Route {
         self.inner.tap.as_ref()
     }
 
-    /// Whether `msg` passes the filter; if not, where it is discarded to (if anywhere).
-    pub(super) fn passes(&self, msg: &Message) -> Result<(), Option<&Channel>> {
-        match &self.inner.filter {
-            Some(filter) if !filter.predicate.matches(msg) => Err(filter.discard.as_ref()),
-            _ => Ok(()),
+    /// What the route does with `msg`, in order: the tap's copy, then either the filter's
+    /// discard or the action's sends and dead letters. Pure: sends nothing, counts nothing.
+    /// A recipient list dead-letters the names it can not resolve before it sends.
+    pub(super) fn decide(&self, msg: &Message) -> Vec<Step<'_>> {
+        let mut steps = Vec::with_capacity(2);
+        if let Some(tap) = self.tap() {
+            steps.push(Step::Tap(tap));
         }
+        if let Some(filter) = &self.inner.filter
+            && !filter.predicate.matches(msg)
+        {
+            steps.push(Step::Filtered(filter.discard.as_ref()));
+            return steps;
+        }
+        match self.action() {
+            Action::To(list) | Action::Recipients(list) => {
+                let resolution = list.resolve(msg);
+                if let Some(error) = resolution.no_recipients {
+                    steps.push(Step::NoRoute {
+                        origin: list.name().to_owned(),
+                        error,
+                    });
+                    return steps;
+                }
+                for (origin, error) in resolution.unknown {
+                    steps.push(Step::NoRoute { origin, error });
+                }
+                for target in resolution.targets {
+                    steps.push(Step::Send {
+                        target: Cow::Owned(target),
+                        if_closed: IfClosed::DeadLetter,
+                    });
+                }
+            }
+            Action::Choice(router) => match router.select(msg).target() {
+                Some(target) => steps.push(Step::Send {
+                    target: Cow::Borrowed(target),
+                    if_closed: IfClosed::Fail,
+                }),
+                None => steps.push(Step::NoRoute {
+                    origin: router.name().to_owned(),
+                    error: format!(
+                        "no `when` clause of router `{}` matched and it has no `otherwise`",
+                        router.name()
+                    ),
+                }),
+            },
+        }
+        steps
     }
 
     pub(super) fn action(&self) -> &Action {
@@ -204,39 +288,75 @@ impl Route {
         }
     }
 
-    /// Processes one message taken from the route's channel: the tap's copy (offered without
-    /// waiting), the filter, then the action. Completes when every target has accepted what
-    /// it was sent; an error hands the message back for the consumer's redelivery policy.
+    /// Processes one message taken from the route's channel: carries out the steps
+    /// [`decide`](Self::decide) lists, the tap's copy offered without waiting. Completes when
+    /// every target has accepted what it was sent; an error hands the message back for the
+    /// consumer's redelivery policy.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteError> {
         let c = &self.inner.counters;
         c.taken.fetch_add(1, Ordering::Relaxed);
-        if let Some(tap) = self.tap() {
-            let counter = match tap.offer(msg.clone()) {
-                true => &c.tapped,
-                false => &c.tap_dropped,
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Err(discard) = self.passes(&msg) {
-            if let Some(channel) = discard {
-                channel.send(msg).await?;
+        let steps = self.decide(&msg);
+        let last = steps.len().saturating_sub(1);
+        let mut msg = Some(msg);
+        let mut dead_lettered = 0u64;
+        for (n, step) in steps.into_iter().enumerate() {
+            // The last step takes the message itself: one clone fewer.
+            let copy = if n == last { msg.take() } else { msg.clone() };
+            let Some(copy) = copy else { break };
+            match step {
+                Step::Tap(tap) => {
+                    let counter = match tap.offer(copy) {
+                        true => &c.tapped,
+                        false => &c.tap_dropped,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+                Step::Filtered(discard) => {
+                    if let Some(channel) = discard {
+                        channel.send(copy).await?;
+                    }
+                    c.filtered.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Step::Send { target, if_closed } => match target.send(copy).await {
+                    Ok(_) => {}
+                    Err(error) if if_closed == IfClosed::Fail => return Err(error),
+                    Err(error) => {
+                        let reason = error.to_string();
+                        let copy = error.into_message();
+                        self.bury(copy, target.name(), DeathReason::ChannelDeleted, reason)
+                            .await?;
+                        dead_lettered += 1;
+                    }
+                },
+                Step::NoRoute { origin, error } => {
+                    self.bury(copy, &origin, DeathReason::NoRoute, error)
+                        .await?;
+                    dead_lettered += 1;
+                }
             }
-            c.filtered.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
         }
-        let dead_lettered = match self.action() {
-            Action::To(list) | Action::Recipients(list) => {
-                list.distribute(msg).await?.dead_lettered
-            }
-            Action::Choice(router) => match router.route(msg).await? {
-                Routed::DeadLettered => 1,
-                Routed::When { .. } | Routed::Otherwise { .. } => 0,
-            },
-        };
-        c.dead_lettered
-            .fetch_add(dead_lettered as u64, Ordering::Relaxed);
+        c.dead_lettered.fetch_add(dead_lettered, Ordering::Relaxed);
         c.passed.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Puts `msg` on the route's dead letter channel.
+    async fn bury(
+        &self,
+        msg: Message,
+        origin: &str,
+        reason: DeathReason,
+        error: String,
+    ) -> Result<(), RouteError> {
+        let dead_letters = self.dead_letters();
+        dead_letters
+            .bury(msg, origin, reason, Some(error))
+            .await
+            .map_err(|message| RouteError::DeadLetterClosed {
+                channel: dead_letters.name().to_owned(),
+                message: Box::new(message),
+            })
     }
 }
 
