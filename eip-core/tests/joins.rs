@@ -552,3 +552,146 @@ async fn a_tracer_follows_joins_like_a_publish_and_changes_nothing() {
     }
     assert_eq!((audit.stats().depth, invalid.stats().depth), (0, 0));
 }
+
+// ---- the dry run against the real publish ----
+
+/// A channel of a join graph, with a consumer that sees every copy it stores.
+struct Node {
+    channel: Channel,
+    seen: Seen,
+}
+
+enum Seen {
+    Subscription(Subscriber),
+    Queue(eip_core::channel::Receiver),
+}
+
+impl Node {
+    fn channel(name: &str) -> Node {
+        let channel = PublishSubscribe::new(name, 100).unwrap();
+        let seen = Seen::Subscription(channel.subscribe());
+        Node {
+            channel: channel.into(),
+            seen,
+        }
+    }
+
+    fn queue(name: &str) -> Node {
+        let queue = PointToPoint::new(name, 100).unwrap();
+        let seen = Seen::Queue(queue.receiver());
+        Node {
+            channel: queue.into(),
+            seen,
+        }
+    }
+
+    /// Each copy stored since the last look, as (channel, hop budget), acked.
+    fn take(&mut self) -> Vec<(String, Option<u32>)> {
+        let receiver = match &mut self.seen {
+            Seen::Subscription(s) => &mut **s,
+            Seen::Queue(r) => r,
+        };
+        std::iter::from_fn(|| receiver.try_recv().ok())
+            .map(|d| {
+                let budget = d.message().hop_budget().unwrap();
+                d.ack();
+                (self.channel.name().to_owned(), budget)
+            })
+            .collect()
+    }
+}
+
+/// Joins `nodes[from] -> nodes[to]` with `hops`, archival if `archival`.
+fn join(nodes: &[Node], from: usize, to: usize, hops: u32, archival: bool) {
+    Join::builder(nodes[from].channel.clone(), nodes[to].channel.clone())
+        .hops(hops)
+        .archival(archival)
+        .create()
+        .unwrap();
+}
+
+/// What a dry run says sending `msg` to `nodes[entry]` stores, and what the real send then
+/// stores: each copy as (channel, hop budget), sorted.
+async fn dry_and_real(
+    nodes: &mut [Node],
+    entry: usize,
+    msg: Message,
+) -> [Vec<(String, Option<u32>)>; 2] {
+    let traced = Tracer::new().send(&nodes[entry].channel, &msg);
+    let mut dry: Vec<(String, Option<u32>)> = traced
+        .stored
+        .iter()
+        .map(|(c, m)| (c.name().to_owned(), m.hop_budget().unwrap()))
+        .collect();
+    nodes[entry].channel.send(msg).await.unwrap();
+    let mut real: Vec<(String, Option<u32>)> = nodes.iter_mut().flat_map(Node::take).collect();
+    dry.sort();
+    real.sort();
+    [dry, real]
+}
+
+#[tokio::test]
+async fn the_dry_run_stores_what_a_chain_with_hop_counts_stores() {
+    let mut nodes: Vec<Node> = (0..6).map(|i| Node::channel(&format!("c{i}"))).collect();
+    for (i, hops) in [3, 10, 0, 10, 10].into_iter().enumerate() {
+        join(&nodes, i, i + 1, hops, false);
+    }
+    let [dry, real] = dry_and_real(&mut nodes, 0, Message::new("x")).await;
+    let c = |n: &str, b| (n.to_owned(), b);
+    assert_eq!(
+        real,
+        [
+            c("c0", None),
+            c("c1", Some(3)),
+            c("c2", Some(2)),
+            c("c3", Some(0))
+        ]
+    );
+    assert_eq!(dry, real);
+}
+
+#[tokio::test]
+async fn the_dry_run_stores_what_a_cycle_stores_and_knows_a_replay() {
+    let mut nodes: Vec<Node> = (0..2).map(|i| Node::channel(&format!("c{i}"))).collect();
+    join(&nodes, 0, 1, 10, false);
+    join(&nodes, 1, 0, 10, false);
+    let msg = Message::new("x");
+    let [dry, real] = dry_and_real(&mut nodes, 0, msg.clone()).await;
+    assert_eq!(real.len(), 2, "{real:?}");
+    assert_eq!(dry, real);
+    // The same id again: the loop memory of both channels refuses it, and the dry run says so.
+    let [dry, real] = dry_and_real(&mut nodes, 1, msg).await;
+    assert!(real.is_empty(), "{real:?}");
+    assert_eq!(dry, real);
+}
+
+#[tokio::test]
+async fn the_dry_run_stores_what_a_diamond_stores() {
+    let mut nodes: Vec<Node> = ["a", "b", "c", "d"].map(Node::channel).into();
+    for (from, to) in [(0, 1), (0, 2), (1, 3), (2, 3)] {
+        join(&nodes, from, to, 10, false);
+    }
+    let [dry, real] = dry_and_real(&mut nodes, 0, Message::new("x")).await;
+    let names: Vec<&str> = real.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    assert_eq!(dry, real);
+}
+
+#[tokio::test]
+async fn the_dry_run_stores_what_archival_joins_store() {
+    let mut nodes = vec![
+        Node::channel("a"),
+        Node::channel("b"),
+        Node::queue("audit"),
+        Node::queue("normal"),
+    ];
+    join(&nodes, 0, 1, 10, false);
+    for source in [0, 1] {
+        join(&nodes, source, 2, 10, true);
+        join(&nodes, source, 3, 10, false);
+    }
+    let [dry, real] = dry_and_real(&mut nodes, 0, Message::new("x")).await;
+    let names: Vec<&str> = real.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "audit", "audit", "b", "normal"]);
+    assert_eq!(dry, real);
+}

@@ -232,3 +232,91 @@ joins:
     outputs_expected.sort();
     assert_eq!(delivered, outputs_expected);
 }
+
+/// How many copies each channel of a started flow stored so far: what a point-to-point channel
+/// accepted, and for a publish-subscribe channel what each of its subscriptions accepted.
+fn stores(flow: &Flow) -> std::collections::BTreeMap<String, u64> {
+    flow.channels()
+        .iter()
+        .map(|channel| {
+            let accepted = channel.stats().accepted;
+            let copies = match channel {
+                eip_core::channel::Channel::PublishSubscribe(c) => {
+                    accepted / c.subscriber_count().max(1) as u64
+                }
+                eip_core::channel::Channel::PointToPoint(_) => accepted,
+            };
+            (channel.name().to_owned(), copies)
+        })
+        .collect()
+}
+
+/// Sends `lines` into `f` running, one at a time: the channels the dry run says would store
+/// each message are, copy for copy, the channels the running flow then stores it on.
+fn dry_run_agrees_with_the_running_flow(f: &Flow, lines: &[&str], name: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let running = f.start(Arc::new(|_: &str, _: &eip_core::Message| {}));
+        for line in lines {
+            let before = stores(f);
+            let report = route(f, line).unwrap();
+            let input = InputMessage::parse(line).unwrap();
+            f.bus().publish(&input.to, input.message).await.unwrap();
+            assert!(
+                running.settle(Duration::from_secs(10)).await,
+                "{name}: drains"
+            );
+            let mut real: Vec<String> = Vec::new();
+            for (channel, n) in stores(f) {
+                let new = n - before.get(&channel).copied().unwrap_or(0);
+                real.extend(std::iter::repeat_n(channel, new as usize));
+            }
+            assert!(!real.is_empty(), "{name}: {line}");
+            assert_eq!(report.stored, real, "{name}: {line}");
+        }
+        running.stop(Duration::from_secs(1)).await;
+    });
+}
+
+#[test]
+fn for_every_example_flow_the_dry_run_stores_what_the_running_flow_stores() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/flows");
+    for name in ["trading", "join-chain"] {
+        let plan = match load::load_file(&examples.join(format!("{name}.yaml"))) {
+            Ok(plan) => plan,
+            Err(errors) => panic!("{}", errors.render()),
+        };
+        let input = std::fs::read_to_string(examples.join(format!("{name}.input.jsonl"))).unwrap();
+        let lines: Vec<&str> = input.lines().filter(|l| !l.trim().is_empty()).collect();
+        dry_run_agrees_with_the_running_flow(&compile::compile(&plan).unwrap(), &lines, name);
+    }
+}
+
+#[test]
+fn filters_recipient_lists_and_their_dead_letters_do_in_a_run_what_the_dry_run_says() {
+    let f = flow(
+        "
+channels:
+  in: {kind: point-to-point}
+  orders: {kind: publish-subscribe}
+  billing: {kind: point-to-point}
+  shipping: {kind: point-to-point}
+  small: {kind: point-to-point}
+  audit: {kind: point-to-point}
+routes:
+  - {from: in, wire-tap: audit, filter: '$.total > 100', discard: small, to: orders}
+  - {from: orders, recipient-list: {header: to}}
+",
+    );
+    let lines = [
+        r#"{"to": "in", "headers": {"to": "billing, shipping"}, "payload": {"total": 500}}"#,
+        r#"{"to": "in", "headers": {"to": "billing, shiping"}, "payload": {"total": 500}}"#,
+        r#"{"to": "in", "payload": {"total": 500}}"#,
+        r#"{"to": "in", "headers": {"to": "billing"}, "payload": {"total": 5}}"#,
+    ];
+    dry_run_agrees_with_the_running_flow(&f, &lines, "recipients");
+}
