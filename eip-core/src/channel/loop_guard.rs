@@ -195,10 +195,29 @@ impl LoopGuard {
         };
         // Remembered at `cutoff` or earlier means `max_age` old by `now`.
         let cutoff = now.checked_sub(self.config.max_age);
+        let young = |at: Instant| cutoff.is_none_or(|cutoff| at > cutoff);
+        let max_ids = self.config.max_ids.max(1);
         let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.others.is_empty() {
+            // Every id remembered came in order (the common case): forget from the front,
+            // and an id greater than the last is new.
+            while let Some(oldest) = recent.ascending.front() {
+                if recent.ascending.len() < max_ids && young(oldest.at) {
+                    break;
+                }
+                recent.ascending.pop_front();
+            }
+            if recent
+                .ascending
+                .back()
+                .is_none_or(|last| last.key < key(id))
+            {
+                recent.remember(id, now);
+                return true;
+            }
+        }
         while let Some((oldest, in_ascending)) = recent.oldest() {
-            let too_many = recent.len() >= self.config.max_ids.max(1);
-            if !too_many && cutoff.is_none_or(|cutoff| oldest > cutoff) {
+            if recent.len() < max_ids && young(oldest) {
                 break;
             }
             recent.forget_oldest(in_ascending);

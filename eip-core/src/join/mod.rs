@@ -150,15 +150,10 @@ impl Join {
         self.filter.as_ref()
     }
 
-    /// The hop budget `msg` would arrive with at the destination, or `None` if it does not
-    /// cross: its remaining budget is spent, or the filter refuses it. The hop arithmetic of the
-    /// module documentation, in one place.
-    pub(crate) fn crossing(&self, msg: &Message) -> Option<u32> {
-        let remaining = match msg.hop_budget() {
-            Ok(budget) => budget,
-            // An unreadable budget can not be honoured; crossing no further is the safe reading.
-            Err(_) => Some(0),
-        };
+    /// The hop budget `msg`, arriving with `remaining` (see [`remaining`]), would carry on
+    /// to the destination, or `None` if it does not cross: its budget is spent, or the filter
+    /// refuses it. The hop arithmetic of the module documentation, in one place.
+    pub(crate) fn crossing(&self, msg: &Message, remaining: Option<u32>) -> Option<u32> {
         let budget = match remaining {
             Some(0) => return None,
             Some(r) => (r - 1).min(self.hops),
@@ -171,6 +166,12 @@ impl Join {
         }
         Some(budget)
     }
+}
+
+/// The hop budget `msg` has left: `None` for no limit yet (it has crossed no join).
+pub(crate) fn remaining(msg: &Message) -> Option<u32> {
+    // An unreadable budget can not be honoured; crossing no further is the safe reading.
+    msg.hop_budget().unwrap_or(Some(0))
 }
 
 impl fmt::Debug for Join {

@@ -36,8 +36,8 @@ pub(crate) struct Via {
 }
 
 impl Hop {
-    fn new(joins: Joins, index: usize, mut message: Message, budget: u32) -> Hop {
-        budget::set(message.headers_mut(), budget);
+    fn new(joins: Joins, index: usize, mut message: Message, budget: u32, only: bool) -> Hop {
+        budget::set(message.headers_mut(), budget, only);
         Hop {
             via: Via { joins, index },
             message,
@@ -80,19 +80,25 @@ impl Walk {
     /// A channel stored `message` (as stored, after its own rules) and `joins` leave it:
     /// queues a hop for each join the message crosses, in the joins' order.
     pub(crate) fn stored(&mut self, joins: Joins, message: Message) {
+        let remaining = super::remaining(&message);
+        if remaining == Some(0) {
+            return;
+        }
+        // The header map holds the budget and nothing else (or nothing at all).
+        let budget_only = message.headers().len() == usize::from(remaining.is_some());
         // Each crossing is queued when the next is found, so the last takes the message and
         // the set itself, uncloned.
         let mut pending: Option<(usize, u32)> = None;
         for (index, join) in joins.iter().enumerate() {
-            if let Some(budget) = join.crossing(&message)
+            if let Some(budget) = join.crossing(&message, remaining)
                 && let Some((i, b)) = pending.replace((index, budget))
             {
-                self.queue
-                    .push(Hop::new(joins.clone(), i, message.clone(), b));
+                let hop = Hop::new(joins.clone(), i, message.clone(), b, budget_only);
+                self.queue.push(hop);
             }
         }
         if let Some((i, b)) = pending {
-            self.queue.push(Hop::new(joins, i, message, b));
+            self.queue.push(Hop::new(joins, i, message, b, budget_only));
         }
     }
 
