@@ -43,6 +43,10 @@ use tokio::runtime::Runtime;
 const BASELINE: &str = "RabbitMQ durable queue, confirms";
 const CHANNEL_CAPACITY: usize = 1_000_000;
 const RECOVERY_MESSAGES: usize = 1_000_000;
+/// The filled channel's capacity: twice what it holds, because a durable channel filled to
+/// exactly its capacity by concurrent senders leaves some sends waiting forever (see
+/// `tests/durable_capacity.rs`).
+const RECOVERY_CAPACITY: usize = 2 * RECOVERY_MESSAGES;
 /// Senders filling the channel for the recovery measurement, each one send at a time.
 const FILL_SENDERS: usize = 512;
 
@@ -240,7 +244,10 @@ async fn rabbit_round(
         .confirm_select(ConfirmSelectOptions::default())
         .await?;
     let mut arguments = FieldTable::default();
-    arguments.insert("x-queue-type".into(), AMQPValue::LongString("classic".into()));
+    arguments.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("classic".into()),
+    );
     publisher
         .queue_declare(
             queue.into(),
@@ -336,7 +343,7 @@ fn recovery(messages: usize) {
         let store =
             Arc::new(Durable::open(dir.path(), StoreConfig::default()).expect("store reopens"));
         let channel = PointToPoint::builder("bench")
-            .capacity(CHANNEL_CAPACITY)
+            .capacity(RECOVERY_CAPACITY)
             .store(store.clone())
             .build()
             .expect("channel builds");
@@ -385,12 +392,28 @@ fn recovery(messages: usize) {
 async fn fill(dir: &std::path::Path, messages: usize) -> (Duration, u64, Option<MemoryStatus>) {
     let store = Arc::new(Durable::open(dir, StoreConfig::default()).expect("store opens"));
     let channel = PointToPoint::builder("bench")
-        .capacity(CHANNEL_CAPACITY)
+        .capacity(RECOVERY_CAPACITY)
         .store(store.clone())
         .build()
         .expect("channel builds");
     let payload = bytes::Bytes::from(vec![b'x'; PAYLOAD_LEN]);
     let started = Instant::now();
+    let progress = tokio::spawn({
+        let channel = channel.clone();
+        let store = store.clone();
+        async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let stats = channel.stats();
+                eprintln!(
+                    "  filling: {} stored after {:.0} s ({} commits)",
+                    stats.depth,
+                    started.elapsed().as_secs_f64(),
+                    store.store().stats().commits
+                );
+            }
+        }
+    });
     let senders: Vec<_> = (0..FILL_SENDERS)
         .map(|s| {
             let channel = channel.clone();
@@ -409,6 +432,8 @@ async fn fill(dir: &std::path::Path, messages: usize) -> (Duration, u64, Option<
         sender.await.expect("a sender finishes");
     }
     let elapsed = started.elapsed();
+    progress.abort();
+    let _ = progress.await;
     assert_eq!(channel.stats().depth, messages, "every message stored");
     let commits = store.store().stats().commits;
     (elapsed, commits, MemoryStatus::read())

@@ -138,7 +138,11 @@ impl MemoryStatus {
         let field = |name: &str| {
             status.lines().find_map(|line| {
                 let rest = line.strip_prefix(name)?.strip_prefix(':')?;
-                rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
             })
         };
         Some(MemoryStatus {
@@ -156,10 +160,7 @@ impl TempDir {
     pub fn new(label: &str) -> TempDir {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        TempDir(std::env::temp_dir().join(format!(
-            "eip-bench-{label}-{}-{n}",
-            std::process::id()
-        )))
+        TempDir(std::env::temp_dir().join(format!("eip-bench-{label}-{}-{n}", std::process::id())))
     }
 
     /// The path.
@@ -190,7 +191,10 @@ mod tests {
         let window = Window::new(1, 2);
         window.enter().await;
         window.event(0);
-        assert!(window.permits.try_acquire().is_err(), "stored, not yet acked");
+        assert!(
+            window.permits.try_acquire().is_err(),
+            "stored, not yet acked"
+        );
         window.event(0);
         window.enter().await;
         window.event(1);
