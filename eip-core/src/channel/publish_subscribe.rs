@@ -185,11 +185,11 @@ impl PublishSubscribe {
     /// [`crate::join`]). Completes when every subscription here and at every join destination
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
-        match self.store(msg, self.inner.guard.clock()).await {
+        let now = self.inner.guard.clock();
+        match self.store(msg, now).await {
             Stored::Forward(stored, joins) => {
-                // Boxed: following joins allocates anyway, and inline it would double the size
-                // of every publish's future.
-                Box::pin(crate::join::propagate(self, joins, stored)).await;
+                // Boxed: inline it would double the size of every publish's future.
+                Box::pin(crate::join::propagate(self, joins, stored, now)).await;
                 Ok(Outcome::Accepted)
             }
             other => other.outcome(self.name()),

@@ -8,9 +8,15 @@ use crate::channel::{PublishSubscribe, Stored};
 use crate::message::Message;
 
 /// Having stored `message` on `entry` (whose joins are `joins`), stores it on every channel the
-/// joins take it to, breadth first, each (archival destinations aside) at most once.
-pub(crate) async fn propagate(entry: &PublishSubscribe, joins: Joins, message: Message) {
-    let now = Instant::now();
+/// joins take it to, breadth first, each (archival destinations aside) at most once. `now` is
+/// the publish's time for loop memory, if it read the clock.
+pub(crate) async fn propagate(
+    entry: &PublishSubscribe,
+    joins: Joins,
+    message: Message,
+    now: Option<Instant>,
+) {
+    let now = now.unwrap_or_else(Instant::now);
     let mut walk = Walk::new(entry.identity());
     walk.stored(joins, message);
     while let Some(hop) = walk.next() {
