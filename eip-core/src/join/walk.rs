@@ -175,6 +175,50 @@ impl Visited {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channel::PublishSubscribe;
+
+    fn channels(names: &[&str]) -> Vec<PublishSubscribe> {
+        names
+            .iter()
+            .map(|n| PublishSubscribe::new(n, 10).unwrap())
+            .collect()
+    }
+
+    /// Walks from `entry` as if every channel stored what reached it: (channel, budget) each.
+    fn walk(entry: &PublishSubscribe, msg: Message) -> Vec<(String, Option<u32>)> {
+        let mut walk = Walk::new(entry.identity());
+        walk.stored(entry.joins(), msg);
+        let mut hops = Vec::new();
+        while let Some(hop) = walk.next() {
+            let to = hop.via.destination().clone();
+            hops.push((to.name().to_owned(), hop.message.hop_budget().unwrap()));
+            if let Channel::PublishSubscribe(to) = to {
+                walk.stored(to.joins(), hop.message);
+            }
+        }
+        hops
+    }
+
+    #[test]
+    fn a_walk_carries_the_smaller_budget_and_stops_when_it_is_spent() {
+        let c = channels(&["a", "b", "c", "d"]);
+        for (i, hops) in [(0, 1), (1, 10), (2, 10)] {
+            Join::builder(c[i].clone(), c[i + 1].clone())
+                .hops(hops)
+                .create()
+                .unwrap();
+        }
+        let hops = walk(&c[0], Message::new("x"));
+        assert_eq!(hops, [("b".into(), Some(1)), ("c".into(), Some(0))]);
+    }
+
+    #[test]
+    fn a_walk_stores_once_per_channel_around_a_cycle() {
+        let c = channels(&["a", "b"]);
+        Join::builder(c[0].clone(), c[1].clone()).create().unwrap();
+        Join::builder(c[1].clone(), c[0].clone()).create().unwrap();
+        assert_eq!(walk(&c[0], Message::new("x")), [("b".into(), Some(10))]);
+    }
 
     #[test]
     fn visited_remembers_past_its_inline_capacity() {
