@@ -17,8 +17,9 @@
 //! receiving the first message (the page cache is warm: the files were just written). If the
 //! broker is unreachable, the eip side still runs and the baseline is skipped.
 //!
-//! Run: `cargo bench -p eip-bench --bench durable` (about two minutes; it writes about 1.3 GB
-//! to the temp dir and removes it). `cargo test -p eip-bench --benches` runs a small version.
+//! Run: `cargo bench -p eip-bench --bench durable` (about 30 s once built; it writes about
+//! 1.3 GB to the temp dir and removes it); add `window 256` or `recovery` to run only what is
+//! named so. `cargo test -p eip-bench --benches` runs a small version.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -81,6 +82,14 @@ fn main() {
         return;
     }
     let measuring = measuring();
+    // Like criterion's filter: run only what names contain the words given (`window 256`,
+    // `recovery`); everything without one.
+    let filters: Vec<&str> = args[1..]
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let selected = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f));
     let started = Instant::now();
     let rt = runtime();
     let rabbit = rt.block_on(connect());
@@ -92,7 +101,10 @@ fn main() {
         }
     };
     let rounds = if measuring { 5 } else { 1 };
-    for case in &CASES {
+    for case in CASES
+        .iter()
+        .filter(|case| selected(&format!("durable window {}", case.window)))
+    {
         let messages = if measuring { case.messages } else { 200 };
         compare(&rt, rabbit.as_ref(), case.window, messages, rounds);
     }
@@ -100,13 +112,15 @@ fn main() {
         let _ = rt.block_on(connection.close(200, "done".into()));
     }
     drop(rt);
-    // A process of its own, so that its memory figures are the filled channel's alone.
-    let messages = if measuring { RECOVERY_MESSAGES } else { 10_000 };
-    let status = Command::new(std::env::current_exe().expect("the bench's own path"))
-        .args(["--recovery-child", &messages.to_string()])
-        .status()
-        .expect("the recovery process starts");
-    assert!(status.success(), "the recovery process failed: {status}");
+    if selected("recovery") {
+        // A process of its own, so that its memory figures are the filled channel's alone.
+        let messages = if measuring { RECOVERY_MESSAGES } else { 10_000 };
+        let status = Command::new(std::env::current_exe().expect("the bench's own path"))
+            .args(["--recovery-child", &messages.to_string()])
+            .status()
+            .expect("the recovery process starts");
+        assert!(status.success(), "the recovery process failed: {status}");
+    }
     println!("run took {:.1} s", started.elapsed().as_secs_f64());
 }
 
@@ -338,23 +352,7 @@ fn recovery(messages: usize) {
         fill_commits
     );
 
-    let started = Instant::now();
-    let (first_at, depth, in_flight) = rt.block_on(async {
-        let store =
-            Arc::new(Durable::open(dir.path(), StoreConfig::default()).expect("store reopens"));
-        let channel = PointToPoint::builder("bench")
-            .capacity(RECOVERY_CAPACITY)
-            .store(store.clone())
-            .build()
-            .expect("channel builds");
-        let first = channel.receiver().recv().await.expect("a first message");
-        let first_at = started.elapsed();
-        assert_eq!(first.message().payload().len(), PAYLOAD_LEN);
-        let stats = channel.stats();
-        // Not acked: the message stays counted as in flight.
-        drop(first);
-        (first_at, stats.depth, stats.in_flight)
-    });
+    let (first_at, depth, in_flight) = rt.block_on(reopen(dir.path()));
     println!(
         "recovery: {messages} messages in {:.3} s",
         first_at.as_secs_f64()
@@ -368,6 +366,21 @@ fn recovery(messages: usize) {
             "MISSING MESSAGES"
         }
     );
+    // The files were just written, so the first reopen found them in the page cache, as a
+    // process restarting after a crash would. After a reboot they come from the disk.
+    match eip_bench::evict_from_page_cache(dir.path()) {
+        Ok(()) => {
+            let cached = eip_bench::cached_kib(dir.path()).unwrap_or(0);
+            let (cold_at, cold_depth, cold_in_flight) = rt.block_on(reopen(dir.path()));
+            println!(
+                "detail: recovery with the store's files evicted from the page cache ({} MiB left cached): {messages} messages in {:.3} s, {} counted",
+                cached / 1024,
+                cold_at.as_secs_f64(),
+                cold_depth + cold_in_flight
+            );
+        }
+        Err(error) => println!("detail: no recovery from a cold cache ({error})"),
+    }
     if let (Some(before), Some(filled)) = (before, filled) {
         println!(
             "peak RSS with {messages} messages waiting: {} MiB (baseline before filling: {} MiB)",
@@ -384,6 +397,26 @@ fn recovery(messages: usize) {
     drop(rt);
     drop(dir);
     assert_eq!(counted, messages, "every message counted after recovery");
+}
+
+/// Opens the store in `dir` and its channel and receives the first message (leaving it
+/// unacked): the time that took from the start, and the channel's depth and in-flight count
+/// then. Everything is dropped on return.
+async fn reopen(dir: &std::path::Path) -> (Duration, usize, usize) {
+    let started = Instant::now();
+    let store = Arc::new(Durable::open(dir, StoreConfig::default()).expect("store reopens"));
+    let channel = PointToPoint::builder("bench")
+        .capacity(RECOVERY_CAPACITY)
+        .store(store.clone())
+        .build()
+        .expect("channel builds");
+    let first = channel.receiver().recv().await.expect("a first message");
+    let first_at = started.elapsed();
+    assert_eq!(first.message().payload().len(), PAYLOAD_LEN);
+    let stats = channel.stats();
+    // Not acked: the message stays on disk, counted as in flight.
+    drop(first);
+    (first_at, stats.depth, stats.in_flight)
 }
 
 /// Sends `messages` into a fresh channel in `dir` from [`FILL_SENDERS`] concurrent senders;

@@ -152,6 +152,91 @@ impl MemoryStatus {
     }
 }
 
+/// Asks the kernel to drop the cached pages of every file in `dir` (not below it), so that the
+/// next read comes from the disk; the files must be on disk already (fsynced), as dirty pages
+/// are not dropped. Only these files are affected, not the rest of the machine's cache.
+/// Linux only; elsewhere (or on an error) says why.
+pub fn evict_from_page_cache(dir: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if !path.is_file() {
+                continue;
+            }
+            let file = std::fs::File::open(&path)?;
+            // SAFETY: `file` is an open descriptor for the whole call; the advice reads nothing
+            // from our memory.
+            let result =
+                unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            if result != 0 {
+                return Err(std::io::Error::from_raw_os_error(result));
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "evicting from the page cache needs Linux",
+        ))
+    }
+}
+
+/// Resident pages of every file in `dir` (not below it), in KiB, counted with `mincore`
+/// (Linux); to check that an eviction took.
+#[cfg(target_os = "linux")]
+pub fn cached_kib(dir: &std::path::Path) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let page = 4096u64;
+    let mut resident = 0u64;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let len = std::fs::metadata(&path)?.len();
+        if !path.is_file() || len == 0 {
+            continue;
+        }
+        let file = std::fs::File::open(&path)?;
+        let size = usize::try_from(len).expect("a file fits the address space");
+        // SAFETY: a read-only shared mapping of an open file of `size` bytes, unmapped below;
+        // only mincore looks at it, no byte is read through it.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            if map == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            let pages = size.div_ceil(page as usize);
+            let mut flags = vec![0u8; pages];
+            let result = libc::mincore(map, size, flags.as_mut_ptr());
+            libc::munmap(map, size);
+            if result != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            resident += flags.iter().filter(|&&f| f & 1 == 1).count() as u64;
+        }
+    }
+    Ok(resident * page / 1024)
+}
+
+/// Elsewhere than Linux: not counted.
+#[cfg(not(target_os = "linux"))]
+pub fn cached_kib(_dir: &std::path::Path) -> std::io::Result<u64> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "counting cached pages needs Linux",
+    ))
+}
+
 /// A directory under the system's temp dir, removed (with what it holds) when dropped.
 pub struct TempDir(std::path::PathBuf);
 
