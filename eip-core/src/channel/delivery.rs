@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::lane::Lane;
 use super::redelivery::RedeliveryPolicy;
@@ -107,6 +108,22 @@ impl fmt::Debug for Delivery {
             .field("channel", &self.channel())
             .field("message", &self.message)
             .finish()
+    }
+}
+
+/// Counts a parked receiver for as long as it lives.
+struct Parked<'a>(&'a AtomicUsize);
+
+impl<'a> Parked<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Parked(count)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -210,11 +227,28 @@ impl Receiver {
             match store.try_take(select, self.prefetch, &mut self.buffer) {
                 Take::Taken => {}
                 Take::Closed => return None,
-                Take::Empty => {
-                    if !store.take(select, self.prefetch, &mut self.buffer).await {
-                        return None;
+                Take::Empty => match store.parking() {
+                    // Parked inline: no allocation, however often the consumer catches up.
+                    Some((readable, parked)) => {
+                        let _parked = Parked::new(parked);
+                        loop {
+                            let notified = readable.notified();
+                            let mut notified = std::pin::pin!(notified);
+                            notified.as_mut().enable();
+                            store.rearm();
+                            match store.try_take(select, self.prefetch, &mut self.buffer) {
+                                Take::Taken => break,
+                                Take::Closed => return None,
+                                Take::Empty => notified.await,
+                            }
+                        }
                     }
-                }
+                    None => {
+                        if !store.take(select, self.prefetch, &mut self.buffer).await {
+                            return None;
+                        }
+                    }
+                },
             }
         }
     }

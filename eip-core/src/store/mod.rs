@@ -207,6 +207,18 @@ pub trait MessageStore: Send + Sync + 'static {
         into: &'a mut VecDeque<Message>,
     ) -> Waiting<'a, bool>;
 
+    /// Where a taker may park inline (no boxed wait) when [`try_take`](Self::try_take) found
+    /// nothing: the `Notify` woken when a message may have arrived, and the count of parked
+    /// takers the store reads before it wakes anyone (the taker keeps it raised while it
+    /// parks). Before each look the taker calls [`rearm`](Self::rearm). `None` (the default):
+    /// the taker waits through [`take`](Self::take).
+    fn parking(&self) -> Option<(&tokio::sync::Notify, &std::sync::atomic::AtomicUsize)> {
+        None
+    }
+
+    /// A parked taker is about to look again (see [`parking`](Self::parking)).
+    fn rearm(&self) {}
+
     /// Messages taken and never handed to a consumer, given back to the head in their order
     /// (no redelivery counted). Returns those it could not take back (the store is closed).
     fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message>;

@@ -480,6 +480,16 @@ impl MessageStore for Queue {
         Box::pin(self.wait_take(select, max, into))
     }
 
+    fn parking(&self) -> Option<(&Notify, &AtomicUsize)> {
+        Some(self.readable())
+    }
+
+    fn rearm(&self) {
+        if let Some(log) = &self.feed {
+            log.rearm();
+        }
+    }
+
     fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message> {
         let mut state = self.lock();
         let n = messages.len() as u64;
