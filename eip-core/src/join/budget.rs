@@ -18,6 +18,15 @@ thread_local! {
         .collect();
 }
 
+/// Whether `headers` are this thread's shared map holding only `hop-budget: budget`.
+pub(super) fn is_shared(headers: &Headers, budget: u32) -> bool {
+    budget < SHARED
+        && BUDGET_ONLY.with(|maps| {
+            maps.get(budget as usize)
+                .is_some_and(|map| map.shares_storage_with(headers))
+        })
+}
+
 /// Sets the `hop-budget` header to `budget`; `budget_only` if the map holds no other header.
 pub(super) fn set(headers: &mut Headers, budget: u32, budget_only: bool) {
     if budget_only && budget < SHARED {
@@ -40,6 +49,7 @@ mod tests {
         set(&mut a, 3, true);
         set(&mut b, 3, true);
         assert!(a.shares_storage_with(&b));
+        assert!(is_shared(&a, 3) && !is_shared(&a, 2));
         set(&mut a, 2, true);
         assert_eq!(a.get(names::HOP_BUDGET).and_then(|v| v.as_int()), Some(2));
         assert!(!a.shares_storage_with(&b));

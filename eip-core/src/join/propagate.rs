@@ -18,11 +18,11 @@ pub(crate) async fn propagate(
 ) {
     let now = now.unwrap_or_else(Instant::now);
     let mut walk = Walk::new(entry.identity());
-    walk.stored(joins, message);
+    walk.stored(joins, message, None);
     while let Some(hop) = walk.next() {
         let loops = hop.via.checks_loops().then_some(now);
         match hop.via.destination().store(hop.message, loops).await {
-            Stored::Forward(message, joins) => walk.stored(joins, message),
+            Stored::Forward(message, joins) => walk.stored(joins, message, Some(hop.budget)),
             Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
             Stored::Refused(refused) => {
                 let error = refused.into_send_error(hop.via.destination().name());

@@ -74,11 +74,11 @@ impl Tracer {
             return traced;
         }
         let mut walk = Walk::new(entry.identity());
-        follow(&mut walk, entry, message.clone());
+        follow(&mut walk, entry, message.clone(), None);
         while let Some(hop) = walk.next() {
             let (to, loops) = (hop.via.destination(), hop.via.checks_loops());
             if self.store(to, &hop.message, loops, &mut traced) {
-                follow(&mut walk, to, hop.message);
+                follow(&mut walk, to, hop.message, Some(hop.budget));
             }
         }
         traced
@@ -141,8 +141,8 @@ pub(crate) fn trace(entry: &Channel, message: &Message) -> Vec<String> {
 }
 
 /// Feeds the joins leaving `channel` (if it can have any) to the walk, as a store there would.
-fn follow(walk: &mut Walk, channel: &Channel, message: Message) {
+fn follow(walk: &mut Walk, channel: &Channel, message: Message, arrived_with: Option<u32>) {
     if let Channel::PublishSubscribe(pubsub) = channel {
-        walk.stored(pubsub.joins(), message);
+        walk.stored(pubsub.joins(), message, arrived_with);
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct Hop {
     pub(crate) via: Via,
     /// The message as it arrives, carrying its remaining hop budget.
     pub(crate) message: Message,
+    /// That budget, for [`Walk::stored`].
+    pub(crate) budget: u32,
 }
 
 /// The join a hop crosses, held as its place among the joins of its source rather than by a
@@ -41,6 +43,7 @@ impl Hop {
         Hop {
             via: Via { joins, index },
             message,
+            budget,
         }
     }
 }
@@ -78,14 +81,22 @@ impl Walk {
     }
 
     /// A channel stored `message` (as stored, after its own rules) and `joins` leave it:
-    /// queues a hop for each join the message crosses, in the joins' order.
-    pub(crate) fn stored(&mut self, joins: Joins, message: Message) {
-        let remaining = super::remaining(&message);
+    /// queues a hop for each join the message crosses, in the joins' order. `arrived_with` is
+    /// the budget of the hop that brought it, if one did ([`Hop::budget`]).
+    pub(crate) fn stored(&mut self, joins: Joins, message: Message, arrived_with: Option<u32>) {
+        let headers = message.headers();
+        let (remaining, budget_only) = match arrived_with {
+            // Still the shared budget-only map the hop set: no need to read it.
+            Some(budget) if budget::is_shared(headers, budget) => (Some(budget), true),
+            _ => {
+                let remaining = super::remaining(&message);
+                // The map holds the budget and nothing else (or nothing at all).
+                (remaining, headers.len() == usize::from(remaining.is_some()))
+            }
+        };
         if remaining == Some(0) {
             return;
         }
-        // The header map holds the budget and nothing else (or nothing at all).
-        let budget_only = message.headers().len() == usize::from(remaining.is_some());
         // Each crossing is queued when the next is found, so the last takes the message and
         // the set itself, uncloned.
         let mut pending: Option<(usize, u32)> = None;
@@ -187,13 +198,13 @@ mod tests {
     /// Walks from `entry` as if every channel stored what reached it: (channel, budget) each.
     fn walk(entry: &PublishSubscribe, msg: Message) -> Vec<(String, Option<u32>)> {
         let mut walk = Walk::new(entry.identity());
-        walk.stored(entry.joins(), msg);
+        walk.stored(entry.joins(), msg, None);
         let mut hops = Vec::new();
         while let Some(hop) = walk.next() {
             let to = hop.via.destination().clone();
             hops.push((to.name().to_owned(), hop.message.hop_budget().unwrap()));
             if let Channel::PublishSubscribe(to) = to {
-                walk.stored(to.joins(), hop.message);
+                walk.stored(to.joins(), hop.message, Some(hop.budget));
             }
         }
         hops
