@@ -3,11 +3,12 @@
 //! Every message is a record on disk from the moment its push completes until it is
 //! acknowledged. In memory the queue keeps a small window: the next records read from disk,
 //! not yet taken, and the sequence numbers of the messages in flight (to acknowledge the right
-//! record). A push that completes in order adds its message to the window directly; otherwise
-//! (pushes finishing out of order, a write whose waiter was cancelled) the window reads the
-//! record back from disk when it needs more.
+//! record). A completed push hands its message to the window directly, so it is not read back:
+//! in order at once, or (pushes sharing a commit complete in any order) kept aside until the
+//! records before it are in. A record no push handed over (its sender stopped waiting) is read
+//! back from disk.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -51,6 +52,9 @@ struct State {
     window: VecDeque<(u64, Message)>,
     /// Every record before this is in the window, in flight, or acknowledged.
     next_read: u64,
+    /// Messages of completed pushes after a gap (an earlier record not in yet), by record:
+    /// they join the window once the gap is filled, and are never read back from disk.
+    arrived: BTreeMap<u64, Message>,
     /// Records before this were there when the store opened: delivered again after a
     /// restart, they are marked redelivered.
     recovered: u64,
@@ -76,6 +80,7 @@ impl DurableQueue {
             state: Mutex::new(State {
                 window: VecDeque::new(),
                 next_read: first.unwrap_or(head),
+                arrived: BTreeMap::new(),
                 recovered: head,
                 in_flight: HashMap::new(),
                 in_flight_count: 0,
@@ -107,8 +112,33 @@ impl DurableQueue {
         self.held(state) < self.capacity
     }
 
-    /// Reads up to `want` more records into the window; false if there were none.
+    /// Moves the messages of completed pushes that follow on from `next_read` into the
+    /// window; whether there were any.
+    fn take_arrived(state: &mut State) -> bool {
+        let before = state.window.len();
+        while let Some(msg) = state.arrived.remove(&state.next_read) {
+            state.window.push_back((state.next_read, msg));
+            state.next_read += 1;
+        }
+        state.window.len() > before
+    }
+
+    /// A push completed: its message joins the window (or waits aside for a gap to fill), unless
+    /// the window is full, in which case it is read back later.
+    fn arrive(state: &mut State, seq: u64, msg: Message) {
+        if seq < state.next_read || state.window.len() + state.arrived.len() >= READ_BATCH {
+            return;
+        }
+        state.arrived.insert(seq, msg);
+        Self::take_arrived(state);
+    }
+
+    /// Reads up to `want` more records into the window (the pushes' messages first); false if
+    /// there were none.
     fn read_more(&self, state: &mut State, want: usize) -> bool {
+        if Self::take_arrived(state) {
+            return true;
+        }
         if state.next_read >= self.log.head() {
             return false;
         }
@@ -121,6 +151,7 @@ impl DurableQueue {
         };
         let Some(&(last, _)) = records.last() else {
             state.next_read = self.log.head();
+            state.arrived.clear();
             return false;
         };
         for (seq, record) in records {
@@ -139,6 +170,8 @@ impl DurableQueue {
             }
         }
         state.next_read = last + 1;
+        // Read from disk, so no longer needed aside.
+        state.arrived = state.arrived.split_off(&state.next_read);
         true
     }
 
@@ -200,10 +233,7 @@ impl DurableQueue {
                 self.counters.accepted.fetch_add(1, Ordering::Relaxed);
                 {
                     let mut state = self.lock();
-                    if seq == state.next_read && state.window.len() < READ_BATCH {
-                        state.window.push_back((seq, msg));
-                        state.next_read = seq + 1;
-                    }
+                    Self::arrive(&mut state, seq, msg);
                     self.wake_readers(&state);
                 }
                 match dropped {
@@ -285,6 +315,9 @@ struct Writing<'a>(&'a DurableQueue);
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.0.lock().pushing -= 1;
+        // Once committed, a push counted twice (in the log's length and here) until now: a
+        // sender that looked meanwhile may be waiting for the room this frees.
+        self.0.writable.notify_one();
     }
 }
 
