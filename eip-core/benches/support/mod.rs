@@ -41,7 +41,8 @@ pub fn print_compare(name: &str, eip_ns: f64, baseline_ns: f64, baseline_label: 
     );
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// The middle value (the upper one of an even count); sorts `values`.
+pub fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
