@@ -74,7 +74,18 @@ impl Lane {
     /// Pushes the message in `slot`, waiting for room; dead-letters what a `DropOldest` store
     /// drops to make room. Cancel-safe as [`MessageStore::push`].
     pub(crate) async fn push(&self, slot: &mut Option<Message>) -> Result<(), Refused> {
-        match self.store.push(slot).await {
+        self.push_into(&*self.store, slot).await
+    }
+
+    /// [`push`](Self::push) into `store`, this lane's store as the sender holds it: a sender
+    /// that goes through its own handle does not read the lane, whose reference count every
+    /// delivery changes on the consumer's core.
+    pub(crate) async fn push_into(
+        &self,
+        store: &dyn MessageStore,
+        slot: &mut Option<Message>,
+    ) -> Result<(), Refused> {
+        match store.push(slot).await {
             Push::Stored => Ok(()),
             Push::StoredDropping(oldest) => {
                 // Boxed: dead-lettering pushes onto another lane, a recursive await.

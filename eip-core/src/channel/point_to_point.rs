@@ -20,12 +20,14 @@ use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Outcome, Stored};
 use crate::message::{DeathReason, Message};
-use crate::store::Push;
+use crate::store::{MessageStore, Push};
 
 /// A channel whose every message goes to exactly one of its competing consumers.
 #[derive(Clone)]
 pub struct PointToPoint {
     queue: Arc<Lane>,
+    /// The lane's store, for senders (see [`Lane::push_into`]).
+    store: Arc<dyn MessageStore>,
     datatype: Option<Arc<DatatypeCheck>>,
     guard: Arc<LoopGuard>,
     time_to_live: Option<std::time::Duration>,
@@ -85,7 +87,7 @@ impl PointToPoint {
             return Stored::Duplicate;
         }
         let mut slot = Some(msg);
-        match self.queue.push(&mut slot).await {
+        match self.queue.push_into(&*self.store, &mut slot).await {
             // Joins never start at a queue: nothing to follow from here.
             Ok(()) => Stored::Yes,
             Err(refused) => Stored::Refused(refused),
@@ -111,7 +113,7 @@ impl PointToPoint {
         {
             return Ok(Outcome::Duplicate);
         }
-        match self.queue.store.try_push(msg) {
+        match self.store.try_push(msg) {
             Push::Stored => Ok(Outcome::Accepted),
             Push::StoredDropping(oldest) => {
                 self.queue
@@ -206,8 +208,10 @@ impl ChannelBuilder<PointToPoint> {
     /// The channel, or why this configuration can not work.
     pub fn build(self) -> Result<PointToPoint, ChannelError> {
         let config = self.config.validated()?;
+        let lane = config.lane(&config.name)?;
         Ok(PointToPoint {
-            queue: Arc::new(config.lane(&config.name)?),
+            store: lane.store.clone(),
+            queue: Arc::new(lane),
             datatype: config.datatype.map(Arc::new),
             guard: Arc::new(LoopGuard::new(config.loop_detection)),
             time_to_live: config.time_to_live,
