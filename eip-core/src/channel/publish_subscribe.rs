@@ -33,6 +33,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -60,6 +61,10 @@ pub struct PublishSubscribe {
 
 struct Inner {
     config: ChannelConfig,
+    /// A publish only appends to the log: there is a log, no foreign queue, no join, and the
+    /// channel is not deleted. Kept with every change of the set, so that such a publish (the
+    /// common one) takes no lock but the log's.
+    log_only: AtomicBool,
     /// What the channel's own subscriptions read from, under `Backpressure`. Under `DropOldest`
     /// a publish pushes to each (the policy acts on each subscription's own queue).
     log: Option<Arc<SharedLog>>,
@@ -165,6 +170,16 @@ impl PublishSubscribe {
             .unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Applies `change` to the set and says whether a publish now only appends to the log.
+    fn change(&self, subs: &mut Subscriptions, change: impl FnOnce(&mut Current)) {
+        subs.change(change);
+        let log_only = self.inner.log.is_some()
+            && !subs.closed
+            && subs.current.foreign.is_empty()
+            && subs.current.joins.is_empty();
+        self.inner.log_only.store(log_only, Ordering::SeqCst);
+    }
+
     /// The subscriptions and the joins, in one look; `None` once deleted.
     fn snapshot(&self) -> Option<Arc<Current>> {
         let subs = self.lock();
@@ -207,6 +222,21 @@ impl PublishSubscribe {
         };
         if let Some(ttl) = self.inner.config.time_to_live {
             msg.expire_within(ttl);
+        }
+        if let Some(log) = self
+            .inner
+            .log
+            .as_ref()
+            .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
+        {
+            // A deletion from here on closes the log first: the append sees it.
+            if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
+                return Stored::Duplicate;
+            }
+            return match log.append(msg).await {
+                Ok(()) => Stored::Yes,
+                Err(msg) => Stored::Refused(Refused::Closed(msg)),
+            };
         }
         let Some(current) = self.snapshot() else {
             return Stored::Refused(Refused::Closed(msg));
@@ -290,7 +320,9 @@ impl PublishSubscribe {
         if subs.closed {
             return false;
         }
-        subs.change(|c| c.joins = c.joins.iter().cloned().chain([Arc::new(join)]).collect());
+        self.change(&mut subs, |c| {
+            c.joins = c.joins.iter().cloned().chain([Arc::new(join)]).collect()
+        });
         true
     }
 
@@ -301,7 +333,9 @@ impl PublishSubscribe {
         if !subs.current.joins.iter().any(|j| j.id() == id) {
             return false;
         }
-        subs.change(|c| c.joins = c.joins.iter().filter(|j| j.id() != id).cloned().collect());
+        self.change(&mut subs, |c| {
+            c.joins = c.joins.iter().filter(|j| j.id() != id).cloned().collect()
+        });
         true
     }
 
@@ -370,7 +404,7 @@ impl PublishSubscribe {
             }
             (None, _) => memory(),
         };
-        subs.change(|c| c.own.push(lane.clone()));
+        self.change(subs, |c| c.own.push(lane.clone()));
         lane
     }
 
@@ -447,14 +481,14 @@ impl PublishSubscribe {
     pub(crate) fn attach_foreign(&self, queue: Arc<Lane>) {
         let mut subs = self.lock();
         if !subs.closed {
-            subs.change(|c| c.foreign.push(queue));
+            self.change(&mut subs, |c| c.foreign.push(queue));
         }
     }
 
     pub(crate) fn detach(&self, queue: &Arc<Lane>) {
         let mut subs = self.lock();
         if subs.current.all().any(|q| Arc::ptr_eq(q, queue)) {
-            subs.change(|c| {
+            self.change(&mut subs, |c| {
                 c.own.retain(|q| !Arc::ptr_eq(q, queue));
                 c.foreign.retain(|q| !Arc::ptr_eq(q, queue));
             });
@@ -499,6 +533,7 @@ impl PublishSubscribe {
         let current = {
             let mut subs = self.lock();
             subs.closed = true;
+            self.inner.log_only.store(false, Ordering::SeqCst);
             subs.durable.clear();
             std::mem::take(&mut subs.current)
         };
@@ -533,6 +568,7 @@ impl ChannelBuilder<PublishSubscribe> {
             .then(|| Arc::new(SharedLog::new(config.capacity)));
         let channel = PublishSubscribe {
             inner: Arc::new(Inner {
+                log_only: AtomicBool::new(log.is_some()),
                 guard: LoopGuard::new(config.loop_detection),
                 log,
                 config,
@@ -561,7 +597,7 @@ impl PublishSubscribe {
                 continue;
             };
             let lane = Arc::new(config.lane(&store)?);
-            subs.change(|c| c.own.push(lane.clone()));
+            self.change(&mut subs, |c| c.own.push(lane.clone()));
             subs.durable.insert(name.to_owned(), lane);
         }
         Ok(())
