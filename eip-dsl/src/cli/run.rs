@@ -263,9 +263,14 @@ async fn finish(running: RunningFlow, drain: Duration, started: Instant) {
         );
     }
     print_counters(&running, started);
+    let durable = running.durable_channels();
     let left = running.stop(Duration::ZERO).await;
     for (channel, depth) in left {
-        eprintln!("[eip] {channel}: {depth} messages left in memory");
+        if durable.contains(&channel) {
+            eprintln!("[eip] {channel}: {depth} messages left on disk, for the next run");
+        } else {
+            eprintln!("[eip] {channel}: {depth} messages left in memory, lost");
+        }
     }
     eprintln!("[eip] stopped");
 }

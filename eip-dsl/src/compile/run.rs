@@ -128,6 +128,18 @@ impl RunningFlow {
             .collect()
     }
 
+    /// The names of the channels whose messages outlive the process (durable channels).
+    pub fn durable_channels(&self) -> Vec<String> {
+        self.channels
+            .iter()
+            .filter(|c| match c {
+                Channel::PointToPoint(c) => c.is_durable(),
+                Channel::PublishSubscribe(c) => c.is_durable(),
+            })
+            .map(|c| c.name().to_owned())
+            .collect()
+    }
+
     /// Whether no channel holds a message and none is in processing.
     pub fn is_idle(&self) -> bool {
         self.channels.iter().all(|c| {
