@@ -20,9 +20,10 @@
 //! `message`; `channel` uses `store` and `message`; `endpoint`, `join` and `topic` use `channel`
 //! and below; `predicate` uses `topic` and below; `router` uses `predicate` and below; `bus`, at
 //! the top, may use any. What both sides of a would-be cycle need lives in the lower module: the
-//! [`RedeliveryPolicy`](channel::RedeliveryPolicy) is a channel's, and routers look names up
-//! through a [`TargetResolver`](router::TargetResolver) that the bus implements. One exception
-//! remains: a publish-subscribe channel forwards to its joins, so `channel` still uses `join`.
+//! [`RedeliveryPolicy`](channel::RedeliveryPolicy) is a channel's, routers look names up
+//! through a [`TargetResolver`](router::TargetResolver) that the bus implements, and a
+//! publish-subscribe channel holds the [`Join`](join::Join)s leaving it as data defined in
+//! `channel`, following them through a function the `join` module attaches.
 //!
 //! ```
 //! use eip_core::{Message, channel::PointToPoint};

@@ -695,3 +695,45 @@ async fn the_dry_run_stores_what_archival_joins_store() {
     assert_eq!(names, ["a", "audit", "audit", "b", "normal"]);
     assert_eq!(dry, real);
 }
+
+#[tokio::test]
+async fn the_dry_run_gives_each_copy_the_expiration_its_store_gives() {
+    use std::time::Duration;
+    // `a` and the queue `q` expire what they store; `b` has no time-to-live of its own, so its
+    // copy keeps the expiration it got at `a`, and `q` keeps the earlier of the two.
+    let a = PublishSubscribe::builder("a")
+        .time_to_live(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let b = PublishSubscribe::new("b", 10).unwrap();
+    let q = PointToPoint::builder("q")
+        .time_to_live(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let (mut at_a, mut at_b) = (a.subscribe(), b.subscribe());
+    let mut at_q = q.receiver();
+    Join::builder(a.clone(), b.clone()).create().unwrap();
+    Join::builder(b.clone(), q.clone()).create().unwrap();
+
+    let msg = Message::new("x");
+    let traced = Tracer::new().send(&a.clone().into(), &msg);
+    a.publish(msg).await.unwrap();
+    let mut real = Vec::new();
+    for receiver in [&mut *at_a, &mut *at_b, &mut at_q] {
+        let delivery = receiver.try_recv().unwrap();
+        real.push(delivery.message().expires_at().unwrap().unwrap());
+        delivery.ack();
+    }
+    let dry: Vec<u64> = traced
+        .stored
+        .iter()
+        .map(|(_, m)| m.expires_at().unwrap().expect("the dry copy expires too"))
+        .collect();
+    assert_eq!(stored_names(&traced), ["a", "b", "q"]);
+    assert_eq!(dry[0], dry[1], "b keeps the expiration a gave");
+    assert!(dry[2] < dry[1], "q keeps the earlier of the two");
+    for (dry, real) in dry.iter().zip(&real) {
+        // The dry run ran first: the same deadlines, a few milliseconds earlier.
+        assert!(dry <= real && real - dry < 5_000, "dry {dry}, real {real}");
+    }
+}

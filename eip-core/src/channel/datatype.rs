@@ -138,7 +138,7 @@ pub(crate) struct DatatypeCheck {
 
 impl DatatypeCheck {
     /// Counts one message diverted to the invalid message channel.
-    pub(crate) fn count_diverted(&self) {
+    fn count_diverted(&self) {
         self.diverted
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
@@ -148,24 +148,19 @@ impl DatatypeCheck {
         self.diverted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// `None` if the message fits; otherwise it is diverted and the reason returned.
-    pub(crate) async fn divert_misfit(
-        &self,
-        channel: &str,
-        msg: Message,
-    ) -> Result<Message, String> {
-        match self.datatype.check(&msg) {
-            Ok(()) => Ok(msg),
-            Err(reason) => {
-                self.count_diverted();
-                // Boxed: the rare path, kept out of every send's future.
-                let put = Box::pin(self.invalid.put(msg, channel, reason.clone()));
-                if let Err(msg) = put.await {
-                    tracing::warn!(%channel, message = %msg.id(), %reason, "invalid message channel closed: message discarded");
-                }
-                Err(reason)
-            }
+    /// Diverts `msg`, which does not fit for `reason`, to the invalid message channel, waiting
+    /// for room there; counts it.
+    pub(crate) async fn divert(&self, channel: &str, msg: Message, reason: String) {
+        self.count_diverted();
+        if let Err(msg) = self.invalid.put(msg, channel, reason.clone()).await {
+            tracing::warn!(%channel, message = %msg.id(), %reason, "invalid message channel closed: message discarded");
         }
+    }
+
+    /// Diverts `msg` as [`divert`](Self::divert) does, without waiting (forcing it in).
+    pub(crate) fn divert_now(&self, channel: &str, msg: Message, reason: String) {
+        self.count_diverted();
+        self.invalid.put_now(msg, channel, reason);
     }
 }
 

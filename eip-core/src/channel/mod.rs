@@ -12,7 +12,14 @@
 //! Every channel is bounded: its capacity is backpressure, never unbounded memory. Receiving
 //! yields a [`Delivery`] that is acked, nacked or rejected (see [`delivery`]). The send side of
 //! any channel is a `tower::Service<Message>` ([`ChannelSender`]).
+//!
+//! What a channel does with a message before storing it (datatype, time-to-live, deletion, loop
+//! memory) is decided in one place (`admission.rs`) for sends, joins and dry runs alike. A
+//! publish-subscribe channel holds the [joins](crate::join) leaving it as plain data and follows
+//! them through a function the join module attaches (`outgoing.rs`): `channel` does not depend
+//! on `join`. The dry run of a send through joins, [`Channel::trace`], is the join module's.
 
+mod admission;
 mod builder;
 pub mod datatype;
 pub mod dead_letter;
@@ -20,6 +27,7 @@ pub mod delivery;
 mod error;
 mod lane;
 mod loop_guard;
+pub(crate) mod outgoing;
 pub mod point_to_point;
 pub mod publish_subscribe;
 pub mod purger;
@@ -29,6 +37,7 @@ pub mod sender;
 mod stats;
 
 pub use crate::store::Overflow;
+pub(crate) use admission::{Mode, Refusal, Rules};
 pub use builder::{ChannelBuilder, DEFAULT_CAPACITY};
 pub use datatype::{Datatype, JsonSchema, JsonType};
 pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
@@ -36,6 +45,7 @@ pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
 pub use loop_guard::LoopDetection;
 pub(crate) use loop_guard::LoopGuard;
+pub(crate) use outgoing::Joins;
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};
 pub use purger::ChannelPurger;
@@ -70,7 +80,7 @@ pub(crate) enum Stored {
     /// Stored, and no join leaves the channel.
     Yes,
     /// Stored; these joins leave the channel, to be followed with the message as stored.
-    Forward(Message, Arc<[Arc<crate::join::Join>]>),
+    Forward(Message, Joins),
     /// Diverted to the invalid message channel.
     Invalid(String),
     /// Refused by loop detection.
@@ -147,14 +157,6 @@ impl Channel {
         ChannelSender::new(self.clone())
     }
 
-    /// Where sending `msg` here would store it, without storing anything: the names of the
-    /// channels in the order a send would store them (this one first, then those its joins
-    /// lead to), once per stored copy. Empty if this channel would not store it (it does not
-    /// fit the datatype, or loop detection has seen its id).
-    pub fn trace(&self, msg: &Message) -> Vec<String> {
-        crate::join::trace(self, msg)
-    }
-
     /// Stores one message here (no joins followed), checking the datatype and, given the time
     /// (`loops`), the loop memory.
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
@@ -180,10 +182,16 @@ impl Channel {
         }
     }
 
-    pub(crate) fn datatype_check(&self) -> Option<&datatype::DatatypeCheck> {
+    /// The message as this channel would store it, or why it would not (see [`admission`]).
+    /// Asks whether the channel is deleted: for dry runs, which have no push to find out.
+    pub(crate) fn admit(&self, msg: Message, mode: Mode) -> Result<Message, Refusal<'_>> {
+        self.rules().admit(msg, self.is_closed(), mode)
+    }
+
+    pub(crate) fn rules(&self) -> Rules<'_> {
         match self {
-            Channel::PointToPoint(c) => c.datatype_check(),
-            Channel::PublishSubscribe(c) => c.datatype_check(),
+            Channel::PointToPoint(c) => c.rules(),
+            Channel::PublishSubscribe(c) => c.rules(),
         }
     }
 

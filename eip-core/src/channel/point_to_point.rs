@@ -18,7 +18,7 @@ use super::lane::Lane;
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
-use super::{LoopGuard, Outcome, Stored};
+use super::{LoopGuard, Mode, Outcome, Refusal, Rules, Stored};
 use crate::message::{DeathReason, Message};
 use crate::store::{MessageStore, Push};
 
@@ -72,20 +72,14 @@ impl PointToPoint {
             .outcome(self.name())
     }
 
+    /// Stores one message here, by the channel's [rules](super::admission): the loop memory
+    /// decides given the time (`loops`).
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        let mut msg = match &self.datatype {
-            None => msg,
-            Some(check) => match check.divert_misfit(self.name(), msg).await {
-                Ok(msg) => msg,
-                Err(reason) => return Stored::Invalid(reason),
-            },
+        // Deleted or not, the push finds out.
+        let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
+            Ok(msg) => msg,
+            Err(refusal) => return refusal.into_stored(self.name()).await,
         };
-        if let Some(ttl) = self.time_to_live {
-            msg.expire_within(ttl);
-        }
-        if loops.is_some_and(|now| !self.guard.admit(msg.id(), now)) {
-            return Stored::Duplicate;
-        }
         let mut slot = Some(msg);
         match self.queue.push_into(&*self.store, &mut slot).await {
             // Joins never start at a queue: nothing to follow from here.
@@ -95,24 +89,28 @@ impl PointToPoint {
     }
 
     /// Sends a message if there is room now.
-    pub fn try_send(&self, mut msg: Message) -> Result<Outcome, TrySendError> {
-        if let Some(ttl) = self.time_to_live {
-            msg.expire_within(ttl);
-        }
-        if let Some(check) = &self.datatype
-            && let Err(reason) = check.datatype.check(&msg)
-        {
-            check.count_diverted();
-            check.invalid.put_now(msg, self.name(), reason.clone());
-            return Ok(Outcome::Invalid { reason });
-        }
-        if self
-            .guard
-            .clock()
-            .is_some_and(|now| !self.guard.admit(msg.id(), now))
-        {
-            return Ok(Outcome::Duplicate);
-        }
+    pub fn try_send(&self, msg: Message) -> Result<Outcome, TrySendError> {
+        let loops = Mode::Store {
+            loops: self.guard.clock(),
+        };
+        let msg = match self.rules().admit(msg, false, loops) {
+            Ok(msg) => msg,
+            Err(Refusal::Invalid {
+                check,
+                reason,
+                message,
+            }) => {
+                check.divert_now(self.name(), message, reason.clone());
+                return Ok(Outcome::Invalid { reason });
+            }
+            Err(Refusal::Duplicate) => return Ok(Outcome::Duplicate),
+            Err(Refusal::Closed(message)) => {
+                return Err(TrySendError::Closed {
+                    channel: self.name().to_owned(),
+                    message: Box::new(message),
+                });
+            }
+        };
         match self.store.try_push(msg) {
             Push::Stored => Ok(Outcome::Accepted),
             Push::StoredDropping(oldest) => {
@@ -190,8 +188,13 @@ impl PointToPoint {
         self.datatype.as_deref().map(|d| d.datatype.name())
     }
 
-    pub(crate) fn datatype_check(&self) -> Option<&DatatypeCheck> {
-        self.datatype.as_deref()
+    /// What the channel applies to a message it stores.
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            datatype: self.datatype.as_deref(),
+            time_to_live: self.time_to_live,
+            guard: &self.guard,
+        }
     }
 
     pub(crate) fn loop_guard(&self) -> &LoopGuard {

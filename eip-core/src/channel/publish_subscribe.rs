@@ -34,24 +34,21 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use super::builder::{ChannelBuilder, ChannelConfig};
 use super::delivery::{Receiver, SUBSCRIPTION_PREFETCH};
 use super::error::{ChannelError, SendError};
 use super::lane::{Lane, Refused};
+use super::outgoing::{Follow, Join, JoinId, Joins};
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
-use super::{LoopGuard, Outcome, Stored};
-use crate::join::{Join, JoinId};
+use super::{LoopGuard, Mode, Outcome, Rules, Stored};
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::SharedLog;
 use crate::store::{Overflow, Push, Select};
-
-/// The joins leaving a channel: replaced, never changed, so a publish holds a consistent set.
-type Joins = Arc<[Arc<Join>]>;
 
 /// A channel whose every message goes to each of its subscribers.
 #[derive(Clone)]
@@ -70,6 +67,8 @@ struct Inner {
     log: Option<Arc<SharedLog>>,
     subscriptions: Mutex<Subscriptions>,
     guard: LoopGuard,
+    /// How a publish follows the joins leaving the channel: set with the first join.
+    follow: OnceLock<Follow>,
 }
 
 impl Drop for Inner {
@@ -203,26 +202,20 @@ impl PublishSubscribe {
         let now = self.inner.guard.clock();
         match self.store(msg, now).await {
             Stored::Forward(stored, joins) => {
-                // Boxed: inline it would double the size of every publish's future.
-                Box::pin(crate::join::propagate(self, joins, stored, now)).await;
+                // Joins are attached with the function that follows them (`add_join`).
+                if let Some(follow) = self.inner.follow.get() {
+                    follow(self, joins, stored, now).await;
+                }
                 Ok(Outcome::Accepted)
             }
             other => other.outcome(self.name()),
         }
     }
 
-    /// Stores one message in every subscription (joins not followed).
+    /// Stores one message in every subscription (joins not followed), by the channel's
+    /// [rules](super::admission): the loop memory decides given the time (`loops`).
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        let mut msg = match &self.inner.config.datatype {
-            None => msg,
-            Some(check) => match check.divert_misfit(self.name(), msg).await {
-                Ok(msg) => msg,
-                Err(reason) => return Stored::Invalid(reason),
-            },
-        };
-        if let Some(ttl) = self.inner.config.time_to_live {
-            msg.expire_within(ttl);
-        }
+        let mode = Mode::Store { loops };
         if let Some(log) = self
             .inner
             .log
@@ -230,20 +223,20 @@ impl PublishSubscribe {
             .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
         {
             // A deletion from here on closes the log first: the append sees it.
-            if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
-                return Stored::Duplicate;
-            }
-            return match log.append(msg).await {
-                Ok(()) => Stored::Yes,
-                Err(msg) => Stored::Refused(Refused::Closed(msg)),
+            return match self.rules().admit(msg, false, mode) {
+                Ok(msg) => match log.append(msg).await {
+                    Ok(()) => Stored::Yes,
+                    Err(msg) => Stored::Refused(Refused::Closed(msg)),
+                },
+                Err(refusal) => refusal.into_stored(self.name()).await,
             };
         }
-        let Some(current) = self.snapshot() else {
-            return Stored::Refused(Refused::Closed(msg));
+        let current = self.snapshot();
+        let (msg, current) = match (self.rules().admit(msg, current.is_none(), mode), current) {
+            (Ok(msg), Some(current)) => (msg, current),
+            (Ok(msg), None) => return Stored::Refused(Refused::Closed(msg)),
+            (Err(refusal), _) => return refusal.into_stored(self.name()).await,
         };
-        if loops.is_some_and(|now| !self.inner.guard.admit(msg.id(), now)) {
-            return Stored::Duplicate;
-        }
         // The waiting paths are boxed: they are rare, and a future holding them inline would
         // be moved whole for every message.
         if let Some(log) = &self.inner.log {
@@ -314,12 +307,15 @@ impl PublishSubscribe {
         self.lock().current.joins.clone()
     }
 
-    /// Attaches a join; false if the channel is deleted.
-    pub(crate) fn add_join(&self, join: Join) -> bool {
+    /// Attaches a join, which publishes from now on carry on over with `follow` (the join
+    /// module's); false if the channel is deleted.
+    pub(crate) fn add_join(&self, join: Join, follow: Follow) -> bool {
         let mut subs = self.lock();
         if subs.closed {
             return false;
         }
+        // Before the set changes: a publish that sees the join sees how to follow it.
+        self.inner.follow.get_or_init(|| follow);
         self.change(&mut subs, |c| {
             c.joins = c.joins.iter().cloned().chain([Arc::new(join)]).collect()
         });
@@ -330,11 +326,11 @@ impl PublishSubscribe {
     /// returns no longer follow it.
     pub fn remove_join(&self, id: JoinId) -> bool {
         let mut subs = self.lock();
-        if !subs.current.joins.iter().any(|j| j.id() == id) {
+        if !subs.current.joins.iter().any(|j| j.id == id) {
             return false;
         }
         self.change(&mut subs, |c| {
-            c.joins = c.joins.iter().filter(|j| j.id() != id).cloned().collect()
+            c.joins = c.joins.iter().filter(|j| j.id != id).cloned().collect()
         });
         true
     }
@@ -348,8 +344,13 @@ impl PublishSubscribe {
         Arc::as_ptr(&self.inner) as usize
     }
 
-    pub(crate) fn datatype_check(&self) -> Option<&super::datatype::DatatypeCheck> {
-        self.inner.config.datatype.as_ref()
+    /// What the channel applies to a message it stores.
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            datatype: self.inner.config.datatype.as_ref(),
+            time_to_live: self.inner.config.time_to_live,
+            guard: &self.inner.guard,
+        }
     }
 
     /// Whether a publish would complete now without waiting.
@@ -570,6 +571,7 @@ impl ChannelBuilder<PublishSubscribe> {
             inner: Arc::new(Inner {
                 log_only: AtomicBool::new(log.is_some()),
                 guard: LoopGuard::new(config.loop_detection),
+                follow: OnceLock::new(),
                 log,
                 config,
                 subscriptions: Mutex::new(Subscriptions::default()),

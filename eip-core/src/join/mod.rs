@@ -28,6 +28,15 @@
 //! an audit trail of every route a message took.
 //!
 //! A queue can never be a join's source: its messages belong to one consumer each.
+//!
+//! **Where the code lives.** This module depends on `channel`, never the reverse. A
+//! publish-subscribe channel holds the joins leaving it as plain data ([`Join`] and [`JoinId`]
+//! are defined in `channel/outgoing.rs`, below both; their methods are here) and, having stored
+//! a message, calls the function this module attached with the first join (`propagate.rs`).
+//! Where joins take a message is decided once (`walk.rs`) and carried out by storing
+//! (`propagate.rs`) or by recording ([`Tracer`], and [`Channel::trace`] on top of it). What one
+//! channel does with one message (datatype, time-to-live, deletion, loop memory) is that
+//! channel's admission, the same rule for the real store and the dry run.
 
 mod budget;
 mod propagate;
@@ -37,8 +46,7 @@ mod walk;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub(crate) use propagate::propagate;
-pub(crate) use trace::trace;
+pub use crate::channel::outgoing::{Join, JoinId};
 pub use trace::{Invalidated, Traced, Tracer};
 
 use crate::channel::{Channel, ChannelKind, Selector};
@@ -46,16 +54,6 @@ use crate::message::Message;
 
 /// The hop count of a join created without one.
 pub const DEFAULT_HOPS: u32 = 10;
-
-/// Identifies a join on its source channel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JoinId(u64);
-
-impl fmt::Display for JoinId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "join-{}", self.0)
-    }
-}
 
 /// A join that can not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,16 +82,6 @@ pub enum JoinError {
         /// The channel.
         channel: String,
     },
-}
-
-/// A route from a source channel to a destination channel or queue.
-pub struct Join {
-    id: JoinId,
-    source: String,
-    destination: Channel,
-    filter: Option<Selector>,
-    hops: u32,
-    archival: bool,
 }
 
 /// Builds a [`Join`]; [`create`](JoinBuilder::create) attaches it to its source.
@@ -249,7 +237,7 @@ impl JoinBuilder {
             hops: self.hops,
             archival: self.archival,
         };
-        if source.add_join(join) {
+        if source.add_join(join, propagate::follow) {
             Ok(id)
         } else {
             Err(JoinError::SourceClosed {

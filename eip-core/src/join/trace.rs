@@ -2,8 +2,8 @@
 //! recording where the message would be stored.
 
 use super::walk::Walk;
-use crate::channel::Channel;
-use crate::message::Message;
+use crate::channel::{Channel, Mode, Refusal, marked_dead};
+use crate::message::{DeathReason, Message};
 
 /// A dry run of everything one message does: the sends a flow would make with it, traced one
 /// after another without storing anything, and remembering (as loop detection would) which
@@ -11,8 +11,10 @@ use crate::message::Message;
 ///
 /// Each [`send`](Self::send) follows joins from the channel sent to, exactly as a real send
 /// would: hop budgets, filters, the breadth-first order, the once-per-channel rule for
-/// non-archival arrivals, datatype checks (a misfit goes to the invalid message channel), and
-/// the loop memory of the real channels (consulted, never changed). Across sends, a channel
+/// non-archival arrivals, and at each channel that channel's own admission, the one a store
+/// applies: datatype checks (a misfit goes to the invalid message channel), time-to-live (the
+/// copy carries the `expires-at` the store would give it), and the loop memory of the real
+/// channels (consulted, never changed). Across sends, a channel
 /// that takes part in joins refuses an id it stored earlier in the same dry run, as its loop
 /// memory would. Nothing is sent, stored or counted.
 ///
@@ -40,7 +42,7 @@ pub struct Tracer {
 #[derive(Debug, Clone, Default)]
 pub struct Traced {
     /// Each store, in order: the channel and the message as it would be stored there (hop
-    /// budget and all). An archival destination reached twice appears twice.
+    /// budget, expiration and all). An archival destination reached twice appears twice.
     pub stored: Vec<(Channel, Message)>,
     /// Each message a datatype channel would divert to its invalid message channel.
     pub invalid: Vec<Invalidated>,
@@ -70,74 +72,86 @@ impl Tracer {
     /// Where sending `message` to `entry` would store it (see the type's documentation).
     pub fn send(&mut self, entry: &Channel, message: &Message) -> Traced {
         let mut traced = Traced::default();
-        if !self.store(entry, message, true, &mut traced) {
+        let Some(stored) = self.store(entry, message, true, &mut traced) else {
             return traced;
-        }
+        };
         let mut walk = Walk::new(entry.identity());
-        follow(&mut walk, entry, message.clone(), None);
+        follow(&mut walk, entry, stored, None);
         while let Some(hop) = walk.next() {
             let (to, loops) = (hop.via.destination(), hop.via.checks_loops());
-            if self.store(to, &hop.message, loops, &mut traced) {
-                follow(&mut walk, to, hop.message, Some(hop.budget));
+            if let Some(stored) = self.store(to, &hop.message, loops, &mut traced) {
+                follow(&mut walk, to, stored, Some(hop.budget));
             }
         }
         traced
     }
 
-    /// Whether `channel` would store `message`, recording the store, the diversion to the
-    /// invalid message channel or the refusal in `traced`.
+    /// The message as `channel` would store it, if it would, by the channel's own admission
+    /// (consulted in dry mode: nothing remembered, nothing diverted); records the store, the
+    /// diversion to the invalid message channel or the refusal in `traced`.
     fn store(
         &mut self,
         channel: &Channel,
         message: &Message,
         check_loops: bool,
         traced: &mut Traced,
-    ) -> bool {
-        if channel.is_closed() {
-            return false;
-        }
-        if let Some(check) = channel.datatype_check()
-            && let Err(reason) = check.datatype.check(message)
-        {
-            let invalid_channel = Channel::PointToPoint((*check.invalid).clone());
-            let message = crate::channel::marked_dead(
-                message.clone(),
-                channel.name(),
-                crate::message::DeathReason::Invalid,
-                Some(reason.clone()),
-            );
-            traced.invalid.push(Invalidated {
-                channel: channel.name().to_owned(),
-                reason,
-                invalid_channel,
-                message,
-            });
-            return false;
-        }
-        let guard = channel.loop_guard();
-        if check_loops && guard.is_on() {
-            let id = channel.identity();
-            if self.guarded.contains(&id) || !guard.would_admit(message.id()) {
-                traced.duplicates.push(channel.name().to_owned());
-                return false;
+    ) -> Option<Message> {
+        let id = channel.identity();
+        let loops = check_loops && channel.loop_guard().is_on();
+        let mode = Mode::Dry {
+            loops,
+            stored_earlier: self.guarded.contains(&id),
+        };
+        match channel.admit(message.clone(), mode) {
+            Ok(stored) => {
+                if loops {
+                    self.guarded.push(id);
+                }
+                traced.stored.push((channel.clone(), stored.clone()));
+                Some(stored)
             }
-            self.guarded.push(id);
+            Err(Refusal::Invalid {
+                check,
+                reason,
+                message,
+            }) => {
+                traced.invalid.push(Invalidated {
+                    channel: channel.name().to_owned(),
+                    invalid_channel: Channel::PointToPoint((*check.invalid).clone()),
+                    message: marked_dead(
+                        message,
+                        channel.name(),
+                        DeathReason::Invalid,
+                        Some(reason.clone()),
+                    ),
+                    reason,
+                });
+                None
+            }
+            Err(Refusal::Duplicate) => {
+                traced.duplicates.push(channel.name().to_owned());
+                None
+            }
+            Err(Refusal::Closed(_)) => None,
         }
-        traced.stored.push((channel.clone(), message.clone()));
-        true
     }
 }
 
-/// Where a message sent to `entry` would be stored, without storing it: the channel names in
-/// the order a publish would store them, once per stored copy (an archival queue reached twice
-/// appears twice). Datatype checks and the loop memory are consulted, not changed.
-pub(crate) fn trace(entry: &Channel, message: &Message) -> Vec<String> {
-    Tracer::new()
-        .send(entry, message)
-        .stored
-        .iter()
-        .map(|(channel, _)| channel.name().to_owned())
-        .collect()
+impl Channel {
+    /// Where sending `msg` here would store it, without storing anything: the names of the
+    /// channels in the order a send would store them (this one first, then those its joins
+    /// lead to), once per stored copy. Empty if this channel would not store it (it does not
+    /// fit the datatype, or loop detection has seen its id). Datatype checks and the loop
+    /// memory are consulted, not changed. A dry run of joins, so the join module's (see
+    /// [`Tracer`] for more of what a send would do).
+    pub fn trace(&self, msg: &Message) -> Vec<String> {
+        Tracer::new()
+            .send(self, msg)
+            .stored
+            .iter()
+            .map(|(channel, _)| channel.name().to_owned())
+            .collect()
+    }
 }
 
 /// Feeds the joins leaving `channel` (if it can have any) to the walk, as a store there would.

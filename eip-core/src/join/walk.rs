@@ -11,14 +11,10 @@
 //! [`Walk::stored`].
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use super::{Join, budget};
-use crate::channel::Channel;
+use crate::channel::{Channel, Joins};
 use crate::message::Message;
-
-/// The joins leaving a channel, as a store there saw them.
-pub(crate) type Joins = Arc<[Arc<Join>]>;
 
 /// One store to make: a message arriving at a channel over a join.
 pub(crate) struct Hop {
