@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eip_core::Message;
-use eip_core::channel::{DeadLetterChannel, PointToPoint, PublishSubscribe, SendError};
+use eip_core::channel::{
+    DeadLetterChannel, Overflow, PointToPoint, PublishSubscribe, Selector, SendError,
+};
 use eip_core::message::DeathReason;
 use eip_core::store::durable::{Durable, StoreConfig};
 
@@ -403,5 +405,76 @@ async fn concurrent_senders_fill_a_durable_channel_to_exactly_its_capacity() {
         let got = receive_all(&channel, CAPACITY).await;
         let distinct: std::collections::HashSet<_> = got.iter().map(Message::id).collect();
         assert_eq!(distinct.len(), CAPACITY, "each message delivered once");
+    }
+}
+
+#[tokio::test]
+async fn a_selective_consumer_takes_only_what_it_selects_from_a_durable_channel() {
+    let dir = DataDir::new("selective");
+    let store = dir.open();
+    let channel = orders(&store);
+    for i in 0..600 {
+        let region = if i % 100 == 99 { "eu" } else { "us" };
+        let msg = Message::builder(format!("{i}"))
+            .header("region", region)
+            .build();
+        channel.send(msg).await.expect("sent");
+    }
+    // The European orders sit far behind the first window of the queue.
+    let mut eu = channel.selective_receiver(Selector::header_equals("region", "eu"));
+    let mut got = Vec::new();
+    for _ in 0..6 {
+        let d = tokio::time::timeout(Duration::from_secs(5), eu.recv())
+            .await
+            .expect("an eu order")
+            .expect("open");
+        got.push(d.message().payload_str().unwrap_or_default().to_owned());
+        d.ack();
+    }
+    assert_eq!(got, ["99", "199", "299", "399", "499", "599"]);
+    assert_eq!(channel.stats().depth, 594, "the others still wait");
+    let first = channel.receiver().recv().await.expect("a us order");
+    assert_eq!(first.message().payload_str(), Some("0"), "in their order");
+}
+
+#[tokio::test]
+async fn a_full_durable_subscription_under_drop_oldest_dead_letters_the_oldest() {
+    let dir = DataDir::new("drop-oldest");
+    let messages = |n: usize| (0..n).map(|i| Message::new(format!("tick {i}")));
+    {
+        let store = dir.open();
+        let dead = PointToPoint::builder("dead")
+            .store(store.clone())
+            .build()
+            .expect("builds");
+        let ticks = PublishSubscribe::builder("ticks")
+            .capacity(2)
+            .overflow(Overflow::DropOldest)
+            .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+            .store(store.clone())
+            .build()
+            .expect("builds");
+        drop(ticks.durable_subscribe("chart"));
+        for msg in messages(3) {
+            ticks.publish(msg).await.expect("published without waiting");
+        }
+        let dropped = dead.receiver().recv().await.expect("the oldest");
+        assert_eq!(dropped.message().payload_str(), Some("tick 0"));
+        let death = dropped.message().death().expect("record").expect("present");
+        assert_eq!(death.reason, DeathReason::DroppedSlowSubscriber);
+        dropped.ack();
+    }
+    let store = dir.open();
+    let ticks = PublishSubscribe::builder("ticks")
+        .capacity(2)
+        .overflow(Overflow::DropOldest)
+        .store(store.clone())
+        .build()
+        .expect("builds");
+    let mut chart = ticks.durable_subscribe("chart");
+    for expected in ["tick 1", "tick 2"] {
+        let d = chart.recv().await.expect("kept across the restart");
+        assert_eq!(d.message().payload_str(), Some(expected));
+        d.ack();
     }
 }
