@@ -215,27 +215,33 @@ impl PublishSubscribe {
     /// Stores one message in every subscription (joins not followed), by the channel's
     /// [rules](super::admission): the loop memory decides given the time (`loops`).
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        let mode = Mode::Store { loops };
         if let Some(log) = self
             .inner
             .log
             .as_ref()
             .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
         {
-            // A deletion from here on closes the log first: the append sees it.
-            return match self.rules().admit(msg, false, mode) {
-                Ok(msg) => match log.append(msg).await {
-                    Ok(()) => Stored::Yes,
-                    Err(msg) => Stored::Refused(Refused::Closed(msg)),
-                },
-                Err(refusal) => refusal.into_stored(self.name()).await,
+            // A deletion from here on closes the log first: the append sees it. Admitted in a
+            // statement of its own, so that its result is not held across the append (that
+            // would grow every publish's future).
+            let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
+                Ok(msg) => msg,
+                Err(refusal) => return refusal.into_stored(self.name()).await,
+            };
+            return match log.append(msg).await {
+                Ok(()) => Stored::Yes,
+                Err(msg) => Stored::Refused(Refused::Closed(msg)),
             };
         }
         let current = self.snapshot();
-        let (msg, current) = match (self.rules().admit(msg, current.is_none(), mode), current) {
-            (Ok(msg), Some(current)) => (msg, current),
-            (Ok(msg), None) => return Stored::Refused(Refused::Closed(msg)),
-            (Err(refusal), _) => return refusal.into_stored(self.name()).await,
+        let deleted = current.is_none();
+        let msg = match self.rules().admit(msg, deleted, Mode::Store { loops }) {
+            Ok(msg) => msg,
+            Err(refusal) => return refusal.into_stored(self.name()).await,
+        };
+        let Some(current) = current else {
+            // Not reached: a deleted channel admits nothing.
+            return Stored::Refused(Refused::Closed(msg));
         };
         // The waiting paths are boxed: they are rare, and a future holding them inline would
         // be moved whole for every message.
