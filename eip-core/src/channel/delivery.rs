@@ -13,13 +13,12 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::lane::Lane;
 use super::redelivery::RedeliveryPolicy;
 use super::selector::Selector;
 use crate::message::{DeathReason, Message, names, now_millis};
-use crate::store::{Select, Take};
+use crate::store::{Parked, Select, Take};
 
 /// A message taken from a channel, to be settled exactly once.
 pub struct Delivery {
@@ -108,22 +107,6 @@ impl fmt::Debug for Delivery {
             .field("channel", &self.channel())
             .field("message", &self.message)
             .finish()
-    }
-}
-
-/// Counts a parked receiver for as long as it lives.
-struct Parked<'a>(&'a AtomicUsize);
-
-impl<'a> Parked<'a> {
-    fn new(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Parked(count)
-    }
-}
-
-impl Drop for Parked<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -287,6 +287,23 @@ pub struct BackendError {
     pub cause: StoreFailure,
 }
 
+/// Counts a parked taker or pusher for as long as it lives: a store reads the count before it
+/// pays for a wake-up.
+pub(crate) struct Parked<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Parked<'a> {
+    pub(crate) fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Parked(count)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The memory backend: what channels are built on unless told otherwise.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Memory;

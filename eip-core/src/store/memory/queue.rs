@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use super::shared_log::SharedLog;
 use crate::message::Message;
-use crate::store::{MessageStore, Push, Pushing, Select, StoreStats, Take, Waiting};
+use crate::store::{MessageStore, Parked, Push, Pushing, Select, StoreStats, Take, Waiting};
 
 /// What a full queue does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,22 +93,6 @@ impl<T> std::ops::Deref for OwnLine<T> {
     type Target = T;
     fn deref(&self) -> &T {
         &self.0
-    }
-}
-
-/// Increments a waiting counter for as long as it lives.
-struct Parked<'a>(&'a AtomicUsize);
-
-impl<'a> Parked<'a> {
-    fn new(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::SeqCst);
-        Parked(counter)
-    }
-}
-
-impl Drop for Parked<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
