@@ -132,7 +132,9 @@ impl<K> ChannelBuilder<K> {
 
     /// Where the channel keeps its messages: in memory (the default), or the durable store of
     /// a data directory ([`crate::store::durable`]), or any other [`Backend`]. The channel's
-    /// meaning does not change with it; what a crash costs does.
+    /// meaning does not change with it; what a crash costs does. Give a durable channel a
+    /// durable dead letter channel (and invalid message channel) too, or what goes there is lost
+    /// with the process; flow files do this for you.
     pub fn store(mut self, backend: Arc<dyn Backend>) -> Self {
         self.config.backend = backend;
         self
