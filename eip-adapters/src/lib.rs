@@ -2,7 +2,22 @@
 //!
 //! Each adapter connects an eip channel to something outside the process: a directory, an HTTP
 //! endpoint, a database table, or a broker (RabbitMQ, NATS JetStream, MQTT, Redis Streams). Every
-//! adapter sits behind its own cargo feature so a flow only compiles what it uses. The adapters
-//! arrive with their own issues; this crate is the place they land.
+//! adapter sits behind its own cargo feature so a flow only compiles what it uses.
+//!
+//! Two shapes, whatever the adapter:
+//! - an **outbound** adapter is a `tower::Service<Message>`: a consumer endpoint
+//!   ([`eip_core::endpoint::Consumer`]) drives it from a channel; `Ok` acks the message, `Err`
+//!   applies the channel's redelivery policy and finally dead-letters it with the error;
+//! - an **inbound** adapter feeds a channel through its sender, honouring `poll_ready` (a full
+//!   channel stops the adapter reading: backpressure reaches the source), and settles with its
+//!   source (renames the file, answers the HTTP request, marks the row) only after the channel
+//!   accepted the message (for a durable channel: once it is on disk).
 
 pub use eip_core as core;
+
+#[cfg(feature = "file")]
+pub mod file;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "sql")]
+pub mod sql;

@@ -1,0 +1,1 @@
+//! File adapter (in progress).
