@@ -120,6 +120,38 @@ async fn a_transient_failure_succeeds_on_redelivery() {
 }
 
 #[tokio::test]
+async fn a_permanent_error_is_dead_lettered_at_once_without_redelivery() {
+    let (ch, dead) = channel_with_dlc(
+        "permanent",
+        RedeliveryPolicy::fixed(5, Duration::from_millis(1)),
+    );
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counter = attempts.clone();
+    let consumer = Consumer::new(
+        ch.receiver(),
+        service_fn(move |_m: Message| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Err::<(), _>("400 Bad Request: no such field") }
+        }),
+    )
+    .permanent_errors(|e: &&str| e.starts_with("4"))
+    .spawn();
+    ch.send(Message::new("bad")).await.unwrap();
+    let d = tokio::time::timeout(WAIT, dead.receiver().recv())
+        .await
+        .unwrap()
+        .unwrap();
+    consumer.shutdown().await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 1, "never retried");
+    let death = d.message().death().unwrap().unwrap();
+    assert_eq!(death.reason, DeathReason::Rejected);
+    assert_eq!(
+        death.error.as_deref(),
+        Some("400 Bad Request: no such field")
+    );
+}
+
+#[tokio::test]
 async fn concurrency_bounds_messages_in_processing() {
     let (ch, _dead) = channel_with_dlc("parallel", RedeliveryPolicy::none());
     let now = Arc::new(AtomicUsize::new(0));

@@ -29,12 +29,16 @@ impl Inbox for Subscriber {
     }
 }
 
+/// Tells a permanent error (retrying would fail the same way) from a transient one.
+type Permanence<E> = Arc<dyn Fn(&E) -> bool + Send + Sync>;
+
 /// Drives a service with the messages of a channel, acking, retrying and dead-lettering.
-pub struct Consumer<I, S> {
+pub struct Consumer<I, S: Service<Message>> {
     inbox: I,
     service: S,
     concurrency: usize,
     redelivery: Option<RedeliveryPolicy>,
+    permanent: Option<Permanence<S::Error>>,
 }
 
 impl<I, S> Consumer<I, S>
@@ -51,6 +55,7 @@ where
             service,
             concurrency: 1,
             redelivery: None,
+            permanent: None,
         }
     }
 
@@ -63,6 +68,18 @@ where
     /// A redelivery policy for this consumer, instead of the channel's.
     pub fn redelivery(mut self, policy: RedeliveryPolicy) -> Self {
         self.redelivery = Some(policy);
+        self
+    }
+
+    /// Which errors are permanent: for those `is_permanent` says yes to, the message is not
+    /// redelivered but goes to the dead letter channel at once, with reason `rejected` and the
+    /// error's text (an HTTP 4xx answer, a constraint violation: trying again would fail the
+    /// same way). Other errors follow the redelivery policy.
+    pub fn permanent_errors(
+        mut self,
+        is_permanent: impl Fn(&S::Error) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.permanent = Some(Arc::new(is_permanent));
         self
     }
 
@@ -94,8 +111,12 @@ where
                             .redelivery
                             .clone()
                             .unwrap_or_else(|| delivery.redelivery_policy().clone());
+                        let permanent = self.permanent.clone();
                         in_flight.push(async move {
-                            let result = call.await.map(drop);
+                            let result = call.await.map(drop).map_err(|error| {
+                                let permanent = permanent.as_ref().is_some_and(|p| p(&error));
+                                (error, permanent)
+                            });
                             settle(delivery, result, &policy).await;
                         });
                     }
@@ -124,12 +145,16 @@ where
 
 async fn settle<R, E: Display>(
     delivery: Delivery,
-    result: Result<R, E>,
+    result: Result<R, (E, bool)>,
     policy: &RedeliveryPolicy,
 ) {
     match result {
         Ok(_) => delivery.ack(),
-        Err(error) => {
+        Err((error, true)) => {
+            tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), %error, "processing failed permanently: rejected");
+            delivery.reject(error.to_string()).await;
+        }
+        Err((error, false)) => {
             let attempts = delivery
                 .message()
                 .redelivery_count()

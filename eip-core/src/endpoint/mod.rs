@@ -5,7 +5,9 @@
 //! the consumer instead of piling up work). `Ok` acks the delivery. `Err` applies the redelivery
 //! policy (the channel's, unless the consumer sets its own): after a backoff the message is
 //! nacked and delivered again, and once the attempts are used up it goes to the dead letter
-//! channel with reason `max-redeliveries` and the last error's text. Shutting a consumer down
+//! channel with reason `max-redeliveries` and the last error's text. An error the consumer was told
+//! is permanent ([`Consumer::permanent_errors`]) is not retried: the message is rejected to the
+//! dead letter channel at once, with reason `rejected`. Shutting a consumer down
 //! stops taking deliveries and waits for those in progress to settle (drain).
 
 mod consumer;
