@@ -1,1 +1,112 @@
-//! File adapter (in progress).
+//! The file channel adapter: a directory in, a directory out.
+//!
+//! # Inbound: [`FileSource`]
+//!
+//! Watches a directory (with the platform's file watcher for prompt pick-up, and a listing
+//! every poll interval whatever the watcher says, so a missed event delays a file but never
+//! loses it) for regular files whose names match a [`FileGlob`]. Names starting with `.` are
+//! never taken (temporary files, the adapter's own directories), nor are symlinks, nor
+//! subdirectories. What it guarantees:
+//!
+//! - **One taker.** A file is claimed by renaming it into the claim directory (default
+//!   `.claimed`) under a name unique to this process and adapter run
+//!   (`PID-TOKEN-SEQ.NAME`). Rename is atomic on one file system: of two adapters (in one
+//!   process or several) racing for a file, one wins and the other finds it gone and moves on.
+//!   Competing adapters must share the claim directory, on the file system of the watched one.
+//! - **Settled only after acceptance.** The file is moved to the done directory (default
+//!   `.done`) or deleted only after the channel accepted its message: the send future
+//!   completed `Ok`, which for a durable channel means the message is on disk. A file whose
+//!   message can not be sent goes to the error directory (default `.error`) with `NAME.error`
+//!   beside it saying why: too large, JSON lines that are not UTF-8, refused by the channel, or
+//!   the channel closed (the adapter then stops with [`FileError::ChannelClosed`]). A name
+//!   already taken in the done or error directory gets the claim's tag appended.
+//! - **Nothing lost to a crash.** A claim is *abandoned* when its process is no longer running,
+//!   or when it is this process and the adapter run that made it has ended. Each pass takes
+//!   abandoned claims first, by the same rename, so after a `SIGKILL` between claim and settle
+//!   the next start takes the file again: delivery is at least once (a crash after the send and
+//!   before the settle sends the file again). A claim held by a live process (another
+//!   adapter's, or a recycled process id's) is left alone.
+//! - **Backpressure.** Messages are sent one at a time, each after the channel reported room
+//!   (`poll_ready`); the next file is claimed only once there is room for its message. A full
+//!   channel with no consumer stops the adapter after the messages that fit: the other files
+//!   stay in the directory, unread.
+//! - **Bounded memory.** A file larger than the size limit goes to the error directory
+//!   without being read; a file growing past it while read is refused too.
+//!
+//! Two [modes](ReadMode). **Whole file**: one message, the file's bytes; content type
+//! `application/json` if the name ends in `.json`, none otherwise. **JSON lines**: each
+//! non-blank line a message (content type `application/json`), the file must be UTF-8. A line
+//! that is not JSON goes, with its line number and the parser's reason, to the invalid message
+//! channel if the adapter has one; otherwise such lines are written together to the error
+//! directory as a file of the same name with `NAME.error` listing the reasons, while the rest
+//! of the file goes on, so fixing and dropping that file back sends only what was missing. If
+//! a send fails part way, the whole file goes to the error directory and the reason says how
+//! many lines were accepted before. Every message carries the [`headers`] `file-name`,
+//! `file-size` and `file-modified` (milliseconds since the Unix epoch), and in JSON-lines mode
+//! `file-line`.
+//!
+//! Writers should create files under a name the glob does not match (a dot name, say) and
+//! rename them into place, as [`FileSink`] does; for writers that can not,
+//! [`min_age`](FileSourceBuilder::min_age) leaves files alone until they stopped changing.
+//!
+//! # Outbound: [`FileSink`]
+//!
+//! A `tower::Service<Message>` that writes each message to a file named by a [`NameTemplate`]
+//! (`{id}`, `{header.NAME}`, `{yyyy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}` in UTC), atomically:
+//! temporary file in the target directory, write, fsync, rename, fsync the directory; `Ok`
+//! means the file is durable. Or it appends each message, which must be JSON, as one line to a
+//! JSON-lines file, fsynced before `Ok`.
+//!
+//! # Security
+//!
+//! - No name made from a message leaves the sink's directory: templates are checked when
+//!   parsed (no absolute path, no `.` or `..` component), values put into them may not hold
+//!   `/`, `\` or NUL nor be `.`, `..` or empty, the directory a file goes to is resolved and
+//!   must lie under the sink's directory (a symlink leading out is refused), and a symlink at
+//!   the file's own place is replaced (write) or refused (append), never followed. A refused
+//!   name is [`FileError::Escape`]: the consumer driving the sink dead-letters the message
+//!   with it.
+//! - The inbound adapter reads only regular files, opened without following symlinks, and
+//!   never more than the size limit.
+//!
+//! ```no_run
+//! use eip_adapters::file::{FileSink, FileSource, ReadMode};
+//! use eip_core::channel::PointToPoint;
+//! use eip_core::endpoint::Consumer;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let orders = PointToPoint::new("orders", 100)?;
+//! let inbound = FileSource::builder("/var/spool/orders/in")
+//!     .glob("*.jsonl")
+//!     .mode(ReadMode::JsonLines)
+//!     .build()?;
+//! let source = FileSource::new(inbound, orders.sender()).spawn();
+//!
+//! let outbound = FileSink::builder("/var/spool/orders/out")
+//!     .name_template("{yyyy}/{MM}/{dd}/{id}.json")
+//!     .build()?;
+//! let consumer = Consumer::new(orders.receiver(), FileSink::new(outbound)?).spawn();
+//! # source.shutdown().await?; consumer.shutdown().await; Ok(()) }
+//! ```
+
+mod error;
+mod sink;
+mod source;
+mod template;
+
+pub use error::FileError;
+pub use sink::{FileSink, FileSinkBuilder, FileSinkConfig, SinkMode};
+pub use source::{
+    DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig, FileSourceHandle,
+    ReadMode, WhenDone, headers,
+};
+pub use template::NameTemplate;
+
+/// Runs blocking file system work off the async threads.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => panic!("the runtime shut down during file work"),
+    }
+}

@@ -1,0 +1,298 @@
+//! The outbound file adapter: a `tower::Service<Message>` that writes each message to a file.
+//!
+//! Two modes. **Write** makes one file per message, atomically: the payload goes to a
+//! temporary file in the target directory (a dot name the inbound adapter never takes), which
+//! is fsynced, renamed to its name and the directory fsynced; a reader sees the whole file or
+//! none. **Append** adds the payload, which must be JSON, as one line to a JSON-lines file,
+//! fsynced before the call answers `Ok`. Names come from a [`NameTemplate`]; a name that would
+//! leave the directory (through `..`, an absolute path, a separator in a header value, or a
+//! symlink in the directory pointing elsewhere) is refused with [`FileError::Escape`], and the
+//! consumer driving the sink dead-letters the message with that error.
+
+use std::fs::{self, File, OpenOptions};
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use eip_core::Message;
+
+use super::{FileError, NameTemplate, blocking};
+
+/// How the sink writes messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkMode {
+    /// One file per message, named by the template, written atomically.
+    Write(NameTemplate),
+    /// One JSON line per message, appended to the file the template names.
+    AppendJsonLines(NameTemplate),
+}
+
+/// The parsed configuration of a [`FileSink`]: plain data, made by [`FileSinkBuilder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSinkConfig {
+    dir: PathBuf,
+    mode: SinkMode,
+    overwrite: bool,
+}
+
+impl FileSinkConfig {
+    /// The directory files are written in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// How messages are written.
+    pub fn mode(&self) -> &SinkMode {
+        &self.mode
+    }
+
+    /// Whether [`SinkMode::Write`] replaces a file of the same name.
+    pub fn overwrite(&self) -> bool {
+        self.overwrite
+    }
+}
+
+/// Builds a [`FileSinkConfig`]; see [`FileSink::builder`].
+#[derive(Debug)]
+pub struct FileSinkBuilder {
+    dir: PathBuf,
+    mode: Result<SinkMode, FileError>,
+    overwrite: bool,
+}
+
+impl FileSinkBuilder {
+    /// One file per message, named by `template` (see [`NameTemplate`]); the default is
+    /// `{id}`.
+    pub fn name_template(mut self, template: &str) -> Self {
+        self.mode = NameTemplate::parse(template).map(SinkMode::Write);
+        self
+    }
+
+    /// Appends each message as a JSON line to the file `template` names (which may hold date
+    /// parts for a file a day, say `orders-{yyyy}-{MM}-{dd}.jsonl`).
+    pub fn append_json_lines(mut self, template: &str) -> Self {
+        self.mode = NameTemplate::parse(template).map(SinkMode::AppendJsonLines);
+        self
+    }
+
+    /// Whether writing a file whose name exists replaces it (the default: a redelivered
+    /// message rewrites its own file) or fails with [`FileError::Exists`].
+    pub fn overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+
+    /// The configuration, or the template's error.
+    pub fn build(self) -> Result<FileSinkConfig, FileError> {
+        Ok(FileSinkConfig {
+            dir: self.dir,
+            mode: self.mode?,
+            overwrite: self.overwrite,
+        })
+    }
+}
+
+/// The outbound file channel adapter (see the [module](self)). Cheap to clone: clones share
+/// the directory and the append lock.
+#[derive(Debug, Clone)]
+pub struct FileSink {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: FileSinkConfig,
+    /// The directory, symlinks resolved: every file written must lie under it.
+    root: PathBuf,
+    /// Serializes appends within the process, so lines never interleave.
+    append: Mutex<()>,
+}
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl FileSink {
+    /// A builder writing into `dir`.
+    pub fn builder(dir: impl Into<PathBuf>) -> FileSinkBuilder {
+        FileSinkBuilder {
+            dir: dir.into(),
+            mode: Ok(SinkMode::Write(
+                NameTemplate::parse("{id}").expect("a valid template"),
+            )),
+            overwrite: true,
+        }
+    }
+
+    /// A sink for `config`, creating its directory if need be.
+    pub fn new(config: FileSinkConfig) -> Result<Self, FileError> {
+        fs::create_dir_all(&config.dir).map_err(FileError::io(&config.dir, "create"))?;
+        let root = fs::canonicalize(&config.dir).map_err(FileError::io(&config.dir, "resolve"))?;
+        Ok(FileSink {
+            inner: Arc::new(Inner {
+                config,
+                root,
+                append: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FileSinkConfig {
+        &self.inner.config
+    }
+
+    /// Writes `msg` as configured, on the calling thread; the path written.
+    pub fn write_blocking(&self, msg: &Message) -> Result<PathBuf, FileError> {
+        self.inner.write(msg)
+    }
+}
+
+impl tower::Service<Message> for FileSink {
+    type Response = PathBuf;
+    type Error = FileError;
+    type Future = Pin<Box<dyn Future<Output = Result<PathBuf, FileError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), FileError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, msg: Message) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(blocking(move || inner.write(&msg)))
+    }
+}
+
+impl Inner {
+    fn write(&self, msg: &Message) -> Result<PathBuf, FileError> {
+        let (template, append) = match &self.config.mode {
+            SinkMode::Write(t) => (t, false),
+            SinkMode::AppendJsonLines(t) => (t, true),
+        };
+        let relative = template.render(msg, SystemTime::now(), &self.config.dir)?;
+        let path = self.contained(&relative)?;
+        if append {
+            self.append(msg, &path)?;
+        } else {
+            self.write_atomically(msg.payload(), &path)?;
+        }
+        Ok(path)
+    }
+
+    /// The absolute path for `relative`, its directory created, after checking that no symlink
+    /// on the way leads out of the root.
+    fn contained(&self, relative: &Path) -> Result<PathBuf, FileError> {
+        let target = self.root.join(relative);
+        let parent = target.parent().unwrap_or(&self.root);
+        fs::create_dir_all(parent).map_err(FileError::io(parent, "create"))?;
+        let resolved = fs::canonicalize(parent).map_err(FileError::io(parent, "resolve"))?;
+        if !resolved.starts_with(&self.root) {
+            return Err(FileError::Escape {
+                dir: self.config.dir.clone(),
+                name: relative.display().to_string(),
+                reason: format!("a symlink leads to `{}`", resolved.display()),
+            });
+        }
+        let name = target
+            .file_name()
+            .expect("a rendered name has a last component");
+        Ok(resolved.join(name))
+    }
+
+    fn write_atomically(&self, payload: &[u8], path: &Path) -> Result<(), FileError> {
+        let dir = path.parent().expect("a contained path has a parent");
+        let name = path.file_name().expect("a contained path has a name");
+        let temp = dir.join(format!(
+            ".{}.{}-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let result = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+                .map_err(FileError::io(&temp, "create"))?;
+            file.write_all(payload)
+                .map_err(FileError::io(&temp, "write"))?;
+            file.sync_all().map_err(FileError::io(&temp, "fsync"))?;
+            if self.config.overwrite {
+                // rename replaces a symlink at `path` itself, never what it points to.
+                fs::rename(&temp, path).map_err(FileError::io(path, "rename into place"))
+            } else {
+                match fs::hard_link(&temp, path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Err(FileError::Exists { path: path.into() })
+                    }
+                    other => other.map_err(FileError::io(path, "link into place")),
+                }
+            }
+        })();
+        // After a rename the temporary name is gone already; after a link it must go.
+        let _ = fs::remove_file(&temp);
+        result?;
+        sync_dir(dir)
+    }
+
+    fn append(&self, msg: &Message, path: &Path) -> Result<(), FileError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(msg.payload()).map_err(|e| FileError::Content {
+                path: path.into(),
+                reason: format!("message {} is not JSON: {e}", msg.id()),
+            })?;
+        let mut line = serde_json::to_vec(&value).expect("a JSON value serializes");
+        line.push(b'\n');
+        let _serial = self.append.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = open_append(path)?;
+        file.write_all(&line)
+            .map_err(FileError::io(path, "append to"))?;
+        file.sync_data().map_err(FileError::io(path, "fsync"))
+    }
+}
+
+fn open_append(path: &Path) -> Result<File, FileError> {
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A symlink put where the file should be is refused, not followed out.
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc_eloop()) {
+            FileError::Escape {
+                dir: path.parent().map(Path::to_owned).unwrap_or_default(),
+                name: path.display().to_string(),
+                reason: "the file is a symlink".into(),
+            }
+        } else {
+            FileError::io(path, "open for append")(e)
+        }
+    })
+}
+
+#[cfg(unix)]
+fn libc_eloop() -> i32 {
+    libc::ELOOP
+}
+
+#[cfg(not(unix))]
+fn libc_eloop() -> i32 {
+    -1
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> Result<(), FileError> {
+    #[cfg(unix)]
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(FileError::io(dir, "fsync directory"))?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
