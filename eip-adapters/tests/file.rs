@@ -569,14 +569,17 @@ async fn a_message_whose_name_would_escape_is_dead_lettered_with_the_reason() {
     let orders = PointToPoint::builder("orders")
         .capacity(10)
         .dead_letter_channel(dead.clone())
-        .redelivery(RedeliveryPolicy::none())
+        .redelivery(RedeliveryPolicy::fixed(5, Duration::from_secs(60)))
         .build()
         .unwrap();
     let config = FileSink::builder(dir.path())
         .name_template("{header.name}")
         .build()
         .unwrap();
-    let consumer = Consumer::new(orders.receiver(), FileSink::new(config).unwrap()).spawn();
+    // Retrying would fail the same way: dead-lettered at once, not after five minutes.
+    let consumer = Consumer::new(orders.receiver(), FileSink::new(config).unwrap())
+        .permanent_errors(FileError::is_permanent)
+        .spawn();
     let msg = Message::builder("x")
         .header("name", "../../etc/passwd")
         .build();

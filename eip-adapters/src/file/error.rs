@@ -105,6 +105,14 @@ pub enum FileError {
 }
 
 impl FileError {
+    /// Whether trying again would fail the same way: a name that escapes or can not be made,
+    /// content that is not what the mode asks for, a file that exists. For
+    /// [`Consumer::permanent_errors`](eip_core::endpoint::Consumer::permanent_errors), so
+    /// such messages are dead-lettered at once; I/O errors (a full disk) are worth a retry.
+    pub fn is_permanent(&self) -> bool {
+        !matches!(self, FileError::Io { .. } | FileError::ChannelClosed { .. })
+    }
+
     pub(crate) fn io(
         path: impl Into<PathBuf>,
         op: &'static str,
