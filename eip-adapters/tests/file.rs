@@ -313,6 +313,56 @@ async fn a_claim_left_by_a_dead_process_is_taken_again_at_start() {
     assert_eq!(channel.stats().depth, 0);
 }
 
+/// Set for the child process of the SIGKILL test: the directory its adapter watches.
+const CHILD_DIR: &str = "EIP_FILE_TEST_CHILD_DIR";
+
+/// In the child process of `a_file_claimed_by_a_process_killed_before_settling_is_taken_again`
+/// only: claims files and never settles them, as a process stuck in a send would. Elsewhere it
+/// does nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_process_that_claims_and_never_settles() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let stuck =
+        tower::service_fn(|_msg: Message| std::future::pending::<Result<(), std::io::Error>>());
+    let config = FileSource::builder(PathBuf::from(dir)).build().unwrap();
+    let _ = FileSource::new(config, stuck)
+        .run_until(std::future::pending())
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_claimed_by_a_process_killed_before_settling_is_taken_again() {
+    let dir = TempDir::new("sigkill");
+    fs::write(dir.join("order.txt"), "order").unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_process_that_claims_and_never_settles"])
+        .env(CHILD_DIR, dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the child claimed the file", || {
+        names(&dir.join(".claimed")).len() == 1
+    })
+    .await;
+    child.kill().unwrap(); // SIGKILL: no chance to settle or clean up
+    child.wait().unwrap();
+    assert!(!dir.join("order.txt").exists());
+
+    let channel = channel(10);
+    let config = FileSource::builder(dir.path()).build().unwrap();
+    let source = FileSource::new(config, channel.sender()).spawn();
+    let msg = receive(&channel, 1).await.remove(0);
+    assert_eq!(msg.payload_str(), Some("order"));
+    eventually("order.txt done", || {
+        names(&dir.join(".done")) == ["order.txt"]
+    })
+    .await;
+    assert!(names(&dir.join(".claimed")).is_empty());
+    source.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_channel_stops_the_adapter_and_leaves_the_other_files_in_the_directory() {
     let dir = TempDir::new("backpressure");
