@@ -634,3 +634,24 @@ fn run_reports_no_data_directory_for_a_flow_in_memory() {
     let flow = flow_file("channels:\n  orders: {kind: point-to-point}\nstore: {path: data}\n");
     assert_eq!(data_directory(&flow, &working_directory(), &[]), None);
 }
+
+#[test]
+fn route_reads_standard_input_when_told_dash() {
+    let mut child = eip()
+        .arg("route")
+        .arg(flow_file(SMALL))
+        .args(["--input", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"to\": \"orders\", \"payload\": {\"region\": \"eu\"}}\n")
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let answer = text(&out.stdout);
+    assert!(answer.contains("orders.eu"), "{answer}");
+}

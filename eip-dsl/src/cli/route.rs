@@ -11,7 +11,8 @@ use eip_dsl::compile::InputMessage;
 pub struct RouteArgs {
     /// The flow file.
     flow: PathBuf,
-    /// Read the messages from this file instead of standard input.
+    /// Read the messages from this file instead of standard input (`-` is standard input too,
+    /// as for `eip run`).
     #[arg(long, short)]
     input: Option<PathBuf>,
 }
@@ -20,7 +21,8 @@ pub fn route(args: RouteArgs) -> ExitCode {
     let Some(flow) = super::compile_flow(&args.flow) else {
         return ExitCode::FAILURE;
     };
-    let input: Box<dyn BufRead> = match &args.input {
+    let from_file = args.input.as_ref().filter(|path| path.as_os_str() != "-");
+    let input: Box<dyn BufRead> = match from_file {
         None => Box::new(std::io::stdin().lock()),
         Some(path) => match std::fs::File::open(path) {
             Ok(file) => Box::new(std::io::BufReader::new(file)),
