@@ -587,7 +587,7 @@ async fn names_that_would_leave_the_directory_are_refused() {
 
     std::os::unix::fs::symlink(&outside, out.join("link")).unwrap();
     let config = FileSink::builder(&out)
-        .name_template("link/{id}")
+        .name_template("link/{id}/{id}")
         .build()
         .unwrap();
     let mut through_link = FileSink::new(config).unwrap();

@@ -187,19 +187,33 @@ impl Inner {
     fn contained(&self, relative: &Path) -> Result<PathBuf, FileError> {
         let target = self.root.join(relative);
         let parent = target.parent().unwrap_or(&self.root);
+        // Checked before creating anything (no directory is made outside through a symlink),
+        // and again after.
+        let existing = parent
+            .ancestors()
+            .find(|a| a.exists())
+            .unwrap_or(&self.root);
+        self.inside(relative, existing)?;
         fs::create_dir_all(parent).map_err(FileError::io(parent, "create"))?;
-        let resolved = fs::canonicalize(parent).map_err(FileError::io(parent, "resolve"))?;
-        if !resolved.starts_with(&self.root) {
-            return Err(FileError::Escape {
-                dir: self.config.dir.clone(),
-                name: relative.display().to_string(),
-                reason: format!("a symlink leads to `{}`", resolved.display()),
-            });
-        }
+        let resolved = self.inside(relative, parent)?;
         let name = target
             .file_name()
             .expect("a rendered name has a last component");
         Ok(resolved.join(name))
+    }
+
+    /// `dir` with symlinks resolved, if that lies under the root.
+    fn inside(&self, relative: &Path, dir: &Path) -> Result<PathBuf, FileError> {
+        let resolved = fs::canonicalize(dir).map_err(FileError::io(dir, "resolve"))?;
+        if resolved.starts_with(&self.root) {
+            Ok(resolved)
+        } else {
+            Err(FileError::Escape {
+                dir: self.config.dir.clone(),
+                name: relative.display().to_string(),
+                reason: format!("a symlink leads to `{}`", resolved.display()),
+            })
+        }
     }
 
     fn write_atomically(&self, payload: &[u8], path: &Path) -> Result<(), FileError> {
