@@ -1,5 +1,5 @@
-//! The file channel adapter against real directories: what it takes, when it settles, what it
-//! refuses.
+//! The inbound file adapter against real directories: what it takes, when it settles, what it
+//! refuses, and that nothing is taken twice or lost (outbound: `file_sink.rs`).
 
 #![cfg(feature = "file")]
 
@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use eip_adapters::file::{FileError, FileSink, FileSource, ReadMode, headers};
+use eip_adapters::file::{FileError, FileSource, ReadMode, headers};
 use eip_core::Message;
-use eip_core::channel::{DeadLetterChannel, InvalidMessageChannel, PointToPoint, RedeliveryPolicy};
-use eip_core::endpoint::Consumer;
+use eip_core::channel::{InvalidMessageChannel, PointToPoint};
 use eip_core::message::DeathReason;
 use eip_core::store::durable::{Durable, StoreConfig};
 use tower::Service;
@@ -504,164 +503,4 @@ fn source_settings_that_can_not_work_are_refused() {
     assert!(matches!(same, Err(FileError::Config { .. })));
     let glob = FileSource::builder("/in").glob("[a").build();
     assert!(matches!(glob, Err(FileError::Glob { .. })));
-}
-
-// ---- outbound ----
-
-async fn write(sink: &mut FileSink, msg: Message) -> Result<PathBuf, FileError> {
-    std::future::poll_fn(|cx| sink.poll_ready(cx)).await?;
-    sink.call(msg).await
-}
-
-#[tokio::test]
-async fn the_sink_writes_each_message_atomically_under_its_template_name() {
-    let dir = TempDir::new("sink");
-    let config = FileSink::builder(dir.path())
-        .name_template("{header.customer}/{yyyy}-{MM}-{dd}/{id}.json")
-        .build()
-        .unwrap();
-    let mut sink = FileSink::new(config).unwrap();
-    let msg = Message::builder("{\"qty\":2}")
-        .header("customer", "acme")
-        .build();
-    let path = write(&mut sink, msg.clone()).await.unwrap();
-
-    assert_eq!(fs::read_to_string(&path).unwrap(), "{\"qty\":2}");
-    assert_eq!(
-        path.file_name().unwrap().to_str().unwrap(),
-        format!("{}.json", msg.id())
-    );
-    let day_dir = path.parent().unwrap();
-    assert_eq!(day_dir.parent().unwrap().file_name().unwrap(), "acme");
-    assert_eq!(
-        names(day_dir).len(),
-        1,
-        "no temporary file left: {:?}",
-        names(day_dir)
-    );
-
-    // Rewriting the same message replaces its file; refusing to overwrite says so.
-    write(&mut sink, msg.clone()).await.unwrap();
-    let config = FileSink::builder(dir.path())
-        .name_template("{header.customer}/{yyyy}-{MM}-{dd}/{id}.json")
-        .overwrite(false)
-        .build()
-        .unwrap();
-    let mut strict = FileSink::new(config).unwrap();
-    let exists = write(&mut strict, msg).await;
-    assert!(
-        matches!(exists, Err(FileError::Exists { .. })),
-        "{exists:?}"
-    );
-    assert_eq!(names(day_dir).len(), 1);
-}
-
-#[tokio::test]
-async fn names_that_would_leave_the_directory_are_refused() {
-    let root = TempDir::new("escape");
-    let out = root.join("out");
-    let outside = root.join("outside");
-    fs::create_dir_all(&outside).unwrap();
-
-    for template in ["../x", "/etc/x", "a/../../b", "{id}/../x"] {
-        let refused = FileSink::builder(&out).name_template(template).build();
-        assert!(
-            matches!(refused, Err(FileError::Template { .. })),
-            "{template}: {refused:?}"
-        );
-    }
-
-    let config = FileSink::builder(&out)
-        .name_template("{header.name}")
-        .build()
-        .unwrap();
-    let mut sink = FileSink::new(config).unwrap();
-    for value in ["a/../../b", "..", "/etc/x", "a\\b", ""] {
-        let msg = Message::builder("x").header("name", value).build();
-        let refused = write(&mut sink, msg).await;
-        assert!(
-            matches!(refused, Err(FileError::Escape { .. })),
-            "{value:?}: {refused:?}"
-        );
-    }
-
-    std::os::unix::fs::symlink(&outside, out.join("link")).unwrap();
-    let config = FileSink::builder(&out)
-        .name_template("link/{id}/{id}")
-        .build()
-        .unwrap();
-    let mut through_link = FileSink::new(config).unwrap();
-    let refused = write(&mut through_link, Message::new("x")).await;
-    assert!(
-        matches!(refused, Err(FileError::Escape { .. })),
-        "{refused:?}"
-    );
-
-    std::os::unix::fs::symlink(outside.join("victim.jsonl"), out.join("log.jsonl")).unwrap();
-    let config = FileSink::builder(&out)
-        .append_json_lines("log.jsonl")
-        .build()
-        .unwrap();
-    let mut append = FileSink::new(config).unwrap();
-    let refused = write(&mut append, Message::new("{}")).await;
-    assert!(
-        matches!(refused, Err(FileError::Escape { .. })),
-        "{refused:?}"
-    );
-
-    assert!(names(&outside).is_empty(), "nothing written outside");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_whose_name_would_escape_is_dead_lettered_with_the_reason() {
-    let dir = TempDir::new("escape-dlc");
-    let dead = DeadLetterChannel::new("files.dead", 10).unwrap();
-    let orders = PointToPoint::builder("orders")
-        .capacity(10)
-        .dead_letter_channel(dead.clone())
-        .redelivery(RedeliveryPolicy::fixed(5, Duration::from_secs(60)))
-        .build()
-        .unwrap();
-    let config = FileSink::builder(dir.path())
-        .name_template("{header.name}")
-        .build()
-        .unwrap();
-    // Retrying would fail the same way: dead-lettered at once, not after five minutes.
-    let consumer = Consumer::new(orders.receiver(), FileSink::new(config).unwrap())
-        .permanent_errors(FileError::is_permanent)
-        .spawn();
-    let msg = Message::builder("x")
-        .header("name", "../../etc/passwd")
-        .build();
-    orders.send(msg).await.unwrap();
-
-    let buried = receive(&dead, 1).await.remove(0);
-    let error = buried.death().unwrap().unwrap().error.unwrap();
-    assert!(error.contains("would leave"), "{error}");
-    consumer.shutdown().await;
-    assert!(names(dir.path()).is_empty());
-}
-
-#[tokio::test]
-async fn the_sink_appends_one_fsynced_json_line_per_message() {
-    let dir = TempDir::new("append");
-    let config = FileSink::builder(dir.path())
-        .append_json_lines("orders-{yyyy}.jsonl")
-        .build()
-        .unwrap();
-    let mut sink = FileSink::new(config).unwrap();
-    let mut path = PathBuf::new();
-    for payload in ["{\"n\": 1}", "{\n  \"n\": 2\n}", "[3]"] {
-        path = write(&mut sink, Message::new(payload)).await.unwrap();
-    }
-    assert_eq!(
-        fs::read_to_string(&path).unwrap(),
-        "{\"n\":1}\n{\"n\":2}\n[3]\n"
-    );
-    let refused = write(&mut sink, Message::new("not json")).await;
-    assert!(
-        matches!(refused, Err(FileError::Content { .. })),
-        "{refused:?}"
-    );
-    assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 3);
 }

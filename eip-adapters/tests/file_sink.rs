@@ -1,0 +1,228 @@
+//! The outbound file adapter against real directories: atomic writes, JSON-lines appends, and
+//! the names it refuses.
+
+#![cfg(feature = "file")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use eip_adapters::file::{FileError, FileSink};
+use eip_core::Message;
+use eip_core::channel::{DeadLetterChannel, PointToPoint, RedeliveryPolicy};
+use eip_core::endpoint::Consumer;
+use tower::Service;
+
+/// A directory of its own, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "eip-file-{name}-{}-{}",
+            std::process::id(),
+            eip_core::MessageId::new()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The names of the entries of `dir`, sorted (none if it does not exist).
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+async fn receive(channel: &PointToPoint, n: usize) -> Vec<Message> {
+    let mut receiver = channel.receiver();
+    let mut got = Vec::new();
+    for _ in 0..n {
+        let delivery = tokio::time::timeout(Duration::from_secs(10), receiver.recv())
+            .await
+            .expect("a message within 10 s")
+            .expect("channel open");
+        got.push(delivery.message().clone());
+        delivery.ack();
+    }
+    got
+}
+
+async fn write(sink: &mut FileSink, msg: Message) -> Result<PathBuf, FileError> {
+    std::future::poll_fn(|cx| sink.poll_ready(cx)).await?;
+    sink.call(msg).await
+}
+
+#[tokio::test]
+async fn the_sink_writes_each_message_atomically_under_its_template_name() {
+    let dir = TempDir::new("sink");
+    let config = FileSink::builder(dir.path())
+        .name_template("{header.customer}/{yyyy}-{MM}-{dd}/{id}.json")
+        .build()
+        .unwrap();
+    let mut sink = FileSink::new(config).unwrap();
+    let msg = Message::builder("{\"qty\":2}")
+        .header("customer", "acme")
+        .build();
+    let path = write(&mut sink, msg.clone()).await.unwrap();
+
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\"qty\":2}");
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        format!("{}.json", msg.id())
+    );
+    let day_dir = path.parent().unwrap();
+    assert_eq!(day_dir.parent().unwrap().file_name().unwrap(), "acme");
+    assert_eq!(
+        names(day_dir).len(),
+        1,
+        "no temporary file left: {:?}",
+        names(day_dir)
+    );
+
+    // Rewriting the same message replaces its file; refusing to overwrite says so.
+    write(&mut sink, msg.clone()).await.unwrap();
+    let config = FileSink::builder(dir.path())
+        .name_template("{header.customer}/{yyyy}-{MM}-{dd}/{id}.json")
+        .overwrite(false)
+        .build()
+        .unwrap();
+    let mut strict = FileSink::new(config).unwrap();
+    let exists = write(&mut strict, msg).await;
+    assert!(
+        matches!(exists, Err(FileError::Exists { .. })),
+        "{exists:?}"
+    );
+    assert_eq!(names(day_dir).len(), 1);
+}
+
+#[tokio::test]
+async fn names_that_would_leave_the_directory_are_refused() {
+    let root = TempDir::new("escape");
+    let out = root.join("out");
+    let outside = root.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+
+    for template in ["../x", "/etc/x", "a/../../b", "{id}/../x"] {
+        let refused = FileSink::builder(&out).name_template(template).build();
+        assert!(
+            matches!(refused, Err(FileError::Template { .. })),
+            "{template}: {refused:?}"
+        );
+    }
+
+    let config = FileSink::builder(&out)
+        .name_template("{header.name}")
+        .build()
+        .unwrap();
+    let mut sink = FileSink::new(config).unwrap();
+    for value in ["a/../../b", "..", "/etc/x", "a\\b", ""] {
+        let msg = Message::builder("x").header("name", value).build();
+        let refused = write(&mut sink, msg).await;
+        assert!(
+            matches!(refused, Err(FileError::Escape { .. })),
+            "{value:?}: {refused:?}"
+        );
+    }
+
+    std::os::unix::fs::symlink(&outside, out.join("link")).unwrap();
+    let config = FileSink::builder(&out)
+        .name_template("link/{id}/{id}")
+        .build()
+        .unwrap();
+    let mut through_link = FileSink::new(config).unwrap();
+    let refused = write(&mut through_link, Message::new("x")).await;
+    assert!(
+        matches!(refused, Err(FileError::Escape { .. })),
+        "{refused:?}"
+    );
+
+    std::os::unix::fs::symlink(outside.join("victim.jsonl"), out.join("log.jsonl")).unwrap();
+    let config = FileSink::builder(&out)
+        .append_json_lines("log.jsonl")
+        .build()
+        .unwrap();
+    let mut append = FileSink::new(config).unwrap();
+    let refused = write(&mut append, Message::new("{}")).await;
+    assert!(
+        matches!(refused, Err(FileError::Escape { .. })),
+        "{refused:?}"
+    );
+
+    assert!(names(&outside).is_empty(), "nothing written outside");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_whose_name_would_escape_is_dead_lettered_with_the_reason() {
+    let dir = TempDir::new("escape-dlc");
+    let dead = DeadLetterChannel::new("files.dead", 10).unwrap();
+    let orders = PointToPoint::builder("orders")
+        .capacity(10)
+        .dead_letter_channel(dead.clone())
+        .redelivery(RedeliveryPolicy::fixed(5, Duration::from_secs(60)))
+        .build()
+        .unwrap();
+    let config = FileSink::builder(dir.path())
+        .name_template("{header.name}")
+        .build()
+        .unwrap();
+    // Retrying would fail the same way: dead-lettered at once, not after five minutes.
+    let consumer = Consumer::new(orders.receiver(), FileSink::new(config).unwrap())
+        .permanent_errors(FileError::is_permanent)
+        .spawn();
+    let msg = Message::builder("x")
+        .header("name", "../../etc/passwd")
+        .build();
+    orders.send(msg).await.unwrap();
+
+    let buried = receive(&dead, 1).await.remove(0);
+    let error = buried.death().unwrap().unwrap().error.unwrap();
+    assert!(error.contains("would leave"), "{error}");
+    consumer.shutdown().await;
+    assert!(names(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn the_sink_appends_one_fsynced_json_line_per_message() {
+    let dir = TempDir::new("append");
+    let config = FileSink::builder(dir.path())
+        .append_json_lines("orders-{yyyy}.jsonl")
+        .build()
+        .unwrap();
+    let mut sink = FileSink::new(config).unwrap();
+    let mut path = PathBuf::new();
+    for payload in ["{\"n\": 1}", "{\n  \"n\": 2\n}", "[3]"] {
+        path = write(&mut sink, Message::new(payload)).await.unwrap();
+    }
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "{\"n\":1}\n{\"n\":2}\n[3]\n"
+    );
+    let refused = write(&mut sink, Message::new("not json")).await;
+    assert!(
+        matches!(refused, Err(FileError::Content { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 3);
+}
