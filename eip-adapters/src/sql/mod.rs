@@ -29,8 +29,8 @@
 
 mod connection;
 mod error;
-mod inbound;
-mod outbound;
+pub mod inbound;
+pub mod outbound;
 mod statement;
 mod value;
 
