@@ -211,6 +211,46 @@ async fn a_client_trickling_its_headers_is_cut_off_by_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn an_idle_kept_alive_connection_is_closed_after_the_header_timeout() {
+    let orders = PointToPoint::new("orders", 10).unwrap();
+    let server = HttpInbound::new(config(), orders.clone())
+        .unwrap()
+        .bind()
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let (answer, idle_for) = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        let request = "POST /orders HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let mut buf = [0; 512];
+        // The answer, then the connection sits idle until the server closes it.
+        let mut answered = None;
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    answer.extend_from_slice(&buf[..n]);
+                    answered.get_or_insert_with(Instant::now);
+                }
+                Err(e) => panic!("not closed within {WAIT:?}: {e}"),
+            }
+        }
+        (answer, answered.unwrap().elapsed())
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with(b"HTTP/1.1 202"));
+    assert!(
+        idle_for < Duration::from_secs(2),
+        "closed after {idle_for:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn on_a_durable_channel_202_means_the_message_is_on_disk() {
     let dir = std::env::temp_dir().join(format!(
         "eip-http-durable-{}-{}",
