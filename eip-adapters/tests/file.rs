@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,47 +16,8 @@ use eip_core::message::DeathReason;
 use eip_core::store::durable::{Durable, StoreConfig};
 use tower::Service;
 
-/// A directory of its own, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "eip-file-{name}-{}-{}",
-            std::process::id(),
-            eip_core::MessageId::new()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The names of the entries of `dir`, sorted (none if it does not exist).
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
+mod support;
+use support::{TempDir, names, receive};
 
 /// Waits until `cond` holds, for 10 s at most.
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
@@ -67,20 +28,6 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("not within 10 s: {what}");
-}
-
-async fn receive(channel: &PointToPoint, n: usize) -> Vec<Message> {
-    let mut receiver = channel.receiver();
-    let mut got = Vec::new();
-    for _ in 0..n {
-        let delivery = tokio::time::timeout(Duration::from_secs(10), receiver.recv())
-            .await
-            .expect("a message within 10 s")
-            .expect("channel open");
-        got.push(delivery.message().clone());
-        delivery.ack();
-    }
-    got
 }
 
 fn channel(capacity: usize) -> PointToPoint {

@@ -4,7 +4,7 @@
 #![cfg(feature = "file")]
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use eip_adapters::file::{FileError, FileSink};
@@ -13,61 +13,8 @@ use eip_core::channel::{DeadLetterChannel, PointToPoint, RedeliveryPolicy};
 use eip_core::endpoint::Consumer;
 use tower::Service;
 
-/// A directory of its own, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "eip-file-{name}-{}-{}",
-            std::process::id(),
-            eip_core::MessageId::new()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The names of the entries of `dir`, sorted (none if it does not exist).
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-async fn receive(channel: &PointToPoint, n: usize) -> Vec<Message> {
-    let mut receiver = channel.receiver();
-    let mut got = Vec::new();
-    for _ in 0..n {
-        let delivery = tokio::time::timeout(Duration::from_secs(10), receiver.recv())
-            .await
-            .expect("a message within 10 s")
-            .expect("channel open");
-        got.push(delivery.message().clone());
-        delivery.ack();
-    }
-    got
-}
+mod support;
+use support::{TempDir, names, receive};
 
 async fn write(sink: &mut FileSink, msg: Message) -> Result<PathBuf, FileError> {
     std::future::poll_fn(|cx| sink.poll_ready(cx)).await?;
