@@ -103,3 +103,7 @@ pub struct ExampleJoinChain;
 #[doc = include_str!("../../book/src/flows-in-rust.md")]
 #[cfg(doctest)]
 pub struct FlowsInRust;
+
+#[doc = include_str!("../../book/src/channel-adapters.md")]
+#[cfg(doctest)]
+pub struct ChannelAdapters;
