@@ -32,11 +32,12 @@ use axum::http::{HeaderMap, StatusCode};
 use eip_adapters::file::FileSource;
 use eip_adapters::http::{HttpInbound, HttpInboundConfig};
 use eip_adapters::sql::{Connection, SqlOutbound, SqlOutboundConfig};
-use eip_bench::{TempDir, alternating_medians, measuring, print_compare};
+use eip_bench::{
+    Filter, TempDir, alternating_medians, measuring, per_item, print_compare, runtime,
+};
 use eip_core::Message;
 use eip_core::channel::PointToPoint;
 use sqlx::PgPool;
-use tokio::runtime::Runtime;
 use tower::{Service, ServiceExt};
 
 const CHANNEL_CAPACITY: usize = 1024;
@@ -51,17 +52,12 @@ fn main() {
         return;
     }
     let measuring = measuring();
-    let filters: Vec<&str> = args[1..]
-        .iter()
-        .filter(|a| !a.starts_with("--"))
-        .map(String::as_str)
-        .collect();
-    let selected = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f));
+    let filter = Filter::from_args();
     let started = Instant::now();
     let rt = runtime();
     let rounds = if measuring { 5 } else { 1 };
 
-    if selected("file in") {
+    if filter.selects("file in") {
         let files = if measuring { 2_000 } else { 100 };
         let (eip_ns, raw_ns) = alternating_medians(
             rounds,
@@ -84,7 +80,7 @@ fn main() {
         );
     }
 
-    if selected("sql out") {
+    if filter.selects("sql out") {
         let rows = if measuring { 5_000 } else { 200 };
         match rt.block_on(pg_connect()) {
             Ok((url, pool)) => {
@@ -134,7 +130,7 @@ fn main() {
         }
     }
 
-    if selected("http in") {
+    if filter.selects("http in") {
         let per_connection = if measuring { 500 } else { 20 };
         let requests = per_connection * HTTP_CONNECTIONS;
         let (eip_ns, raw_ns) = alternating_medians(
@@ -159,18 +155,6 @@ fn main() {
     }
     drop(rt);
     println!("run took {:.1} s", started.elapsed().as_secs_f64());
-}
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
-
-fn per_item(elapsed: Duration, items: usize) -> f64 {
-    elapsed.as_nanos() as f64 / items as f64
 }
 
 // ---------------------------------------------------------------------------------------------

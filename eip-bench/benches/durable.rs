@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eip_bench::{
-    MemoryStatus, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring, numbered_payload,
-    payload_number, print_compare,
+    Filter, MemoryStatus, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring,
+    numbered_payload, payload_number, per_item, print_compare, runtime,
 };
 use eip_core::Message;
 use eip_core::channel::PointToPoint;
@@ -82,14 +82,7 @@ fn main() {
         return;
     }
     let measuring = measuring();
-    // Like criterion's filter: run only what names contain the words given (`window 256`,
-    // `recovery`); everything without one.
-    let filters: Vec<&str> = args[1..]
-        .iter()
-        .filter(|a| !a.starts_with("--"))
-        .map(String::as_str)
-        .collect();
-    let selected = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f));
+    let filter = Filter::from_args();
     let started = Instant::now();
     let rt = runtime();
     let rabbit = rt.block_on(connect());
@@ -103,7 +96,7 @@ fn main() {
     let rounds = if measuring { 5 } else { 1 };
     for case in CASES
         .iter()
-        .filter(|case| selected(&format!("durable window {}", case.window)))
+        .filter(|case| filter.selects(&format!("durable window {}", case.window)))
     {
         let messages = if measuring { case.messages } else { 200 };
         compare(&rt, rabbit.as_ref(), case.window, messages, rounds);
@@ -112,7 +105,7 @@ fn main() {
         let _ = rt.block_on(connection.close(200, "done".into()));
     }
     drop(rt);
-    if selected("recovery") {
+    if filter.selects("recovery") {
         // A process of its own, so that its memory figures are the filled channel's alone.
         let messages = if measuring { RECOVERY_MESSAGES } else { 10_000 };
         let status = Command::new(std::env::current_exe().expect("the bench's own path"))
@@ -122,14 +115,6 @@ fn main() {
         assert!(status.success(), "the recovery process failed: {status}");
     }
     println!("run took {:.1} s", started.elapsed().as_secs_f64());
-}
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
 }
 
 fn compare(
@@ -144,7 +129,7 @@ fn compare(
     let mut eip = |round: usize| {
         let (elapsed, round_commits) = rt.block_on(eip_round(window, messages));
         commits.push(round_commits);
-        let ns = per_message(elapsed, messages);
+        let ns = per_item(elapsed, messages);
         eprintln!("  {name} round {round}: eip {ns:.0} ns/msg, {round_commits} commits");
         ns
     };
@@ -155,7 +140,7 @@ fn compare(
                 let elapsed = rt
                     .block_on(rabbit_round(connection, &queue, window, messages))
                     .unwrap_or_else(|e| panic!("RabbitMQ round on {queue}: {e}"));
-                let ns = per_message(elapsed, messages);
+                let ns = per_item(elapsed, messages);
                 eprintln!("  {name} round {round}: RabbitMQ {ns:.0} ns/msg");
                 ns
             });
@@ -173,10 +158,6 @@ fn compare(
         "detail: {name}: eip {median_commits} commits for {messages} messages ({:.2} messages per commit, median round)",
         messages as f64 / median_commits as f64
     );
-}
-
-fn per_message(elapsed: Duration, messages: usize) -> f64 {
-    elapsed.as_nanos() as f64 / messages as f64
 }
 
 /// One round on a durable channel in a fresh directory: the time from the first send to the

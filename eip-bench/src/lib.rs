@@ -18,6 +18,41 @@ mod compare;
 
 pub use compare::{alternating_medians, measuring, median, print_compare};
 
+/// Which parts of a bench run: like criterion's filter, those whose names contain one of the
+/// words given on the command line (`window 256`, `recovery`, `sql`); every part without one.
+pub struct Filter(Vec<String>);
+
+impl Filter {
+    /// The words of this run's command line (options, starting with `--`, left out).
+    pub fn from_args() -> Self {
+        Filter(
+            std::env::args()
+                .skip(1)
+                .filter(|a| !a.starts_with("--"))
+                .collect(),
+        )
+    }
+
+    /// Whether the part `name` runs.
+    pub fn selects(&self, name: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|word| name.contains(word.as_str()))
+    }
+}
+
+/// The runtime every bench runs on: two workers, like the machine's two cores.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Nanoseconds per item.
+pub fn per_item(elapsed: std::time::Duration, items: usize) -> f64 {
+    elapsed.as_nanos() as f64 / items as f64
+}
+
 /// At most `window` messages in flight end to end: a message leaves the window once its send
 /// has completed (on disk, or confirmed by the broker) *and* its consumer has acked it, in
 /// whichever order the two happen. Both sides report both events by message number.
