@@ -269,21 +269,6 @@ async fn outbound_binds_json_paths_and_headers_with_their_types(kind: Kind) {
     assert_eq!(found, 1, "{kind:?}: the row holds each value with its type");
 }
 
-#[tokio::test]
-async fn outbound_binds_json_paths_and_headers_with_their_types_postgres() {
-    outbound_binds_json_paths_and_headers_with_their_types(Kind::Postgres).await;
-}
-
-#[tokio::test]
-async fn outbound_binds_json_paths_and_headers_with_their_types_mariadb() {
-    outbound_binds_json_paths_and_headers_with_their_types(Kind::MariaDb).await;
-}
-
-#[tokio::test]
-async fn outbound_binds_json_paths_and_headers_with_their_types_sqlite() {
-    outbound_binds_json_paths_and_headers_with_their_types(Kind::Sqlite).await;
-}
-
 const INJECTIONS: [&str; 4] = [
     "x'); DROP TABLE trades; --",
     "' OR '1'='1",
@@ -307,21 +292,6 @@ async fn injection_text_in_payloads_is_stored_literally(kind: Kind) {
     }
     let stored = db.texts("SELECT symbol FROM trades ORDER BY id").await;
     assert_eq!(stored, INJECTIONS, "{kind:?}");
-}
-
-#[tokio::test]
-async fn injection_text_in_payloads_is_stored_literally_postgres() {
-    injection_text_in_payloads_is_stored_literally(Kind::Postgres).await;
-}
-
-#[tokio::test]
-async fn injection_text_in_payloads_is_stored_literally_mariadb() {
-    injection_text_in_payloads_is_stored_literally(Kind::MariaDb).await;
-}
-
-#[tokio::test]
-async fn injection_text_in_payloads_is_stored_literally_sqlite() {
-    injection_text_in_payloads_is_stored_literally(Kind::Sqlite).await;
 }
 
 #[tokio::test]
@@ -490,21 +460,6 @@ async fn inbound_sends_rows_as_json_and_marks_them_done(kind: Kind) {
     );
 }
 
-#[tokio::test]
-async fn inbound_sends_rows_as_json_and_marks_them_done_postgres() {
-    inbound_sends_rows_as_json_and_marks_them_done(Kind::Postgres).await;
-}
-
-#[tokio::test]
-async fn inbound_sends_rows_as_json_and_marks_them_done_mariadb() {
-    inbound_sends_rows_as_json_and_marks_them_done(Kind::MariaDb).await;
-}
-
-#[tokio::test]
-async fn inbound_sends_rows_as_json_and_marks_them_done_sqlite() {
-    inbound_sends_rows_as_json_and_marks_them_done(Kind::Sqlite).await;
-}
-
 /// Two pollers on the same table, several runs: every row taken exactly once, by one of them.
 async fn competing_pollers_never_take_the_same_row(kind: Kind) {
     const ROWS: usize = 150;
@@ -554,21 +509,6 @@ async fn competing_pollers_never_take_the_same_row(kind: Kind) {
             "{kind:?} run {run}: taken twice: {twice:?}"
         );
     }
-}
-
-#[tokio::test]
-async fn competing_pollers_never_take_the_same_row_postgres() {
-    competing_pollers_never_take_the_same_row(Kind::Postgres).await;
-}
-
-#[tokio::test]
-async fn competing_pollers_never_take_the_same_row_mariadb() {
-    competing_pollers_never_take_the_same_row(Kind::MariaDb).await;
-}
-
-#[tokio::test]
-async fn competing_pollers_never_take_the_same_row_sqlite() {
-    competing_pollers_never_take_the_same_row(Kind::Sqlite).await;
 }
 
 #[tokio::test]
@@ -648,3 +588,32 @@ async fn sqlite_without_a_claim_column_is_refused() {
         .unwrap_err();
     assert!(e.to_string().contains("Claim::Column"), "{e}");
 }
+
+/// One test per database for each of these: `NAME::postgres`, `NAME::mariadb`, `NAME::sqlite`.
+macro_rules! on_every_database {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test]
+            async fn postgres() {
+                super::$test(super::Kind::Postgres).await;
+            }
+
+            #[tokio::test]
+            async fn mariadb() {
+                super::$test(super::Kind::MariaDb).await;
+            }
+
+            #[tokio::test]
+            async fn sqlite() {
+                super::$test(super::Kind::Sqlite).await;
+            }
+        }
+    )*};
+}
+
+on_every_database!(
+    outbound_binds_json_paths_and_headers_with_their_types,
+    injection_text_in_payloads_is_stored_literally,
+    inbound_sends_rows_as_json_and_marks_them_done,
+    competing_pollers_never_take_the_same_row,
+);
