@@ -13,8 +13,8 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use axum::routing::{post, put};
 use eip_adapters::http::{
-    HttpInbound, HttpInboundConfig, HttpOutbound, HttpOutboundConfig, HttpOutboundError,
-    OutboundMethod, UrlTemplate,
+    HttpInbound, HttpInboundConfig, HttpInboundServer, HttpOutbound, HttpOutboundConfig,
+    HttpOutboundError, OutboundMethod, UrlTemplate,
 };
 use eip_core::channel::{DeadLetterChannel, InvalidMessageChannel, JsonType, PointToPoint};
 use eip_core::endpoint::{Consumer, RedeliveryPolicy};
@@ -42,6 +42,15 @@ async fn json(response: reqwest::Response) -> serde_json::Value {
     serde_json::from_slice(&response.bytes().await.unwrap()).unwrap()
 }
 
+/// An inbound server for `channel`, bound and listening.
+async fn serve(config: HttpInboundConfig, channel: PointToPoint) -> HttpInboundServer {
+    HttpInbound::new(config, channel)
+        .unwrap()
+        .bind()
+        .await
+        .unwrap()
+}
+
 fn url(addr: SocketAddr) -> String {
     format!("http://{addr}/orders")
 }
@@ -51,11 +60,7 @@ async fn an_accepted_request_is_answered_202_with_the_id_of_the_message_on_the_c
     let orders = PointToPoint::new("orders", 10).unwrap();
     let mut config = config();
     config.copy_headers = vec!["x-customer".into()];
-    let server = HttpInbound::new(config, orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config, orders.clone()).await;
     let response = client()
         .post(url(server.local_addr()))
         .header("content-type", "application/json")
@@ -91,11 +96,7 @@ async fn a_body_over_the_limit_is_answered_413_and_never_reaches_the_channel() {
     let orders = PointToPoint::new("orders", 10).unwrap();
     let mut config = config();
     config.body_limit = 16;
-    let server = HttpInbound::new(config, orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config, orders.clone()).await;
     let big = client()
         .post(url(server.local_addr()))
         .body(vec![b'x'; 1000])
@@ -137,11 +138,7 @@ async fn a_body_over_the_limit_is_answered_413_and_never_reaches_the_channel() {
 #[tokio::test]
 async fn a_full_channel_is_answered_429_with_retry_after_without_buffering() {
     let orders = PointToPoint::new("orders", 1).unwrap();
-    let server = HttpInbound::new(config(), orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config(), orders.clone()).await;
     let first = client()
         .post(url(server.local_addr()))
         .body("one")
@@ -169,11 +166,7 @@ async fn a_full_channel_is_answered_429_with_retry_after_without_buffering() {
 #[tokio::test]
 async fn a_client_trickling_its_headers_is_cut_off_by_the_header_timeout() {
     let orders = PointToPoint::new("orders", 10).unwrap();
-    let server = HttpInbound::new(config(), orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config(), orders.clone()).await;
     let addr = server.local_addr();
     let started = Instant::now();
     let (closed, answer) = tokio::task::spawn_blocking(move || {
@@ -213,11 +206,7 @@ async fn a_client_trickling_its_headers_is_cut_off_by_the_header_timeout() {
 #[tokio::test]
 async fn an_idle_kept_alive_connection_is_closed_after_the_header_timeout() {
     let orders = PointToPoint::new("orders", 10).unwrap();
-    let server = HttpInbound::new(config(), orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config(), orders.clone()).await;
     let addr = server.local_addr();
     let (answer, idle_for) = tokio::task::spawn_blocking(move || {
         let mut stream = TcpStream::connect(addr).unwrap();
@@ -267,11 +256,7 @@ async fn on_a_durable_channel_202_means_the_message_is_on_disk() {
     };
     let id = {
         let orders = open();
-        let server = HttpInbound::new(config(), orders.clone())
-            .unwrap()
-            .bind()
-            .await
-            .unwrap();
+        let server = serve(config(), orders.clone()).await;
         let response = client()
             .post(url(server.local_addr()))
             .body("kept")
@@ -301,11 +286,7 @@ async fn a_json_route_refuses_other_content_types_415_and_malformed_bodies_400()
     let orders = PointToPoint::new("orders", 10).unwrap();
     let mut config = config();
     config.json = true;
-    let server = HttpInbound::new(config, orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config, orders.clone()).await;
     let post = |content_type: &'static str, body: &'static str| {
         client()
             .post(url(server.local_addr()))
@@ -339,11 +320,7 @@ async fn a_datatype_channel_diverts_malformed_json_itself_and_the_answer_says_so
         .unwrap();
     let mut config = config();
     config.json = true;
-    let server = HttpInbound::new(config, orders.clone())
-        .unwrap()
-        .bind()
-        .await
-        .unwrap();
+    let server = serve(config, orders.clone()).await;
     let response = client()
         .post(url(server.local_addr()))
         .header("content-type", "application/json")
