@@ -14,7 +14,7 @@ use super::dead_letter::DeadLetterChannel;
 use super::error::SendError;
 use super::redelivery::RedeliveryPolicy;
 use super::stats::ChannelStats;
-use crate::message::{DeathReason, Message, names};
+use crate::message::{DeathReason, Message};
 use crate::store::{MessageStore, Push, StoreFailure};
 
 pub(crate) struct Lane {
@@ -100,9 +100,7 @@ impl Lane {
     /// A delivered message goes back to the head, its redelivery count raised; after the
     /// channel was deleted, to the dead letter channel.
     pub(crate) fn requeue(&self, mut msg: Message) {
-        let count = msg.redelivery_count().unwrap_or(0).saturating_add(1);
-        msg.headers_mut()
-            .insert(names::REDELIVERY_COUNT, i64::from(count));
+        msg.mark_redelivered();
         if let Err(msg) = self.store.requeue(msg) {
             self.dead_letter_now(msg, DeathReason::ChannelDeleted, None);
         }

@@ -174,6 +174,14 @@ impl Channel {
         }
     }
 
+    /// Whether its messages survive the process (it lives in a durable store).
+    pub fn is_durable(&self) -> bool {
+        match self {
+            Channel::PointToPoint(c) => c.is_durable(),
+            Channel::PublishSubscribe(c) => c.is_durable(),
+        }
+    }
+
     /// Whether the channel is deleted.
     pub fn is_closed(&self) -> bool {
         match self {

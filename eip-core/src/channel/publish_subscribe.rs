@@ -246,13 +246,8 @@ impl PublishSubscribe {
         // The waiting paths are boxed: they are rare, and a future holding them inline would
         // be moved whole for every message.
         if let Some(log) = &self.inner.log {
-            if current.foreign.is_empty() && current.joins.is_empty() {
-                // Nobody needs it after the log: no copy.
-                return match log.append(msg).await {
-                    Ok(()) => Stored::Yes,
-                    Err(msg) => Stored::Refused(Refused::Closed(msg)),
-                };
-            }
+            // Only foreign queues or joins bring a publish here (see `log_only`): they need
+            // the message after the log.
             if let Err(copy) = log.append(msg.clone()).await {
                 return Stored::Refused(Refused::Closed(copy));
             }

@@ -266,6 +266,14 @@ impl Message {
         Ok(self.non_negative(names::REDELIVERY_COUNT)?.unwrap_or(0))
     }
 
+    /// Raises the redelivery count by one: the message is about to be delivered again (after a
+    /// nack, or found unacknowledged after a restart). A malformed count starts again from one.
+    pub fn mark_redelivered(&mut self) {
+        let count = self.redelivery_count().unwrap_or(0).saturating_add(1);
+        self.headers_mut()
+            .insert(names::REDELIVERY_COUNT, i64::from(count));
+    }
+
     /// The death record, if the message was dead-lettered or found invalid.
     pub fn death(&self) -> Result<Option<DeathRecord>, HeaderError> {
         match self.headers.str(names::DEATH)? {

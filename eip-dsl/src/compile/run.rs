@@ -132,10 +132,7 @@ impl RunningFlow {
     pub fn durable_channels(&self) -> Vec<String> {
         self.channels
             .iter()
-            .filter(|c| match c {
-                Channel::PointToPoint(c) => c.is_durable(),
-                Channel::PublishSubscribe(c) => c.is_durable(),
-            })
+            .filter(|c| c.is_durable())
             .map(|c| c.name().to_owned())
             .collect()
     }

@@ -17,7 +17,7 @@ use eip_store::QueueLog;
 use tokio::sync::Notify;
 
 use super::codec;
-use crate::message::{Message, MessageId, names};
+use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, Overflow, Push, Select, StoreFailure, StoreStats, Take, Waiting};
 
 /// How many records the window reads from disk at a time.
@@ -158,7 +158,8 @@ impl DurableQueue {
             match codec::decode(&record) {
                 Ok(mut msg) => {
                     if seq < state.recovered {
-                        mark_redelivered(&mut msg);
+                        // Found on disk after a restart: it may have been delivered before.
+                        msg.mark_redelivered();
                     }
                     state.window.push_back((seq, msg));
                 }
@@ -319,13 +320,6 @@ impl Drop for Writing<'_> {
         // sender that looked meanwhile may be waiting for the room this frees.
         self.0.writable.notify_one();
     }
-}
-
-/// A message found on disk after a restart: it may have been delivered before.
-fn mark_redelivered(msg: &mut Message) {
-    let count = msg.redelivery_count().unwrap_or(0).saturating_add(1);
-    msg.headers_mut()
-        .insert(names::REDELIVERY_COUNT, i64::from(count));
 }
 
 impl MessageStore for DurableQueue {
