@@ -18,7 +18,7 @@ use super::lane::Lane;
 use super::redelivery::RedeliveryPolicy;
 use super::selector::Selector;
 use crate::message::{DeathReason, Message, names, now_millis};
-use crate::store::{Parked, Select, Take};
+use crate::store::{Select, Take, take_parked};
 
 /// A message taken from a channel, to be settled exactly once.
 pub struct Delivery {
@@ -212,18 +212,10 @@ impl Receiver {
                 Take::Closed => return None,
                 Take::Empty => match store.parking() {
                     // Parked inline: no allocation, however often the consumer catches up.
-                    Some((readable, parked)) => {
-                        let _parked = Parked::new(parked);
-                        loop {
-                            let notified = readable.notified();
-                            let mut notified = std::pin::pin!(notified);
-                            notified.as_mut().enable();
-                            store.rearm();
-                            match store.try_take(select, self.prefetch, &mut self.buffer) {
-                                Take::Taken => break,
-                                Take::Closed => return None,
-                                Take::Empty => notified.await,
-                            }
+                    Some(parking) => {
+                        let buffer = &mut self.buffer;
+                        if !take_parked(&**store, parking, select, self.prefetch, buffer).await {
+                            return None;
                         }
                     }
                     None => {

@@ -304,6 +304,30 @@ impl Drop for Parked<'_> {
     }
 }
 
+/// Takes from `store` like [`MessageStore::take`], parked on the place its
+/// [`parking`](MessageStore::parking) gave: the wait of every store that has one, awaited
+/// inline by receivers (no allocation) and boxed by the store's own `take`.
+pub(crate) async fn take_parked(
+    store: &(impl MessageStore + ?Sized),
+    (readable, parked): (&tokio::sync::Notify, &std::sync::atomic::AtomicUsize),
+    select: Option<&dyn Select>,
+    max: usize,
+    into: &mut VecDeque<Message>,
+) -> bool {
+    let _parked = Parked::new(parked);
+    loop {
+        let notified = readable.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        store.rearm();
+        match store.try_take(select, max, into) {
+            Take::Taken => return true,
+            Take::Closed => return false,
+            Take::Empty => notified.await,
+        }
+    }
+}
+
 /// The memory backend: what channels are built on unless told otherwise.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Memory;

@@ -20,7 +20,9 @@ use tokio::sync::Notify;
 
 use super::shared_log::SharedLog;
 use crate::message::Message;
-use crate::store::{MessageStore, Parked, Push, Pushing, Select, StoreStats, Take, Waiting};
+use crate::store::{
+    MessageStore, Parked, Push, Pushing, Select, StoreStats, Take, Waiting, take_parked,
+};
 
 /// What a full queue does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -299,29 +301,6 @@ impl Queue {
         }
     }
 
-    async fn wait_take(
-        &self,
-        select: Option<&dyn Select>,
-        max: usize,
-        into: &mut VecDeque<Message>,
-    ) -> bool {
-        let (readable, readers_waiting) = self.readable();
-        let _waiting = Parked::new(readers_waiting);
-        loop {
-            let notified = readable.notified();
-            let mut notified = pin!(notified);
-            notified.as_mut().enable();
-            if let Some(log) = &self.feed {
-                log.rearm();
-            }
-            match self.try_take(select, max, into) {
-                Take::Taken => return true,
-                Take::Closed => return false,
-                Take::Empty => notified.await,
-            }
-        }
-    }
-
     fn settled_one(&self) {
         self.settled.fetch_add(1, Ordering::SeqCst);
         self.wake_writers();
@@ -461,7 +440,7 @@ impl MessageStore for Queue {
         max: usize,
         into: &'a mut VecDeque<Message>,
     ) -> Waiting<'a, bool> {
-        Box::pin(self.wait_take(select, max, into))
+        Box::pin(take_parked(self, self.readable(), select, max, into))
     }
 
     fn parking(&self) -> Option<(&Notify, &AtomicUsize)> {
