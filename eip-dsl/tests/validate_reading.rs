@@ -188,24 +188,18 @@ fn a_file_that_is_not_a_mapping_is_refused() {
 }
 
 #[test]
-fn adapters_and_bridges_are_reserved() {
-    let ps = problems(&["adapters:", "  - file: x", "bridges: {}"]);
+fn bridges_are_reserved() {
+    let ps = problems(&["bridges: {}"]);
     let found: Vec<(&str, (u32, u32))> = ps.iter().map(|p| (p.message.as_str(), at(p))).collect();
     assert_eq!(
         found,
-        [
-            (
-                "`adapters` are not supported by this version of eip yet",
-                (1, 1)
-            ),
-            (
-                "`bridges` are not supported by this version of eip yet",
-                (3, 1)
-            ),
-        ]
+        [(
+            "`bridges` are not supported by this version of eip yet",
+            (1, 1)
+        )]
     );
-    let spec = parse_str(&flow(&["adapters: []"]), "f").expect("reading accepts the reserved keys");
-    assert_eq!(spec.reserved[0].value, "adapters");
+    let spec = parse_str(&flow(&["bridges: []"]), "f").expect("reading accepts the reserved key");
+    assert_eq!(spec.reserved[0].value, "bridges");
 }
 
 #[test]

@@ -68,6 +68,12 @@ impl Connection {
         self
     }
 
+    /// The connection string as it may be shown: any password in it replaced by `***`
+    /// (environment variables are not expanded).
+    pub fn redacted_url(&self) -> String {
+        redact(&self.url)
+    }
+
     /// Expands the environment variables, reads the password and connects.
     pub(crate) async fn connect(&self) -> Result<Pool, SqlError> {
         let url = expand(&self.url)?;
@@ -244,14 +250,30 @@ fn user_info(url: &str) -> Option<(usize, &str)> {
 /// The password written in `url`, percent-decoded as the driver will read it.
 fn url_password(url: &str) -> Option<String> {
     let (_, info) = user_info(url)?;
-    let (_, password) = info.split_once(':')?;
+    let (_, password) = split_password(info)?;
     Some(percent_decode(password))
+}
+
+/// The user info split at the `:` before the password; a `:` inside an environment variable
+/// reference (`${PGUSER:-root}`) is part of the user name.
+fn split_password(info: &str) -> Option<(&str, &str)> {
+    let mut depth = 0usize;
+    let bytes = info.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'$' if bytes.get(i + 1) == Some(&b'{') => depth += 1,
+            b'}' if depth > 0 => depth -= 1,
+            b':' if depth == 0 => return Some((&info[..i], &info[i + 1..])),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `url` with its password (in the user info, or a `password=` query parameter) as `***`.
 pub(crate) fn redact(url: &str) -> String {
     let mut shown = match user_info(url) {
-        Some((start, info)) => match info.split_once(':') {
+        Some((start, info)) => match split_password(info) {
             Some((user, _)) => format!("{}{user}:***{}", &url[..start], &url[start + info.len()..]),
             None => url.to_owned(),
         },
@@ -305,6 +327,14 @@ mod tests {
             "postgres://root:***@db:5432/test?sslmode=disable&password=***"
         );
         assert_eq!(redact("mysql://root@db/test"), "mysql://root@db/test");
+        assert_eq!(
+            redact("postgres://${PGUSER:-root}@${PGHOST:-db}:5432/test"),
+            "postgres://${PGUSER:-root}@${PGHOST:-db}:5432/test"
+        );
+        assert_eq!(
+            redact("postgres://${PGUSER:-root}:${PGPASS:-x}@db/test"),
+            "postgres://${PGUSER:-root}:***@db/test"
+        );
         assert_eq!(redact("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
         assert_eq!(
             url_password("mysql://u:p%40ss@h/d").as_deref(),

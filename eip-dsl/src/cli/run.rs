@@ -106,7 +106,18 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let running = flow.start(output);
+    let adapters = match flow.connect_adapters().await {
+        Ok(adapters) => adapters,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for line in adapters.describe() {
+        eprintln!("[eip] {line}");
+    }
+    let mut running = flow.start(output);
+    running.attach(adapters);
     let started = Instant::now();
     tracing::info!(
         channels = flow.channels().len(),
@@ -254,8 +265,10 @@ fn print_counters(running: &RunningFlow, started: Instant) {
     }
 }
 
-/// Drains, stops every consumer, prints the final counters and what was left.
-async fn finish(running: RunningFlow, drain: Duration, started: Instant) {
+/// Stops the inbound adapters, drains, stops every consumer, prints the final counters and
+/// what was left.
+async fn finish(mut running: RunningFlow, drain: Duration, started: Instant) {
+    running.stop_inbound().await;
     if !running.settle(drain).await {
         eprintln!(
             "[eip] still busy after {:.1}s of draining: stopping anyway",

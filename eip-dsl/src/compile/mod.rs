@@ -7,6 +7,7 @@
 //! or asked where a message would go ([`Flow::dry_run`]), and both use the same compiled
 //! routes, exchanges and joins: what `eip route` answers is what `eip run` does.
 
+mod adapters;
 mod dry_run;
 mod input;
 mod route;
@@ -29,6 +30,7 @@ use eip_core::topic::{Binding, ExchangeError, TopicExchange};
 
 use crate::plan::{ChannelPlan, DEAD_LETTERS, Plan, TargetRef};
 
+pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry};
 pub use input::{InputError, InputMessage};
 pub use route::{Route, RouteStats};
@@ -113,6 +115,10 @@ pub struct Flow {
     routes: Vec<Route>,
     /// The channels in the order the plan declares them (`dead-letters` included).
     channels: Vec<Channel>,
+    /// The channel adapters, as planned; started by [`Flow::connect_adapters`].
+    adapters: Vec<crate::plan::adapter::AdapterPlan>,
+    /// The invalid message channel of each datatype channel, by channel name.
+    invalid: HashMap<String, String>,
 }
 
 impl Flow {
@@ -247,10 +253,17 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>) -> Result<Flow, CompileError>
         .iter()
         .map(|route| Route::compile(route, &bus))
         .collect::<Result<Vec<_>, _>>()?;
+    let invalid = plan
+        .channels
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
+        .collect();
     Ok(Flow {
         bus,
         routes,
         channels,
+        adapters: plan.adapters.clone(),
+        invalid,
     })
 }
 

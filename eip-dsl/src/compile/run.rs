@@ -1,9 +1,10 @@
-//! Running a compiled flow: a consumer per route, and outputs for the channels no route reads.
+//! Running a compiled flow: a consumer per route, and outputs for the channels nothing reads.
 //!
 //! [`Flow::start`] subscribes and spawns everything on the current tokio runtime. A channel
-//! that no route consumes is an output of the flow: until channel adapters exist, the running
-//! flow hands each message arriving there to an [`Output`] callback (`eip run` prints it as a
-//! JSON line) and acknowledges it. [`RunningFlow::stop`] stops gracefully: it waits (up to a
+//! that no route and no outbound adapter consumes is an output of the flow: the running flow
+//! hands each message arriving there to an [`Output`] callback (`eip run` prints it as a JSON
+//! line) and acknowledges it. Adapters are started apart, once connected
+//! ([`Flow::connect_adapters`], [`RunningFlow::attach`]). [`RunningFlow::stop`] stops gracefully: it waits (up to a
 //! limit) until no channel holds a message and nothing is in processing, then shuts every
 //! consumer down, each finishing the message it has in hand.
 
@@ -16,6 +17,7 @@ use eip_core::endpoint::{Consumer, ConsumerHandle};
 use eip_core::message::Message;
 
 use super::Flow;
+use super::adapters::InboundHandle;
 
 /// What a running flow does with a message that reaches an output channel: called with the
 /// channel's name and the message, which is then acknowledged.
@@ -25,7 +27,10 @@ pub type Output = Arc<dyn Fn(&str, &Message) + Send + Sync>;
 pub struct RunningFlow {
     channels: Vec<Channel>,
     routes: Vec<super::Route>,
-    consumers: Vec<ConsumerHandle>,
+    /// The routes' consumers, the outputs, and the outbound adapters' consumers.
+    pub(super) consumers: Vec<ConsumerHandle>,
+    /// The inbound adapters, stopped first.
+    pub(super) inbound: Vec<InboundHandle>,
 }
 
 /// One channel's counters, for the periodic counters line.
@@ -69,7 +74,12 @@ impl Flow {
             consumers.push(handle);
         }
         for channel in &self.channels {
-            if self.routes_from(channel.name()).next().is_some() {
+            let consumed = self.routes_from(channel.name()).next().is_some()
+                || self
+                    .adapters
+                    .iter()
+                    .any(|a| !a.is_inbound() && a.channel == channel.name());
+            if consumed {
                 continue;
             }
             let name: Arc<str> = channel.name().into();
@@ -88,6 +98,7 @@ impl Flow {
             channels: self.channels.clone(),
             routes: self.routes.clone(),
             consumers,
+            inbound: Vec::new(),
         }
     }
 }
@@ -98,7 +109,7 @@ const OUTPUT: &str = "eip-run-output";
 /// A subscription for the consumer `name`: on a durable channel a durable subscription of that
 /// name, so what it has not processed waits for it across a restart (and is kept while the flow
 /// is down); otherwise one that ends with the consumer.
-fn subscribe(channel: &PublishSubscribe, name: &str) -> Subscriber {
+pub(super) fn subscribe(channel: &PublishSubscribe, name: &str) -> Subscriber {
     if channel.is_durable() {
         channel.durable_subscribe(name)
     } else {
@@ -163,10 +174,19 @@ impl RunningFlow {
         }
     }
 
-    /// Stops gracefully: waits up to `limit` for the flow to become idle, then shuts every
-    /// consumer down (each settles the message in hand). Returns the channels still holding
-    /// messages, with how many.
-    pub async fn stop(self, limit: Duration) -> Vec<(String, usize)> {
+    /// Stops the inbound adapters: nothing new enters the flow (an HTTP request in progress
+    /// is answered; a file or row being sent finishes). Stopping twice does nothing more.
+    pub async fn stop_inbound(&mut self) {
+        for adapter in self.inbound.drain(..) {
+            adapter.shutdown().await;
+        }
+    }
+
+    /// Stops gracefully: stops the inbound adapters, waits up to `limit` for the flow to
+    /// become idle, then shuts every consumer down (each settles the message in hand).
+    /// Returns the channels still holding messages, with how many.
+    pub async fn stop(mut self, limit: Duration) -> Vec<(String, usize)> {
+        self.stop_inbound().await;
         self.settle(limit).await;
         for consumer in self.consumers {
             consumer.shutdown().await;

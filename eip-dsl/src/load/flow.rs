@@ -6,6 +6,7 @@
 //! validation does not report what follows from the reading problem (an "unknown channel" for
 //! a channel whose `kind` was misspelt).
 
+use super::adapters::read_adapter;
 use super::node::{Node, Value};
 use super::read::{Reader, field_path, index_path, name_path};
 use super::routes::{read_join, read_route};
@@ -72,11 +73,9 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
     let Some(top) = reader.fields(root, "flow", "", "the flow file", TOP) else {
         return (flow, damage);
     };
-    for reserved in ["adapters", "bridges"] {
-        if let Some((key, _)) = top.entry(reserved) {
-            flow.reserved
-                .push(Located::at(reserved.to_owned(), reader.pos(key)));
-        }
+    if let Some((key, _)) = top.entry("bridges") {
+        flow.reserved
+            .push(Located::at("bridges".to_owned(), reader.pos(key)));
     }
     if let Some((key, node)) = top.entry("store") {
         flow.store = read_store(reader, key, node);
@@ -121,6 +120,24 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
             },
         );
     }
+    if let Some(node) = top.get("adapters") {
+        read_named(
+            reader,
+            node,
+            "adapters",
+            &mut damage,
+            |reader, name, key, value, damage| {
+                let index = flow.adapters.len();
+                let before = reader.problems.len();
+                if let Some(adapter) = read_adapter(reader, key, value, &name.value, damage) {
+                    flow.adapters.push((name, adapter));
+                    if reader.problems.len() > before {
+                        damage.adapters.insert(index);
+                    }
+                }
+            },
+        );
+    }
     if let Some(node) = top.get("routes") {
         read_list(reader, node, "routes", |reader, i, item| {
             let before = reader.problems.len();
@@ -145,7 +162,7 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
 }
 
 /// A mapping of names to entries (`channels`, `exchanges`); nothing (`channels:`) is empty.
-fn read_named(
+pub(super) fn read_named(
     reader: &mut Reader<'_>,
     node: &Node,
     section: &str,
@@ -329,7 +346,7 @@ fn duration(
     None
 }
 
-fn read_redelivery(
+pub(super) fn read_redelivery(
     reader: &mut Reader<'_>,
     key: &Node,
     node: &Node,

@@ -27,6 +27,7 @@
 //! assert_eq!(errors.problems[0].help.as_deref(), Some("did you mean `shipped`?"));
 //! ```
 
+mod adapters;
 mod flow;
 mod node;
 mod read;
@@ -37,6 +38,7 @@ use std::path::Path;
 use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 
 use self::node::{Node, RawLocation};
+pub(crate) use self::read::suggest_key;
 use self::read::Reader;
 use crate::diagnostic::{FlowErrors, Problem};
 use crate::plan::Plan;

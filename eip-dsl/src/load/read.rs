@@ -36,6 +36,11 @@ impl<'n> Fields<'n> {
     pub(crate) fn get(&self, key: &str) -> Option<&'n Node> {
         self.entry(key).map(|(_, v)| v)
     }
+
+    /// Every key read (known, written once), its key node and its value, in file order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&'n str, &'n Node, &'n Node)> + '_ {
+        self.entries.iter().copied()
+    }
 }
 
 /// A key path segment for a field: `parent.key`.

@@ -30,7 +30,7 @@ fn placeholder(damage: &mut Damage) -> Located<String> {
 /// A name the entry must have: read from `fields`, or reported missing. When it is missing or
 /// unreadable, a placeholder stands in so later checks do not report it again.
 #[allow(clippy::too_many_arguments)]
-fn required_name(
+pub(super) fn required_name(
     reader: &mut Reader<'_>,
     fields: &Fields<'_>,
     at: Position,

@@ -6,6 +6,8 @@
 //! schemas loaded, durations and counts in range. The [compiler](crate::compile) builds the
 //! running flow from it, and [`graph`](crate::graph) draws it.
 
+pub mod adapter;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,6 +35,8 @@ pub struct Plan {
     /// a flow without `store:` has the default (every field `None`), and a flow with no
     /// durable channel keeps what its `store:` says without using it.
     pub store: StorePlan,
+    /// The channel adapters, in the order declared.
+    pub adapters: Vec<adapter::AdapterPlan>,
 }
 
 impl Plan {
@@ -44,6 +48,11 @@ impl Plan {
     /// The exchange named `name`.
     pub fn exchange(&self, name: &str) -> Option<&ExchangePlan> {
         self.exchanges.iter().find(|x| x.name == name)
+    }
+
+    /// The adapter named `name`.
+    pub fn adapter(&self, name: &str) -> Option<&adapter::AdapterPlan> {
+        self.adapters.iter().find(|a| a.name == name)
     }
 
     /// Whether any channel is durable, and so the flow needs the durable store.

@@ -73,9 +73,114 @@ pub struct FlowSpec {
     /// `store:` where durable channels keep their messages; `None` when the file has no
     /// `store:` section (the defaults apply).
     pub store: Option<StoreSpec>,
-    /// `adapters:` and `bridges:` are reserved for the adapters and bridges of later versions;
-    /// where a file has one, its position, so validation can say it is not supported yet.
+    /// `adapters:` in the order written: the channel adapters that connect the flow's channels
+    /// to directories, HTTP and databases.
+    pub adapters: Vec<(Located<String>, AdapterSpec)>,
+    /// `bridges:` is reserved for the messaging bridges of a later version; where a file has
+    /// one, its position, so validation can say it is not supported yet.
     pub reserved: Vec<Located<String>>,
+}
+
+/// The kinds of channel adapter, as written (`file-in`, `http-out`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AdapterKind {
+    /// `file-in`: the files of a directory become messages.
+    FileIn,
+    /// `file-out`: messages become files (or JSON lines) in a directory.
+    FileOut,
+    /// `http-in`: `POST` requests become messages.
+    HttpIn,
+    /// `http-out`: messages are `POST`ed or `PUT` to a URL.
+    HttpOut,
+    /// `sql-in`: rows a query selects become messages.
+    SqlIn,
+    /// `sql-out`: messages become rows, through a parameterized statement.
+    SqlOut,
+}
+
+impl AdapterKind {
+    /// Every kind and its name in a flow file.
+    pub const ALL: [(&'static str, AdapterKind); 6] = [
+        ("file-in", AdapterKind::FileIn),
+        ("file-out", AdapterKind::FileOut),
+        ("http-in", AdapterKind::HttpIn),
+        ("http-out", AdapterKind::HttpOut),
+        ("sql-in", AdapterKind::SqlIn),
+        ("sql-out", AdapterKind::SqlOut),
+    ];
+
+    /// Its name in a flow file.
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, kind)| *kind == self)
+            .map_or("", |(name, _)| name)
+    }
+
+    /// Whether it feeds a channel (`to:`), rather than consuming one (`from:`).
+    pub fn is_inbound(self) -> bool {
+        matches!(
+            self,
+            AdapterKind::FileIn | AdapterKind::HttpIn | AdapterKind::SqlIn
+        )
+    }
+}
+
+/// One adapter under `adapters:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdapterSpec {
+    /// Where the adapter's entry starts (its name).
+    pub at: Option<Position>,
+    /// `kind:` (required).
+    pub kind: Located<AdapterKind>,
+    /// The channel: `to:` of an inbound adapter, `from:` of an outbound one (required).
+    pub channel: Located<String>,
+    /// `redelivery:` of an outbound adapter: how its consumer retries a failed message,
+    /// instead of the channel's policy.
+    pub redelivery: Option<RedeliverySpec>,
+    /// Every other key of the entry, as written; which keys a kind has, and what their values
+    /// mean, is for [validation](crate::validate) to check.
+    pub settings: Vec<Setting>,
+}
+
+/// One key of an adapter's entry and its value, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// The key.
+    pub key: Located<String>,
+    /// The value.
+    pub value: Located<SettingValue>,
+}
+
+/// The value of an adapter setting, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SettingValue {
+    /// Nothing (`key:` with no value).
+    Null,
+    /// A string (a number written in quotes is a string).
+    Text(String),
+    /// A number without quotes, as written (`8080`, `1.5`).
+    Number(String),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A list of scalars, each as written.
+    List(Vec<Located<String>>),
+    /// A mapping (`claim: {table: orders, key: id}`).
+    Map(Vec<Setting>),
+}
+
+impl SettingValue {
+    /// What kind of value this is, for "found ..." in messages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            SettingValue::Null => "nothing (null)",
+            SettingValue::Text(_) => "a string",
+            SettingValue::Number(_) => "a number",
+            SettingValue::Bool(_) => "a boolean",
+            SettingValue::List(_) => "a list",
+            SettingValue::Map(_) => "a mapping",
+        }
+    }
 }
 
 /// The two channel kinds, as written (`point-to-point`, `publish-subscribe`).

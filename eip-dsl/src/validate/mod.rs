@@ -13,6 +13,7 @@
 //! marks them so, `dead-letters` included); `store:` is checked whether or not a channel is
 //! durable.
 
+mod adapters;
 mod channels;
 mod durable;
 mod duration;
@@ -33,6 +34,7 @@ use crate::diagnostic::Problem;
 use crate::plan::Plan;
 use crate::spec::{FlowSpec, Located};
 
+pub(crate) use self::adapters::{adapter_keys, all_adapter_keys};
 pub use self::duration::{DurationError, parse_duration};
 pub(crate) use self::size::UNITS as BYTE_UNITS;
 pub use self::size::{ByteSizeError, parse_byte_size};
@@ -102,6 +104,8 @@ pub(crate) struct Damage {
     pub(crate) joins: HashSet<usize>,
     /// See `channels`.
     pub(crate) exchanges: HashSet<usize>,
+    /// See `channels`.
+    pub(crate) adapters: HashSet<usize>,
 }
 
 /// [`validate`], knowing the file's text (for positions inside strings) and what the reading
@@ -127,7 +131,7 @@ pub(crate) fn validate_with(
                 reserved.at,
             )
             .with_key(reserved.value.as_str())
-            .with_help("remove the section; adapters and bridges come in a later version"),
+            .with_help("remove the section; messaging bridges come in a later version"),
         );
     }
     let names = Names::declare(spec, &mut check);
@@ -137,6 +141,7 @@ pub(crate) fn validate_with(
     let routes = routes::check(spec, &names, &mut check);
     let joins = joins::check(spec, &names, &mut check);
     let exchanges = exchanges::check(spec, &names, &mut check);
+    let adapters = adapters::check(spec, &names, base_dir, &mut check);
     if check.problems.is_empty() {
         Ok(Plan {
             channels,
@@ -144,6 +149,7 @@ pub(crate) fn validate_with(
             joins,
             exchanges,
             store,
+            adapters,
         })
     } else {
         let mut problems = check.problems;

@@ -136,5 +136,6 @@ pub fn sample() -> Plan {
         joins,
         exchanges,
         store: StorePlan::default(),
+        adapters: Vec::new(),
     }
 }

@@ -40,6 +40,11 @@ pub struct TemplateError {
 }
 
 impl UrlTemplate {
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
     /// Parses a template; the URL it makes must be `http` or `https` with a host.
     pub fn parse(template: &str) -> Result<Self, TemplateError> {
         let error = |reason: String| TemplateError {

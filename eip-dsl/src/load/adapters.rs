@@ -1,0 +1,116 @@
+//! Reading `adapters:`: each entry's kind, its channel and its redelivery policy typed, every
+//! other key kept as written for [validation](crate::validate) to interpret.
+//!
+//! Which keys a kind has is known here (an unknown key is reported with the closest key of
+//! that kind, and dropped); what a key's value must be is validation's business, so that a
+//! flow made in code is checked the same way.
+
+use super::flow::read_redelivery;
+use super::node::{Node, Value};
+use super::read::{Reader, field_path, name_path};
+use super::routes::required_name;
+use crate::spec::{AdapterKind, AdapterSpec, Located, Setting, SettingValue};
+use crate::validate::{Damage, adapter_keys, all_adapter_keys};
+
+const KIND_HELP: &str = "add `kind:` with one of `file-in`, `file-out`, `http-in`, `http-out`, \
+                         `sql-in`, `sql-out`";
+
+/// One entry `name: {kind: ..., ...}`; `None` when its kind can not be read (the entry is then
+/// recorded as damaged by the caller).
+pub(super) fn read_adapter(
+    reader: &mut Reader<'_>,
+    key: &Node,
+    node: &Node,
+    name: &str,
+    damage: &mut Damage,
+) -> Option<AdapterSpec> {
+    let path = name_path("adapters", name);
+    let what = format!("adapter `{name}`");
+    let at = reader.pos(key);
+    if node.value == Value::Null {
+        reader.missing(at, &what, "kind", &path, KIND_HELP);
+        return None;
+    }
+    // The kind decides the keys: read it first, from the raw mapping.
+    let kind_node = match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.value == Value::Str("kind".into()))
+            .map(|(_, v)| v),
+        _ => None,
+    };
+    let kind = match kind_node {
+        Some(v) => reader.one_of(v, "kind", &field_path(&path, "kind"), &AdapterKind::ALL),
+        None => None,
+    };
+    let allowed = match &kind {
+        Some(kind) => adapter_keys(kind.value),
+        None => all_adapter_keys(),
+    };
+    let fields = reader.fields(node, name, &path, &what, &allowed)?;
+    if kind_node.is_none() {
+        reader.missing(at, &what, "kind", &path, KIND_HELP);
+    }
+    let kind = kind?;
+    let (channel_key, help) = if kind.value.is_inbound() {
+        ("to", "add `to: CHANNEL`, the channel the adapter feeds")
+    } else {
+        ("from", "add `from: CHANNEL`, the channel the adapter consumes")
+    };
+    let channel = required_name(reader, &fields, at, &what, &path, channel_key, help, damage);
+    let mut spec = AdapterSpec {
+        at: Some(at),
+        kind,
+        channel,
+        redelivery: None,
+        settings: Vec::new(),
+    };
+    for (field, k, v) in fields.entries() {
+        match field {
+            "kind" | "to" | "from" => {}
+            "redelivery" => {
+                spec.redelivery = read_redelivery(reader, k, v, &field_path(&path, field), name);
+            }
+            _ => spec.settings.push(setting(reader, k, v)),
+        }
+    }
+    Some(spec)
+}
+
+/// A key and its value as written.
+fn setting(reader: &Reader<'_>, key: &Node, value: &Node) -> Setting {
+    let name = match &key.value {
+        Value::Str(s) => s.clone(),
+        _ => reader.text(reader.pos(key)).to_owned(),
+    };
+    Setting {
+        key: Located::at(name, reader.pos(key)),
+        value: Located::at(setting_value(reader, value), reader.pos(value)),
+    }
+}
+
+fn setting_value(reader: &Reader<'_>, node: &Node) -> SettingValue {
+    match &node.value {
+        Value::Null => SettingValue::Null,
+        Value::Bool(b) => SettingValue::Bool(*b),
+        Value::Str(s) => SettingValue::Text(s.clone()),
+        Value::Int(_) | Value::Float(_) => {
+            SettingValue::Number(reader.text(reader.pos(node)).trim().to_owned())
+        }
+        Value::Seq(items) => SettingValue::List(
+            items
+                .iter()
+                .map(|item| {
+                    let text = match &item.value {
+                        Value::Str(s) => s.clone(),
+                        _ => reader.text(reader.pos(item)).trim().to_owned(),
+                    };
+                    Located::at(text, reader.pos(item))
+                })
+                .collect(),
+        ),
+        Value::Map(entries) => {
+            SettingValue::Map(entries.iter().map(|(k, v)| setting(reader, k, v)).collect())
+        }
+    }
+}

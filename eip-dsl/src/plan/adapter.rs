@@ -1,0 +1,88 @@
+//! The checked `adapters:` of a flow: each adapter's configuration, ready for the adapter
+//! crate, and the tower layers its consumer applies.
+
+use std::time::Duration;
+
+use eip_adapters::file::{FileSinkConfig, FileSourceConfig};
+use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig};
+use eip_adapters::sql::{SqlInboundConfig, SqlOutboundConfig};
+use eip_core::channel::RedeliveryPolicy;
+
+pub use crate::spec::AdapterKind;
+
+/// A checked adapter.
+#[derive(Debug, Clone)]
+pub struct AdapterPlan {
+    /// Its name.
+    pub name: String,
+    /// The channel it feeds (inbound) or consumes (outbound).
+    pub channel: String,
+    /// What it is and how it is configured.
+    pub config: AdapterConfig,
+    /// For an outbound adapter: the layers around it and how its consumer retries.
+    pub outbound: OutboundPlan,
+}
+
+impl AdapterPlan {
+    /// Its kind.
+    pub fn kind(&self) -> AdapterKind {
+        match self.config {
+            AdapterConfig::FileIn(_) => AdapterKind::FileIn,
+            AdapterConfig::FileOut(_) => AdapterKind::FileOut,
+            AdapterConfig::HttpIn(_) => AdapterKind::HttpIn,
+            AdapterConfig::HttpOut(_) => AdapterKind::HttpOut,
+            AdapterConfig::SqlIn(_) => AdapterKind::SqlIn,
+            AdapterConfig::SqlOut(_) => AdapterKind::SqlOut,
+        }
+    }
+
+    /// Whether it feeds its channel (rather than consuming it).
+    pub fn is_inbound(&self) -> bool {
+        self.kind().is_inbound()
+    }
+
+    /// Where it reads or writes, in a few words, for graphs and logs: the directory, the
+    /// listening address and path, the URL or the database (its password hidden).
+    pub fn endpoint(&self) -> String {
+        match &self.config {
+            AdapterConfig::FileIn(c) => format!("{}/{}", c.dir().display(), c.glob().as_str()),
+            AdapterConfig::FileOut(c) => c.dir().display().to_string(),
+            AdapterConfig::HttpIn(c) => format!("POST http://{}{}", c.address, c.path),
+            AdapterConfig::HttpOut(c) => c.url.as_str().to_owned(),
+            AdapterConfig::SqlIn(c) => c.connection.redacted_url(),
+            AdapterConfig::SqlOut(c) => c.connection.redacted_url(),
+        }
+    }
+}
+
+/// An adapter's kind and configuration.
+#[derive(Debug, Clone)]
+pub enum AdapterConfig {
+    /// `file-in`
+    FileIn(FileSourceConfig),
+    /// `file-out`
+    FileOut(FileSinkConfig),
+    /// `http-in`
+    HttpIn(HttpInboundConfig),
+    /// `http-out`
+    HttpOut(HttpOutboundConfig),
+    /// `sql-in`
+    SqlIn(SqlInboundConfig),
+    /// `sql-out`
+    SqlOut(SqlOutboundConfig),
+}
+
+/// The tower layers around an outbound adapter, and its consumer's settings. All off for an
+/// inbound adapter.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutboundPlan {
+    /// `concurrency:` messages in processing at once (default 1).
+    pub concurrency: Option<usize>,
+    /// `rate-limit:` at most this many calls per period.
+    pub rate_limit: Option<(u64, Duration)>,
+    /// `timeout:` a deadline per attempt; an attempt that takes longer fails (and is retried
+    /// as the redelivery policy says).
+    pub timeout: Option<Duration>,
+    /// `redelivery:` how the consumer retries, instead of the channel's policy.
+    pub redelivery: Option<RedeliveryPolicy>,
+}

@@ -1,0 +1,880 @@
+//! `adapters:`: every setting of every adapter parsed into the adapter crate's configuration.
+//!
+//! Each kind has its keys (see [`adapter_keys`]); a value of the wrong type, a duration, size,
+//! address, glob, URL or name template that does not parse is reported at its position.
+//! Paths (`dir`) are relative to the flow file's directory; the claim, done and error
+//! directories of a `file-in` adapter are relative to the directory it watches. Environment
+//! variables (`bearer-token-env`, `password-env`, `${NAME}` in a database URL) are read when
+//! the adapter starts, not here: a flow validates on a machine without its secrets.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use eip_adapters::file::{FileGlob, FileSink, FileSource, NameTemplate, ReadMode};
+use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig, OutboundMethod, UrlTemplate};
+use eip_adapters::sql::{Claim, ClaimColumns, Connection, SqlInboundConfig, SqlOutboundConfig};
+
+use super::Check;
+use super::channels::{duration, redelivery};
+use super::names::Names;
+use super::size::parse_byte_size;
+use crate::diagnostic::Problem;
+use crate::load::suggest_key;
+use crate::plan::adapter::{AdapterConfig, AdapterPlan, OutboundPlan};
+use crate::spec::{AdapterKind, AdapterSpec, FlowSpec, Located, Position, Setting, SettingValue};
+
+const COMMON: &[&str] = &["kind"];
+const OUTBOUND: &[&str] = &["from", "concurrency", "rate-limit", "timeout", "redelivery"];
+const FILE_IN: &[&str] = &[
+    "to",
+    "dir",
+    "glob",
+    "mode",
+    "done-dir",
+    "delete-when-done",
+    "claim-dir",
+    "error-dir",
+    "max-size",
+    "poll-interval",
+    "min-age",
+    "watch",
+];
+const FILE_OUT: &[&str] = &["dir", "name", "append", "overwrite"];
+const HTTP_IN: &[&str] = &[
+    "to",
+    "listen",
+    "path",
+    "json",
+    "body-limit",
+    "bearer-token-env",
+    "headers",
+    "header-read-timeout",
+    "request-timeout",
+    "accept-wait",
+    "retry-after",
+    "max-connections",
+];
+const HTTP_OUT: &[&str] = &[
+    "url",
+    "method",
+    "connect-timeout",
+    "request-timeout",
+    "bearer-token-env",
+    "headers",
+];
+const SQL: &[&str] = &["url", "password-env", "max-connections", "connect-timeout"];
+const SQL_IN: &[&str] = &["to", "query", "done", "claim", "interval", "max-rows"];
+const SQL_OUT: &[&str] = &["statement", "batch-size"];
+const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
+const RATE: &[&str] = &["requests", "per"];
+
+/// The keys an adapter of `kind` has.
+pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
+    let parts: &[&[&str]] = match kind {
+        AdapterKind::FileIn => &[FILE_IN],
+        AdapterKind::FileOut => &[OUTBOUND, FILE_OUT],
+        AdapterKind::HttpIn => &[HTTP_IN],
+        AdapterKind::HttpOut => &[OUTBOUND, HTTP_OUT],
+        AdapterKind::SqlIn => &[SQL_IN, SQL],
+        AdapterKind::SqlOut => &[OUTBOUND, SQL, SQL_OUT],
+    };
+    let mut keys: Vec<&str> = COMMON.to_vec();
+    for part in parts {
+        keys.extend(part.iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
+    }
+    keys
+}
+
+/// Every key of every kind: what an adapter whose kind could not be read may have.
+pub(crate) fn all_adapter_keys() -> Vec<&'static str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for (_, kind) in AdapterKind::ALL {
+        for key in adapter_keys(kind) {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    keys
+}
+
+/// Checks every adapter of `spec`.
+pub(crate) fn check(
+    spec: &FlowSpec,
+    names: &Names,
+    base_dir: &Path,
+    check: &mut Check<'_>,
+) -> Vec<AdapterPlan> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut plans = Vec::new();
+    for (i, (name, adapter)) in spec.adapters.iter().enumerate() {
+        let key = format!("adapters.{}", name.value);
+        if !seen.insert(name.value.as_str()) {
+            check.report(
+                Problem::new(
+                    format!("adapter `{}` is declared twice", name.value),
+                    name.at,
+                )
+                .with_key(key.as_str())
+                .with_help("give each adapter its own name"),
+            );
+            continue;
+        }
+        if names.get(&name.value).is_some() {
+            check.report(
+                Problem::new(
+                    format!(
+                        "adapter `{}` has the name of a channel or exchange",
+                        name.value
+                    ),
+                    name.at,
+                )
+                .with_key(key.as_str())
+                .with_help(
+                    "`eip route` input names a channel, an exchange or an inbound adapter in \
+                     `to`: give the adapter a name of its own",
+                ),
+            );
+        }
+        let damaged = check.damage.adapters.contains(&i);
+        if let Some(plan) = check_adapter(check, names, base_dir, &name.value, adapter, damaged) {
+            plans.push(plan);
+        }
+    }
+    plans
+}
+
+fn check_adapter(
+    check: &mut Check<'_>,
+    names: &Names,
+    base_dir: &Path,
+    name: &str,
+    spec: &AdapterSpec,
+    damaged: bool,
+) -> Option<AdapterPlan> {
+    let kind = spec.kind.value;
+    let path = format!("adapters.{name}");
+    let settings = Settings {
+        path: path.clone(),
+        at: spec.at,
+        what: format!("`{}` adapter `{name}`", kind.as_str()),
+        items: &spec.settings,
+        damaged,
+    };
+    let before = check.problems.len();
+    settings.check_keys(check, &adapter_keys(kind));
+    let channel_key = if kind.is_inbound() { "to" } else { "from" };
+    if !spec.channel.value.is_empty() {
+        names.channel(
+            check,
+            &spec.channel,
+            channel_key,
+            &format!("{path}.{channel_key}"),
+        );
+    }
+    let config = match kind {
+        AdapterKind::FileIn => file_in(check, &settings, base_dir, name).map(AdapterConfig::FileIn),
+        AdapterKind::FileOut => file_out(check, &settings, base_dir).map(AdapterConfig::FileOut),
+        AdapterKind::HttpIn => http_in(check, &settings),
+        AdapterKind::HttpOut => http_out(check, &settings).map(AdapterConfig::HttpOut),
+        AdapterKind::SqlIn => sql_in(check, &settings).map(AdapterConfig::SqlIn),
+        AdapterKind::SqlOut => sql_out(check, &settings).map(AdapterConfig::SqlOut),
+    };
+    let outbound = if kind.is_inbound() {
+        OutboundPlan::default()
+    } else {
+        outbound(check, &settings, spec)
+    };
+    if check.problems.len() > before {
+        return None;
+    }
+    Some(AdapterPlan {
+        name: name.to_owned(),
+        channel: spec.channel.value.clone(),
+        config: config?,
+        outbound,
+    })
+}
+
+fn outbound(check: &mut Check<'_>, settings: &Settings<'_>, spec: &AdapterSpec) -> OutboundPlan {
+    let concurrency = settings
+        .whole(check, "concurrency", 1)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let rate_limit = settings.map(check, "rate-limit", RATE).and_then(|rate| {
+        let requests = rate.required_whole(check, "requests", 1, "add `requests: N`")?;
+        let per = rate.required_duration(check, "per", "add `per: 1s`")?;
+        if per.is_zero() {
+            rate.report_at(check, "per", "`per` must be longer than zero", None);
+            return None;
+        }
+        Some((requests, per))
+    });
+    let timeout = settings.duration(check, "timeout");
+    let redelivery = spec
+        .redelivery
+        .as_ref()
+        .and_then(|r| redelivery(check, r, &format!("{}.redelivery", settings.path)));
+    OutboundPlan {
+        concurrency,
+        rate_limit,
+        timeout,
+        redelivery,
+    }
+}
+
+fn file_in(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    base_dir: &Path,
+    name: &str,
+) -> Option<eip_adapters::file::FileSourceConfig> {
+    let dir = settings.required_path(check, "dir", base_dir, "the directory to watch")?;
+    let mut builder = FileSource::builder(dir).name(name);
+    if let Some(glob) = settings.text(check, "glob") {
+        match FileGlob::parse(&glob.value) {
+            Ok(_) => builder = builder.glob(&glob.value),
+            Err(e) => settings.report_value(check, "glob", &glob, e.to_string(), None),
+        }
+    }
+    if let Some(mode) = settings.one_of(
+        check,
+        "mode",
+        &[
+            ("whole-file", ReadMode::WholeFile),
+            ("json-lines", ReadMode::JsonLines),
+        ],
+    ) {
+        builder = builder.mode(mode);
+    }
+    let done = settings.text(check, "done-dir");
+    let delete = settings.boolean(check, "delete-when-done");
+    match (done, delete) {
+        (Some(done), Some(true)) => settings.report_value(
+            check,
+            "done-dir",
+            &done,
+            "`done-dir` and `delete-when-done: true` contradict each other".to_owned(),
+            Some("keep one: move accepted files, or delete them"),
+        ),
+        (Some(done), _) => builder = builder.done_dir(&done.value),
+        (None, Some(true)) => builder = builder.delete_when_done(),
+        (None, _) => {}
+    }
+    if let Some(dir) = settings.text(check, "claim-dir") {
+        builder = builder.claim_dir(&dir.value);
+    }
+    if let Some(dir) = settings.text(check, "error-dir") {
+        builder = builder.error_dir(&dir.value);
+    }
+    if let Some(size) = settings.size(check, "max-size") {
+        builder = builder.max_size(size);
+    }
+    if let Some(every) = settings.positive_duration(check, "poll-interval") {
+        builder = builder.poll_interval(every);
+    }
+    if let Some(age) = settings.duration(check, "min-age") {
+        builder = builder.min_age(age);
+    }
+    if let Some(watch) = settings.boolean(check, "watch") {
+        builder = builder.watch(watch);
+    }
+    match builder.build() {
+        Ok(config) => Some(config),
+        Err(e) => {
+            settings.report_entry(check, e.to_string(), None);
+            None
+        }
+    }
+}
+
+fn file_out(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    base_dir: &Path,
+) -> Option<eip_adapters::file::FileSinkConfig> {
+    let dir = settings.required_path(check, "dir", base_dir, "the directory to write into")?;
+    let mut builder = FileSink::builder(dir);
+    let name = settings.text(check, "name");
+    let append = settings.text(check, "append");
+    let template = |t: &Located<String>, key: &str, check: &mut Check<'_>| match NameTemplate::parse(
+        &t.value,
+    ) {
+        Ok(_) => true,
+        Err(e) => {
+            settings.report_value(
+                check,
+                key,
+                t,
+                e.to_string(),
+                Some(
+                    "a file name relative to `dir`, with `{id}`, `{header.NAME}` and date parts \
+                     such as `{yyyy}-{MM}-{dd}`",
+                ),
+            );
+            false
+        }
+    };
+    match (name, append) {
+        (Some(name), Some(_)) => settings.report_value(
+            check,
+            "append",
+            &name,
+            "`name` and `append` contradict each other".to_owned(),
+            Some("`name` writes a file per message, `append` adds JSON lines to one file: keep one"),
+        ),
+        (Some(name), None) => {
+            if template(&name, "name", check) {
+                builder = builder.name_template(&name.value);
+            }
+        }
+        (None, Some(append)) => {
+            if template(&append, "append", check) {
+                builder = builder.append_json_lines(&append.value);
+            }
+        }
+        (None, None) => {}
+    }
+    if let Some(overwrite) = settings.boolean(check, "overwrite") {
+        builder = builder.overwrite(overwrite);
+    }
+    match builder.build() {
+        Ok(config) => Some(config),
+        Err(e) => {
+            settings.report_entry(check, e.to_string(), None);
+            None
+        }
+    }
+}
+
+fn http_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
+    let listen = settings.required_text(check, "listen", "add `listen: 127.0.0.1:8080`");
+    let address = listen.and_then(|listen| match listen.value.parse::<SocketAddr>() {
+        Ok(address) => Some(address),
+        Err(_) => {
+            settings.report_value(
+                check,
+                "listen",
+                &listen,
+                format!("`{}` is not an address and port", listen.value),
+                Some("write an IP address and a port: `127.0.0.1:8080`, `0.0.0.0:8080`, `[::1]:8080`"),
+            );
+            None
+        }
+    });
+    let path = settings
+        .required_text(check, "path", "add `path: /orders`, the path that takes POST requests")
+        .and_then(|path| {
+            if path.value.starts_with('/') {
+                Some(path.value)
+            } else {
+                settings.report_value(
+                    check,
+                    "path",
+                    &path,
+                    format!("`path` must start with `/`, found `{}`", path.value),
+                    None,
+                );
+                None
+            }
+        });
+    let mut config = HttpInboundConfig::new(address?, path?);
+    if let Some(json) = settings.boolean(check, "json") {
+        config.json = json;
+    }
+    if let Some(limit) = settings.size(check, "body-limit") {
+        config.body_limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    }
+    config.bearer_token_env = settings.env_name(check, "bearer-token-env");
+    if let Some(headers) = settings.list(check, "headers") {
+        config.copy_headers = headers.into_iter().map(|h| h.value.to_lowercase()).collect();
+    }
+    if let Some(d) = settings.positive_duration(check, "header-read-timeout") {
+        config.header_read_timeout = d;
+    }
+    if let Some(d) = settings.positive_duration(check, "request-timeout") {
+        config.request_timeout = d;
+    }
+    if let Some(d) = settings.duration(check, "accept-wait") {
+        config.accept_wait = d;
+    }
+    if let Some(d) = settings.duration(check, "retry-after") {
+        config.retry_after = d;
+    }
+    if let Some(n) = settings.whole(check, "max-connections", 1) {
+        config.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Some(AdapterConfig::HttpIn(config))
+}
+
+fn http_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<HttpOutboundConfig> {
+    let url = settings
+        .required_text(
+            check,
+            "url",
+            "add `url: http://HOST:PORT/PATH`, where `{id}` and `{header.NAME}` are filled from each message",
+        )
+        .and_then(|url| match UrlTemplate::parse(&url.value) {
+            Ok(template) => Some(template),
+            Err(e) => {
+                settings.report_value(
+                    check,
+                    "url",
+                    &url,
+                    format!("invalid `url`: {}", e.reason),
+                    Some("an `http://` URL with a host; `{id}` and `{header.NAME}` are filled from each message"),
+                );
+                None
+            }
+        });
+    let mut config = HttpOutboundConfig::new(url?);
+    if let Some(method) = settings.one_of(
+        check,
+        "method",
+        &[("post", OutboundMethod::Post), ("put", OutboundMethod::Put)],
+    ) {
+        config.method = method;
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
+    }
+    if let Some(d) = settings.positive_duration(check, "request-timeout") {
+        config.request_timeout = d;
+    }
+    config.bearer_token_env = settings.env_name(check, "bearer-token-env");
+    if let Some(headers) = settings.list(check, "headers") {
+        config.copy_headers = headers.into_iter().map(|h| h.value).collect();
+    }
+    Some(config)
+}
+
+/// The schemes a database URL may have.
+const SCHEMES: &[&str] = &["postgres://", "postgresql://", "mysql://", "mariadb://", "sqlite:"];
+
+fn connection(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Connection> {
+    let url = settings.required_text(
+        check,
+        "url",
+        "add `url:`, such as `postgres://user@127.0.0.1:5432/db`, `mysql://user@127.0.0.1/db` \
+         or `sqlite:data.db`",
+    )?;
+    let known = SCHEMES.iter().any(|s| url.value.starts_with(s));
+    if !known && !url.value.starts_with("${") {
+        settings.report_value(
+            check,
+            "url",
+            &url,
+            "unknown database: the URL must start with `postgres://`, `mysql://` (or \
+             `mariadb://`) or `sqlite:`"
+                .to_owned(),
+            Some("a URL may name environment variables as `${NAME}` or `${NAME:-default}`"),
+        );
+        return None;
+    }
+    let mut connection = Connection::new(url.value);
+    if let Some(env) = settings.env_name(check, "password-env") {
+        connection = connection.password_env(env);
+    }
+    if let Some(n) = settings.whole(check, "max-connections", 1) {
+        connection = connection.max_connections(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        connection = connection.connect_timeout(d);
+    }
+    Some(connection)
+}
+
+fn sql_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<SqlInboundConfig> {
+    let connection = connection(check, settings);
+    let query = settings.required_text(
+        check,
+        "query",
+        "add `query:`, the SELECT that finds the rows to take",
+    );
+    let done = settings.required_text(
+        check,
+        "done",
+        "add `done:`, the statement that marks a row taken, such as \
+         `UPDATE orders SET done = true WHERE id = :id`",
+    );
+    let mut config = SqlInboundConfig::new(connection?, query?.value, done?.value);
+    if let Some(claim) = settings.get("claim") {
+        match &claim.value {
+            SettingValue::Text(word) if word == "skip-locked" => config.claim = Claim::SkipLocked,
+            SettingValue::Map(_) => {
+                let columns = settings.map(check, "claim", CLAIM)?;
+                let table = columns.required_text(check, "table", "add `table: NAME`");
+                let key = columns.required_text(check, "key", "add `key: COLUMN`");
+                let mut claim = ClaimColumns::new(table?.value, key?.value);
+                if let Some(c) = columns.text(check, "claimed-by") {
+                    claim.claimed_by = c.value;
+                }
+                if let Some(c) = columns.text(check, "claimed-at") {
+                    claim.claimed_at = c.value;
+                }
+                if let Some(d) = columns.positive_duration(check, "timeout") {
+                    claim.timeout = d;
+                }
+                config.claim = Claim::Column(claim);
+            }
+            other => {
+                settings.report_at_value(
+                    check,
+                    "claim",
+                    claim.at,
+                    format!(
+                        "`claim` must be `skip-locked` or a mapping of claim columns, found {}",
+                        describe(other)
+                    ),
+                    Some(
+                        "`skip-locked` (PostgreSQL, MariaDB), or `{table: T, key: ID}` for a \
+                         claim column (SQLite)",
+                    ),
+                );
+                return None;
+            }
+        }
+    }
+    if let Some(d) = settings.positive_duration(check, "interval") {
+        config.interval = d;
+    }
+    if let Some(n) = settings.whole(check, "max-rows", 1) {
+        config.max_rows = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Some(config)
+}
+
+fn sql_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<SqlOutboundConfig> {
+    let connection = connection(check, settings);
+    let statement = settings.required_text(
+        check,
+        "statement",
+        "add `statement:`, such as `INSERT INTO orders (sku, qty) VALUES (:$.sku, :$.qty)`",
+    );
+    let mut config = SqlOutboundConfig::new(connection?, statement?.value);
+    if let Some(n) = settings.whole(check, "batch-size", 1) {
+        config = config.batch_size(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    Some(config)
+}
+
+fn describe(value: &SettingValue) -> String {
+    match value {
+        SettingValue::Text(s) => format!("`{s}`"),
+        SettingValue::Number(n) => format!("`{n}`"),
+        other => other.describe().to_owned(),
+    }
+}
+
+/// The settings of one adapter (or one mapping inside it), read by key with their type.
+struct Settings<'a> {
+    /// The key path of the entry (`adapters.orders-in`, `adapters.db.claim`).
+    path: String,
+    /// Where the entry starts.
+    at: Option<Position>,
+    /// The entry, for messages: "`file-in` adapter `incoming`".
+    what: String,
+    items: &'a [Setting],
+    /// The reading step reported problems in this entry: a required key that is missing may
+    /// be one written with a misspelt key, already reported.
+    damaged: bool,
+}
+
+impl<'a> Settings<'a> {
+    fn get(&self, key: &str) -> Option<&'a Located<SettingValue>> {
+        self.items
+            .iter()
+            .find(|s| s.key.value == key)
+            .map(|s| &s.value)
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}.{key}", self.path)
+    }
+
+    /// Unknown keys (only possible in a flow made in code: the reader drops them).
+    fn check_keys(&self, check: &mut Check<'_>, allowed: &[&str]) {
+        for setting in self.items {
+            let key = setting.key.value.as_str();
+            if !allowed.contains(&key) {
+                check.report(
+                    Problem::new(
+                        format!("unknown key `{key}` in {}", self.what),
+                        setting.key.at,
+                    )
+                    .with_key(self.key(key))
+                    .with_help(suggest_key(key, allowed)),
+                );
+            }
+        }
+    }
+
+    fn report_entry(&self, check: &mut Check<'_>, message: String, help: Option<&str>) {
+        check.report(
+            Problem::new(format!("{}: {message}", self.what), self.at)
+                .with_key(self.path.as_str())
+                .with_help_opt(help.map(str::to_owned)),
+        );
+    }
+
+    fn report_value(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        value: &Located<String>,
+        message: String,
+        help: Option<&str>,
+    ) {
+        self.report_at_value(check, key, value.at, message, help);
+    }
+
+    fn report_at_value(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        at: Option<Position>,
+        message: String,
+        help: Option<&str>,
+    ) {
+        check.report(
+            Problem::new(message, at)
+                .with_key(self.key(key))
+                .with_help_opt(help.map(str::to_owned)),
+        );
+    }
+
+    fn report_at(&self, check: &mut Check<'_>, key: &str, message: &str, help: Option<&str>) {
+        let at = self.get(key).and_then(|v| v.at).or(self.at);
+        self.report_at_value(check, key, at, message.to_owned(), help);
+    }
+
+    fn wrong_type(&self, check: &mut Check<'_>, key: &str, expected: &str) {
+        if let Some(value) = self.get(key) {
+            let message = format!(
+                "`{key}` must be {expected}, found {}",
+                value.value.describe()
+            );
+            self.report_at_value(check, key, value.at, message, None);
+        }
+    }
+
+    fn missing(&self, check: &mut Check<'_>, key: &str, help: &str) {
+        if self.damaged {
+            return;
+        }
+        check.report(
+            Problem::new(format!("{} has no `{key}`", self.what), self.at)
+                .with_key(self.key(key))
+                .with_help(help),
+        );
+    }
+
+    /// A string (a number written without quotes counts, as written).
+    fn text(&self, check: &mut Check<'_>, key: &str) -> Option<Located<String>> {
+        let value = self.get(key)?;
+        match &value.value {
+            SettingValue::Text(s) | SettingValue::Number(s) => {
+                Some(Located { value: s.clone(), at: value.at })
+            }
+            _ => {
+                self.wrong_type(check, key, "a string");
+                None
+            }
+        }
+    }
+
+    fn required_text(&self, check: &mut Check<'_>, key: &str, help: &str) -> Option<Located<String>> {
+        if self.get(key).is_none() {
+            self.missing(check, key, help);
+            return None;
+        }
+        let text = self.text(check, key)?;
+        if text.value.trim().is_empty() {
+            self.report_value(check, key, &text, format!("`{key}` is empty"), Some(help));
+            return None;
+        }
+        Some(text)
+    }
+
+    /// A path relative to `base_dir`.
+    fn required_path(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        base_dir: &Path,
+        what: &str,
+    ) -> Option<std::path::PathBuf> {
+        let help = format!("add `{key}:`, {what}, relative to the flow file's directory");
+        let text = self.required_text(check, key, &help)?;
+        if text.value.contains('\0') {
+            self.report_value(check, key, &text, format!("`{key}` holds a NUL character"), None);
+            return None;
+        }
+        Some(base_dir.join(&text.value))
+    }
+
+    /// The name of an environment variable (read when the adapter starts).
+    fn env_name(&self, check: &mut Check<'_>, key: &str) -> Option<String> {
+        let name = self.text(check, key)?;
+        let valid = !name.value.is_empty()
+            && !name.value.starts_with(|c: char| c.is_ascii_digit())
+            && name
+                .value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            self.report_value(
+                check,
+                key,
+                &name,
+                format!("`{}` is not an environment variable name", name.value),
+                Some("name the variable that holds the secret, such as `ORDERS_TOKEN`; never the secret itself"),
+            );
+            return None;
+        }
+        Some(name.value)
+    }
+
+    fn boolean(&self, check: &mut Check<'_>, key: &str) -> Option<bool> {
+        match &self.get(key)?.value {
+            SettingValue::Bool(b) => Some(*b),
+            _ => {
+                self.wrong_type(check, key, "`true` or `false`");
+                None
+            }
+        }
+    }
+
+    fn whole(&self, check: &mut Check<'_>, key: &str, min: u64) -> Option<u64> {
+        let value = self.get(key)?;
+        let SettingValue::Number(text) = &value.value else {
+            self.wrong_type(check, key, "a whole number");
+            return None;
+        };
+        match text.parse::<u64>() {
+            Ok(n) if n >= min => Some(n),
+            _ => {
+                let message = format!("`{key}` must be a whole number of at least {min}, found {text}");
+                self.report_at_value(check, key, value.at, message, None);
+                None
+            }
+        }
+    }
+
+    fn required_whole(&self, check: &mut Check<'_>, key: &str, min: u64, help: &str) -> Option<u64> {
+        if self.get(key).is_none() {
+            self.missing(check, key, help);
+            return None;
+        }
+        self.whole(check, key, min)
+    }
+
+    fn duration(&self, check: &mut Check<'_>, key: &str) -> Option<Duration> {
+        let value = self.get(key)?;
+        match &value.value {
+            SettingValue::Text(text) => {
+                let text = Located { value: text.clone(), at: value.at };
+                duration(check, &text, &self.key(key))
+            }
+            SettingValue::Number(n) => {
+                let message = format!("`{key}` must be a duration such as `30s`, found {n}");
+                self.report_at_value(
+                    check,
+                    key,
+                    value.at,
+                    message,
+                    Some(&format!("`{n}` has no unit (`{n}s`?)")),
+                );
+                None
+            }
+            _ => {
+                self.wrong_type(check, key, "a duration such as `30s`");
+                None
+            }
+        }
+    }
+
+    fn positive_duration(&self, check: &mut Check<'_>, key: &str) -> Option<Duration> {
+        let d = self.duration(check, key)?;
+        if d.is_zero() {
+            self.report_at(check, key, &format!("`{key}` must be longer than zero"), None);
+            return None;
+        }
+        Some(d)
+    }
+
+    fn required_duration(&self, check: &mut Check<'_>, key: &str, help: &str) -> Option<Duration> {
+        if self.get(key).is_none() {
+            self.missing(check, key, help);
+            return None;
+        }
+        self.duration(check, key)
+    }
+
+    fn size(&self, check: &mut Check<'_>, key: &str) -> Option<u64> {
+        let value = self.get(key)?;
+        let (SettingValue::Text(text) | SettingValue::Number(text)) = &value.value else {
+            self.wrong_type(check, key, "a size such as `1 MiB`, or a number of bytes");
+            return None;
+        };
+        match parse_byte_size(text) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                check.report(
+                    Problem::new(format!("invalid `{key}`: {e}"), value.at)
+                        .with_key(self.key(key))
+                        .with_help(e.help()),
+                );
+                None
+            }
+        }
+    }
+
+    fn list(&self, check: &mut Check<'_>, key: &str) -> Option<Vec<Located<String>>> {
+        let value = self.get(key)?;
+        match &value.value {
+            SettingValue::List(items) => Some(items.clone()),
+            SettingValue::Text(s) => Some(vec![Located { value: s.clone(), at: value.at }]),
+            _ => {
+                self.wrong_type(check, key, "a list of names");
+                None
+            }
+        }
+    }
+
+    fn one_of<T: Copy>(&self, check: &mut Check<'_>, key: &str, choices: &[(&str, T)]) -> Option<T> {
+        let text = self.text(check, key)?;
+        if let Some((_, value)) = choices.iter().find(|(word, _)| *word == text.value) {
+            return Some(*value);
+        }
+        let words: Vec<&str> = choices.iter().map(|(w, _)| *w).collect();
+        self.report_value(
+            check,
+            key,
+            &text,
+            format!("`{key}` can not be `{}`", text.value),
+            Some(&suggest_key(&text.value, &words)),
+        );
+        None
+    }
+
+    /// A mapping under `key`, its keys checked against `allowed`.
+    fn map(&self, check: &mut Check<'_>, key: &str, allowed: &[&str]) -> Option<Settings<'a>> {
+        let value = self.get(key)?;
+        let SettingValue::Map(items) = &value.value else {
+            self.wrong_type(check, key, "a mapping");
+            return None;
+        };
+        let inner = Settings {
+            path: self.key(key),
+            at: value.at,
+            what: format!("`{key}` of {}", self.what),
+            items,
+            damaged: self.damaged,
+        };
+        let before = check.problems.len();
+        inner.check_keys(check, allowed);
+        (check.problems.len() == before).then_some(inner)
+    }
+}
