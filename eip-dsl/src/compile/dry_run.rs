@@ -39,6 +39,10 @@ pub struct Report {
     pub dead_letter: Option<ReportEntry>,
     /// The first diversion to an invalid message channel, if any.
     pub invalid: Option<ReportEntry>,
+    /// The outbound adapters that would take a copy (sorted, once per copy): where the
+    /// message would leave the flow. Left out of the JSON when there is none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adapters: Vec<String>,
 }
 
 /// A channel and a reason.
@@ -53,7 +57,7 @@ pub struct ReportEntry {
 /// Why a dry run could not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DryRunError {
-    /// The input names no channel or exchange of the flow.
+    /// The input names no channel, exchange or inbound adapter of the flow.
     #[error("{0}")]
     UnknownTarget(String),
     /// The message would never stop moving.
@@ -73,11 +77,18 @@ enum Task {
 }
 
 impl Flow {
-    /// Where `input` would go if sent now. Nothing is sent.
+    /// Where `input` would go if sent now. Nothing is sent. `input.to` may name an inbound
+    /// adapter: the message then starts where that adapter hands it over, on its channel
+    /// (what the adapter itself refuses, an HTTP body over the limit say, is not simulated).
     pub fn dry_run(&self, input: &InputMessage) -> Result<Report, DryRunError> {
+        let entry = self
+            .adapters
+            .iter()
+            .find(|a| a.is_inbound() && a.name == input.to)
+            .map_or(input.to.as_str(), |a| a.channel.as_str());
         let target = self
             .bus
-            .target(&input.to)
+            .target(entry)
             .map_err(|e| DryRunError::UnknownTarget(e.to_string()))?;
         let mut run = Run {
             flow: self,
@@ -92,6 +103,7 @@ impl Flow {
             }
         }
         run.report.stored.sort_unstable();
+        run.report.adapters.sort_unstable();
         Ok(run.report)
     }
 }
@@ -186,6 +198,13 @@ impl Run<'_> {
     /// route decides is followed (a send) or recorded (a dead letter).
     fn consume(&mut self, channel: &Channel, msg: &Message) {
         let flow = self.flow;
+        let outbound = flow
+            .adapters
+            .iter()
+            .filter(|a| !a.is_inbound() && a.channel == channel.name());
+        self.report
+            .adapters
+            .extend(outbound.map(|a| a.name.clone()));
         for route in flow.routes_from(channel.name()) {
             for step in route.decide(msg) {
                 let target = match step {

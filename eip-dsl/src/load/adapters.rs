@@ -47,17 +47,51 @@ pub(super) fn read_adapter(
         Some(kind) => adapter_keys(kind.value),
         None => all_adapter_keys(),
     };
+    let before = reader.problems.len();
     let fields = reader.fields(node, name, &path, &what, &allowed)?;
     if kind_node.is_none() {
         reader.missing(at, &what, "kind", &path, KIND_HELP);
     }
     let kind = kind?;
-    let (channel_key, help) = if kind.value.is_inbound() {
-        ("to", "add `to: CHANNEL`, the channel the adapter feeds")
+    let (channel_key, other, help) = if kind.value.is_inbound() {
+        (
+            "to",
+            "from",
+            "an inbound adapter feeds a channel: write `to: CHANNEL`",
+        )
     } else {
-        ("from", "add `from: CHANNEL`, the channel the adapter consumes")
+        (
+            "from",
+            "to",
+            "an outbound adapter consumes a channel: write `from: CHANNEL`",
+        )
     };
-    let channel = required_name(reader, &fields, at, &what, &path, channel_key, help, damage);
+    // `to` on an outbound adapter (or `from` on an inbound one) is the likely slip: say so,
+    // and do not also report the right key as missing.
+    let wrong_way = field_path(&path, other);
+    let mut slipped = false;
+    for problem in &mut reader.problems[before..] {
+        if problem.key.as_deref() == Some(wrong_way.as_str()) {
+            problem.help = Some(help.to_owned());
+            slipped = true;
+        }
+    }
+    let channel = if slipped && fields.get(channel_key).is_none() {
+        damage.names.insert(String::new());
+        Located::new(String::new())
+    } else {
+        let help = format!("add `{channel_key}: CHANNEL`");
+        required_name(
+            reader,
+            &fields,
+            at,
+            &what,
+            &path,
+            channel_key,
+            &help,
+            damage,
+        )
+    };
     let mut spec = AdapterSpec {
         at: Some(at),
         kind,

@@ -38,8 +38,8 @@ use std::path::Path;
 use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 
 use self::node::{Node, RawLocation};
-pub(crate) use self::read::suggest_key;
 use self::read::Reader;
+pub(crate) use self::read::{name_path, suggest_key};
 use crate::diagnostic::{FlowErrors, Problem};
 use crate::plan::Plan;
 use crate::spec::FlowSpec;

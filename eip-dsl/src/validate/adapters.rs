@@ -21,7 +21,7 @@ use super::channels::{duration, redelivery};
 use super::names::Names;
 use super::size::parse_byte_size;
 use crate::diagnostic::Problem;
-use crate::load::suggest_key;
+use crate::load::{name_path, suggest_key};
 use crate::plan::adapter::{AdapterConfig, AdapterPlan, OutboundPlan};
 use crate::spec::{AdapterKind, AdapterSpec, FlowSpec, Located, Position, Setting, SettingValue};
 
@@ -82,7 +82,11 @@ pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
     };
     let mut keys: Vec<&str> = COMMON.to_vec();
     for part in parts {
-        keys.extend(part.iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
+        keys.extend(
+            part.iter()
+                .filter(|k| !keys.contains(k))
+                .collect::<Vec<_>>(),
+        );
     }
     keys
 }
@@ -110,7 +114,7 @@ pub(crate) fn check(
     let mut seen: HashSet<&str> = HashSet::new();
     let mut plans = Vec::new();
     for (i, (name, adapter)) in spec.adapters.iter().enumerate() {
-        let key = format!("adapters.{}", name.value);
+        let key = name_path("adapters", &name.value);
         if !seen.insert(name.value.as_str()) {
             check.report(
                 Problem::new(
@@ -155,7 +159,7 @@ fn check_adapter(
     damaged: bool,
 ) -> Option<AdapterPlan> {
     let kind = spec.kind.value;
-    let path = format!("adapters.{name}");
+    let path = name_path("adapters", name);
     let settings = Settings {
         path: path.clone(),
         at: spec.at,
@@ -298,12 +302,12 @@ fn file_out(
     let mut builder = FileSink::builder(dir);
     let name = settings.text(check, "name");
     let append = settings.text(check, "append");
-    let template = |t: &Located<String>, key: &str, check: &mut Check<'_>| match NameTemplate::parse(
-        &t.value,
-    ) {
-        Ok(_) => true,
-        Err(e) => {
-            settings.report_value(
+    let template =
+        |t: &Located<String>, key: &str, check: &mut Check<'_>| match NameTemplate::parse(&t.value)
+        {
+            Ok(_) => true,
+            Err(e) => {
+                settings.report_value(
                 check,
                 key,
                 t,
@@ -313,16 +317,18 @@ fn file_out(
                      such as `{yyyy}-{MM}-{dd}`",
                 ),
             );
-            false
-        }
-    };
+                false
+            }
+        };
     match (name, append) {
         (Some(name), Some(_)) => settings.report_value(
             check,
             "append",
             &name,
             "`name` and `append` contradict each other".to_owned(),
-            Some("`name` writes a file per message, `append` adds JSON lines to one file: keep one"),
+            Some(
+                "`name` writes a file per message, `append` adds JSON lines to one file: keep one",
+            ),
         ),
         (Some(name), None) => {
             if template(&name, "name", check) {
@@ -364,7 +370,11 @@ fn http_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConf
         }
     });
     let path = settings
-        .required_text(check, "path", "add `path: /orders`, the path that takes POST requests")
+        .required_text(
+            check,
+            "path",
+            "add `path: /orders`, the path that takes POST requests",
+        )
         .and_then(|path| {
             if path.value.starts_with('/') {
                 Some(path.value)
@@ -388,7 +398,10 @@ fn http_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConf
     }
     config.bearer_token_env = settings.env_name(check, "bearer-token-env");
     if let Some(headers) = settings.list(check, "headers") {
-        config.copy_headers = headers.into_iter().map(|h| h.value.to_lowercase()).collect();
+        config.copy_headers = headers
+            .into_iter()
+            .map(|h| h.value.to_lowercase())
+            .collect();
     }
     if let Some(d) = settings.positive_duration(check, "header-read-timeout") {
         config.header_read_timeout = d;
@@ -450,7 +463,13 @@ fn http_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<HttpOutbou
 }
 
 /// The schemes a database URL may have.
-const SCHEMES: &[&str] = &["postgres://", "postgresql://", "mysql://", "mariadb://", "sqlite:"];
+const SCHEMES: &[&str] = &[
+    "postgres://",
+    "postgresql://",
+    "mysql://",
+    "mariadb://",
+    "sqlite:",
+];
 
 fn connection(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Connection> {
     let url = settings.required_text(
@@ -674,9 +693,10 @@ impl<'a> Settings<'a> {
     fn text(&self, check: &mut Check<'_>, key: &str) -> Option<Located<String>> {
         let value = self.get(key)?;
         match &value.value {
-            SettingValue::Text(s) | SettingValue::Number(s) => {
-                Some(Located { value: s.clone(), at: value.at })
-            }
+            SettingValue::Text(s) | SettingValue::Number(s) => Some(Located {
+                value: s.clone(),
+                at: value.at,
+            }),
             _ => {
                 self.wrong_type(check, key, "a string");
                 None
@@ -684,7 +704,12 @@ impl<'a> Settings<'a> {
         }
     }
 
-    fn required_text(&self, check: &mut Check<'_>, key: &str, help: &str) -> Option<Located<String>> {
+    fn required_text(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        help: &str,
+    ) -> Option<Located<String>> {
         if self.get(key).is_none() {
             self.missing(check, key, help);
             return None;
@@ -708,7 +733,13 @@ impl<'a> Settings<'a> {
         let help = format!("add `{key}:`, {what}, relative to the flow file's directory");
         let text = self.required_text(check, key, &help)?;
         if text.value.contains('\0') {
-            self.report_value(check, key, &text, format!("`{key}` holds a NUL character"), None);
+            self.report_value(
+                check,
+                key,
+                &text,
+                format!("`{key}` holds a NUL character"),
+                None,
+            );
             return None;
         }
         Some(base_dir.join(&text.value))
@@ -755,14 +786,21 @@ impl<'a> Settings<'a> {
         match text.parse::<u64>() {
             Ok(n) if n >= min => Some(n),
             _ => {
-                let message = format!("`{key}` must be a whole number of at least {min}, found {text}");
+                let message =
+                    format!("`{key}` must be a whole number of at least {min}, found {text}");
                 self.report_at_value(check, key, value.at, message, None);
                 None
             }
         }
     }
 
-    fn required_whole(&self, check: &mut Check<'_>, key: &str, min: u64, help: &str) -> Option<u64> {
+    fn required_whole(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        min: u64,
+        help: &str,
+    ) -> Option<u64> {
         if self.get(key).is_none() {
             self.missing(check, key, help);
             return None;
@@ -774,7 +812,10 @@ impl<'a> Settings<'a> {
         let value = self.get(key)?;
         match &value.value {
             SettingValue::Text(text) => {
-                let text = Located { value: text.clone(), at: value.at };
+                let text = Located {
+                    value: text.clone(),
+                    at: value.at,
+                };
                 duration(check, &text, &self.key(key))
             }
             SettingValue::Number(n) => {
@@ -798,7 +839,12 @@ impl<'a> Settings<'a> {
     fn positive_duration(&self, check: &mut Check<'_>, key: &str) -> Option<Duration> {
         let d = self.duration(check, key)?;
         if d.is_zero() {
-            self.report_at(check, key, &format!("`{key}` must be longer than zero"), None);
+            self.report_at(
+                check,
+                key,
+                &format!("`{key}` must be longer than zero"),
+                None,
+            );
             return None;
         }
         Some(d)
@@ -835,7 +881,10 @@ impl<'a> Settings<'a> {
         let value = self.get(key)?;
         match &value.value {
             SettingValue::List(items) => Some(items.clone()),
-            SettingValue::Text(s) => Some(vec![Located { value: s.clone(), at: value.at }]),
+            SettingValue::Text(s) => Some(vec![Located {
+                value: s.clone(),
+                at: value.at,
+            }]),
             _ => {
                 self.wrong_type(check, key, "a list of names");
                 None
@@ -843,7 +892,12 @@ impl<'a> Settings<'a> {
         }
     }
 
-    fn one_of<T: Copy>(&self, check: &mut Check<'_>, key: &str, choices: &[(&str, T)]) -> Option<T> {
+    fn one_of<T: Copy>(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        choices: &[(&str, T)],
+    ) -> Option<T> {
         let text = self.text(check, key)?;
         if let Some((_, value)) = choices.iter().find(|(word, _)| *word == text.value) {
             return Some(*value);

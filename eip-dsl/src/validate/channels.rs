@@ -267,7 +267,11 @@ pub(crate) fn duration(
 }
 
 /// The redelivery policy: what is written over the defaults.
-pub(crate) fn redelivery(check: &mut Check<'_>, spec: &RedeliverySpec, key: &str) -> Option<RedeliveryPolicy> {
+pub(crate) fn redelivery(
+    check: &mut Check<'_>,
+    spec: &RedeliverySpec,
+    key: &str,
+) -> Option<RedeliveryPolicy> {
     let field = |k: &str| format!("{key}.{k}");
     let before = check.problems.len();
     let mut policy = RedeliveryPolicy::default();
