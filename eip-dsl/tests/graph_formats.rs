@@ -1,6 +1,8 @@
 //! `eip graph` in DOT and Mermaid: every node and edge of a plan with its shape, label and
-//! style; every format deterministic, named and parsed, and drawing an empty plan; every name
-//! escaped in every format; names the plan does not declare drawn as undeclared.
+//! style; channel adapters as endpoints with their kind and endpoint, joined to their channel
+//! in the direction messages flow; every format deterministic, named and parsed, and drawing an
+//! empty plan; every name escaped in every format; names the plan does not declare drawn as
+//! undeclared.
 
 use eip_core::topic::TopicPattern;
 use eip_dsl::graph::{self, Format};
@@ -12,7 +14,7 @@ mod support {
     pub mod xml;
 }
 
-use support::graph::{p2p, predicate, pubsub, route, sample, to};
+use support::graph::{adapters_plan, p2p, predicate, pubsub, route, sample, to};
 use support::svg::{node_boxes, svg_elements};
 use support::xml::parse_xml;
 
@@ -153,10 +155,12 @@ fn mermaid_shows_every_edge_with_its_label_and_style() {
 
 #[test]
 fn every_format_is_deterministic() {
-    for format in Format::ALL {
-        let first = graph::render(&sample(), format);
-        for _ in 0..3 {
-            assert_eq!(graph::render(&sample(), format), first, "{format}");
+    for plan in [sample, adapters_plan] {
+        for format in Format::ALL {
+            let first = graph::render(&plan(), format);
+            for _ in 0..3 {
+                assert_eq!(graph::render(&plan(), format), first, "{format}");
+            }
         }
     }
 }
@@ -371,6 +375,135 @@ fn durable_channels_say_so_on_their_second_line_in_every_format() {
     assert!(svg.contains(">durable</text>"), "{svg}");
     assert!(
         svg.contains(">durable, datatype: trade.json</text>"),
+        "{svg}"
+    );
+}
+
+// ----- channel adapters -----
+
+#[test]
+fn dot_draws_each_adapter_as_an_endpoint_with_its_kind_and_endpoint() {
+    let dot = graph::dot(&adapters_plan());
+    for line in [
+        r#"a0_files_in [label="files-in\nfile-in · /flows/in/*.json", shape=parallelogram];"#,
+        r#"a1_api [label="api\nhttp-in · POST http://127.0.0.1:8080/orders", shape=parallelogram];"#,
+        r#"a2_poll [label="poll\nsql-in · sqlite:orders.db", shape=cylinder];"#,
+        r#"a3_archive [label="archive\nfile-out · /flows/out", shape=parallelogram];"#,
+        r#"a4_notify [label="notify\nhttp-out · http://127.0.0.1:9000/big", shape=parallelogram];"#,
+        r#"a5_store [label="store\nsql-out · postgres://app:***@db.example/shop", shape=cylinder];"#,
+    ] {
+        assert!(
+            dot.contains(&format!("  {line}\n")),
+            "missing {line}\n{dot}"
+        );
+    }
+    assert!(!dot.contains("secret"), "the password is hidden\n{dot}");
+}
+
+#[test]
+fn adapter_edges_run_the_way_messages_flow_in_dot_and_mermaid() {
+    let plan = adapters_plan();
+    let dot = graph::dot(&plan);
+    let m = graph::mermaid(&plan);
+    for (from, to) in [
+        ("a0_files_in", "c0_orders"),
+        ("a1_api", "c0_orders"),
+        ("a2_poll", "c0_orders"),
+        ("c2_small", "a3_archive"),
+        ("c1_big", "a4_notify"),
+        ("c1_big", "a5_store"),
+    ] {
+        // Solid and unlabelled: messages go there.
+        assert!(dot.contains(&format!("  {from} -> {to};\n")), "{dot}");
+        assert!(m.contains(&format!("  {from} --> {to}\n")), "{m}");
+        // And only that way round.
+        assert!(!dot.contains(&format!("{to} -> {from}")), "{dot}");
+    }
+}
+
+#[test]
+fn mermaid_draws_adapters_as_parallelograms_and_databases_as_cylinders() {
+    let m = graph::mermaid(&adapters_plan());
+    for line in [
+        r#"a0_files_in[/"files-in<br/>file-in #183; /flows/in/*.json"/]"#,
+        r#"a1_api[/"api<br/>http-in #183; POST http://127.0.0.1:8080/orders"/]"#,
+        r#"a2_poll[("poll<br/>sql-in #183; sqlite:orders.db")]"#,
+        r#"a3_archive[/"archive<br/>file-out #183; /flows/out"/]"#,
+        r#"a4_notify[/"notify<br/>http-out #183; http://127.0.0.1:9000/big"/]"#,
+        r#"a5_store[("store<br/>sql-out #183; postgres://app:***@db.example/shop")]"#,
+    ] {
+        assert!(m.contains(&format!("  {line}\n")), "missing {line}\n{m}");
+    }
+}
+
+#[test]
+fn adapter_ids_never_collide_with_channel_exchange_or_route_ids() {
+    // Validation forbids these names; a plan built by hand can still have them.
+    let mut plan = adapters_plan();
+    plan.adapters[0].name = "orders".into();
+    plan.adapters[1].name = "triage".into();
+    plan.adapters[2].name = "orders".into();
+    let dot = graph::dot(&plan);
+    let ids: Vec<&str> = dot
+        .lines()
+        .filter(|l| l.contains(" [label=") && !l.contains(" -> "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(ids.len(), 4 + 1 + 6, "{dot}");
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    assert!(dot.contains("  a0_orders -> c0_orders;\n"), "{dot}");
+    assert!(dot.contains("  a2_orders -> c0_orders;\n"), "{dot}");
+    let elements = svg_elements(&plan);
+    assert_eq!(node_boxes(&elements).len(), ids.len());
+}
+
+#[test]
+fn adapter_names_and_endpoints_are_escaped_in_every_format() {
+    let mut plan = adapters_plan();
+    plan.adapters[3].name = HOSTILE.into();
+    let dir = eip_dsl::load::load_str(
+        "channels: {c: {kind: point-to-point}}\n\
+         adapters: {out: {kind: file-out, from: c, dir: 'x\"<y>&z'}}\n",
+        "flow.yaml",
+        std::path::Path::new("/flows"),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render()));
+    plan.adapters[4] = dir.adapters[0].clone();
+    plan.adapters[4].channel = "big".into();
+
+    let dot = graph::dot(&plan);
+    assert!(
+        dot.contains(r#" [label="a\"b<c>&d\\e'f 注文 😀 #x|%;`$\nfile-out · /flows/out", shape=parallelogram];"#),
+        "{dot}"
+    );
+    assert!(
+        dot.contains(r#"a4_out [label="out\nfile-out · /flows/x\"<y>&z", shape=parallelogram];"#),
+        "{dot}"
+    );
+
+    let m = graph::mermaid(&plan);
+    assert!(
+        m.contains(r#"[/"a#34;b#60;c#62;#38;d#92;e'f 注文 #128512; #35;x#124;#37;#59;#96;$<br/>file-out #183; /flows/out"/]"#),
+        "{m}"
+    );
+    assert!(
+        m.contains(r#"a4_out[/"out<br/>file-out #183; /flows/x#34;#60;y#62;#38;z"/]"#),
+        "{m}"
+    );
+
+    let svg = graph::svg(&plan);
+    parse_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+    assert!(
+        svg.contains(">file-out · /flows/x&quot;&lt;y&gt;&amp;z</text>"),
+        "{svg}"
+    );
+    assert!(
+        svg.contains(
+            "<title>a&quot;b&lt;c&gt;&amp;d\\e&apos;f 注文 😀 #x|%;`$ (file-out adapter)</title>"
+        ),
         "{svg}"
     );
 }

@@ -1,6 +1,7 @@
 //! `eip graph` as SVG: well-formed XML sized to its content, every node and edge drawn, no boxes
-//! overlapping and a flow reading left to right; cycles of joins laid out; and random plans
-//! drawn well-formed without overlapping boxes.
+//! overlapping and a flow reading left to right; channel adapters drawn as endpoints before
+//! (inbound) or after (outbound) their channel; cycles of joins laid out; and random plans, with
+//! adapters, drawn well-formed without overlapping boxes.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ mod support {
     pub mod xml;
 }
 
-use support::graph::{join, p2p, predicate, pubsub, route, sample};
+use support::graph::{adapters_plan, join, p2p, predicate, pubsub, route, sample};
 use support::svg::{Box2, node_boxes, svg_elements};
 use support::xml::parse_xml;
 
@@ -180,6 +181,148 @@ fn a_flow_reads_left_to_right() {
     assert!(boxes["r1_fan_out"].x < boxes["x0_markets"].x);
 }
 
+// ----- channel adapters -----
+
+#[test]
+fn svg_draws_adapters_as_parallelograms_and_databases_as_cylinders() {
+    let svg = graph::svg(&adapters_plan());
+    let elements = parse_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+    let classes: BTreeMap<&str, &str> = elements
+        .iter()
+        .filter(|e| e.name == "g" && e.attrs.contains_key("data-x"))
+        .map(|e| (e.attrs["id"].as_str(), e.attrs["class"].as_str()))
+        .collect();
+    assert_eq!(classes.len(), 4 + 1 + 6, "{classes:?}");
+    for (id, class) in [
+        ("a0_files_in", "node file-in adapter"),
+        ("a1_api", "node http-in adapter"),
+        ("a2_poll", "node sql-in adapter"),
+        ("a3_archive", "node file-out adapter"),
+        ("a4_notify", "node http-out adapter"),
+        ("a5_store", "node sql-out adapter"),
+    ] {
+        assert_eq!(classes[id], class);
+    }
+    // Four parallelograms (the router's diamond is the only other polygon), two cylinders of
+    // two paths each (body, front of the top rim).
+    assert_eq!(
+        elements.iter().filter(|e| e.name == "polygon").count(),
+        4 + 1
+    );
+    assert_eq!(
+        elements.iter().filter(|e| e.name == "path").count(),
+        2 * 2 + 2
+    );
+    for text in [
+        ">files-in</text>",
+        ">file-in · /flows/in/*.json</text>",
+        ">http-in · POST http://127.0.0.1:8080/orders</text>",
+        ">sql-in · sqlite:orders.db</text>",
+        ">file-out · /flows/out</text>",
+        ">http-out · http://127.0.0.1:9000/big</text>",
+        ">sql-out · postgres://app:***@db.example/shop</text>",
+        "<title>api (http-in adapter)</title>",
+    ] {
+        assert!(svg.contains(text), "missing {text}\n{svg}");
+    }
+    for (from, to) in [
+        ("a0_files_in", "c0_orders"),
+        ("a1_api", "c0_orders"),
+        ("a2_poll", "c0_orders"),
+        ("c2_small", "a3_archive"),
+        ("c1_big", "a4_notify"),
+        ("c1_big", "a5_store"),
+    ] {
+        let tag =
+            format!("<g class=\"edge solid\" data-from=\"{from}\" data-to=\"{to}\"><polyline");
+        assert!(svg.contains(&tag), "missing {tag}\n{svg}");
+    }
+}
+
+#[test]
+fn inbound_adapters_come_before_their_channel_and_outbound_after() {
+    let boxes = node_boxes(&svg_elements(&adapters_plan()));
+    for inbound in ["a0_files_in", "a1_api", "a2_poll"] {
+        let (a, c) = (boxes[inbound], boxes["c0_orders"]);
+        assert!(a.x + a.w < c.x, "{inbound} {a:?} not left of orders {c:?}");
+    }
+    for (outbound, channel) in [
+        ("a3_archive", "c2_small"),
+        ("a4_notify", "c1_big"),
+        ("a5_store", "c1_big"),
+    ] {
+        let (a, c) = (boxes[outbound], boxes[channel]);
+        assert!(
+            c.x + c.w < a.x,
+            "{outbound} {a:?} not right of {channel} {c:?}"
+        );
+    }
+    let all: Vec<_> = boxes.iter().collect();
+    for (i, (a, ba)) in all.iter().enumerate() {
+        for (b, bb) in &all[i + 1..] {
+            assert!(!overlap(**ba, **bb), "{a} {ba:?} overlaps {b} {bb:?}");
+        }
+    }
+}
+
+#[test]
+fn edges_meet_the_slanted_side_of_a_parallelogram() {
+    let elements = svg_elements(&adapters_plan());
+    let boxes = node_boxes(&elements);
+    let points = |from: &str, to: &str| -> Vec<(f64, f64)> {
+        let at = elements
+            .iter()
+            .position(|e| {
+                e.attrs.get("data-from").is_some_and(|f| f == from)
+                    && e.attrs.get("data-to").is_some_and(|t| t == to)
+            })
+            .unwrap_or_else(|| panic!("no edge {from} -> {to}"));
+        elements[at + 1].attrs["points"]
+            .split(' ')
+            .map(|p| {
+                let (x, y) = p.split_once(',').expect("x,y");
+                (x.parse().expect("x"), y.parse().expect("y"))
+            })
+            .collect()
+    };
+    // Into an outbound adapter: the end is inside its box, on the side slanting in.
+    let archive = boxes["a3_archive"];
+    let end = *points("c2_small", "a3_archive").last().expect("points");
+    assert!(
+        end.0 > archive.x && end.0 < archive.x + 12.0,
+        "{end:?} {archive:?}"
+    );
+    // Out of an inbound adapter: the start is inside its box too.
+    let api = boxes["a1_api"];
+    let start = points("a1_api", "c0_orders")[0];
+    assert!(
+        start.0 < api.x + api.w && start.0 > api.x + api.w - 12.0,
+        "{start:?} {api:?}"
+    );
+    // A cylinder's sides are straight: the edge ends on its box.
+    let store = boxes["a5_store"];
+    let end = *points("c1_big", "a5_store").last().expect("points");
+    assert_eq!(end.0, store.x);
+}
+
+#[test]
+fn a_channel_without_edges_is_drawn_next_to_the_rest_of_its_column() {
+    // `dead-letters` shares the first column with the three inbound adapters.
+    let boxes = node_boxes(&svg_elements(&adapters_plan()));
+    let dead = boxes["c3_dead_letters"];
+    let centre = |b: Box2| b.x + b.w / 2.0;
+    let gap = boxes
+        .iter()
+        .filter(|(id, b)| id.starts_with('a') && (centre(**b) - centre(dead)).abs() < 1.0)
+        .map(|(_, b)| (b.y - (dead.y + dead.h)).max(dead.y - (b.y + b.h)))
+        .fold(f64::INFINITY, f64::min);
+    assert!(gap.is_finite(), "{boxes:?}");
+    assert!(
+        gap <= 30.0,
+        "{gap} between dead-letters and the adapters\n{boxes:?}"
+    );
+}
+
 // ----- cycles -----
 
 #[test]
@@ -243,6 +386,7 @@ prop_compose! {
         routes in proptest::collection::vec((name(), 0..8usize, 0..3u8, proptest::collection::vec((0..8usize, any::<bool>()), 0..4), any::<bool>()), 0..5),
         joins in proptest::collection::vec((0..8usize, 0..8usize, 0..12u32, any::<bool>()), 0..8),
         exchanges in proptest::collection::vec((name(), proptest::option::of(0..8usize), proptest::collection::vec((any::<bool>(), 0..8usize), 0..3)), 0..3),
+        adapters in proptest::collection::vec((name(), 0..6usize, 0..8usize), 0..5),
     ) -> Plan {
         let names: Vec<String> = channels.iter().map(|c| c.0.clone()).collect();
         // An index past the channels names a channel the plan does not declare.
@@ -296,6 +440,14 @@ prop_compose! {
                     })
                     .collect(),
             });
+        }
+        // One adapter of each kind to copy, renamed and attached to a random channel.
+        let kinds = adapters_plan().adapters;
+        for (n, kind, channel) in adapters {
+            let mut a = kinds[kind].clone();
+            a.name = n;
+            a.channel = ch(channel);
+            plan.adapters.push(a);
         }
         plan
     }

@@ -23,6 +23,8 @@ pub(crate) fn write(graph: &Graph) -> String {
             Shape::PublishSubscribe => "shape=box, style=rounded",
             Shape::Exchange => "shape=hexagon",
             Shape::Router => "shape=diamond",
+            Shape::Adapter(_) if node.shape.is_database() => "shape=cylinder",
+            Shape::Adapter(_) => "shape=parallelogram",
             Shape::Undeclared => "shape=box, style=dashed, color=red",
         };
         let double = if node.datatype { ", peripheries=2" } else { "" };

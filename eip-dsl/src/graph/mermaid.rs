@@ -21,6 +21,8 @@ pub(crate) fn write(graph: &Graph) -> String {
             Shape::PublishSubscribe => ("([", "])"),
             Shape::Exchange => ("{{", "}}"),
             Shape::Router => ("{", "}"),
+            Shape::Adapter(_) if node.shape.is_database() => ("[(", ")]"),
+            Shape::Adapter(_) => ("[/", "/]"),
         };
         let _ = writeln!(out, "  {}{open}\"{label}\"{close}", node.id);
     }

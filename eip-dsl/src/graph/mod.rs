@@ -2,17 +2,22 @@
 //! here without Graphviz.
 //!
 //! All three formats draw the same picture. Channels are boxes (point-to-point square,
-//! publish-subscribe rounded, a datatype channel with a double border and its schema on a
-//! second line, a durable channel with `durable` on its second line), exchanges hexagons, and each route a diamond named after it, with an edge in
-//! from the channel it consumes (labelled `filter …` when it has a filter) and edges out
-//! labelled `when …`, `otherwise`, `recipients`, `discard` or `wire tap`. Joins are edges
-//! labelled `join hops=N` (dashed and marked `archival` for an archival join, with their filter),
-//! bindings are edges from the exchange labelled with their key (`(all)` for a binding without
-//! one), and `alternate`, `invalid` and `dead letters` edges show where the rest goes; the
-//! latter two dotted. The default dead letter channel every channel has is not drawn as an edge
-//! from each. Output is deterministic: the same plan always gives the same bytes, and node ids
-//! are derived from the order and names in the plan. Every name is escaped for the format, so
-//! no name can break the output.
+//! publish-subscribe rounded, a datatype channel with a double border and its schema on a second
+//! line, a durable channel with `durable` on its second line), exchanges hexagons, channel adapters
+//! where messages enter or leave the flow parallelograms (cylinders for `sql-in` and `sql-out`)
+//! with their kind and endpoint on a second line (`http-in · POST http://127.0.0.1:8080/orders`, a
+//! database's password hidden) and an edge into the channel an inbound adapter feeds or out of the
+//! one an outbound adapter consumes, and each route a diamond named after it, with an edge in from
+//! the channel it consumes (labelled `filter …` when it has a filter) and edges out labelled
+//! `when …`, `otherwise`, `recipients`, `discard` or `wire tap`. Joins are edges labelled `join hops=N`
+//! (dashed and marked `archival` for an archival join, with their filter), bindings are edges from
+//! the exchange labelled with their key (`(all)` for a binding without one), and `alternate`,
+//! `invalid` and `dead letters` edges show where the rest goes; the latter two dotted. The default
+//! dead letter channel every channel has is not drawn as an edge from each. Output is
+//! deterministic: the same plan always gives the same bytes, and node ids are derived from the
+//! order and names in the plan, with a letter for the kind of node (`c` channel, `x` exchange, `r`
+//! route, `a` adapter), so an adapter named like a channel can not take its id. Every name is
+//! escaped for the format, so no name can break the output.
 //!
 //! ```
 //! use eip_dsl::graph::{self, Format};

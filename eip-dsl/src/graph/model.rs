@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use eip_core::channel::ChannelKind;
 
+use crate::plan::adapter::{AdapterKind, AdapterPlan};
 use crate::plan::{ActionPlan, ChannelPlan, DEAD_LETTERS, Plan, RecipientsPlan, TargetRef};
 
 /// How a node is drawn.
@@ -18,12 +19,25 @@ pub(crate) enum Shape {
     Exchange,
     /// A route (the router that consumes a channel): a diamond.
     Router,
+    /// A channel adapter, where messages enter or leave the flow: a parallelogram (the
+    /// flowchart's input/output), or a cylinder for one reading or writing a database.
+    Adapter(AdapterKind),
     /// A name the plan refers to but does not declare (a plan built by hand can have one):
     /// a dashed box, so the mistake is visible rather than silently dropped.
     Undeclared,
 }
 
-/// A node: a channel, an exchange or a route.
+impl Shape {
+    /// Whether the node is drawn as a database (a cylinder): an `sql-in` or `sql-out` adapter.
+    pub(crate) fn is_database(self) -> bool {
+        matches!(
+            self,
+            Shape::Adapter(AdapterKind::SqlIn | AdapterKind::SqlOut)
+        )
+    }
+}
+
+/// A node: a channel, an exchange, a route or a channel adapter.
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
     /// A safe identifier, unique in the graph and the same for the same plan.
@@ -31,7 +45,7 @@ pub(crate) struct Node {
     /// The name, control characters replaced by spaces.
     pub label: String,
     /// A second line: `durable` and a channel's datatype schema, a header recipient list's
-    /// header.
+    /// header, an adapter's kind and endpoint.
     pub detail: Option<String>,
     /// The shape.
     pub shape: Shape,
@@ -68,10 +82,11 @@ pub(crate) struct Edge {
 /// A plan as nodes and edges.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Graph {
-    /// Channels, then exchanges, then routes, then undeclared names in order of first use.
+    /// Channels, then exchanges, then routes, then adapters, then undeclared names in order of
+    /// first use.
     pub nodes: Vec<Node>,
     /// Per channel (invalid, dead letters), per route (in, targets, discard, wire tap), per join,
-    /// per exchange (bindings, alternate), in plan order.
+    /// per exchange (bindings, alternate), per adapter (to or from its channel), in plan order.
     pub edges: Vec<Edge>,
 }
 
@@ -126,6 +141,12 @@ impl Graph {
                     durable: false,
                 })
             })
+            .collect();
+        let adapters: Vec<usize> = plan
+            .adapters
+            .iter()
+            .enumerate()
+            .map(|(i, a)| b.push(adapter_node(i, a)))
             .collect();
 
         for c in &plan.channels {
@@ -213,6 +234,14 @@ impl Graph {
                 b.edge(from, to, Some("alternate".into()), Line::Solid);
             }
         }
+        for (a, &adapter) in plan.adapters.iter().zip(&adapters) {
+            let channel = b.channel(&a.channel);
+            if a.is_inbound() {
+                b.edge(adapter, channel, None, Line::Solid);
+            } else {
+                b.edge(channel, adapter, None, Line::Solid);
+            }
+        }
         Graph {
             nodes: b.nodes,
             edges: b.edges,
@@ -226,6 +255,20 @@ fn channel_detail(c: &ChannelPlan) -> Option<String> {
     let datatype = c.datatype.as_ref().map(|d| format!("datatype: {}", d.path));
     let parts: Vec<String> = durable.into_iter().chain(datatype).collect();
     (!parts.is_empty()).then(|| clean(&parts.join(", ")))
+}
+
+/// An adapter's node: its name, then its kind and endpoint (`http-in · POST http://…/orders`).
+/// Its id starts with `a`, so it can not collide with a channel, exchange or route.
+fn adapter_node(index: usize, a: &AdapterPlan) -> Node {
+    let kind = a.kind();
+    Node {
+        id: node_id('a', index, &a.name),
+        label: clean(&a.name),
+        detail: Some(clean(&format!("{} · {}", kind.as_str(), a.endpoint()))),
+        shape: Shape::Adapter(kind),
+        datatype: false,
+        durable: false,
+    }
 }
 
 /// Collects nodes and edges, resolving names to node indices.

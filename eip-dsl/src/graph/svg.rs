@@ -11,6 +11,13 @@ const FONT: f64 = 12.0;
 const SMALL: f64 = 10.0;
 /// Names longer than this are cut (in full in the tooltip).
 const MAX_NODE_CHARS: usize = 40;
+/// Second lines longer than this are cut (in full in the tooltip). Longer than a name: an
+/// adapter's endpoint is a URL or a path.
+const MAX_DETAIL_CHARS: usize = 64;
+/// How far a parallelogram's top side is shifted right of its bottom side.
+const SLANT: f64 = 12.0;
+/// The half-height of a cylinder's top and bottom ellipses.
+const RIM: f64 = 5.0;
 /// Edge labels longer than this are cut (in full in the tooltip).
 const MAX_EDGE_CHARS: usize = 48;
 /// Space around the drawing.
@@ -100,8 +107,13 @@ fn draw(graph: &Graph, layout: &Layout) -> String {
                 "eip-arrow-failure",
             ),
         };
-        let points: Vec<String> = route
-            .points
+        let mut ends = route.points.clone();
+        for (node, at) in [(edge.from, 0), (edge.to, ends.len() - 1)] {
+            if let (Some(n), Some(r)) = (graph.nodes.get(node), layout.nodes.get(node)) {
+                ends[at] = onto_outline(n.shape, *r, ends[at]);
+            }
+        }
+        let points: Vec<String> = ends
             .iter()
             .map(|&(x, y)| format!("{},{}", num(x), num(y)))
             .collect();
@@ -161,20 +173,22 @@ fn colours(shape: Shape) -> (&'static str, &'static str) {
         Shape::PublishSubscribe => ("#e9f7ec", "#2f855a"),
         Shape::Exchange => ("#fdf3e1", "#b7791f"),
         Shape::Router => ("#f1ecfb", "#6b46c1"),
+        Shape::Adapter(_) => ("#eef1f4", "#4a5568"),
         Shape::Undeclared => ("#fdeeee", "#c53030"),
     }
 }
 
-/// The node's kind as words, for its class and tooltip: `point-to-point datatype durable`.
+/// The node's kind as words, for its class and tooltip: `point-to-point datatype durable`,
+/// `http-in adapter`.
 fn kind_name(node: &Node) -> String {
-    let base = match node.shape {
-        Shape::PointToPoint => "point-to-point",
-        Shape::PublishSubscribe => "publish-subscribe",
-        Shape::Exchange => "exchange",
-        Shape::Router => "route",
-        Shape::Undeclared => "undeclared",
+    let mut kind = match node.shape {
+        Shape::PointToPoint => "point-to-point".to_owned(),
+        Shape::PublishSubscribe => "publish-subscribe".to_owned(),
+        Shape::Exchange => "exchange".to_owned(),
+        Shape::Router => "route".to_owned(),
+        Shape::Adapter(k) => format!("{} adapter", k.as_str()),
+        Shape::Undeclared => "undeclared".to_owned(),
     };
-    let mut kind = base.to_owned();
     if node.datatype {
         kind.push_str(" datatype");
     }
@@ -187,16 +201,21 @@ fn kind_name(node: &Node) -> String {
 fn draw_node(out: &mut String, node: &Node, r: Rect) {
     let (fill, stroke) = colours(node.shape);
     let kind = kind_name(node);
+    // A second line cut short is in the tooltip in full.
+    let title = match node.detail.as_deref() {
+        Some(d) if d.chars().count() > MAX_DETAIL_CHARS => format!("{} ({kind}): {d}", node.label),
+        _ => format!("{} ({kind})", node.label),
+    };
     let _ = write!(
         out,
         "<g class=\"node {kind}\" id=\"{}\" data-x=\"{}\" data-y=\"{}\" data-width=\"{}\" \
-         data-height=\"{}\"><title>{} ({kind})</title>",
+         data-height=\"{}\"><title>{}</title>",
         node.id,
         num(r.x),
         num(r.y),
         num(r.w),
         num(r.h),
-        escape(&node.label)
+        escape(&title)
     );
     let paint = format!("fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"1.5\"");
     let rect = |out: &mut String, inset: f64, rx: f64, extra: &str| {
@@ -235,6 +254,16 @@ fn draw_node(out: &mut String, node: &Node, r: Rect) {
             ];
             polygon(out, &pts, &paint);
         }
+        Shape::Adapter(_) if node.shape.is_database() => cylinder(out, r, &paint, stroke),
+        Shape::Adapter(_) => {
+            let pts = [
+                (r.x + SLANT, r.y),
+                (r.x + r.w, r.y),
+                (r.x + r.w - SLANT, r.y + r.h),
+                (r.x, r.y + r.h),
+            ];
+            polygon(out, &pts, &paint);
+        }
     }
     if node.datatype {
         // A second border inside the first marks a datatype channel.
@@ -254,7 +283,12 @@ fn draw_node(out: &mut String, node: &Node, r: Rect) {
         );
     }
     let cx = r.x + r.w / 2.0;
-    let cy = r.y + r.h / 2.0;
+    // A cylinder's text goes on its body, below the top rim.
+    let cy = if node.shape.is_database() {
+        r.y + RIM + r.h / 2.0
+    } else {
+        r.y + r.h / 2.0
+    };
     let name = escape(&shorten(&node.label, MAX_NODE_CHARS));
     match &node.detail {
         None => {
@@ -275,11 +309,55 @@ fn draw_node(out: &mut String, node: &Node, r: Rect) {
                 num(cy - 6.0 + FONT * 0.35),
                 num(cx),
                 num(cy + 8.0 + SMALL * 0.35),
-                escape(&shorten(detail, MAX_NODE_CHARS))
+                escape(&shorten(detail, MAX_DETAIL_CHARS))
             );
         }
     }
     out.push_str("</g>\n");
+}
+
+/// A cylinder filling `r`: the body with its rounded bottom, then the front of the top rim.
+fn cylinder(out: &mut String, r: Rect, paint: &str, stroke: &str) {
+    let (rx, top, bottom) = (r.w / 2.0, r.y + RIM, r.y + r.h - RIM);
+    let _ = write!(
+        out,
+        "<path d=\"M{},{} A{},{RIM} 0 0 1 {},{} L{},{} A{},{RIM} 0 0 1 {},{} Z\" {paint}/>\
+         <path d=\"M{},{} A{},{RIM} 0 0 0 {},{}\" fill=\"none\" stroke=\"{stroke}\" \
+         stroke-width=\"1.5\"/>",
+        num(r.x),
+        num(top),
+        num(rx),
+        num(r.x + r.w),
+        num(top),
+        num(r.x + r.w),
+        num(bottom),
+        num(rx),
+        num(r.x),
+        num(bottom),
+        num(r.x),
+        num(top),
+        num(rx),
+        num(r.x + r.w),
+        num(top),
+    );
+}
+
+/// `p`, an edge's end on a side of `r`'s box, moved onto the outline actually drawn there: a
+/// parallelogram's sides slant inwards, the other shapes touch their box at mid-height.
+fn onto_outline(shape: Shape, r: Rect, p: (f64, f64)) -> (f64, f64) {
+    if !matches!(shape, Shape::Adapter(_)) || shape.is_database() || r.h <= 0.0 {
+        return p;
+    }
+    // How far the outline is inside the box at the height of `p`: the left side runs from
+    // SLANT in at the top to the corner at the bottom, the right side the other way round.
+    let down = ((p.1 - r.y) / r.h).clamp(0.0, 1.0);
+    if p.0 <= r.x {
+        (r.x + SLANT * (1.0 - down), p.1)
+    } else if p.0 >= r.x + r.w {
+        (r.x + r.w - SLANT * down, p.1)
+    } else {
+        p
+    }
 }
 
 fn polygon(out: &mut String, points: &[(f64, f64)], paint: &str) {
@@ -296,7 +374,7 @@ fn node_size(node: &Node) -> (f64, f64) {
     let detail = node
         .detail
         .as_deref()
-        .map_or(0.0, |d| text_width(&shorten(d, MAX_NODE_CHARS), SMALL));
+        .map_or(0.0, |d| text_width(&shorten(d, MAX_DETAIL_CHARS), SMALL));
     let text = name.max(detail);
     let two_lines = node.detail.is_some();
     let (w, h) = match node.shape {
@@ -317,6 +395,9 @@ fn node_size(node: &Node) -> (f64, f64) {
             };
             ((text + 8.0) * h / (h - th), h)
         }
+        // Room for the slant at both ends, or for the two rims.
+        Shape::Adapter(_) if node.shape.is_database() => (text + 24.0, 42.0 + 2.0 * RIM),
+        Shape::Adapter(_) => (text + 24.0 + SLANT, 42.0),
     };
     let w = if node.datatype { w + 8.0 } else { w };
     (w.max(56.0), h)
@@ -440,6 +521,28 @@ mod tests {
     fn long_names_are_cut_with_an_ellipsis() {
         assert_eq!(shorten("abcdef", 4), "abc…");
         assert_eq!(shorten("abc", 4), "abc");
+    }
+
+    #[test]
+    fn an_edge_end_moves_onto_a_parallelogram_s_slanted_side() {
+        use crate::plan::adapter::AdapterKind;
+        let r = Rect {
+            x: 10.0,
+            y: 0.0,
+            w: 100.0,
+            h: 40.0,
+        };
+        let file = Shape::Adapter(AdapterKind::FileOut);
+        // At mid-height each side is half the slant inside the box.
+        assert_eq!(onto_outline(file, r, (10.0, 20.0)), (16.0, 20.0));
+        assert_eq!(onto_outline(file, r, (110.0, 20.0)), (104.0, 20.0));
+        // A cylinder's and a box's sides are the box's.
+        let db = Shape::Adapter(AdapterKind::SqlOut);
+        assert_eq!(onto_outline(db, r, (10.0, 20.0)), (10.0, 20.0));
+        assert_eq!(
+            onto_outline(Shape::PointToPoint, r, (10.0, 20.0)),
+            (10.0, 20.0)
+        );
     }
 
     #[test]

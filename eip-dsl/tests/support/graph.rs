@@ -139,3 +139,41 @@ pub fn sample() -> Plan {
         adapters: Vec::new(),
     }
 }
+
+/// A flow with one adapter of each kind around a router, loaded as `eip graph` loads a file,
+/// with `/flows` as the directory file adapters' paths are relative to.
+///
+/// Nodes: channels c0 `orders`, c1 `big`, c2 `small`, c3 `dead-letters`; route r0 `triage`;
+/// adapters a0 `files-in`, a1 `api`, a2 `poll`, a3 `archive`, a4 `notify`, a5 `store`.
+pub fn adapters_plan() -> Plan {
+    let flow = r#"
+channels:
+  orders: {kind: point-to-point}
+  big:    {kind: point-to-point}
+  small:  {kind: publish-subscribe}
+routes:
+  - name: triage
+    from: orders
+    choice:
+      - {when: '$.total > 100', to: big}
+    otherwise: small
+adapters:
+  files-in: {kind: file-in, to: orders, dir: in, glob: '*.json'}
+  api: {kind: http-in, to: orders, listen: 127.0.0.1:8080, path: /orders}
+  poll:
+    kind: sql-in
+    to: orders
+    url: sqlite:orders.db
+    query: SELECT id, total FROM orders WHERE NOT done
+    done: UPDATE orders SET done = 1 WHERE id = :id
+  archive: {kind: file-out, from: small, dir: out}
+  notify: {kind: http-out, from: big, url: 'http://127.0.0.1:9000/big'}
+  store:
+    kind: sql-out
+    from: big
+    url: postgres://app:secret@db.example/shop
+    statement: INSERT INTO big (total) VALUES (:$.total)
+"#;
+    eip_dsl::load::load_str(flow, "flow.yaml", std::path::Path::new("/flows"))
+        .unwrap_or_else(|e| panic!("{}", e.render()))
+}

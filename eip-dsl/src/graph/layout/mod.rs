@@ -389,7 +389,35 @@ fn vertical_positions(
             }
         }
     }
+    pack_unlinked(order, &mut centre, &sep, up, down);
     centre
+}
+
+/// Moves the nodes of a column that have no edge (a channel nothing uses), above its first or
+/// below its last linked node, next to it. The alignment passes leave them where the column's
+/// shifts carry them, which can be far from everything else.
+fn pack_unlinked(
+    order: &[Vec<usize>],
+    centre: &mut [f64],
+    sep: &impl Fn(usize, usize) -> f64,
+    up: &[Vec<usize>],
+    down: &[Vec<usize>],
+) {
+    let linked = |v: usize| !up[v].is_empty() || !down[v].is_empty();
+    for column in order {
+        let (Some(first), Some(last)) = (
+            column.iter().position(|&v| linked(v)),
+            column.iter().rposition(|&v| linked(v)),
+        ) else {
+            continue;
+        };
+        for i in (0..first).rev() {
+            centre[column[i]] = centre[column[i + 1]] - sep(column[i], column[i + 1]);
+        }
+        for i in last + 1..column.len() {
+            centre[column[i]] = centre[column[i - 1]] + sep(column[i - 1], column[i]);
+        }
+    }
 }
 
 /// Moves everything so the top-left of what is drawn is at the origin.
@@ -465,6 +493,16 @@ mod tests {
         let l = layout(&[(40.0, 20.0); 3], &[edge(0, 1), edge(1, 2), edge(0, 2)]);
         let route = &l.edges[2].points;
         assert!(route.len() > 2, "{route:?}");
+    }
+
+    #[test]
+    fn a_node_without_edges_stays_next_to_its_column() {
+        // Node 0 has no edge and shares the first column with three sources of node 4.
+        let sizes = [(40.0, 20.0); 5];
+        let l = layout(&sizes, &[edge(1, 4), edge(2, 4), edge(3, 4)]);
+        let below = (1..4).map(|v| l.nodes[v].y).fold(f64::INFINITY, f64::min);
+        let gap = below - (l.nodes[0].y + l.nodes[0].h);
+        assert!((0.0..=V_SEP).contains(&gap), "{gap} {:?}", l.nodes);
     }
 
     #[test]
