@@ -98,7 +98,7 @@ pub use error::FileError;
 pub use sink::{FileSink, FileSinkBuilder, FileSinkConfig, SinkMode};
 pub use source::{
     DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig, FileSourceHandle,
-    ReadMode, WhenDone, headers,
+    MAX_BATCH_BYTES, MAX_BATCH_FILES, ReadMode, WhenDone, headers,
 };
 pub use template::NameTemplate;
 

@@ -1,4 +1,4 @@
-//! Claiming files by atomic rename, finding claims whose owner is gone, and settling.
+//! Claiming files by atomic rename, finding claims whose owner is gone, and reading a batch.
 //!
 //! A claimed file is named `PID-TOKEN-SEQ.NAME` in the claim directory: the owner's process
 //! id, the token of the adapter run within that process, a sequence number, and the original
@@ -6,7 +6,7 @@
 //! and no running adapter here holds the token. Abandoned claims are claimed again by rename,
 //! like new files, so of two adapters that find one only one gets it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -14,8 +14,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use super::config::{FileSourceConfig, WhenDone};
+use super::config::{FileSourceConfig, ReadMode, WhenDone};
+use super::read::{self, Contents};
 use crate::file::FileError;
+use eip_core::Message;
 
 /// The tokens of the adapter runs alive in this process.
 static LIVE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
@@ -36,7 +38,7 @@ pub(super) struct Claimed {
     /// The name it had in the watched directory.
     pub(super) name: String,
     /// Its claim prefix, unique: used to keep done and error names apart.
-    tag: String,
+    pub(super) tag: String,
 }
 
 /// One adapter run's identity; claims made under it are abandoned once it is dropped.
@@ -103,37 +105,45 @@ pub(super) fn prepare(config: &FileSourceConfig) -> Result<(), FileError> {
 }
 
 /// What there is to take: abandoned claims first, then new files in name order.
-pub(super) fn scan(config: &FileSourceConfig) -> Result<Vec<Candidate>, FileError> {
-    let mut found = Vec::new();
-    for (path, file_name) in list(&config.claim_dir)? {
+pub(super) fn scan(config: &FileSourceConfig) -> Result<VecDeque<Candidate>, FileError> {
+    let mut found = VecDeque::new();
+    for (entry, file_name) in list(&config.claim_dir)? {
         if let Some((pid, token, name)) = parse_claim(&file_name)
             && !owner_alive(pid, token)
         {
-            found.push(Candidate {
-                path,
+            found.push_back(Candidate {
+                path: entry.path(),
                 name: name.to_owned(),
             });
         }
     }
     let now = SystemTime::now();
     let mut new = Vec::new();
-    for (path, name) in list(&config.dir)? {
+    for (entry, name) in list(&config.dir)? {
         if name.starts_with('.') || !config.glob.matches(&name) {
             continue;
         }
-        // `symlink_metadata`: a symlink is never taken, so nothing outside is read through it.
-        let Ok(meta) = fs::symlink_metadata(&path) else {
+        // The type from the listing itself (no `stat` where the file system says it), not
+        // followed: a symlink is never taken, so nothing outside is read through it. The read
+        // checks again on the open file.
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
-        };
-        let young = || {
-            meta.modified()
-                .ok()
-                .and_then(|m| now.duration_since(m).ok())
-                .is_some_and(|age| age < config.min_age)
-        };
-        if meta.is_file() && !(config.min_age > std::time::Duration::ZERO && young()) {
-            new.push(Candidate { path, name });
         }
+        if !config.min_age.is_zero() {
+            let young = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| now.duration_since(modified).ok())
+                .is_some_and(|age| age < config.min_age);
+            if young {
+                continue;
+            }
+        }
+        new.push(Candidate {
+            path: entry.path(),
+            name,
+        });
     }
     new.sort_by(|a, b| a.name.cmp(&b.name));
     found.extend(new);
@@ -141,19 +151,70 @@ pub(super) fn scan(config: &FileSourceConfig) -> Result<Vec<Candidate>, FileErro
 }
 
 /// The entries of `dir` with UTF-8 names (others are left alone, with a warning).
-fn list(dir: &Path) -> Result<Vec<(PathBuf, String)>, FileError> {
+fn list(dir: &Path) -> Result<Vec<(fs::DirEntry, String)>, FileError> {
     let entries = fs::read_dir(dir).map_err(FileError::io(dir, "list"))?;
     let mut out = Vec::new();
     for entry in entries {
         let entry = entry.map_err(FileError::io(dir, "list"))?;
         match entry.file_name().into_string() {
-            Ok(name) => out.push((entry.path(), name)),
+            Ok(name) => out.push((entry, name)),
             Err(name) => {
                 tracing::warn!(dir = %dir.display(), name = ?name, "file name is not UTF-8: left alone")
             }
         }
     }
     Ok(out)
+}
+
+/// A claimed file and what reading it gave.
+pub(super) struct Taken {
+    pub(super) claimed: Claimed,
+    pub(super) body: Result<Body, FileError>,
+}
+
+/// A claimed file's content, made ready for sending.
+pub(super) enum Body {
+    /// [`ReadMode::WholeFile`]: its one message.
+    Whole(Message),
+    /// [`ReadMode::JsonLines`]: its bytes, split into messages as they are sent.
+    Lines(Contents),
+}
+
+/// Claims up to `max` files from the front of `candidates` and reads them, in order. Stops
+/// early once the files read hold `budget` bytes, so a batch holds at most `max` files and
+/// `budget` bytes plus one file's size limit. Candidates another adapter took first are
+/// skipped; those not reached stay in `candidates`.
+pub(super) fn take(
+    owner: &Owner,
+    config: &FileSourceConfig,
+    candidates: &mut VecDeque<Candidate>,
+    max: usize,
+    budget: u64,
+) -> Vec<Taken> {
+    let mut taken = Vec::new();
+    let mut bytes = 0u64;
+    while taken.len() < max && bytes < budget {
+        let Some(candidate) = candidates.pop_front() else {
+            break;
+        };
+        let claimed = match owner.claim(candidate, &config.claim_dir) {
+            Ok(Some(claimed)) => claimed,
+            Ok(None) => continue, // another adapter took it
+            Err(error) => {
+                tracing::warn!(%error, "file adapter could not claim a file");
+                continue;
+            }
+        };
+        let body = read::read(&claimed.path, config.max_size).map(|contents| {
+            bytes += contents.bytes.len() as u64;
+            match config.mode {
+                ReadMode::WholeFile => Body::Whole(contents.whole(&claimed.name)),
+                ReadMode::JsonLines => Body::Lines(contents),
+            }
+        });
+        taken.push(Taken { claimed, body });
+    }
+    taken
 }
 
 /// `PID-TOKEN-SEQ.NAME` → (pid, token, name).
@@ -190,61 +251,6 @@ fn process_alive(pid: u32) -> bool {
 #[cfg(not(unix))]
 fn process_alive(_pid: u32) -> bool {
     true
-}
-
-/// Moves (or deletes) a file whose messages were accepted.
-pub(super) fn settle_done(config: &FileSourceConfig, claimed: &Claimed) -> Result<(), FileError> {
-    match &config.when_done {
-        WhenDone::Delete => {
-            fs::remove_file(&claimed.path).map_err(FileError::io(&claimed.path, "delete"))
-        }
-        WhenDone::MoveTo(done) => {
-            let target = free_name(done, claimed, false);
-            fs::rename(&claimed.path, &target).map_err(FileError::io(target, "move to done"))
-        }
-    }
-}
-
-/// Moves a failed file to the error directory with `NAME.error` beside it saying `reason`.
-pub(super) fn settle_error(
-    config: &FileSourceConfig,
-    claimed: &Claimed,
-    reason: &str,
-) -> Result<(), FileError> {
-    let target = free_name(&config.error_dir, claimed, true);
-    write_reason(&target, reason)?;
-    fs::rename(&claimed.path, &target).map_err(FileError::io(target, "move to error"))
-}
-
-/// Writes `content` (lines that could not be sent) to the error directory under the file's
-/// name, with `NAME.error` saying `reason`; the file itself went on.
-pub(super) fn write_rejects(
-    config: &FileSourceConfig,
-    claimed: &Claimed,
-    content: &[u8],
-    reason: &str,
-) -> Result<(), FileError> {
-    let target = free_name(&config.error_dir, claimed, true);
-    write_reason(&target, reason)?;
-    fs::write(&target, content).map_err(FileError::io(target, "write"))
-}
-
-fn write_reason(target: &Path, reason: &str) -> Result<(), FileError> {
-    let mut note = target.as_os_str().to_owned();
-    note.push(".error");
-    let note = PathBuf::from(note);
-    fs::write(&note, format!("{reason}\n")).map_err(FileError::io(note, "write"))
-}
-
-/// The file's own name in `dir`, or, if taken, the name with its claim tag added.
-fn free_name(dir: &Path, claimed: &Claimed, with_reason: bool) -> PathBuf {
-    let plain = dir.join(&claimed.name);
-    let reason_taken = with_reason && dir.join(format!("{}.error", claimed.name)).exists();
-    if plain.symlink_metadata().is_err() && !reason_taken {
-        plain
-    } else {
-        dir.join(format!("{}.{}", claimed.name, claimed.tag))
-    }
 }
 
 #[cfg(test)]

@@ -1,32 +1,49 @@
 //! The inbound file adapter: files in a directory become messages on a channel.
 //!
 //! See the [file module](crate::file) for what it guarantees. The loop: list the claim
-//! directory for abandoned claims and the watched directory for new files; for each, wait until
-//! the channel has room, claim the file by rename, read it, send its messages one at a time,
-//! and settle it once the last send completed. When a pass found nothing it waits for the
-//! watcher or the poll interval, whichever comes first.
+//! directory for abandoned claims and the watched directory for new files; then, batch by
+//! batch, wait until the channel has room, claim and read a batch of files on one blocking
+//! task, send their messages one at a time (each once the channel has room), and hand the
+//! batch to the [settle worker](settle) to move each file once its last send completed. When a
+//! pass claimed nothing it waits for the watcher or the poll interval, whichever comes first.
+//!
+//! A batch starts at one file and doubles, up to [`MAX_BATCH_FILES`], while the channel takes every
+//! message without making the adapter wait; a wait for room starts it again at one. So a full
+//! channel with no consumer gets nothing claimed beyond what it took, and a busy one is fed by
+//! a blocking task per batch, not one per file operation.
 
 mod claim;
 mod config;
 mod read;
+mod settle;
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::Poll;
 
 use eip_core::Message;
 use eip_core::channel::{ChannelSender, InvalidMessageChannel, SendError};
 use tokio::sync::Notify;
-use tower::{Service, ServiceExt};
+use tower::Service;
 
-use self::claim::{Claimed, Owner};
+use self::claim::{Body, Claimed, Owner, Taken};
 use self::read::Line;
+use self::settle::{Settle, Settler};
 use super::{FileError, blocking};
 
 pub use config::{
     DEFAULT_MAX_SIZE, FileGlob, FileSourceBuilder, FileSourceConfig, ReadMode, WhenDone,
 };
+
+/// The most files claimed and read at once: beyond the channel's room, at most this many
+/// files (and [`MAX_BATCH_BYTES`] plus one file's size limit) wait in memory.
+pub const MAX_BATCH_FILES: usize = 64;
+
+/// A batch stops growing once the files read hold this many bytes (4 MiB).
+pub const MAX_BATCH_BYTES: u64 = 4 << 20;
 
 /// The headers the inbound adapter sets on each message.
 pub mod headers {
@@ -50,11 +67,18 @@ pub struct FileSource<S = ChannelSender> {
     invalid: Option<InvalidMessageChannel>,
 }
 
-/// What processing one file leaves the loop to do.
+/// What sending a file leaves the loop to do.
 enum Flow {
     Go,
     Shutdown,
     Stop(FileError),
+}
+
+/// Whether the channel had room at once, had it after a wait, or `shutdown` came first.
+enum Room {
+    Now,
+    Waited,
+    Shutdown,
 }
 
 /// Why a send failed: the channel is closed (the adapter stops), or it refused this message.
@@ -99,8 +123,9 @@ where
 
     /// Runs until `shutdown` completes (then returns `Ok`), or the channel is closed or its
     /// directories can not be created (then the error). A file being sent when `shutdown`
-    /// completes is finished first, except a JSON-lines file waiting for room for its next
-    /// line, which stays claimed and is taken again by the next run.
+    /// completes is finished first and every accepted file settled before this returns; files
+    /// claimed but not sent yet go back into the directory, and a JSON-lines file waiting for
+    /// room for its next line stays claimed and is taken again by the next run.
     pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) -> Result<(), FileError> {
         let config = self.config.clone();
         blocking({
@@ -109,6 +134,20 @@ where
         })
         .await?;
         let owner = Arc::new(Owner::new());
+        let settler = Settler::start(config, owner.clone());
+        let ended = self.pump(owner, &settler, shutdown).await;
+        settler.finish().await;
+        ended
+    }
+
+    /// The loop of [`run_until`](Self::run_until): pass after pass, batch after batch.
+    async fn pump(
+        &mut self,
+        owner: Arc<Owner>,
+        settler: &Settler,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), FileError> {
+        let config = self.config.clone();
         let wake = Arc::new(Notify::new());
         let _watcher = if config.watch {
             watch(&config.dir, wake.clone())
@@ -116,40 +155,51 @@ where
             None
         };
         let mut shutdown = pin!(shutdown);
+        let mut batch = 1;
         loop {
             let scanned = blocking({
                 let config = config.clone();
                 move || claim::scan(&config)
             })
             .await;
-            let candidates = scanned.unwrap_or_else(|error| {
+            let mut candidates = scanned.unwrap_or_else(|error| {
                 tracing::warn!(%error, "file adapter could not list its directories");
-                Vec::new()
+                VecDeque::new()
             });
             let mut took = false;
-            for candidate in candidates {
-                // Room first: while the channel is full the file stays where it is.
+            while !candidates.is_empty() {
+                // Room first: while the channel is full the files stay where they are.
                 match self.ready(&mut shutdown).await {
-                    Ok(true) => {}
-                    Ok(false) => return Ok(()),
-                    Err(reason) => return Err(self.closed(config.dir.clone(), reason)),
+                    Ok(Room::Now) => {}
+                    Ok(Room::Waited) => batch = 1,
+                    Ok(Room::Shutdown) => return Ok(()),
+                    Err(reason) => return Err(closed(config.dir.clone(), reason)),
                 }
-                let owner = owner.clone();
-                let claim_dir = config.claim_dir.clone();
-                let claimed = match blocking(move || owner.claim(candidate, &claim_dir)).await {
-                    Ok(Some(claimed)) => claimed,
-                    Ok(None) => continue, // another adapter took it
-                    Err(error) => {
-                        tracing::warn!(%error, "file adapter could not claim a file");
-                        continue;
+                let taken;
+                (taken, candidates) = blocking({
+                    let (owner, config) = (owner.clone(), config.clone());
+                    move || {
+                        let taken =
+                            claim::take(&owner, &config, &mut candidates, batch, MAX_BATCH_BYTES);
+                        (taken, candidates)
                     }
-                };
+                })
+                .await;
+                if taken.is_empty() {
+                    continue; // others took them
+                }
                 took = true;
-                match self.process(claimed, &mut shutdown).await {
+                let (flow, waited) = self.send_batch(taken, settler, &mut shutdown).await;
+                match flow {
                     Flow::Go => {}
                     Flow::Shutdown => return Ok(()),
                     Flow::Stop(error) => return Err(error),
                 }
+                batch = if waited {
+                    1
+                } else {
+                    (batch * 2).min(MAX_BATCH_FILES)
+                };
             }
             if !took {
                 tokio::select! {
@@ -173,15 +223,28 @@ where
         FileSourceHandle { stop, task }
     }
 
-    /// Waits for room in the channel; `false` if `shutdown` came first.
+    /// Waits for room in the channel, saying whether that took a wait.
     async fn ready<F: Future<Output = ()>>(
         &mut self,
         shutdown: &mut Pin<&mut F>,
-    ) -> Result<bool, String> {
+    ) -> Result<Room, String> {
+        let sender = &mut self.sender;
+        let mut waited = false;
+        let ready = std::future::poll_fn(move |cx| match sender.poll_ready(cx) {
+            Poll::Pending => {
+                waited = true;
+                Poll::Pending
+            }
+            Poll::Ready(ready) => Poll::Ready((ready, waited)),
+        });
         tokio::select! {
             biased;
-            () = shutdown.as_mut() => Ok(false),
-            ready = self.sender.ready() => ready.map(|_| true).map_err(|e| e.into().to_string()),
+            () = shutdown.as_mut() => Ok(Room::Shutdown),
+            ready = ready => match ready {
+                (Ok(()), true) => Ok(Room::Waited),
+                (Ok(()), false) => Ok(Room::Now),
+                (Err(e), _) => Err(e.into().to_string()),
+            },
         }
     }
 
@@ -195,26 +258,80 @@ where
         })
     }
 
-    async fn process<F: Future<Output = ()>>(
+    /// Sends the messages of a batch in order and hands what became of each file to the
+    /// settler; also says whether the channel made the adapter wait for room.
+    async fn send_batch<F: Future<Output = ()>>(
         &mut self,
-        claimed: Claimed,
+        taken: Vec<Taken>,
+        settler: &Settler,
+        shutdown: &mut Pin<&mut F>,
+    ) -> (Flow, bool) {
+        let mut settled = Vec::with_capacity(taken.len());
+        let mut waited = false;
+        let mut files = taken.into_iter();
+        let mut flow = Flow::Go;
+        for file in files.by_ref() {
+            flow = self
+                .send_file(file, &mut settled, &mut waited, shutdown)
+                .await;
+            if !matches!(flow, Flow::Go) {
+                break;
+            }
+        }
+        // Stopping: what was not reached goes back into the directory.
+        settled.extend(files.map(|file| Settle::Release(file.claimed)));
+        settler.send(settled).await;
+        (flow, waited)
+    }
+
+    /// Sends one file's messages, each once the channel has room, and notes in `settled` what
+    /// becomes of the file.
+    async fn send_file<F: Future<Output = ()>>(
+        &mut self,
+        file: Taken,
+        settled: &mut Vec<Settle>,
+        waited: &mut bool,
         shutdown: &mut Pin<&mut F>,
     ) -> Flow {
-        let path = claimed.path.clone();
-        let limit = self.config.max_size;
-        let contents = match blocking(move || read::read(&path, limit)).await {
-            Ok(contents) => contents,
-            Err(error) => return self.fail(claimed, error.to_string()).await,
+        let Taken { claimed, body } = file;
+        let body = match body {
+            Ok(body) => body,
+            Err(error) => {
+                let reason = error.to_string();
+                settled.push(Settle::Failed { claimed, reason });
+                return Flow::Go;
+            }
         };
-        match self.config.mode {
-            ReadMode::WholeFile => {
-                let msg = contents.whole(&claimed.name);
+        match body {
+            Body::Whole(msg) => {
+                match self.ready(shutdown).await {
+                    Ok(Room::Now) => {}
+                    Ok(Room::Waited) => *waited = true,
+                    Ok(Room::Shutdown) => {
+                        settled.push(Settle::Release(claimed));
+                        return Flow::Shutdown;
+                    }
+                    Err(reason) => {
+                        return failed_send(
+                            claimed,
+                            Failure::Closed(reason),
+                            String::new(),
+                            settled,
+                        );
+                    }
+                }
                 match self.send(msg).await {
-                    Ok(()) => self.done(claimed).await,
-                    Err(failure) => self.failed_send(claimed, failure, String::new()).await,
+                    Ok(()) => {
+                        settled.push(Settle::Done(claimed));
+                        Flow::Go
+                    }
+                    Err(failure) => failed_send(claimed, failure, String::new(), settled),
                 }
             }
-            ReadMode::JsonLines => self.send_lines(claimed, contents, shutdown).await,
+            Body::Lines(contents) => {
+                self.send_lines(claimed, contents, settled, waited, shutdown)
+                    .await
+            }
         }
     }
 
@@ -223,36 +340,46 @@ where
         &mut self,
         claimed: Claimed,
         contents: read::Contents,
+        settled: &mut Vec<Settle>,
+        waited: &mut bool,
         shutdown: &mut Pin<&mut F>,
     ) -> Flow {
         let name = claimed.name.clone();
         let lines = match contents.json_lines(&name, &claimed.path) {
             Ok(lines) => lines,
-            Err(error) => return self.fail(claimed, error.to_string()).await,
+            Err(error) => {
+                let reason = error.to_string();
+                settled.push(Settle::Failed { claimed, reason });
+                return Flow::Go;
+            }
         };
         let mut rejects = Vec::new();
         let mut reasons = Vec::new();
         let mut accepted = 0usize;
+        let mut begun = false;
         for (n, line) in lines {
             match line {
                 Line::Json(msg) => {
-                    // The first line uses the room waited for before the claim.
-                    if accepted > 0 {
-                        match self.ready(shutdown).await {
-                            Ok(true) => {}
-                            Ok(false) => return Flow::Shutdown,
-                            Err(reason) => {
-                                let failure = Failure::Closed(reason);
-                                let note = format!("line {n}: ");
-                                return self.failed_send(claimed, failure, note).await;
-                            }
+                    match self.ready(shutdown).await {
+                        Ok(Room::Now) => {}
+                        Ok(Room::Waited) => *waited = true,
+                        Ok(Room::Shutdown) if !begun => {
+                            settled.push(Settle::Release(claimed));
+                            return Flow::Shutdown;
+                        }
+                        // Part sent: it stays claimed, for the next run to send again.
+                        Ok(Room::Shutdown) => return Flow::Shutdown,
+                        Err(reason) => {
+                            let note = format!("line {n}: ");
+                            return failed_send(claimed, Failure::Closed(reason), note, settled);
                         }
                     }
                     if let Err(failure) = self.send(msg).await {
                         let note = format!("line {n} ({accepted} lines before it accepted): ");
-                        return self.failed_send(claimed, failure, note).await;
+                        return failed_send(claimed, failure, note, settled);
                     }
                     accepted += 1;
+                    begun = true;
                 }
                 Line::Malformed { msg, reason } => {
                     let unplaced = match &self.invalid {
@@ -264,57 +391,50 @@ where
                         rejects.push(b'\n');
                         reasons.push(reason);
                     }
+                    begun = true;
                 }
             }
         }
         if !rejects.is_empty() {
-            let config = self.config.clone();
-            let reasons = reasons.join("\n");
-            let held = claimed.clone();
-            let written =
-                blocking(move || claim::write_rejects(&config, &held, &rejects, &reasons)).await;
-            if let Err(error) = written {
-                tracing::error!(%error, "malformed JSON lines could not be written to the error directory");
-            }
+            settled.push(Settle::Rejects {
+                claimed: claimed.clone(),
+                lines: rejects,
+                reasons: reasons.join("\n"),
+            });
         }
-        self.done(claimed).await
-    }
-
-    async fn failed_send(&mut self, claimed: Claimed, failure: Failure, note: String) -> Flow {
-        match failure {
-            Failure::Refused(reason) => self.fail(claimed, format!("{note}{reason}")).await,
-            Failure::Closed(reason) => {
-                let path = claimed.path.clone();
-                self.fail(claimed, format!("{note}{reason}")).await;
-                Flow::Stop(self.closed(path, reason))
-            }
-        }
-    }
-
-    fn closed(&self, path: PathBuf, reason: String) -> FileError {
-        FileError::ChannelClosed { path, reason }
-    }
-
-    /// Settles a file whose messages were all accepted.
-    async fn done(&mut self, claimed: Claimed) -> Flow {
-        let config = self.config.clone();
-        let settled = blocking(move || claim::settle_done(&config, &claimed)).await;
-        if let Err(error) = settled {
-            tracing::error!(%error, "file accepted but not settled: it will be sent again by a later run");
-        }
+        settled.push(Settle::Done(claimed));
         Flow::Go
     }
+}
 
-    /// Moves a file to the error directory with `reason`.
-    async fn fail(&mut self, claimed: Claimed, reason: String) -> Flow {
-        tracing::warn!(file = %claimed.name, %reason, "file moved to the error directory");
-        let config = self.config.clone();
-        let settled = blocking(move || claim::settle_error(&config, &claimed, &reason)).await;
-        if let Err(error) = settled {
-            tracing::error!(%error, "failed file could not be moved to the error directory");
+/// Notes a file whose send failed for the error directory; a closed channel stops the loop.
+fn failed_send(
+    claimed: Claimed,
+    failure: Failure,
+    note: String,
+    settled: &mut Vec<Settle>,
+) -> Flow {
+    match failure {
+        Failure::Refused(reason) => {
+            settled.push(Settle::Failed {
+                claimed,
+                reason: format!("{note}{reason}"),
+            });
+            Flow::Go
         }
-        Flow::Go
+        Failure::Closed(reason) => {
+            let path = claimed.path.clone();
+            settled.push(Settle::Failed {
+                claimed,
+                reason: format!("{note}{reason}"),
+            });
+            Flow::Stop(closed(path, reason))
+        }
     }
+}
+
+fn closed(path: PathBuf, reason: String) -> FileError {
+    FileError::ChannelClosed { path, reason }
 }
 
 /// A watcher that wakes the loop on any change in `dir`; `None` (polling only) if the
