@@ -264,12 +264,15 @@ async fn kill_and_count(table: &impl Table, scratch: &Scratch, label: &str) {
         .expect("kill -INT runs");
     assert!(stopped.success());
     run.finish();
-    let printed = printed.lock().unwrap_or_else(|p| p.into_inner());
-    let lost = (1..=ROWS).filter(|id| !printed.contains_key(id)).count();
-    let duplicates: usize = printed.values().map(|n| n - 1).sum();
+    let (lost, duplicates) = {
+        let printed = printed.lock().unwrap_or_else(|p| p.into_inner());
+        let lost = (1..=ROWS).filter(|id| !printed.contains_key(id)).count();
+        let duplicates: usize = printed.values().map(|n| n - 1).sum();
+        (lost, duplicates)
+    };
+    let done = table.done().await;
     println!(
-        "{label}: {kills} kills, {ROWS} rows, {} done, {lost} lost, {duplicates} duplicates",
-        table.done().await
+        "{label}: {kills} kills, {ROWS} rows, {done} done, {lost} lost, {duplicates} duplicates"
     );
     assert_eq!(lost, 0, "{label}: rows marked done but never delivered");
     assert_eq!(table.done().await, ROWS);
