@@ -360,3 +360,148 @@ async fn run_orders_example(database: &str, db: &sqlx::PgPool) -> Result<(), Str
     assert_eq!(printed[0]["id"], ids[3].as_str());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbound_adapter_s_timeout_fails_each_attempt_and_its_redelivery_policy_gives_up() {
+    // A server that takes connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a listener");
+    let address = listener.local_addr().expect("its address");
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counting = accepted.clone();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            counting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    let scratch = Scratch::new("timeout");
+    let flow = format!(
+        "
+channels:
+  shipments: {{kind: point-to-point}}
+adapters:
+  notify:
+    kind: http-out
+    from: shipments
+    url: 'http://{address}/shipments/{{id}}'
+    timeout: 100ms
+    redelivery: {{max-attempts: 3, initial-backoff: 10ms}}
+"
+    );
+    let plan =
+        load_str(&flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
+    let flow = compile(&plan).expect("the flow compiles");
+    let adapters = flow.connect_adapters().await.expect("the adapters connect");
+    let dead = Arc::new(std::sync::Mutex::new(Vec::<eip_core::Message>::new()));
+    let seen = dead.clone();
+    let mut running = flow.start(Arc::new(move |channel: &str, msg: &eip_core::Message| {
+        assert_eq!(channel, "dead-letters");
+        seen.lock().expect("not poisoned").push(msg.clone());
+    }));
+    running.attach(adapters);
+    let started = Instant::now();
+    flow.bus()
+        .publish("shipments", eip_core::Message::new(b"{}".to_vec()))
+        .await
+        .expect("sent");
+    eventually("the dead letter", || {
+        !dead.lock().expect("not poisoned").is_empty()
+    })
+    .await;
+    let elapsed = started.elapsed();
+    let death = dead.lock().expect("not poisoned")[0]
+        .death()
+        .expect("a readable death header")
+        .expect("a death record");
+    assert_eq!(death.reason.to_string(), "max-redeliveries");
+    assert!(
+        death.error.as_deref().unwrap_or("").contains("timed out"),
+        "{death:?}"
+    );
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "one connection per attempt"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(300),
+        "three attempts of 100 ms: {elapsed:?}"
+    );
+    running.stop(Duration::from_secs(1)).await;
+    silent.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbound_adapter_s_rate_limit_spaces_its_calls() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A server answering 200 to each request, one request per connection.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a listener");
+    let address = listener.local_addr().expect("its address");
+    let answered = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+    let times = answered.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let times = times.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                times.lock().expect("not poisoned").push(Instant::now());
+                let _ = socket
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let scratch = Scratch::new("rate");
+    let flow = format!(
+        "
+channels:
+  shipments: {{kind: point-to-point}}
+adapters:
+  notify:
+    kind: http-out
+    from: shipments
+    url: 'http://{address}/shipments'
+    concurrency: 4
+    rate-limit: {{requests: 2, per: 200ms}}
+"
+    );
+    let plan =
+        load_str(&flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
+    let flow = compile(&plan).expect("the flow compiles");
+    let adapters = flow.connect_adapters().await.expect("the adapters connect");
+    let mut running = flow.start(Arc::new(|channel: &str, _: &eip_core::Message| {
+        panic!("nothing reaches {channel}")
+    }));
+    running.attach(adapters);
+    for _ in 0..6 {
+        flow.bus()
+            .publish("shipments", eip_core::Message::new(b"{}".to_vec()))
+            .await
+            .expect("sent");
+    }
+    eventually("six answers", || {
+        answered.lock().expect("not poisoned").len() == 6
+    })
+    .await;
+    let times = answered.lock().expect("not poisoned").clone();
+    let spread = times[5].duration_since(times[0]);
+    assert!(
+        spread >= Duration::from_millis(380),
+        "two calls per 200 ms: six take two periods at least, took {spread:?}"
+    );
+    let left = running.stop(Duration::from_secs(2)).await;
+    assert!(left.is_empty(), "{left:?}");
+    server.abort();
+}
