@@ -229,10 +229,7 @@ async fn the_orders_example_takes_http_posts_into_postgresql_and_a_directory() {
     let db = sqlx::PgPool::connect(&pg_url(&database))
         .await
         .expect("connects");
-    sqlx::query("CREATE TABLE bulk_orders (sku TEXT NOT NULL, quantity INTEGER NOT NULL, customer TEXT NOT NULL)")
-        .execute(&db)
-        .await
-        .expect("the table");
+    // No table yet: the example's `setup` makes it.
     let outcome = run_orders_example(&database, &db).await;
     db.close().await;
     let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database}"))

@@ -75,6 +75,7 @@ fn every_kind_is_read_into_its_configuration() {
         "    url: postgres://${PGUSER:-root}@127.0.0.1/test",
         "    password-env: PGPASSWORD",
         "    statement: INSERT INTO orders (sku) VALUES (:$.sku)",
+        "    setup: CREATE TABLE IF NOT EXISTS orders (sku TEXT)",
         "    batch-size: 50",
     ]);
     let plan = load(&lines(&all)).unwrap_or_else(|e| panic!("{}", e.render()));
@@ -145,6 +146,10 @@ fn every_kind_is_read_into_its_configuration() {
         panic!("sql-out")
     };
     assert_eq!(sql_out.batch_size, 50);
+    assert_eq!(
+        plan.adapters[5].setup,
+        ["CREATE TABLE IF NOT EXISTS orders (sku TEXT)"]
+    );
     assert_eq!(
         sql_out.connection.password_env.as_deref(),
         Some("PGPASSWORD")

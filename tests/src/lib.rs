@@ -107,3 +107,7 @@ pub struct FlowsInRust;
 #[doc = include_str!("../../book/src/channel-adapters.md")]
 #[cfg(doctest)]
 pub struct ChannelAdapters;
+
+#[doc = include_str!("../../book/src/example-orders.md")]
+#[cfg(doctest)]
+pub struct ExampleOrders;

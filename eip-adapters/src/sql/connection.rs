@@ -68,6 +68,31 @@ impl Connection {
         self
     }
 
+    /// Connects and runs `statements` one after the other, each as written (no parameters:
+    /// these are the operator's, not a message's), then closes the connection. What a flow
+    /// file's `setup:` does before its adapter starts, typically `CREATE TABLE IF NOT EXISTS`.
+    /// The first statement that fails is the error; those before it stay done.
+    pub async fn execute(&self, statements: &[String]) -> Result<(), SqlError> {
+        if statements.is_empty() {
+            return Ok(());
+        }
+        let pool = self.connect().await?;
+        let mut outcome = Ok(());
+        for statement in statements {
+            let done =
+                on_pool!(&pool, p, _Db => sqlx::raw_sql(statement).execute(p).await.map(drop));
+            if let Err(source) = done {
+                outcome = Err(SqlError::Execute {
+                    statement: statement.clone(),
+                    source,
+                });
+                break;
+            }
+        }
+        on_pool!(&pool, p, _Db => p.close().await);
+        outcome
+    }
+
     /// The connection string as it may be shown: any password in it replaced by `***`
     /// (environment variables are not expanded).
     pub fn redacted_url(&self) -> String {

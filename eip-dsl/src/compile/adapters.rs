@@ -2,8 +2,8 @@
 //!
 //! [`Flow::connect_adapters`] does everything that can fail before a message moves: reads the
 //! environment variables the adapters name (a missing one is an error naming it and the
-//! adapter), binds every HTTP server, connects to every database, creates every output
-//! directory. [`RunningFlow::attach`] then starts them: outbound adapters each behind a
+//! adapter), binds every HTTP server, connects to every database (running its `setup`
+//! statements), creates every output directory. [`RunningFlow::attach`] then starts them: outbound adapters each behind a
 //! consumer of their channel (with the adapter's tower layers and redelivery policy), inbound
 //! adapters feeding theirs. [`RunningFlow::stop`] stops the inbound adapters first, so a
 //! draining flow takes nothing new.
@@ -175,6 +175,7 @@ impl Flow {
                 Endpoint::Http(inbound.bind().await?)
             }
             AdapterConfig::SqlIn(config) => {
+                config.connection.execute(&plan.setup).await?;
                 Endpoint::SqlIn(SqlInbound::connect(config.clone()).await?)
             }
             AdapterConfig::FileOut(config) => {
@@ -191,6 +192,7 @@ impl Flow {
                 })
             }
             AdapterConfig::SqlOut(config) => {
+                config.connection.execute(&plan.setup).await?;
                 let writer = SqlOutbound::connect(config.clone()).await?;
                 outbound(writer, &plan.outbound, |_| false)
             }

@@ -21,6 +21,9 @@ pub struct AdapterPlan {
     pub config: AdapterConfig,
     /// For an outbound adapter: the layers around it and how its consumer retries.
     pub outbound: OutboundPlan,
+    /// `setup:` of a database adapter: statements run once, in order, when the adapter
+    /// starts (before it polls or writes), such as `CREATE TABLE IF NOT EXISTS …`.
+    pub setup: Vec<String>,
 }
 
 impl AdapterPlan {

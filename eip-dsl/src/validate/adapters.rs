@@ -64,7 +64,13 @@ const HTTP_OUT: &[&str] = &[
     "bearer-token-env",
     "headers",
 ];
-const SQL: &[&str] = &["url", "password-env", "max-connections", "connect-timeout"];
+const SQL: &[&str] = &[
+    "url",
+    "password-env",
+    "max-connections",
+    "connect-timeout",
+    "setup",
+];
 const SQL_IN: &[&str] = &["to", "query", "done", "claim", "interval", "max-rows"];
 const SQL_OUT: &[&str] = &["statement", "batch-size"];
 const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
@@ -191,6 +197,10 @@ fn check_adapter(
     } else {
         outbound(check, &settings, spec)
     };
+    let setup = settings
+        .list(check, "setup")
+        .map(|statements| statements.into_iter().map(|s| s.value).collect())
+        .unwrap_or_default();
     if check.problems.len() > before {
         return None;
     }
@@ -199,6 +209,7 @@ fn check_adapter(
         channel: spec.channel.value.clone(),
         config: config?,
         outbound,
+        setup,
     })
 }
 
