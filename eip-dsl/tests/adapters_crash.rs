@@ -21,38 +21,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt as _;
-
 /// Rows in the table.
 const ROWS: i64 = 1_500;
 
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("eip-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        Scratch(dir)
-    }
+mod support {
+    pub mod postgres;
+    pub mod scratch;
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a whole number, found {value:?}")),
-        Err(_) => default,
-    }
-}
+use support::postgres::TestDatabase;
+use support::scratch::{Scratch, env_number};
 
 /// Makes a pipe hold one page, so that a slow reader soon holds up the writer (the kernel's
 /// default of 64 KiB would absorb hundreds of lines).
@@ -278,55 +256,27 @@ async fn kill_and_count(table: &impl Table, scratch: &Scratch, label: &str) {
     assert_eq!(table.done().await, ROWS);
 }
 
-fn pg_url(database: &str) -> String {
-    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    format!(
-        "postgres://{}@{}:{}/{database}",
-        env("PGUSER", "root"),
-        env("PGHOST", "127.0.0.1"),
-        env("PGPORT", "5432")
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_postgresql_poller_loses_no_row() {
-    let admin = sqlx::PgPool::connect(&pg_url("postgres"))
+    TestDatabase::create("eip_poll_crash")
         .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {} is needed: {e}", pg_url("postgres")));
-    let database = format!("eip_poll_crash_{}", std::process::id());
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {database}"))
-        .execute(&admin)
-        .await
-        .expect("an old database dropped");
-    sqlx::query(&format!("CREATE DATABASE {database}"))
-        .execute(&admin)
-        .await
-        .expect("the test database");
-    let url = pg_url(&database);
-    let pool = sqlx::PgPool::connect(&url).await.expect("connects");
-    sqlx::query(
-        "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, n BIGINT NOT NULL, done BOOLEAN NOT NULL DEFAULT false)",
-    )
-    .execute(&pool)
-    .await
-    .expect("the table");
-    sqlx::query("INSERT INTO jobs (n) SELECT g FROM generate_series(1, $1) AS g")
-        .bind(ROWS)
-        .execute(&pool)
-        .await
-        .expect("the rows");
-    let scratch = Scratch::new("pg-poll-crash");
-    let table = Postgres { url, pool };
-    let outcome = std::panic::AssertUnwindSafe(kill_and_count(&table, &scratch, "postgres"))
-        .catch_unwind()
+        .run(|_, url, pool| async move {
+            sqlx::query(
+                "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, n BIGINT NOT NULL, \
+                 done BOOLEAN NOT NULL DEFAULT false)",
+            )
+            .execute(&pool)
+            .await
+            .expect("the table");
+            sqlx::query("INSERT INTO jobs (n) SELECT g FROM generate_series(1, $1) AS g")
+                .bind(ROWS)
+                .execute(&pool)
+                .await
+                .expect("the rows");
+            let scratch = Scratch::new("pg-poll-crash");
+            kill_and_count(&Postgres { url, pool }, &scratch, "postgres").await;
+        })
         .await;
-    table.pool.close().await;
-    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"))
-        .execute(&admin)
-        .await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,27 +9,29 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eip_dsl::compile::compile;
+use eip_dsl::compile::{Flow, Output, RunningFlow, compile};
 use eip_dsl::load::load_str;
 
-/// A fresh directory under the target directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("eip-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        Scratch(dir)
-    }
+mod support {
+    pub mod postgres;
+    pub mod scratch;
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+use support::postgres::TestDatabase;
+use support::scratch::Scratch;
+
+/// The flow `text` (paths relative to `dir`), compiled.
+fn compiled(text: &str, dir: &Path) -> Flow {
+    let plan = load_str(text, "flow.yaml", dir).unwrap_or_else(|e| panic!("{}", e.render()));
+    compile(&plan).expect("the flow compiles")
+}
+
+/// `flow` running with its adapters, `output` taking what reaches its outputs.
+async fn run(flow: &Flow, output: Output) -> RunningFlow {
+    let adapters = flow.connect_adapters().await.expect("the adapters connect");
+    let mut running = flow.start(output);
+    running.attach(adapters);
+    running
 }
 
 /// The files of `dir`, sorted; hidden ones (a writer's temporary files) left out.
@@ -75,13 +77,14 @@ adapters:
   big-out: {kind: file-out, from: big, dir: out/big, name: '{header.file-name}'}
   small-out: {kind: file-out, from: small, dir: out/small, append: all.jsonl}
 ";
-    let plan = load_str(flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
-    let flow = compile(&plan).expect("the flow compiles");
-    let adapters = flow.connect_adapters().await.expect("the adapters connect");
-    let mut running = flow.start(Arc::new(|channel: &str, _: &eip_core::Message| {
-        panic!("nothing is an output, yet {channel} printed")
-    }));
-    running.attach(adapters);
+    let flow = compiled(flow, &scratch.0);
+    let running = run(
+        &flow,
+        Arc::new(|channel: &str, _: &eip_core::Message| {
+            panic!("nothing is an output, yet {channel} printed")
+        }),
+    )
+    .await;
     for n in [1, 5, 10, 20, 30] {
         let name = format!("{n:02}.json");
         std::fs::write(scratch.0.join("in").join(name), format!(r#"{{"n":{n}}}"#)).expect("a file");
@@ -116,8 +119,7 @@ adapters:
   api: {kind: http-in, to: orders, listen: '127.0.0.1:0', path: /orders,
         bearer-token-env: EIP_TEST_TOKEN_THAT_IS_NOT_SET}
 ";
-    let plan = load_str(flow, "flow.yaml", &scratch.0).expect("valid without the variable");
-    let flow = compile(&plan).expect("the flow compiles");
+    let flow = compiled(flow, &scratch.0);
     let error = flow
         .connect_adapters()
         .await
@@ -133,8 +135,7 @@ adapters:
   db: {kind: sql-out, from: orders, url: 'sqlite:${EIP_TEST_DB_THAT_IS_NOT_SET}',
        statement: 'INSERT INTO t (a) VALUES (:$.a)'}
 ";
-    let plan = load_str(flow, "flow.yaml", &scratch.0).expect("valid without the variable");
-    let flow = compile(&plan).expect("the flow compiles");
+    let flow = compiled(flow, &scratch.0);
     let error = flow
         .connect_adapters()
         .await
@@ -200,42 +201,17 @@ impl Drop for Running {
     }
 }
 
-/// The local PostgreSQL, as the adapter tests reach it.
-fn pg_url(database: &str) -> String {
-    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    format!(
-        "postgres://{}@{}:{}/{database}",
-        env("PGUSER", "root"),
-        env("PGHOST", "127.0.0.1"),
-        env("PGPORT", "5432")
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_orders_example_takes_http_posts_into_postgresql_and_a_directory() {
-    // A database of the test's own, dropped at the end.
-    let admin = sqlx::PgPool::connect(&pg_url("postgres"))
+    TestDatabase::create("eip_orders")
         .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {} is needed: {e}", pg_url("postgres")));
-    let database = format!("eip_orders_{}", std::process::id());
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {database}"))
-        .execute(&admin)
-        .await
-        .expect("an old database dropped");
-    sqlx::query(&format!("CREATE DATABASE {database}"))
-        .execute(&admin)
-        .await
-        .expect("the test database");
-    let db = sqlx::PgPool::connect(&pg_url(&database))
-        .await
-        .expect("connects");
-    // No table yet: the example's `setup` makes it.
-    let outcome = run_orders_example(&database, &db).await;
-    db.close().await;
-    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database}"))
-        .execute(&admin)
+        .run(|name, _, pool| async move {
+            // No table yet: the example's `setup` makes it.
+            run_orders_example(&name, &pool)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        })
         .await;
-    outcome.unwrap_or_else(|e| panic!("{e}"));
 }
 
 async fn run_orders_example(database: &str, db: &sqlx::PgPool) -> Result<(), String> {
@@ -388,17 +364,14 @@ adapters:
     redelivery: {{max-attempts: 3, initial-backoff: 10ms}}
 "
     );
-    let plan =
-        load_str(&flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
-    let flow = compile(&plan).expect("the flow compiles");
-    let adapters = flow.connect_adapters().await.expect("the adapters connect");
+    let flow = compiled(&flow, &scratch.0);
     let dead = Arc::new(std::sync::Mutex::new(Vec::<eip_core::Message>::new()));
     let seen = dead.clone();
-    let mut running = flow.start(Arc::new(move |channel: &str, msg: &eip_core::Message| {
+    let output: Output = Arc::new(move |channel: &str, msg: &eip_core::Message| {
         assert_eq!(channel, "dead-letters");
         seen.lock().expect("not poisoned").push(msg.clone());
-    }));
-    running.attach(adapters);
+    });
+    let running = run(&flow, output).await;
     let started = Instant::now();
     flow.bus()
         .publish("shipments", eip_core::Message::new(b"{}".to_vec()))
@@ -474,14 +447,10 @@ adapters:
     rate-limit: {{requests: 2, per: 200ms}}
 "
     );
-    let plan =
-        load_str(&flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
-    let flow = compile(&plan).expect("the flow compiles");
-    let adapters = flow.connect_adapters().await.expect("the adapters connect");
-    let mut running = flow.start(Arc::new(|channel: &str, _: &eip_core::Message| {
-        panic!("nothing reaches {channel}")
-    }));
-    running.attach(adapters);
+    let flow = compiled(&flow, &scratch.0);
+    let output: Output =
+        Arc::new(|channel: &str, _: &eip_core::Message| panic!("nothing reaches {channel}"));
+    let running = run(&flow, output).await;
     for _ in 0..6 {
         flow.bus()
             .publish("shipments", eip_core::Message::new(b"{}".to_vec()))

@@ -21,6 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+mod support {
+    pub mod scratch;
+}
+
+use support::scratch::{Scratch, env_number};
+
 /// The example flow of the book's Guaranteed Delivery chapter.
 fn flow() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/flows/durable-orders.yaml")
@@ -42,15 +48,6 @@ impl Moments {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         low + self.0 % (high - low)
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a whole number, found {value:?}")),
-        Err(_) => default,
     }
 }
 
@@ -118,14 +115,6 @@ fn feed(child: &mut Child, first: u64) -> JoinHandle<u64> {
     })
 }
 
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn no_confirmed_message_is_lost_when_eip_run_is_killed() {
     let kills = env_number("EIP_CRASH_KILLS", 4);
@@ -137,7 +126,7 @@ fn no_confirmed_message_is_lost_when_eip_run_is_killed() {
             | 1,
     );
     println!("crash test: seed {seed} (EIP_CRASH_SEED), {kills} kills (EIP_CRASH_KILLS)");
-    let scratch = Scratch(std::env::temp_dir().join(format!("eip-crash-{}", std::process::id())));
+    let scratch = Scratch::new("crash");
     std::fs::create_dir_all(&scratch.0).expect("scratch directory");
     let flow = flow();
     let data = scratch.0.join("data");
