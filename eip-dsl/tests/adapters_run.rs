@@ -471,3 +471,71 @@ adapters:
     assert!(left.is_empty(), "{left:?}");
     server.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_lines_file_s_malformed_line_goes_to_the_invalid_message_channel_with_its_reason() {
+    let scratch = Scratch::new("lines");
+    std::fs::create_dir_all(scratch.0.join("in")).expect("the inbox");
+    std::fs::write(
+        scratch.0.join("reading.json"),
+        r#"{"type": "object", "required": ["celsius"]}"#,
+    )
+    .expect("the schema");
+    let flow = compiled(
+        "
+channels:
+  readings: {kind: point-to-point, datatype: reading.json, invalid: readings.invalid}
+  readings.invalid: {kind: point-to-point}
+adapters:
+  inbox: {kind: file-in, to: readings, dir: in, mode: json-lines, poll-interval: 50ms}
+",
+        &scratch.0,
+    );
+    let seen = Arc::new(std::sync::Mutex::new(
+        Vec::<(String, eip_core::Message)>::new(),
+    ));
+    let outputs = seen.clone();
+    let output: Output = Arc::new(move |channel: &str, msg: &eip_core::Message| {
+        outputs
+            .lock()
+            .expect("not poisoned")
+            .push((channel.to_owned(), msg.clone()));
+    });
+    let running = run(&flow, output).await;
+    std::fs::write(
+        scratch.0.join("in/day.jsonl"),
+        "{\"celsius\": 21}\n{\"celsius\": \nnot json at all\n{\"kelvin\": 300}\n",
+    )
+    .expect("a file");
+    eventually("four lines out", || {
+        seen.lock().expect("not poisoned").len() == 4
+    })
+    .await;
+    let seen = seen.lock().expect("not poisoned").clone();
+    let channels: Vec<&str> = {
+        let mut c: Vec<&str> = seen.iter().map(|(c, _)| c.as_str()).collect();
+        c.sort_unstable();
+        c
+    };
+    assert_eq!(
+        channels,
+        [
+            "readings",
+            "readings.invalid",
+            "readings.invalid",
+            "readings.invalid"
+        ]
+    );
+    for (channel, msg) in &seen {
+        if channel == "readings.invalid" {
+            let death = msg
+                .death()
+                .expect("a readable death header")
+                .expect("a death record");
+            assert_eq!(death.reason.to_string(), "invalid");
+            assert!(death.error.is_some_and(|e| !e.is_empty()), "a reason");
+        }
+    }
+    let left = running.stop(Duration::from_secs(2)).await;
+    assert!(left.is_empty(), "{left:?}");
+}
