@@ -356,9 +356,8 @@ async fn concurrent_calls_are_written_in_shared_transactions_and_a_bad_one_fails
     );
 }
 
-#[tokio::test]
-async fn an_explicit_batch_is_written_all_or_nothing() {
-    let db = TestDb::new(Kind::Sqlite, "atomic").await;
+async fn an_explicit_batch_is_written_all_or_nothing(kind: Kind) {
+    let db = TestDb::new(kind, "atomic").await;
     trades(&db).await;
     let out = SqlOutbound::connect(SqlOutboundConfig::new(db.connection(), INSERT_TRADE))
         .await
@@ -373,8 +372,160 @@ async fn an_explicit_batch_is_written_all_or_nothing() {
             .build(),
     );
     let e = out.write_batch(&batch).await.unwrap_err();
-    assert!(matches!(e, SqlError::Execute { .. }), "{e}");
-    assert_eq!(db.count("SELECT COUNT(*) FROM trades").await, 10);
+    assert!(matches!(e, SqlError::Execute { .. }), "{kind:?}: {e}");
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM trades").await,
+        10,
+        "{kind:?}"
+    );
+}
+
+// ---- multi-row INSERT ----
+
+/// `numbers (n, item)`: `n` unique and not negative.
+async fn numbers(db: &TestDb) {
+    db.exec(
+        "CREATE TABLE numbers (n BIGINT NOT NULL PRIMARY KEY, item VARCHAR(200) NOT NULL, \
+         CHECK (n >= 0))",
+    )
+    .await;
+}
+
+const INSERT_NUMBER: &str = "INSERT INTO numbers (n, item) VALUES (:$.n, :$.item)";
+
+fn number(n: i64, item: &str) -> Message {
+    Message::builder(json!({"n": n, "item": item}).to_string()).build()
+}
+
+/// `calls` concurrent calls through `out`, all queued before the writer takes its first batch.
+async fn call_all(out: &SqlOutbound, messages: Vec<Message>) -> Vec<Result<(), SqlError>> {
+    let calls = messages.into_iter().map(|msg| {
+        let mut out = out.clone();
+        async move { out.ready().await?.call(msg).await }
+    });
+    futures::future::join_all(calls).await
+}
+
+async fn a_bad_row_of_a_multi_row_batch_fails_alone(kind: Kind) {
+    let db = TestDb::new(kind, "multibad").await;
+    numbers(&db).await;
+    let out =
+        SqlOutbound::connect(SqlOutboundConfig::new(db.connection(), INSERT_NUMBER).batch_size(50))
+            .await
+            .unwrap();
+    assert!(out.is_multi_row());
+    let bad = 77;
+    let messages = (0..120)
+        .map(|i| number(if i == bad { -1 } else { i }, &format!("item {i}")))
+        .collect();
+    let results = call_all(&out, messages).await;
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.is_ok(), i != bad as usize, "{kind:?} call {i}: {r:?}");
+    }
+    assert!(
+        matches!(results[bad as usize], Err(SqlError::Execute { .. })),
+        "{kind:?}"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM numbers").await,
+        119,
+        "{kind:?}"
+    );
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM numbers WHERE n < 0").await,
+        0,
+        "{kind:?}"
+    );
+}
+
+async fn injection_text_is_stored_literally_through_a_multi_row_insert(kind: Kind) {
+    let db = TestDb::new(kind, "multiinject").await;
+    numbers(&db).await;
+    let out = SqlOutbound::connect(SqlOutboundConfig::new(db.connection(), INSERT_NUMBER))
+        .await
+        .unwrap();
+    assert!(out.is_multi_row());
+    // One batch of all of them, through the writer; then once more, as an explicit batch.
+    let messages = INJECTIONS
+        .iter()
+        .enumerate()
+        .map(|(i, text)| number(i as i64, text))
+        .collect();
+    assert!(call_all(&out, messages).await.iter().all(Result::is_ok));
+    let again: Vec<Message> = INJECTIONS
+        .iter()
+        .enumerate()
+        .map(|(i, text)| number(100 + i as i64, text))
+        .collect();
+    out.write_batch(&again).await.unwrap();
+    let stored = db.texts("SELECT item FROM numbers ORDER BY n").await;
+    let expected: Vec<&str> = INJECTIONS.iter().chain(&INJECTIONS).copied().collect();
+    assert_eq!(stored, expected, "{kind:?}");
+}
+
+/// More rows than one statement may bind values for: 7 values a row, 10 000 rows is 70 000
+/// values, past PostgreSQL's and MariaDB's 65 535 and SQLite's 32 766.
+async fn a_batch_past_the_parameter_limit_is_split_into_statements(kind: Kind) {
+    let db = TestDb::new(kind, "multisplit").await;
+    trades(&db).await;
+    let out = SqlOutbound::connect(SqlOutboundConfig::new(db.connection(), INSERT_TRADE))
+        .await
+        .unwrap();
+    assert!(out.is_multi_row());
+    let batch: Vec<Message> = (0..10_000).map(|i| trade(&format!("S{i}"), i)).collect();
+    out.write_batch(&batch).await.unwrap();
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM trades").await,
+        10_000,
+        "{kind:?}"
+    );
+    // Each message's row, once: 10 000 different quantities 0..9 999, each with its symbol.
+    for distinct in [
+        "SELECT COUNT(DISTINCT qty) FROM trades WHERE qty BETWEEN 0 AND 9999",
+        "SELECT COUNT(DISTINCT symbol) FROM trades",
+    ] {
+        assert_eq!(db.count(distinct).await, 10_000, "{kind:?}: {distinct}");
+    }
+    assert_eq!(
+        db.count("SELECT COUNT(*) FROM trades WHERE symbol = 'S1234' AND qty = 1234")
+            .await,
+        1,
+        "{kind:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_multi_row_batch_is_one_transaction() {
+    let db = TestDb::new(Kind::Postgres, "multitx").await;
+    numbers(&db).await;
+    let out = SqlOutbound::connect(SqlOutboundConfig::new(db.connection(), INSERT_NUMBER))
+        .await
+        .unwrap();
+    let batch: Vec<Message> = (0..40_000).map(|i| number(i, "x")).collect();
+    out.write_batch(&batch).await.unwrap();
+    // 80 000 values: two statements, one transaction (rows share its id, xmin).
+    assert_eq!(db.count("SELECT COUNT(*) FROM numbers").await, 40_000);
+    assert_eq!(
+        db.count("SELECT COUNT(DISTINCT xmin::text) FROM numbers")
+            .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn statements_other_than_a_plain_insert_run_once_per_message() {
+    let db = TestDb::new(Kind::Sqlite, "notmulti").await;
+    numbers(&db).await;
+    let out = SqlOutbound::connect(SqlOutboundConfig::new(
+        db.connection(),
+        "INSERT INTO numbers (n, item) SELECT :$.n, :$.item",
+    ))
+    .await
+    .unwrap();
+    assert!(!out.is_multi_row());
+    let results = call_all(&out, (0..10).map(|i| number(i, "x")).collect()).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(db.count("SELECT COUNT(*) FROM numbers").await, 10);
 }
 
 // ---- connections ----
@@ -614,6 +765,10 @@ macro_rules! on_every_database {
 on_every_database!(
     outbound_binds_json_paths_and_headers_with_their_types,
     injection_text_in_payloads_is_stored_literally,
+    an_explicit_batch_is_written_all_or_nothing,
+    a_bad_row_of_a_multi_row_batch_fails_alone,
+    injection_text_is_stored_literally_through_a_multi_row_insert,
+    a_batch_past_the_parameter_limit_is_split_into_statements,
     inbound_sends_rows_as_json_and_marks_them_done,
     competing_pollers_never_take_the_same_row,
 );

@@ -4,7 +4,8 @@
 //! TLS yet: see [`Connection`]).
 //!
 //! - [`SqlOutbound`], a `tower::Service<Message>`, runs one parameterized statement per message,
-//!   batching messages that arrive together into one transaction; `Ok` means committed.
+//!   batching messages that arrive together into one transaction (a plain INSERT as one
+//!   multi-row statement); `Ok` means committed.
 //! - [`SqlInbound`] polls a query, claims the rows so that concurrent pollers never take the
 //!   same one ([`Claim`]), sends each row as a JSON object and marks it done once the channel
 //!   accepted it.
@@ -30,6 +31,7 @@
 mod connection;
 mod error;
 pub mod inbound;
+mod multi_row;
 pub mod outbound;
 mod statement;
 mod value;

@@ -1,4 +1,4 @@
-//! The outbound database adapter: each message runs one parameterized statement.
+//! The outbound database adapter: each message is written by one parameterized statement.
 //!
 //! [`SqlOutbound`] is a `tower::Service<Message>`. The statement is parsed once, when the
 //! adapter is built, into the database's SQL and the list of values to bind (see the
@@ -9,27 +9,39 @@
 //! the database, unless the connection broke during the commit itself, when the outcome is
 //! unknown: the consumer's redelivery then makes the write at-least-once).
 //!
-//! **Batching (group commit).** Calls that arrive while a transaction is being written (a
-//! [`Consumer`](eip_core::endpoint::Consumer) with a concurrency above 1) queue up; the next
-//! call to reach the database writes the queued messages, up to `batch_size`, in one
-//! transaction, and every one of them completes when it commits. If that transaction fails,
-//! each of its messages is written again in a transaction of its own, so one bad message
-//! (a constraint violation) fails alone. [`SqlOutbound::write_batch`] writes a given slice in
-//! one transaction, all or nothing.
+//! **Batching (group commit).** A call binds its message's values and queues them for the
+//! adapter's writer task. The writer takes what is queued, up to `batch_size` messages, writes
+//! it in one transaction, tells each call, and takes the next batch: calls that arrive while a
+//! transaction is being written (a [`Consumer`](eip_core::endpoint::Consumer) with a
+//! concurrency above 1) share the next one. A call whose future was dropped before its batch
+//! began (a timeout) is not written. If a transaction fails, each of its messages is written
+//! again in a transaction of its own, so one bad message (a constraint violation) fails alone.
+//! [`SqlOutbound::write_batch`] writes a given slice in one transaction, all or nothing.
+//!
+//! **Multi-row INSERT.** When the statement is a plain `INSERT … VALUES (…)` (see
+//! [`is_multi_row`](SqlOutbound::is_multi_row)), the messages of a transaction are written by
+//! one statement with a value tuple per message, `VALUES ($1, $2), ($3, $4), …`, split into
+//! several statements when they would bind more values than the database takes in one
+//! (PostgreSQL and MySQL/MariaDB 65 535, SQLite 32 766). The values are still bound, never
+//! pasted. A statement with a `SELECT`, a second tuple, or parameters outside its tuple (an
+//! `ON CONFLICT … DO UPDATE SET x = :$.x`) runs once per message instead. Statement-level
+//! triggers fire once per multi-row statement rather than once per message.
 //!
 //! A parameter that finds no value in a message fails that message's call at once, naming the
 //! parameter, before any database work: the consumer dead-letters it with that error.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use eip_core::Message;
-use futures::future::BoxFuture;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::connection::{Connection, Pool, on_pool};
 use super::error::SqlError;
+use super::multi_row::MultiRow;
 use super::statement::Statement;
 use super::value::{SqlValue, bind_all};
 
@@ -40,7 +52,8 @@ pub struct SqlOutboundConfig {
     pub connection: Connection,
     /// The statement run for each message, with named parameters.
     pub statement: String,
-    /// The most messages written in one transaction (default 100).
+    /// The most messages written in one transaction (default 100); with a plain INSERT, also
+    /// the most value tuples in one statement, within the database's limit of bound values.
     pub batch_size: usize,
 }
 
@@ -65,18 +78,22 @@ impl SqlOutboundConfig {
 #[derive(Clone)]
 pub struct SqlOutbound {
     shared: Arc<Shared>,
+    /// To the writer task; it ends when the last clone is dropped.
+    queue: mpsc::UnboundedSender<Pending>,
 }
 
 struct Shared {
     pool: Pool,
     statement: Statement,
     batch_size: usize,
-    /// Messages waiting for a writer.
-    queue: Mutex<VecDeque<Pending>>,
-    /// Held by the call writing a transaction.
-    writer: tokio::sync::Mutex<()>,
+    /// The multi-row statements built so far, by number of rows.
+    multi_row_sql: Mutex<HashMap<usize, Arc<str>>>,
 }
 
+/// The most multi-row statements of different sizes kept built.
+const MULTI_ROW_SIZES_KEPT: usize = 128;
+
+/// A message's values waiting for the writer, and where its result goes.
 struct Pending {
     values: Vec<SqlValue>,
     done: oneshot::Sender<Result<(), SqlError>>,
@@ -87,29 +104,37 @@ impl std::fmt::Debug for SqlOutbound {
         f.debug_struct("SqlOutbound")
             .field("statement", &self.shared.statement.configured())
             .field("batch_size", &self.shared.batch_size)
+            .field("multi_row", &self.shared.statement.multi_row().is_some())
             .finish()
     }
 }
 
 impl SqlOutbound {
-    /// Connects and parses the statement.
+    /// Connects, parses the statement and starts the writer task (on the current tokio
+    /// runtime).
     pub async fn connect(config: SqlOutboundConfig) -> Result<SqlOutbound, SqlError> {
         let pool = config.connection.connect().await?;
         let statement = Statement::parse(&config.statement, pool.dialect())?;
-        Ok(SqlOutbound {
-            shared: Arc::new(Shared {
-                pool,
-                statement,
-                batch_size: config.batch_size.max(1),
-                queue: Mutex::new(VecDeque::new()),
-                writer: tokio::sync::Mutex::new(()),
-            }),
-        })
+        let shared = Arc::new(Shared {
+            pool,
+            statement,
+            batch_size: config.batch_size.max(1),
+            multi_row_sql: Mutex::new(HashMap::new()),
+        });
+        let (queue, pending) = mpsc::unbounded_channel();
+        tokio::spawn(shared.clone().run(pending));
+        Ok(SqlOutbound { shared, queue })
     }
 
-    /// The SQL sent to the database, with the database's placeholders.
+    /// The SQL sent to the database for one message, with the database's placeholders.
     pub fn sql(&self) -> &str {
         self.shared.statement.sql()
+    }
+
+    /// Whether the statement is a plain INSERT written for a batch as multi-row statements
+    /// (see the [module](self)).
+    pub fn is_multi_row(&self) -> bool {
+        self.shared.statement.multi_row().is_some()
     }
 
     /// Writes `messages` in one transaction: all of them, or (on an error) none.
@@ -123,52 +148,41 @@ impl SqlOutbound {
 }
 
 impl Shared {
-    /// Queues `values` and writes, or waits for the call writing them.
-    async fn submit(self: Arc<Self>, values: Vec<SqlValue>) -> Result<(), SqlError> {
-        let (done, mut result) = oneshot::channel();
-        self.queue
-            .lock()
-            .expect("queue lock")
-            .push_back(Pending { values, done });
-        loop {
-            // Written by another call meanwhile, or this call's turn to write.
-            let _writing = tokio::select! {
-                r = &mut result => return r.unwrap_or(Err(SqlError::Cancelled)),
-                writing = self.writer.lock() => writing,
-            };
-            if let Some(r) = settled(&mut result) {
-                return r;
+    /// The writer task: takes what is queued, up to `batch_size`, writes it in one
+    /// transaction and tells each caller; until every [`SqlOutbound`] is dropped.
+    async fn run(self: Arc<Self>, mut pending: mpsc::UnboundedReceiver<Pending>) {
+        let mut batch = Vec::with_capacity(self.batch_size);
+        while pending.recv_many(&mut batch, self.batch_size).await > 0 {
+            // A call dropped before its batch began (a timeout) is not written.
+            batch.retain(|p| !p.done.is_closed());
+            if !batch.is_empty() {
+                self.write(batch.drain(..)).await;
             }
-            let batch: Vec<Pending> = {
-                let mut queue = self.queue.lock().expect("queue lock");
-                let n = queue.len().min(self.batch_size);
-                queue.drain(..n).collect()
-            };
-            self.write(batch).await;
         }
     }
 
     /// Writes `batch` in one transaction, or each alone if that fails, and tells each caller.
-    async fn write(&self, batch: Vec<Pending>) {
-        let rows: Vec<Vec<SqlValue>> = batch.iter().map(|p| p.values.clone()).collect();
+    async fn write(&self, batch: impl Iterator<Item = Pending>) {
+        let (rows, done): (Vec<_>, Vec<_>) = batch.map(|p| (p.values, p.done)).unzip();
         match self.execute(&rows).await {
-            Ok(()) => batch.into_iter().for_each(|p| drop(p.done.send(Ok(())))),
-            Err(e) if batch.len() == 1 => {
-                if let Some(p) = batch.into_iter().next() {
-                    let _ = p.done.send(Err(e));
+            Ok(()) => done.into_iter().for_each(|d| drop(d.send(Ok(())))),
+            Err(e) if rows.len() == 1 => {
+                if let Some(d) = done.into_iter().next() {
+                    let _ = d.send(Err(e));
                 }
             }
             Err(e) => {
-                tracing::debug!(error = %e, size = batch.len(), "batch failed: writing its messages one by one");
-                for p in batch {
-                    let alone = self.execute(std::slice::from_ref(&p.values)).await;
-                    let _ = p.done.send(alone);
+                tracing::debug!(error = %e, size = rows.len(), "batch failed: writing its messages one by one");
+                for (values, d) in rows.iter().zip(done) {
+                    let alone = self.execute(std::slice::from_ref(values)).await;
+                    let _ = d.send(alone);
                 }
             }
         }
     }
 
-    /// Runs the statement once per row, in one transaction.
+    /// Writes `rows` in one transaction: as multi-row statements when the statement is a plain
+    /// INSERT, else one statement per row.
     async fn execute(&self, rows: &[Vec<SqlValue>]) -> Result<(), SqlError> {
         let failed = |source| SqlError::Execute {
             statement: self.statement.configured().to_owned(),
@@ -176,40 +190,95 @@ impl Shared {
         };
         on_pool!(&self.pool, pool, Db => {
             let mut tx = pool.begin().await.map_err(failed)?;
-            for values in rows {
-                bind_all(sqlx::query::<Db>(self.statement.sql()), values)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(failed)?;
+            match self.statement.multi_row() {
+                Some(multi) if rows.len() > 1 => {
+                    for chunk in rows.chunks(multi.max_rows()) {
+                        let sql = self.multi_row_sql(multi, chunk.len());
+                        let mut query = sqlx::query::<Db>(&sql);
+                        for values in chunk {
+                            query = bind_all(query, values);
+                        }
+                        query.execute(&mut *tx).await.map_err(failed)?;
+                    }
+                }
+                _ => {
+                    for values in rows {
+                        bind_all(sqlx::query::<Db>(self.statement.sql()), values)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(failed)?;
+                    }
+                }
             }
             tx.commit().await.map_err(failed)
         })
     }
+
+    /// The multi-row statement for `rows` rows, built once per size.
+    fn multi_row_sql(&self, multi: &MultiRow, rows: usize) -> Arc<str> {
+        let mut built = self
+            .multi_row_sql
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if built.len() >= MULTI_ROW_SIZES_KEPT && !built.contains_key(&rows) {
+            built.clear();
+        }
+        built
+            .entry(rows)
+            .or_insert_with(|| multi.sql(rows).into())
+            .clone()
+    }
 }
 
-/// The result, once the call that wrote this message has sent it.
-fn settled(result: &mut oneshot::Receiver<Result<(), SqlError>>) -> Option<Result<(), SqlError>> {
-    match result.try_recv() {
-        Ok(r) => Some(r),
-        Err(oneshot::error::TryRecvError::Empty) => None,
-        // The writer was dropped mid-transaction: sqlx rolled it back.
-        Err(oneshot::error::TryRecvError::Closed) => Some(Err(SqlError::Cancelled)),
+/// The future of a [`SqlOutbound`] call: its message's result once the writer has it.
+#[derive(Debug)]
+pub struct ResponseFuture {
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Failed before reaching the writer (a parameter without a value).
+    Failed(Option<SqlError>),
+    Queued(oneshot::Receiver<Result<(), SqlError>>),
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<(), SqlError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.state {
+            State::Failed(e) => Poll::Ready(Err(e.take().unwrap_or(SqlError::Cancelled))),
+            // The writer task gone (its runtime shut down) is a cancelled write.
+            State::Queued(result) => Pin::new(result)
+                .poll(cx)
+                .map(|r| r.unwrap_or(Err(SqlError::Cancelled))),
+        }
     }
 }
 
 impl tower::Service<Message> for SqlOutbound {
     type Response = ();
     type Error = SqlError;
-    type Future = BoxFuture<'static, Result<(), SqlError>>;
+    type Future = ResponseFuture;
 
-    /// Always ready: the connection pool bounds the work in progress.
+    /// Always ready: the caller's concurrency bounds the messages queued.
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), SqlError>> {
         Poll::Ready(Ok(()))
     }
 
+    /// Binds the message's values and queues them for the writer at once.
     fn call(&mut self, msg: Message) -> Self::Future {
-        let shared = self.shared.clone();
-        let values = self.shared.statement.bind_message(&msg);
-        Box::pin(async move { shared.submit(values?).await })
+        let state = match self.shared.statement.bind_message(&msg) {
+            Ok(values) => {
+                let (done, result) = oneshot::channel();
+                match self.queue.send(Pending { values, done }) {
+                    Ok(()) => State::Queued(result),
+                    Err(_) => State::Failed(Some(SqlError::Cancelled)),
+                }
+            }
+            Err(e) => State::Failed(Some(e)),
+        };
+        ResponseFuture { state }
     }
 }

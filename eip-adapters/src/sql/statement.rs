@@ -14,13 +14,16 @@
 //! dollar quotes and `::` casts, so a `:` inside them is left alone. A placeholder written by
 //! hand (`?`, `$1`) is refused: every value goes through a named parameter.
 
+use std::ops::Range;
+
 use eip_core::Message;
-use jsonpath_rust::parser::model::JpQuery;
+use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
 use jsonpath_rust::parser::parse_json_path;
 use jsonpath_rust::query::js_path_process;
 use serde_json::Value;
 
 use super::error::SqlError;
+use super::multi_row::MultiRow;
 use super::value::SqlValue;
 
 /// The SQL dialects the adapter speaks.
@@ -38,9 +41,29 @@ pub enum Dialect {
 impl Dialect {
     /// The placeholder of the `n`th (from 1) bound value.
     pub(crate) fn placeholder(self, n: usize) -> String {
+        let mut sql = String::new();
+        self.push_placeholder(&mut sql, n);
+        sql
+    }
+
+    /// Appends the placeholder of the `n`th (from 1) bound value to `sql`.
+    pub(crate) fn push_placeholder(self, sql: &mut String, n: usize) {
         match self {
-            Dialect::Postgres => format!("${n}"),
-            Dialect::MySql | Dialect::Sqlite => "?".to_owned(),
+            Dialect::Postgres => {
+                use std::fmt::Write;
+                let _ = write!(sql, "${n}");
+            }
+            Dialect::MySql | Dialect::Sqlite => sql.push('?'),
+        }
+    }
+
+    /// The most values one statement binds: PostgreSQL's and MySQL's protocols count them in
+    /// 16 bits; SQLite's `SQLITE_MAX_VARIABLE_NUMBER` is 32 766 (the default since 3.32, and
+    /// that of the SQLite sqlx bundles).
+    pub(crate) fn max_parameters(self) -> usize {
+        match self {
+            Dialect::Postgres | Dialect::MySql => 65_535,
+            Dialect::Sqlite => 32_766,
         }
     }
 }
@@ -48,9 +71,57 @@ impl Dialect {
 /// Where a parameter's value comes from.
 #[derive(Debug, Clone)]
 enum Source {
+    /// A path of names and indexes only (`$.order.lines[0].qty`), walked without the JSONPath
+    /// engine.
+    Steps(Vec<Step>),
     Path(Box<JpQuery>),
     Header(String),
     Field(String),
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Name(String),
+    Index(i64),
+}
+
+impl Source {
+    /// `query` as steps when it selects at most one value by names and indexes.
+    fn of_path(query: JpQuery) -> Source {
+        let step = |segment: &Segment| match segment {
+            Segment::Selector(Selector::Name(name)) => Some(Step::Name(name.clone())),
+            Segment::Selector(Selector::Index(i)) => Some(Step::Index(*i)),
+            Segment::Selectors(one) if one.len() == 1 => match &one[0] {
+                Selector::Name(name) => Some(Step::Name(name.clone())),
+                Selector::Index(i) => Some(Step::Index(*i)),
+                _ => None,
+            },
+            _ => None,
+        };
+        match query.segments.iter().map(step).collect() {
+            Some(steps) => Source::Steps(steps),
+            None => Source::Path(Box::new(query)),
+        }
+    }
+}
+
+/// The value `steps` lead to from `root`, as JSONPath selects it (a negative index counts
+/// from the end).
+fn walk<'v>(root: &'v Value, steps: &[Step]) -> Option<&'v Value> {
+    steps.iter().try_fold(root, |value, step| match step {
+        Step::Name(name) => value.as_object()?.get(name),
+        Step::Index(i) => {
+            let array = value.as_array()?;
+            let at = if *i < 0 {
+                array
+                    .len()
+                    .checked_sub(usize::try_from(i.unsigned_abs()).ok()?)?
+            } else {
+                usize::try_from(*i).ok()?
+            };
+            array.get(at)
+        }
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -66,6 +137,7 @@ pub(crate) struct Statement {
     configured: String,
     sql: String,
     parameters: Vec<Parameter>,
+    multi_row: Option<MultiRow>,
 }
 
 impl Statement {
@@ -77,6 +149,8 @@ impl Statement {
             dialect,
             sql: String::with_capacity(text.len()),
             parameters: Vec::new(),
+            at: Vec::new(),
+            code: text.as_bytes().to_vec(),
             copied: 0,
         }
         .run()
@@ -97,6 +171,12 @@ impl Statement {
         self.parameters.len()
     }
 
+    /// The statement for several messages at once, when it is a plain INSERT (see
+    /// [`MultiRow`]).
+    pub(crate) fn multi_row(&self) -> Option<&MultiRow> {
+        self.multi_row.as_ref()
+    }
+
     /// The first header parameter, as written, if any.
     pub(crate) fn header_parameter(&self) -> Option<&str> {
         self.parameters
@@ -115,7 +195,7 @@ impl Statement {
                     .get(name)
                     .map(SqlValue::from_header)
                     .ok_or_else(|| self.missing(p)),
-                Source::Path(_) | Source::Field(_) => {
+                Source::Steps(_) | Source::Path(_) | Source::Field(_) => {
                     let root = msg.json_value().map_err(|e| SqlError::NotJson {
                         statement: self.configured.clone(),
                         parameter: p.written.clone(),
@@ -133,7 +213,7 @@ impl Statement {
             .iter()
             .map(|p| match &p.source {
                 Source::Header(_) => Err(self.missing(p)),
-                Source::Path(_) | Source::Field(_) => self.value_of(p, root),
+                Source::Steps(_) | Source::Path(_) | Source::Field(_) => self.value_of(p, root),
             })
             .collect()
     }
@@ -142,6 +222,9 @@ impl Statement {
         match &p.source {
             Source::Field(name) => root
                 .get(name)
+                .map(SqlValue::from_json)
+                .ok_or_else(|| self.missing(p)),
+            Source::Steps(steps) => walk(root, steps)
                 .map(SqlValue::from_json)
                 .ok_or_else(|| self.missing(p)),
             Source::Path(query) => {
@@ -174,6 +257,11 @@ struct Scanner<'a> {
     dialect: Dialect,
     sql: String,
     parameters: Vec<Parameter>,
+    /// Where each parameter is in `text`.
+    at: Vec<Range<usize>>,
+    /// `text` with literals as `'`, quoted identifiers as `_`, comments as spaces and
+    /// parameters as `@`, for [`MultiRow`] to read its structure.
+    code: Vec<u8>,
     /// Bytes of `text` before this are in `sql` already.
     copied: usize,
 }
@@ -182,21 +270,43 @@ impl Scanner<'_> {
     fn run(mut self) -> Result<Statement, SqlError> {
         let mut i = 0;
         while i < self.b.len() {
-            i = match self.b[i] {
+            let parameters = self.parameters.len();
+            // What the skipped text reads as in `code`, if it is not code.
+            let mut fill = None;
+            let next = match self.b[i] {
                 b'\'' => {
                     let backslash = self.dialect == Dialect::MySql || self.e_string(i);
+                    fill = Some(b'\'');
                     skip_quoted(self.b, i, b'\'', backslash)
                 }
-                b'"' => skip_quoted(self.b, i, b'"', self.dialect == Dialect::MySql),
-                b'`' if self.dialect != Dialect::Postgres => skip_quoted(self.b, i, b'`', false),
-                b'-' if self.b.get(i + 1) == Some(&b'-') => self.b[i..]
-                    .iter()
-                    .position(|&c| c == b'\n')
-                    .map_or(self.b.len(), |p| i + p + 1),
-                b'/' if self.b.get(i + 1) == Some(&b'*') => self.text[i + 2..]
-                    .find("*/")
-                    .map_or(self.b.len(), |p| i + 2 + p + 2),
-                b'$' if self.dialect == Dialect::Postgres => self.dollar(i)?,
+                b'"' => {
+                    fill = Some(b'_');
+                    skip_quoted(self.b, i, b'"', self.dialect == Dialect::MySql)
+                }
+                b'`' if self.dialect != Dialect::Postgres => {
+                    fill = Some(b'_');
+                    skip_quoted(self.b, i, b'`', false)
+                }
+                b'-' if self.b.get(i + 1) == Some(&b'-') => {
+                    fill = Some(b' ');
+                    self.b[i..]
+                        .iter()
+                        .position(|&c| c == b'\n')
+                        .map_or(self.b.len(), |p| i + p + 1)
+                }
+                b'/' if self.b.get(i + 1) == Some(&b'*') => {
+                    fill = Some(b' ');
+                    self.text[i + 2..]
+                        .find("*/")
+                        .map_or(self.b.len(), |p| i + 2 + p + 2)
+                }
+                b'$' if self.dialect == Dialect::Postgres => {
+                    let end = self.dollar(i)?;
+                    if end > i + 1 {
+                        fill = Some(b'\''); // a dollar-quoted string
+                    }
+                    end
+                }
                 b'?' if self.dialect != Dialect::Postgres => {
                     return Err(self.error(
                         i,
@@ -215,10 +325,19 @@ impl Scanner<'_> {
                 b':' => self.colon(i)?,
                 _ => i + 1,
             };
+            if self.parameters.len() > parameters {
+                fill = Some(b'@');
+                self.at.push(i..next);
+            }
+            if let Some(fill) = fill {
+                self.code[i..next].fill(fill);
+            }
+            i = next;
         }
         self.sql.push_str(&self.text[self.copied..]);
         Ok(Statement {
             configured: self.text.to_owned(),
+            multi_row: MultiRow::of(self.text, &self.code, &self.at, self.dialect),
             sql: self.sql,
             parameters: self.parameters,
         })
@@ -264,7 +383,7 @@ impl Scanner<'_> {
                 let path = &self.text[i + 1..end];
                 let query = parse_json_path(path)
                     .map_err(|e| self.error(i + 1, &format!("JSONPath `{path}`: {e}")))?;
-                Ok(self.push(i, end, Source::Path(Box::new(query))))
+                Ok(self.push(i, end, Source::of_path(query)))
             }
             Some(&c) if is_ident_start(c) => {
                 let mut j = i + 1;
@@ -301,8 +420,8 @@ impl Scanner<'_> {
             written: self.text[start..end].to_owned(),
             source,
         });
-        self.sql
-            .push_str(&self.dialect.placeholder(self.parameters.len()));
+        self.dialect
+            .push_placeholder(&mut self.sql, self.parameters.len());
         self.copied = end;
         end
     }
@@ -468,6 +587,57 @@ mod tests {
         assert!(e.to_string().contains("`:$.a`"), "{e}");
         let e = st.bind_json(&json!({"a": 1, "b": [1, 2]})).unwrap_err();
         assert!(e.to_string().contains("`:$.b[*]` selects 2 values"), "{e}");
+    }
+
+    #[test]
+    fn name_and_index_paths_select_what_the_jsonpath_engine_selects() {
+        let root = json!({"a": {"b": [10, 20, {"c d": "x"}]}, "n": null});
+        for path in [
+            "$.a.b[0]",
+            "$.a.b[-1]['c d']",
+            "$.a.b[-4]",
+            "$.a.b[3]",
+            "$['a'].b[1]",
+            "$.n",
+            "$.missing",
+            "$.a.b.c",
+            "$.a[0]",
+        ] {
+            let query = parse_json_path(path).unwrap();
+            let engine = js_path_process(&query, &root).unwrap_or_default();
+            let Source::Steps(steps) = Source::of_path(query) else {
+                panic!("{path}: not walked as steps");
+            };
+            let expected = match engine.as_slice() {
+                [] => None,
+                [one] => Some(one.val),
+                more => panic!("{path}: {} values", more.len()),
+            };
+            assert_eq!(walk(&root, &steps), expected, "{path}");
+        }
+        let wildcard = parse_json_path("$.a.b[*]").unwrap();
+        assert!(matches!(Source::of_path(wildcard), Source::Path(_)));
+    }
+
+    #[test]
+    fn a_plain_insert_is_written_for_several_rows() {
+        let text = "INSERT INTO \"select\" (a, b) VALUES (:$.a, 'VALUES (:x), SELECT') -- :c\n;";
+        let pg = parse(text, Dialect::Postgres);
+        let multi = pg.multi_row().unwrap();
+        assert_eq!(
+            multi.sql(2),
+            "INSERT INTO \"select\" (a, b) VALUES ($1, 'VALUES (:x), SELECT'), ($2, 'VALUES (:x), SELECT')"
+        );
+        for text in [
+            "INSERT INTO t (a) VALUES (:$.a) ON CONFLICT (a) DO UPDATE SET a = :$.b",
+            "INSERT INTO t (a) SELECT :$.a",
+            "UPDATE t SET a = :$.a",
+        ] {
+            assert!(
+                parse(text, Dialect::Postgres).multi_row().is_none(),
+                "{text}"
+            );
+        }
     }
 
     #[test]
