@@ -1,8 +1,10 @@
 //! `sql out`: an [`SqlOutbound`] against a raw sqlx loop with the same batching and the same
 //! SQL.
 //!
-//! Both sides write 5 000 rows `{"n": i, "item": "item i"}` into the same PostgreSQL table
-//! (`n BIGINT, item TEXT`), over one connection, 100 rows per transaction:
+//! Both sides write 5 000 rows `{"n": i, "item": "item i"}` per round into the same PostgreSQL
+//! table (`n BIGINT, item TEXT`), over one connection (opened once, before the first round, and
+//! used by every round, so neither side's time holds a connect or a first prepare), 100 rows
+//! per transaction:
 //!
 //! - eip: an [`SqlOutbound`] with `INSERT INTO t (n, item) VALUES (:$.n, :$.item)`, batch size
 //!   100, called by 256 concurrent tasks (one `tokio::spawn` per message, a semaphore keeping
@@ -54,10 +56,20 @@ pub fn compare(rt: &Runtime, measuring: bool, rounds: usize) {
         .await
     })
     .expect("the bench table is created");
+    // One adapter for every round, as the baseline has one pool: both measure a connection
+    // that is open and has its statements prepared.
+    let config = SqlOutboundConfig::new(
+        Connection::new(url).max_connections(1),
+        format!("INSERT INTO {table} (n, item) VALUES (:$.n, :$.item)"),
+    )
+    .batch_size(SQL_BATCH);
+    let outbound = rt
+        .block_on(SqlOutbound::connect(config))
+        .expect("the outbound adapter connects");
     let (eip_ns, raw_ns) = alternating_medians(
         rounds,
         |round| {
-            let ns = per_item(rt.block_on(sql_eip(&url, &pool, &table, rows)), rows);
+            let ns = per_item(rt.block_on(sql_eip(&outbound, &pool, &table, rows)), rows);
             eprintln!("  sql out round {round}: eip {ns:.0} ns/row");
             ns
         },
@@ -67,6 +79,7 @@ pub fn compare(rt: &Runtime, measuring: bool, rounds: usize) {
             ns
         },
     );
+    drop(outbound);
     let _ = rt.block_on(async {
         sqlx::query(&format!("DROP TABLE {table}"))
             .execute(&pool)
@@ -120,16 +133,8 @@ async fn check_rows(pool: &PgPool, table: &str, rows: usize) {
 
 /// The time to write `rows` messages through [`SqlOutbound`], [`SQL_CONCURRENCY`] calls at a
 /// time, each completing once its transaction committed.
-async fn sql_eip(url: &str, admin: &PgPool, table: &str, rows: usize) -> Duration {
+async fn sql_eip(outbound: &SqlOutbound, admin: &PgPool, table: &str, rows: usize) -> Duration {
     truncate(admin, table).await;
-    let config = SqlOutboundConfig::new(
-        Connection::new(url).max_connections(1),
-        format!("INSERT INTO {table} (n, item) VALUES (:$.n, :$.item)"),
-    )
-    .batch_size(SQL_BATCH);
-    let outbound = SqlOutbound::connect(config)
-        .await
-        .expect("the outbound adapter connects");
     let messages: Vec<Message> = (0..rows).map(row_message).collect();
     let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(SQL_CONCURRENCY));
     let started = Instant::now();
@@ -152,7 +157,6 @@ async fn sql_eip(url: &str, admin: &PgPool, table: &str, rows: usize) -> Duratio
         call.await.expect("a call finishes");
     }
     let elapsed = started.elapsed();
-    drop(outbound);
     check_rows(admin, table, rows).await;
     elapsed
 }
