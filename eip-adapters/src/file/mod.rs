@@ -104,7 +104,12 @@ pub use template::NameTemplate;
 
 /// Runs blocking file system work off the async threads.
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(work).await {
+    joined(tokio::task::spawn_blocking(work)).await
+}
+
+/// What a blocking task returned; its panic goes on here.
+async fn joined<T>(task: tokio::task::JoinHandle<T>) -> T {
+    match task.await {
         Ok(value) => value,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // Cancelled: the runtime is shutting down and drops this task without polling again.

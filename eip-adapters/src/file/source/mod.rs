@@ -3,19 +3,24 @@
 //! See the [file module](crate::file) for what it guarantees. The loop: list the claim
 //! directory for abandoned claims and the watched directory for new files; then, batch by
 //! batch, wait until the channel has room, claim and read a batch of files on one blocking
-//! task, send their messages one at a time (each once the channel has room), and hand the
-//! batch to the [settle worker](settle) to move each file once its last send completed. When a
-//! pass claimed nothing it waits for the watcher or the poll interval, whichever comes first.
+//! task, send their messages one at a time (each once the channel has room), and note what
+//! becomes of each file once its last send completed. The notes are carried out (the files
+//! moved to done or error) by the blocking task of the next batch, or before the loop waits.
+//! When a pass claimed nothing the loop waits for the watcher or the poll interval, whichever
+//! comes first.
 //!
-//! A batch starts at one file and doubles, up to [`MAX_BATCH_FILES`], while the channel takes every
-//! message without making the adapter wait; a wait for room starts it again at one. So a full
-//! channel with no consumer gets nothing claimed beyond what it took, and a busy one is fed by
-//! a blocking task per batch, not one per file operation.
+//! A batch starts at one file and doubles, up to [`MAX_BATCH_FILES`], while the channel takes
+//! every message without making the adapter wait; a wait for room starts it again at one. At
+//! full size the next batch is claimed and read while this one is sent. So a full channel with
+//! no consumer gets nothing claimed beyond what it took, and a busy one is fed by a blocking
+//! task per batch, not one per file operation.
 
 mod claim;
 mod config;
 mod read;
+mod send;
 mod settle;
+mod watch;
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -25,24 +30,26 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use eip_core::Message;
-use eip_core::channel::{ChannelSender, InvalidMessageChannel, SendError};
+use eip_core::channel::{ChannelSender, InvalidMessageChannel};
 use tokio::sync::Notify;
-use tower::Service;
+use tower::{Service, ServiceExt};
 
-use self::claim::{Body, Claimed, Owner, Taken};
-use self::read::Line;
-use self::settle::{Settle, Settler};
-use super::{FileError, blocking};
+use self::claim::{Candidate, Owner, Taken};
+use self::send::{Flow, closed};
+use self::settle::Settle;
+use self::watch::DirWatch;
+use super::{FileError, blocking, joined};
 
 pub use config::{
     DEFAULT_MAX_SIZE, FileGlob, FileSourceBuilder, FileSourceConfig, ReadMode, WhenDone,
 };
 
-/// The most files claimed and read at once: beyond the channel's room, at most this many
-/// files (and [`MAX_BATCH_BYTES`] plus one file's size limit) wait in memory.
+/// The most files in a batch. Files claimed and not yet sent number at most two batches: the
+/// one being sent and the one read ahead.
 pub const MAX_BATCH_FILES: usize = 64;
 
-/// A batch stops growing once the files read hold this many bytes (4 MiB).
+/// A batch stops growing once the files read hold this many bytes (4 MiB), so a batch holds
+/// at most this plus one file's size limit.
 pub const MAX_BATCH_BYTES: u64 = 4 << 20;
 
 /// The headers the inbound adapter sets on each message.
@@ -67,13 +74,6 @@ pub struct FileSource<S = ChannelSender> {
     invalid: Option<InvalidMessageChannel>,
 }
 
-/// What sending a file leaves the loop to do.
-enum Flow {
-    Go,
-    Shutdown,
-    Stop(FileError),
-}
-
 /// Whether the channel had room at once, had it after a wait, or `shutdown` came first.
 enum Room {
     Now,
@@ -81,11 +81,8 @@ enum Room {
     Shutdown,
 }
 
-/// Why a send failed: the channel is closed (the adapter stops), or it refused this message.
-enum Failure {
-    Closed(String),
-    Refused(String),
-}
+/// A batch being claimed and read on a blocking task, and the candidates it did not reach.
+type Ahead = tokio::task::JoinHandle<(Vec<Taken>, VecDeque<Candidate>)>;
 
 impl FileSource {
     /// A builder for the configuration of an adapter watching `dir`.
@@ -123,9 +120,10 @@ where
 
     /// Runs until `shutdown` completes (then returns `Ok`), or the channel is closed or its
     /// directories can not be created (then the error). A file being sent when `shutdown`
-    /// completes is finished first and every accepted file settled before this returns; files
-    /// claimed but not sent yet go back into the directory, and a JSON-lines file waiting for
-    /// room for its next line stays claimed and is taken again by the next run.
+    /// completes is finished first, and every file whose messages were accepted is settled
+    /// before this returns; files claimed but not sent yet go back into the directory, and a
+    /// JSON-lines file waiting for room for its next line stays claimed and is taken again by
+    /// the next run.
     pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) -> Result<(), FileError> {
         let config = self.config.clone();
         blocking({
@@ -134,29 +132,27 @@ where
         })
         .await?;
         let owner = Arc::new(Owner::new());
-        let settler = Settler::start(config, owner.clone());
-        let ended = self.pump(owner, &settler, shutdown).await;
-        settler.finish().await;
+        let mut settled = Vec::new();
+        let ended = self.pump(&owner, &mut settled, shutdown).await;
+        flush(&self.config, settled).await;
+        drop(owner); // only now may another run take what this one still held
         ended
     }
 
-    /// The loop of [`run_until`](Self::run_until): pass after pass, batch after batch.
+    /// The loop of [`run_until`](Self::run_until): pass after pass, batch after batch. What
+    /// becomes of the files sent is noted in `settled`, for the caller to carry out at the end.
     async fn pump(
         &mut self,
-        owner: Arc<Owner>,
-        settler: &Settler,
+        owner: &Arc<Owner>,
+        settled: &mut Vec<Settle>,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), FileError> {
         let config = self.config.clone();
-        let wake = Arc::new(Notify::new());
-        let _watcher = if config.watch {
-            watch(&config.dir, wake.clone())
-        } else {
-            None
-        };
+        let mut watch = DirWatch::start(&config.dir, config.watch);
         let mut shutdown = pin!(shutdown);
         let mut batch = 1;
-        loop {
+        let mut ahead: Option<Ahead> = None;
+        let ended = 'run: loop {
             let scanned = blocking({
                 let config = config.clone();
                 move || claim::scan(&config)
@@ -166,34 +162,45 @@ where
                 tracing::warn!(%error, "file adapter could not list its directories");
                 VecDeque::new()
             });
+            if !candidates.is_empty() {
+                watch.pause();
+            }
             let mut took = false;
-            while !candidates.is_empty() {
-                // Room first: while the channel is full the files stay where they are.
-                match self.ready(&mut shutdown).await {
-                    Ok(Room::Now) => {}
-                    Ok(Room::Waited) => batch = 1,
-                    Ok(Room::Shutdown) => return Ok(()),
-                    Err(reason) => return Err(closed(config.dir.clone(), reason)),
-                }
-                let taken;
-                (taken, candidates) = blocking({
-                    let (owner, config) = (owner.clone(), config.clone());
-                    move || {
-                        let taken =
-                            claim::take(&owner, &config, &mut candidates, batch, MAX_BATCH_BYTES);
-                        (taken, candidates)
+            while ahead.is_some() || !candidates.is_empty() {
+                let taken = match ahead.take() {
+                    Some(task) => {
+                        let taken;
+                        (taken, candidates) = joined(task).await;
+                        taken
                     }
-                })
-                .await;
+                    None => {
+                        // Room first: while the channel is full the files stay where they are.
+                        match self.ready(&mut shutdown, settled).await {
+                            Ok(Room::Now) => {}
+                            Ok(Room::Waited) => batch = 1,
+                            Ok(Room::Shutdown) => break 'run Ok(()),
+                            Err(reason) => break 'run Err(closed(config.dir.clone(), reason)),
+                        }
+                        let taken;
+                        (taken, candidates) =
+                            joined(self.take(owner, settled, candidates, batch)).await;
+                        taken
+                    }
+                };
                 if taken.is_empty() {
                     continue; // others took them
                 }
                 took = true;
-                let (flow, waited) = self.send_batch(taken, settler, &mut shutdown).await;
+                // The channel took the last batches without a wait: read the next one ahead.
+                if batch == MAX_BATCH_FILES && !candidates.is_empty() {
+                    let rest = std::mem::take(&mut candidates);
+                    ahead = Some(self.take(owner, settled, rest, batch));
+                }
+                let (flow, waited) = self.send_batch(taken, settled, &mut shutdown).await;
                 match flow {
                     Flow::Go => {}
-                    Flow::Shutdown => return Ok(()),
-                    Flow::Stop(error) => return Err(error),
+                    Flow::Shutdown => break 'run Ok(()),
+                    Flow::Stop(error) => break 'run Err(error),
                 }
                 batch = if waited {
                     1
@@ -201,15 +208,23 @@ where
                     (batch * 2).min(MAX_BATCH_FILES)
                 };
             }
-            if !took {
-                tokio::select! {
-                    biased;
-                    () = &mut shutdown => return Ok(()),
-                    () = wake.notified() => {}
-                    () = tokio::time::sleep(config.poll_interval) => {}
-                }
+            flush(&self.config, std::mem::take(settled)).await;
+            if took || watch.resume() {
+                continue; // look again at once
             }
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break 'run Ok(()),
+                () = watch.changed() => {}
+                () = tokio::time::sleep(config.poll_interval) => {}
+            }
+        };
+        // Stopping with a batch read ahead: none of it was sent.
+        if let Some(task) = ahead {
+            let (unsent, _) = joined(task).await;
+            settled.extend(unsent.into_iter().map(|file| Settle::Release(file.claimed)));
         }
+        ended
     }
 
     /// Runs on the current tokio runtime until the handle shuts it down.
@@ -223,239 +238,63 @@ where
         FileSourceHandle { stop, task }
     }
 
-    /// Waits for room in the channel, saying whether that took a wait.
-    async fn ready<F: Future<Output = ()>>(
-        &mut self,
-        shutdown: &mut Pin<&mut F>,
-    ) -> Result<Room, String> {
-        let sender = &mut self.sender;
-        let mut waited = false;
-        let ready = std::future::poll_fn(move |cx| match sender.poll_ready(cx) {
-            Poll::Pending => {
-                waited = true;
-                Poll::Pending
-            }
-            Poll::Ready(ready) => Poll::Ready((ready, waited)),
-        });
-        tokio::select! {
-            biased;
-            () = shutdown.as_mut() => Ok(Room::Shutdown),
-            ready = ready => match ready {
-                (Ok(()), true) => Ok(Room::Waited),
-                (Ok(()), false) => Ok(Room::Now),
-                (Err(e), _) => Err(e.into().to_string()),
-            },
-        }
-    }
-
-    async fn send(&mut self, msg: Message) -> Result<(), Failure> {
-        self.sender.call(msg).await.map(drop).map_err(|e| {
-            let e: BoxError = e.into();
-            match e.downcast_ref::<SendError>() {
-                Some(SendError::Closed { .. }) => Failure::Closed(e.to_string()),
-                _ => Failure::Refused(e.to_string()),
-            }
+    /// On a blocking task: carries out `settled` (emptying it), then claims and reads up to
+    /// `max` of `candidates`. One thread moves files in and out of the claim directory.
+    fn take(
+        &self,
+        owner: &Arc<Owner>,
+        settled: &mut Vec<Settle>,
+        mut candidates: VecDeque<Candidate>,
+        max: usize,
+    ) -> Ahead {
+        let (owner, config) = (owner.clone(), self.config.clone());
+        let jobs = std::mem::take(settled);
+        tokio::task::spawn_blocking(move || {
+            settle::settle_all(&config, jobs);
+            let taken = claim::take(&owner, &config, &mut candidates, max, MAX_BATCH_BYTES);
+            (taken, candidates)
         })
     }
 
-    /// Sends the messages of a batch in order and hands what became of each file to the
-    /// settler; also says whether the channel made the adapter wait for room.
-    async fn send_batch<F: Future<Output = ()>>(
+    /// Waits for room in the channel, saying whether that took a wait. Before a wait, what
+    /// `settled` notes is carried out, so no accepted file stays claimed while the channel is
+    /// full.
+    async fn ready<F: Future<Output = ()>>(
         &mut self,
-        taken: Vec<Taken>,
-        settler: &Settler,
         shutdown: &mut Pin<&mut F>,
-    ) -> (Flow, bool) {
-        let mut settled = Vec::with_capacity(taken.len());
-        let mut waited = false;
-        let mut files = taken.into_iter();
-        let mut flow = Flow::Go;
-        for file in files.by_ref() {
-            flow = self
-                .send_file(file, &mut settled, &mut waited, shutdown)
-                .await;
-            if !matches!(flow, Flow::Go) {
-                break;
-            }
-        }
-        // Stopping: what was not reached goes back into the directory.
-        settled.extend(files.map(|file| Settle::Release(file.claimed)));
-        settler.send(settled).await;
-        (flow, waited)
-    }
-
-    /// Sends one file's messages, each once the channel has room, and notes in `settled` what
-    /// becomes of the file.
-    async fn send_file<F: Future<Output = ()>>(
-        &mut self,
-        file: Taken,
         settled: &mut Vec<Settle>,
-        waited: &mut bool,
-        shutdown: &mut Pin<&mut F>,
-    ) -> Flow {
-        let Taken { claimed, body } = file;
-        let body = match body {
-            Ok(body) => body,
-            Err(error) => {
-                let reason = error.to_string();
-                settled.push(Settle::Failed { claimed, reason });
-                return Flow::Go;
-            }
-        };
-        match body {
-            Body::Whole(msg) => {
-                match self.ready(shutdown).await {
-                    Ok(Room::Now) => {}
-                    Ok(Room::Waited) => *waited = true,
-                    Ok(Room::Shutdown) => {
-                        settled.push(Settle::Release(claimed));
-                        return Flow::Shutdown;
-                    }
-                    Err(reason) => {
-                        return failed_send(
-                            claimed,
-                            Failure::Closed(reason),
-                            String::new(),
-                            settled,
-                        );
-                    }
-                }
-                match self.send(msg).await {
-                    Ok(()) => {
-                        settled.push(Settle::Done(claimed));
-                        Flow::Go
-                    }
-                    Err(failure) => failed_send(claimed, failure, String::new(), settled),
-                }
-            }
-            Body::Lines(contents) => {
-                self.send_lines(claimed, contents, settled, waited, shutdown)
-                    .await
-            }
+    ) -> Result<Room, String> {
+        let sender = &mut self.sender;
+        let now = std::future::poll_fn(|cx| {
+            Poll::Ready(match sender.poll_ready(cx) {
+                Poll::Ready(Ok(())) => Some(Ok(Room::Now)),
+                Poll::Ready(Err(e)) => Some(Err(e.into().to_string())),
+                Poll::Pending => None,
+            })
+        })
+        .await;
+        if let Some(room) = now {
+            return room;
         }
-    }
-
-    /// Sends a JSON-lines file line by line, waiting for room before each.
-    async fn send_lines<F: Future<Output = ()>>(
-        &mut self,
-        claimed: Claimed,
-        contents: read::Contents,
-        settled: &mut Vec<Settle>,
-        waited: &mut bool,
-        shutdown: &mut Pin<&mut F>,
-    ) -> Flow {
-        let name = claimed.name.clone();
-        let lines = match contents.json_lines(&name, &claimed.path) {
-            Ok(lines) => lines,
-            Err(error) => {
-                let reason = error.to_string();
-                settled.push(Settle::Failed { claimed, reason });
-                return Flow::Go;
-            }
-        };
-        let mut rejects = Vec::new();
-        let mut reasons = Vec::new();
-        let mut accepted = 0usize;
-        let mut begun = false;
-        for (n, line) in lines {
-            match line {
-                Line::Json(msg) => {
-                    match self.ready(shutdown).await {
-                        Ok(Room::Now) => {}
-                        Ok(Room::Waited) => *waited = true,
-                        Ok(Room::Shutdown) if !begun => {
-                            settled.push(Settle::Release(claimed));
-                            return Flow::Shutdown;
-                        }
-                        // Part sent: it stays claimed, for the next run to send again.
-                        Ok(Room::Shutdown) => return Flow::Shutdown,
-                        Err(reason) => {
-                            let note = format!("line {n}: ");
-                            return failed_send(claimed, Failure::Closed(reason), note, settled);
-                        }
-                    }
-                    if let Err(failure) = self.send(msg).await {
-                        let note = format!("line {n} ({accepted} lines before it accepted): ");
-                        return failed_send(claimed, failure, note, settled);
-                    }
-                    accepted += 1;
-                    begun = true;
-                }
-                Line::Malformed { msg, reason } => {
-                    let unplaced = match &self.invalid {
-                        Some(invalid) => invalid.put(msg, &self.config.name, reason.clone()).await,
-                        None => Err(msg),
-                    };
-                    if let Err(msg) = unplaced {
-                        rejects.extend_from_slice(msg.payload());
-                        rejects.push(b'\n');
-                        reasons.push(reason);
-                    }
-                    begun = true;
-                }
-            }
-        }
-        if !rejects.is_empty() {
-            settled.push(Settle::Rejects {
-                claimed: claimed.clone(),
-                lines: rejects,
-                reasons: reasons.join("\n"),
-            });
-        }
-        settled.push(Settle::Done(claimed));
-        Flow::Go
-    }
-}
-
-/// Notes a file whose send failed for the error directory; a closed channel stops the loop.
-fn failed_send(
-    claimed: Claimed,
-    failure: Failure,
-    note: String,
-    settled: &mut Vec<Settle>,
-) -> Flow {
-    match failure {
-        Failure::Refused(reason) => {
-            settled.push(Settle::Failed {
-                claimed,
-                reason: format!("{note}{reason}"),
-            });
-            Flow::Go
-        }
-        Failure::Closed(reason) => {
-            let path = claimed.path.clone();
-            settled.push(Settle::Failed {
-                claimed,
-                reason: format!("{note}{reason}"),
-            });
-            Flow::Stop(closed(path, reason))
+        flush(&self.config, std::mem::take(settled)).await;
+        tokio::select! {
+            biased;
+            () = shutdown.as_mut() => Ok(Room::Shutdown),
+            ready = self.sender.ready() => match ready {
+                Ok(_) => Ok(Room::Waited),
+                Err(e) => Err(e.into().to_string()),
+            },
         }
     }
 }
 
-fn closed(path: PathBuf, reason: String) -> FileError {
-    FileError::ChannelClosed { path, reason }
-}
-
-/// A watcher that wakes the loop on any change in `dir`; `None` (polling only) if the
-/// platform's watcher can not start.
-fn watch(dir: &std::path::Path, wake: Arc<Notify>) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    let started = notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-        // Any event, even an error, is a reason to look: the scan decides what is there.
-        wake.notify_one();
-    })
-    .and_then(|mut watcher| {
-        watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
-        Ok(watcher)
-    });
-    match started {
-        Ok(watcher) => Some(watcher),
-        Err(error) => {
-            tracing::warn!(dir = %dir.display(), %error, "no file watcher: polling only");
-            None
-        }
+/// Carries out `jobs` on a blocking task.
+async fn flush(config: &Arc<FileSourceConfig>, jobs: Vec<Settle>) {
+    if jobs.is_empty() {
+        return;
     }
+    let config = config.clone();
+    blocking(move || settle::settle_all(&config, jobs)).await;
 }
 
 /// A running [`FileSource`].

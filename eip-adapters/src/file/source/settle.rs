@@ -1,26 +1,18 @@
-//! Settling claimed files, on a worker thread of the adapter run's own.
+//! Settling claimed files: what becomes of each once its messages were accepted (or refused).
 //!
-//! The sending loop hands over what became of each file of a batch once its messages were
-//! accepted (or refused), and goes on claiming the next batch while the worker moves the
-//! files: the claim and read of one batch and the settling of the one before run side by
-//! side. The queue holds at most [`QUEUE`] batches, so a worker that falls behind holds up
-//! claiming. The worker keeps the run's [`Owner`] alive until the last file is settled, so no
-//! other adapter takes a file it is still to move.
+//! The sending loop notes a [`Settle`] per file and carries them out in batches on the
+//! blocking task that claims and reads the next batch (so one thread moves files in and out
+//! of the claim directory, never two fighting over its lock), or on a task of their own before
+//! the loop waits for room or for new files, and before it stops. Until then the file stays
+//! claimed by the run, whose [`Owner`](super::claim::Owner) outlives every settle.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-
-use super::claim::{Claimed, Owner};
+use super::claim::Claimed;
 use super::config::{FileSourceConfig, WhenDone};
 use crate::file::FileError;
-
-/// Batches waiting for the worker, at most.
-const QUEUE: usize = 4;
 
 /// What becomes of a claimed file.
 pub(super) enum Settle {
@@ -40,48 +32,10 @@ pub(super) enum Settle {
     Release(Claimed),
 }
 
-/// The worker settling one adapter run's files.
-pub(super) struct Settler {
-    jobs: mpsc::Sender<Vec<Settle>>,
-    worker: JoinHandle<()>,
-}
-
-impl Settler {
-    /// Starts the worker; it holds `owner` until it has settled everything handed to it.
-    pub(super) fn start(config: Arc<FileSourceConfig>, owner: Arc<Owner>) -> Self {
-        let (jobs, mut queue) = mpsc::channel::<Vec<Settle>>(QUEUE);
-        let worker = tokio::task::spawn_blocking(move || {
-            while let Some(batch) = queue.blocking_recv() {
-                for job in batch {
-                    settle(&config, job);
-                }
-            }
-            drop(owner);
-        });
-        Settler { jobs, worker }
-    }
-
-    /// Hands `batch` to the worker, waiting while its queue is full.
-    pub(super) async fn send(&self, batch: Vec<Settle>) {
-        if batch.is_empty() {
-            return;
-        }
-        if self.jobs.send(batch).await.is_err() {
-            // Only a worker that panicked is gone; `finish` reports the panic. The files stay
-            // claimed and are taken again by a later run.
-            tracing::error!("file settle worker is gone: claimed files stay claimed");
-        }
-    }
-
-    /// Waits until everything handed over is settled.
-    pub(super) async fn finish(self) {
-        drop(self.jobs);
-        match self.worker.await {
-            Ok(()) => {}
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // Cancelled: the runtime is shutting down; unsettled files stay claimed.
-            Err(_) => {}
-        }
+/// Carries out `jobs` in order; a file that can not be moved is logged and stays claimed.
+pub(super) fn settle_all(config: &FileSourceConfig, jobs: Vec<Settle>) {
+    for job in jobs {
+        settle(config, job);
     }
 }
 
