@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eip_adapters::file::{FileError, FileSource, ReadMode, headers};
+use eip_adapters::file::{FileError, FileSource, MAX_BATCH_FILES, ReadMode, headers};
 use eip_core::Message;
 use eip_core::channel::{InvalidMessageChannel, PointToPoint};
 use eip_core::message::DeathReason;
@@ -340,6 +340,117 @@ async fn a_full_channel_stops_the_adapter_and_leaves_the_other_files_in_the_dire
     let payloads: Vec<_> = got.iter().map(|m| m.payload_str().unwrap()).collect();
     assert_eq!(payloads, ["0", "1", "2", "3", "4"]);
     source.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_channel_holds_at_most_two_batches_claimed_and_the_rest_follow_in_name_order_once() {
+    let dir = TempDir::new("batches");
+    let files = 300;
+    for i in 0..files {
+        fs::write(dir.join(&format!("f{i:03}.txt")), format!("{i}")).unwrap();
+    }
+    let channel = channel(8);
+    let config = FileSource::builder(dir.path())
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let source = FileSource::new(config, channel.sender()).spawn();
+    eventually("the channel full and its files done", || {
+        channel.stats().depth == 8 && names(&dir.join(".done")).len() == 8
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let claimed = names(&dir.join(".claimed")).len();
+    assert!(
+        claimed <= 2 * MAX_BATCH_FILES,
+        "{claimed} claimed while the channel is full"
+    );
+    let waiting = names(dir.path())
+        .into_iter()
+        .filter(|n| !n.starts_with('.'))
+        .count();
+    assert_eq!(waiting, files - 8 - claimed, "the others stay unread");
+
+    let got = receive(&channel, files).await;
+    let payloads: Vec<usize> = got
+        .iter()
+        .map(|m| m.payload_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        payloads,
+        (0..files).collect::<Vec<_>>(),
+        "each once, in name order"
+    );
+    eventually("all done", || names(&dir.join(".done")).len() == files).await;
+    assert!(names(&dir.join(".claimed")).is_empty());
+    source.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_claimed_but_not_sent_go_back_into_the_directory_at_shutdown() {
+    let dir = TempDir::new("release");
+    for i in 0..20 {
+        fs::write(dir.join(&format!("f{i:02}.txt")), format!("{i}")).unwrap();
+    }
+    let channel = channel(8);
+    let config = FileSource::builder(dir.path())
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let source = FileSource::new(config, channel.sender()).spawn();
+    eventually("the channel full and a batch claimed beyond it", || {
+        channel.stats().depth == 8 && !names(&dir.join(".claimed")).is_empty()
+    })
+    .await;
+    source.shutdown().await.unwrap();
+
+    assert!(
+        names(&dir.join(".claimed")).is_empty(),
+        "nothing left claimed"
+    );
+    let done = names(&dir.join(".done"));
+    assert_eq!(done.len(), 8, "{done:?}");
+    let back: Vec<_> = names(dir.path())
+        .into_iter()
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    let expected: Vec<_> = (8..20).map(|i| format!("f{i:02}.txt")).collect();
+    assert_eq!(back, expected);
+
+    // The next run sends them, once each.
+    let config = FileSource::builder(dir.path()).build().unwrap();
+    let again = FileSource::new(config, channel.sender()).spawn();
+    let got = receive(&channel, 20).await;
+    let payloads: Vec<usize> = got
+        .iter()
+        .map(|m| m.payload_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(payloads, (0..20).collect::<Vec<_>>());
+    again.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_taken_in_the_done_directory_is_kept_and_the_new_file_gets_its_claim_tag() {
+    let dir = TempDir::new("done-taken");
+    fs::create_dir_all(dir.join(".done")).unwrap();
+    fs::write(dir.join(".done/a.txt"), "old").unwrap();
+    fs::write(dir.join("a.txt"), "new").unwrap();
+    let channel = channel(10);
+    let config = FileSource::builder(dir.path()).build().unwrap();
+    let source = FileSource::new(config, channel.sender()).spawn();
+    assert_eq!(receive(&channel, 1).await[0].payload_str(), Some("new"));
+    eventually("a.txt done under its tag", || {
+        names(&dir.join(".done")).len() == 2
+    })
+    .await;
+    source.shutdown().await.unwrap();
+    let done = names(&dir.join(".done"));
+    assert_eq!(fs::read_to_string(dir.join(".done/a.txt")).unwrap(), "old");
+    let tagged = done.iter().find(|n| n.starts_with("a.txt.")).unwrap();
+    assert_eq!(
+        fs::read_to_string(dir.join(".done").join(tagged)).unwrap(),
+        "new"
+    );
 }
 
 /// A sender whose sends wait for a go-ahead, to look at the directories meanwhile.

@@ -15,21 +15,32 @@
 //!   Competing adapters must share the claim directory, on the file system of the watched one.
 //! - **Settled only after acceptance.** The file is moved to the done directory (default
 //!   `.done`) or deleted only after the channel accepted its message: the send future
-//!   completed `Ok`, which for a durable channel means the message is on disk. A file whose
-//!   message can not be sent goes to the error directory (default `.error`) with `NAME.error`
-//!   beside it saying why: too large, JSON lines that are not UTF-8, refused by the channel, or
-//!   the channel closed (the adapter then stops with [`FileError::ChannelClosed`]). A name
-//!   already taken in the done or error directory gets the claim's tag appended.
+//!   completed `Ok`, which for a durable channel means the message is on disk. Moves are made
+//!   in batches (by the blocking task claiming the next batch, or before the adapter waits or
+//!   stops), so an accepted file may sit in the claim directory a little longer; it is never
+//!   left there while the adapter waits for room or for new files, nor once `run_until`
+//!   returned. A file whose message can not be sent goes to the error directory (default
+//!   `.error`) with `NAME.error` beside it saying why: too large, JSON lines that are not
+//!   UTF-8, refused by the channel, or the channel closed (the adapter then stops with
+//!   [`FileError::ChannelClosed`]). A name already taken in the done or error directory gets
+//!   the claim's tag appended (in the done directory decided by the rename itself, with
+//!   `RENAME_NOREPLACE` on Linux).
 //! - **Nothing lost to a crash.** A claim is *abandoned* when its process is no longer running,
 //!   or when it is this process and the adapter run that made it has ended. Each pass takes
 //!   abandoned claims first, by the same rename, so after a `SIGKILL` between claim and settle
 //!   the next start takes the file again: delivery is at least once (a crash after the send and
 //!   before the settle sends the file again). A claim held by a live process (another
 //!   adapter's, or a recycled process id's) is left alone.
-//! - **Backpressure.** Messages are sent one at a time, each after the channel reported room
-//!   (`poll_ready`); the next file is claimed only once there is room for its message. A full
-//!   channel with no consumer stops the adapter after the messages that fit: the other files
-//!   stay in the directory, unread.
+//! - **Backpressure.** Files are claimed and read in batches, each after the channel reported
+//!   room (`poll_ready`), and their messages sent one at a time, each after the channel
+//!   reported room again. A batch starts at one file and doubles while the channel takes every
+//!   message without a wait, up to [`MAX_BATCH_FILES`] (64) files or [`MAX_BATCH_BYTES`]
+//!   (4 MiB, plus one file); a wait for room starts it again at one. At full size the next
+//!   batch is read ahead while one is sent. So beyond what the channel holds, at most two
+//!   batches wait in memory, claimed; a full channel with no consumer stops the adapter after
+//!   the messages that fit and the rest of the batch in hand, and the other files stay in the
+//!   directory, unread. Files claimed but not sent when the adapter stops go back into the
+//!   directory.
 //! - **Bounded memory.** A file larger than the size limit goes to the error directory
 //!   without being read; a file growing past it while read is refused too.
 //!

@@ -1,4 +1,11 @@
 //! `file in`: a [`FileSource`] against a raw read + rename loop.
+//!
+//! Both sides list the directory, read each file and move it to the done directory by one
+//! rename, and hand its bytes to a channel with a consumer. eip does one rename more per file:
+//! the claim (an atomic rename into `.claimed/`), which is what makes two adapters never take
+//! one file and lets a crash between claim and settle leave the file to be taken again; the
+//! raw loop has no such guarantee and does not pay for it. eip also builds a message with its
+//! file headers and moves the file only after the channel accepted it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -68,6 +68,13 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The inbound file channel adapter: feeds the channel behind `S` (usually a
 /// [`ChannelSender`]) with the files of a directory.
+///
+/// Files are claimed (renamed into the claim directory) and read in batches of up to
+/// [`MAX_BATCH_FILES`] files and [`MAX_BATCH_BYTES`] bytes on one blocking task, and moved to
+/// the done directory once their messages were accepted, in batches too; see the
+/// [file module](crate::file) for the guarantees. Beyond what the channel holds, at most two
+/// batches are claimed and not yet sent; a file costs one rename more than reading and moving
+/// it would (the claim), which is what makes two adapters never take one file.
 pub struct FileSource<S = ChannelSender> {
     config: Arc<FileSourceConfig>,
     sender: S,
