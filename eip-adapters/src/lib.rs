@@ -15,6 +15,13 @@
 
 pub use eip_core as core;
 
+#[cfg(any(
+    feature = "amqp",
+    feature = "nats",
+    feature = "mqtt",
+    feature = "redis"
+))]
+pub mod bridge;
 #[cfg(feature = "file")]
 pub mod file;
 #[cfg(feature = "http")]
