@@ -15,6 +15,8 @@
 
 pub use eip_core as core;
 
+#[cfg(feature = "amqp")]
+pub mod amqp;
 #[cfg(any(
     feature = "amqp",
     feature = "nats",
@@ -26,5 +28,11 @@ pub mod bridge;
 pub mod file;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "mqtt")]
+pub mod mqtt;
+#[cfg(feature = "nats")]
+pub mod nats;
+#[cfg(feature = "redis")]
+pub mod redis;
 #[cfg(feature = "sql")]
 pub mod sql;
