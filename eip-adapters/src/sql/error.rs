@@ -99,8 +99,9 @@ pub enum SqlError {
         /// The batch's error.
         reason: String,
     },
-    /// The call that was writing this message's batch was cancelled: the transaction was
-    /// rolled back, or not begun.
+    /// The adapter's writer task stopped (its runtime shut down) before it told this call:
+    /// the message's transaction was rolled back, or not begun, unless the commit itself was
+    /// under way.
     #[error("not written: the batch writer was cancelled")]
     Cancelled,
     /// The channel did not accept a polled row's message; the row stays unclaimed.

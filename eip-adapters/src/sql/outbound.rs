@@ -190,27 +190,38 @@ impl Shared {
         };
         on_pool!(&self.pool, pool, Db => {
             let mut tx = pool.begin().await.map_err(failed)?;
-            match self.statement.multi_row() {
-                Some(multi) if rows.len() > 1 => {
-                    for chunk in rows.chunks(multi.max_rows()) {
-                        let sql = self.multi_row_sql(multi, chunk.len());
-                        let mut query = sqlx::query::<Db>(&sql);
-                        for values in chunk {
-                            query = bind_all(query, values);
+            let written: Result<(), sqlx::Error> = async {
+                match self.statement.multi_row() {
+                    Some(multi) if rows.len() > 1 => {
+                        for chunk in rows.chunks(multi.max_rows()) {
+                            let sql = self.multi_row_sql(multi, chunk.len());
+                            let mut query = sqlx::query::<Db>(&sql);
+                            for values in chunk {
+                                query = bind_all(query, values);
+                            }
+                            query.execute(&mut *tx).await?;
                         }
-                        query.execute(&mut *tx).await.map_err(failed)?;
+                    }
+                    _ => {
+                        for values in rows {
+                            bind_all(sqlx::query::<Db>(self.statement.sql()), values)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
                     }
                 }
-                _ => {
-                    for values in rows {
-                        bind_all(sqlx::query::<Db>(self.statement.sql()), values)
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(failed)?;
-                    }
+                Ok(())
+            }
+            .await;
+            match written {
+                Ok(()) => tx.commit().await.map_err(failed),
+                Err(e) => {
+                    // Rolled back before the error is told, so the locks the transaction took
+                    // are free by then (a dropped transaction rolls back later, in a task).
+                    let _ = tx.rollback().await;
+                    Err(failed(e))
                 }
             }
-            tx.commit().await.map_err(failed)
         })
     }
 
