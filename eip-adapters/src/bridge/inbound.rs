@@ -26,6 +26,9 @@ use tokio::sync::Notify;
 use super::envelope::EnvelopeError;
 use super::{Backoff, BridgeError};
 
+/// How long a stopping bridge waits for the deliveries in hand.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Where an inbound bridge reads: a queue, a durable consumer, a subscription, a consumer
 /// group.
 pub trait Source: Send + 'static {
@@ -81,8 +84,8 @@ impl<S: Source> InboundBridge<S> {
         self
     }
 
-    /// Runs until `shutdown` completes (the deliveries in hand are sent and acknowledged
-    /// first) or the channel is closed.
+    /// Runs until `shutdown` completes (the deliveries in hand get a second to be sent and
+    /// acknowledged; the broker delivers the others again) or the channel is closed.
     pub async fn run_until(
         mut self,
         shutdown: impl Future<Output = ()>,
@@ -144,12 +147,18 @@ impl<S: Source> InboundBridge<S> {
                 },
             }
         };
-        // What is in hand finishes (a send accepted is acknowledged if the broker still
-        // listens; otherwise the broker delivers it again).
-        while let Some(done) = in_flight.next().await {
-            if let Forwarded::Failed(error) = done {
-                tracing::debug!(%error, "bridge: an acknowledgement after the connection was lost");
-            }
+        // At a shutdown what is in hand gets a moment to finish (a full channel may never take
+        // it); what does not finish, or was in hand when the connection was lost, is dropped
+        // unacknowledged, and the broker delivers it again.
+        if let Consumed::Shutdown = outcome {
+            let finish = async {
+                while let Some(done) = in_flight.next().await {
+                    if let Forwarded::Failed(error) = done {
+                        tracing::debug!(%error, "bridge: an acknowledgement failed while stopping");
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, finish).await;
         }
         outcome
     }
@@ -223,7 +232,7 @@ pub struct InboundBridgeHandle {
 }
 
 impl InboundBridgeHandle {
-    /// Stops reading (the deliveries in hand are forwarded first) and waits.
+    /// Stops reading (the deliveries in hand get a second to be forwarded) and waits.
     pub async fn shutdown(self) -> Result<(), BridgeError> {
         self.stop.notify_one();
         match self.task.await {

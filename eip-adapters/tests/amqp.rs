@@ -1,0 +1,393 @@
+//! The RabbitMQ bridge against the real broker on 127.0.0.1:5672 (`AMQP_ADDR` to change it):
+//! both ways with every header, backpressure, redelivery of what was not acked, an unroutable
+//! message dead-lettered, and connections cut mid-stream through a proxy the test controls.
+//! A broker that is down fails each test naming it; `EIP_SKIP_BROKERS=1` skips them and says so.
+
+#[path = "support/proxy.rs"]
+mod proxy;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use eip_adapters::amqp::{
+    AmqpOutbound, AmqpOutboundConfig, AmqpSource, AmqpSourceConfig, ExchangeDeclaration,
+    QueueBinding, RoutingKey,
+};
+use eip_adapters::bridge::{BridgeError, InboundBridge};
+use eip_core::channel::{DeadLetterChannel, PointToPoint, RedeliveryPolicy};
+use eip_core::endpoint::Consumer;
+use eip_core::message::{HeaderValue, Message};
+use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
+use lapin::{Connection, ConnectionProperties};
+
+fn url() -> String {
+    std::env::var("AMQP_ADDR").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// The broker's URL, or `None` (said on stdout) when `EIP_SKIP_BROKERS=1`. A broker that does
+/// not answer fails the test, naming where it was looked for.
+async fn broker(test: &str) -> Option<String> {
+    if std::env::var("EIP_SKIP_BROKERS").is_ok_and(|v| v == "1") {
+        println!("{test}: skipped, EIP_SKIP_BROKERS=1");
+        return None;
+    }
+    let url = url();
+    match tokio::time::timeout(
+        Duration::from_secs(5),
+        Connection::connect(&url, ConnectionProperties::default()),
+    )
+    .await
+    {
+        Ok(Ok(connection)) => {
+            let _ = connection.close(200, "checked".into()).await;
+            Some(url)
+        }
+        Ok(Err(e)) => panic!("RabbitMQ at 127.0.0.1:5672 ({url}) is needed: {e}"),
+        Err(_) => panic!("RabbitMQ at 127.0.0.1:5672 ({url}) does not answer"),
+    }
+}
+
+/// A name unique to this test run.
+fn unique(name: &str) -> String {
+    format!(
+        "eip-test-{name}-{}-{}",
+        std::process::id(),
+        eip_core::MessageId::new()
+    )
+}
+
+/// Deletes the queue and exchange a test made.
+async fn clean_up(url: &str, queue: &str, exchange: Option<&str>) {
+    if let Ok(connection) = Connection::connect(url, ConnectionProperties::default()).await
+        && let Ok(channel) = connection.create_channel().await
+    {
+        let _ = channel
+            .queue_delete(queue.into(), QueueDeleteOptions::default())
+            .await;
+        if let Some(exchange) = exchange {
+            let _ = channel
+                .exchange_delete(exchange.into(), ExchangeDeleteOptions::default())
+                .await;
+        }
+        let _ = connection.close(200, "done".into()).await;
+    }
+}
+
+fn topic_exchange(url: &str, exchange: &str) -> AmqpOutboundConfig {
+    let mut config = AmqpOutboundConfig::new(url, exchange);
+    config.declare = Some(ExchangeDeclaration {
+        kind: "topic".into(),
+        durable: false,
+    });
+    config
+}
+
+fn bound_queue(url: &str, queue: &str, exchange: &str) -> AmqpSourceConfig {
+    let mut config = AmqpSourceConfig::new(url, queue);
+    config.bindings = vec![QueueBinding {
+        exchange: exchange.into(),
+        key: "orders.#".into(),
+    }];
+    config
+}
+
+/// Takes `n` messages from `channel` within `limit`, acking each.
+async fn take(channel: &PointToPoint, n: usize, limit: Duration) -> Vec<Message> {
+    let mut receiver = channel.receiver();
+    let mut got = Vec::with_capacity(n);
+    let deadline = tokio::time::Instant::now() + limit;
+    while got.len() < n {
+        match tokio::time::timeout_at(deadline, receiver.recv()).await {
+            Ok(Some(delivery)) => {
+                got.push(delivery.message().clone());
+                delivery.ack();
+            }
+            Ok(None) => break,
+            Err(_) => panic!("{} of {n} messages within {limit:?}", got.len()),
+        }
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_cross_both_ways_with_their_ids_and_typed_headers() {
+    let Some(url) = broker("round trip").await else {
+        return;
+    };
+    let (exchange, queue) = (unique("x"), unique("q"));
+    // The queue first (declared and bound by the inbound side), then the publisher.
+    let inbox = PointToPoint::new("inbox", 1000).unwrap();
+    let bridge = InboundBridge::new(
+        AmqpSource::new(bound_queue(&url, &queue, &exchange)),
+        inbox.clone(),
+        64,
+    );
+    let outbound = AmqpOutbound::new(topic_exchange(&url, &exchange));
+    outbound.connect().await.expect("the exchange is declared");
+    let bridge = bridge.spawn();
+    tokio::time::sleep(Duration::from_millis(300)).await; // the binding is in place
+    let outbox = PointToPoint::new("outbox", 1000).unwrap();
+    let consumer = Consumer::new(outbox.receiver(), outbound)
+        .concurrency(32)
+        .spawn();
+    let mut sent = HashMap::new();
+    for i in 0..300i64 {
+        let msg = Message::builder(format!("{{\"n\":{i}}}").into_bytes())
+            .subject(format!("orders.eu.{i}"))
+            .correlation_id(format!("c-{i}"))
+            .return_address("replies")
+            .content_type("application/json")
+            .time_to_live(Duration::from_secs(600))
+            .hop_budget(4)
+            .header("n", i)
+            .header("urgent", i % 2 == 0)
+            .build();
+        sent.insert(msg.id(), msg.clone());
+        outbox.send(msg).await.unwrap();
+    }
+    let got = take(&inbox, 300, Duration::from_secs(20)).await;
+    for msg in &got {
+        let original = sent.get(&msg.id()).expect("an id that was sent");
+        let mut want: Vec<(&str, &HeaderValue)> = original.headers().iter().collect();
+        let mut have: Vec<(&str, &HeaderValue)> = msg.headers().iter().collect();
+        want.sort_by(|a, b| a.0.cmp(b.0));
+        have.sort_by(|a, b| a.0.cmp(b.0));
+        assert_eq!(have, want);
+        assert_eq!(msg.payload(), original.payload());
+    }
+    let ids: std::collections::HashSet<_> = got.iter().map(Message::id).collect();
+    assert_eq!(ids.len(), 300, "each once");
+    consumer.shutdown().await;
+    bridge.shutdown().await.unwrap();
+    clean_up(&url, &queue, Some(&exchange)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_channel_stops_the_bridge_and_nothing_is_lost() {
+    let Some(url) = broker("backpressure").await else {
+        return;
+    };
+    let (exchange, queue) = (unique("x"), unique("q"));
+    let inbox = PointToPoint::new("inbox", 5).unwrap();
+    let bridge = InboundBridge::new(
+        AmqpSource::new(bound_queue(&url, &queue, &exchange)),
+        inbox.clone(),
+        8,
+    );
+    let outbound = AmqpOutbound::new(topic_exchange(&url, &exchange));
+    outbound.connect().await.unwrap();
+    let bridge = bridge.spawn();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..100 {
+        let msg = Message::builder(vec![i as u8]).subject("orders.x").build();
+        outbound.publish(&msg).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held = inbox.stats().depth;
+    assert_eq!(
+        held, 5,
+        "the channel holds its capacity, the broker the rest"
+    );
+    let got = take(&inbox, 100, Duration::from_secs(20)).await;
+    let mut bytes: Vec<u8> = got.iter().map(|m| m.payload()[0]).collect();
+    bytes.sort_unstable();
+    assert_eq!(bytes, (0..100).collect::<Vec<u8>>());
+    bridge.shutdown().await.unwrap();
+    clean_up(&url, &queue, Some(&exchange)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_was_not_acked_when_a_bridge_stopped_comes_again_to_the_next_one() {
+    let Some(url) = broker("redelivery").await else {
+        return;
+    };
+    let (exchange, queue) = (unique("x"), unique("q"));
+    let outbound = AmqpOutbound::new(topic_exchange(&url, &exchange));
+    // A full channel: the bridge takes 4 deliveries it can not hand over, then stops.
+    let full = PointToPoint::new("full", 2).unwrap();
+    let first = InboundBridge::new(
+        AmqpSource::new(bound_queue(&url, &queue, &exchange)),
+        full.clone(),
+        4,
+    )
+    .spawn();
+    outbound.connect().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..10u8 {
+        let msg = Message::builder(vec![i]).subject("orders.x").build();
+        outbound.publish(&msg).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.shutdown().await.unwrap();
+    let kept = take(&full, 2, Duration::from_secs(5)).await;
+    // A second bridge gets the other eight, those taken by the first marked redelivered.
+    let inbox = PointToPoint::new("inbox", 100).unwrap();
+    let second = InboundBridge::new(
+        AmqpSource::new(bound_queue(&url, &queue, &exchange)),
+        inbox.clone(),
+        4,
+    )
+    .spawn();
+    let rest = take(&inbox, 8, Duration::from_secs(10)).await;
+    let mut all: Vec<u8> = kept.iter().chain(&rest).map(|m| m.payload()[0]).collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..10).collect::<Vec<u8>>());
+    let redelivered = rest
+        .iter()
+        .filter(|m| m.redelivery_count().unwrap() > 0)
+        .count();
+    assert!(
+        redelivered >= 1,
+        "the ones the first bridge held come back marked"
+    );
+    second.shutdown().await.unwrap();
+    clean_up(&url, &queue, Some(&exchange)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unroutable_message_is_retried_then_dead_lettered_with_the_reason() {
+    let Some(url) = broker("unroutable").await else {
+        return;
+    };
+    let exchange = unique("x");
+    let outbound = AmqpOutbound::new(topic_exchange(&url, &exchange));
+    let dead = PointToPoint::new("dead", 10).unwrap();
+    let outbox = PointToPoint::builder("outbox")
+        .capacity(10)
+        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+        .redelivery(RedeliveryPolicy {
+            max_attempts: 2,
+            initial_backoff: Duration::from_millis(10),
+            ..RedeliveryPolicy::default()
+        })
+        .build()
+        .unwrap();
+    let consumer = Consumer::new(outbox.receiver(), outbound)
+        .permanent_errors(BridgeError::is_permanent)
+        .spawn();
+    outbox
+        .send(
+            Message::builder(&b"x"[..])
+                .subject("nobody.listens")
+                .build(),
+        )
+        .await
+        .unwrap();
+    let dead_letters = take(&dead, 1, Duration::from_secs(10)).await;
+    let death = dead_letters[0].death().unwrap().expect("a death record");
+    assert_eq!(death.reason.to_string(), "max-redeliveries");
+    assert!(
+        death.error.as_deref().unwrap_or("").contains("unroutable"),
+        "{death:?}"
+    );
+    consumer.shutdown().await;
+    clean_up(&url, "", Some(&exchange)).await;
+}
+
+fn upstream() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 5672))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_and_stalled_connections_lose_nothing_either_way() {
+    let Some(url) = broker("cut connections").await else {
+        return;
+    };
+    let (exchange, queue) = (unique("x"), unique("q"));
+    let proxy_out = proxy::Proxy::start(upstream()).await;
+    let proxy_in = proxy::Proxy::start(upstream()).await;
+    let via = |proxy: &proxy::Proxy| format!("amqp://guest:guest@{}/%2f", proxy.address());
+    let inbox = PointToPoint::new("inbox", 10_000).unwrap();
+    let bridge = InboundBridge::new(
+        AmqpSource::new(bound_queue(&via(&proxy_in), &queue, &exchange)),
+        inbox.clone(),
+        32,
+    )
+    .backoff(eip_adapters::bridge::Backoff::new(
+        Duration::from_millis(20),
+        Duration::from_millis(200),
+    ))
+    .spawn();
+    let mut config = topic_exchange(&via(&proxy_out), &exchange);
+    config.routing_key = RoutingKey::Fixed("orders.cut".into());
+    config.confirm_timeout = Duration::from_millis(500);
+    let outbound = AmqpOutbound::new(config);
+    // Wait for the queue and binding.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let outbox = PointToPoint::builder("outbox")
+        .capacity(10_000)
+        .redelivery(RedeliveryPolicy {
+            max_attempts: 1_000,
+            initial_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(200),
+            ..RedeliveryPolicy::default()
+        })
+        .build()
+        .unwrap();
+    let consumer = Consumer::new(outbox.receiver(), outbound)
+        .concurrency(16)
+        .spawn();
+    const MESSAGES: usize = 2_000;
+    let mut ids = std::collections::HashSet::new();
+    let mut received: HashMap<eip_core::MessageId, usize> = HashMap::new();
+    let mut receiver = inbox.receiver();
+    let mut cuts = 0;
+    let proxy_out = std::sync::Arc::new(proxy_out);
+    for i in 0..MESSAGES {
+        if i == MESSAGES / 2 {
+            // Both ways stall for a second and a half: confirms time out, the publisher
+            // gives the connection up and makes another once bytes flow again.
+            proxy_out.stall(true);
+            let proxy = proxy_out.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                proxy.stall(false);
+            });
+        }
+        let msg = Message::new(format!("{i}").into_bytes());
+        ids.insert(msg.id());
+        outbox.send(msg).await.unwrap();
+        if i % 400 == 200 {
+            // Cut one side, then the other, while messages are moving.
+            if cuts % 2 == 0 {
+                proxy_out.cut();
+            } else {
+                proxy_in.cut();
+            }
+            cuts += 1;
+        }
+        while let Ok(Some(delivery)) =
+            tokio::time::timeout(Duration::from_millis(0), receiver.recv()).await
+        {
+            *received.entry(delivery.message().id()).or_default() += 1;
+            delivery.ack();
+        }
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while received.len() < MESSAGES {
+        match tokio::time::timeout_at(deadline, receiver.recv()).await {
+            Ok(Some(delivery)) => {
+                *received.entry(delivery.message().id()).or_default() += 1;
+                delivery.ack();
+            }
+            _ => break,
+        }
+    }
+    let lost = ids.iter().filter(|id| !received.contains_key(id)).count();
+    let duplicates: usize = received.values().map(|n| n - 1).sum();
+    println!(
+        "amqp cut and stalled connections: {cuts} cuts, 1 stall, {MESSAGES} sent, {} received, {lost} lost, {duplicates} duplicates, {} + {} connections made",
+        received.len(),
+        proxy_out.accepted(),
+        proxy_in.accepted()
+    );
+    assert_eq!(lost, 0);
+    assert!(
+        proxy_out.accepted() >= 2 && proxy_in.accepted() >= 2,
+        "both sides reconnected"
+    );
+    consumer.shutdown().await;
+    bridge.shutdown().await.unwrap();
+    clean_up(&url, &queue, Some(&exchange)).await;
+}
