@@ -111,3 +111,7 @@ pub struct ChannelAdapters;
 #[doc = include_str!("../../book/src/example-orders.md")]
 #[cfg(doctest)]
 pub struct ExampleOrders;
+
+#[doc = include_str!("../../book/src/messaging-bridge.md")]
+#[cfg(doctest)]
+pub struct MessagingBridge;
