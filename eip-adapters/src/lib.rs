@@ -15,6 +15,8 @@
 
 pub use eip_core as core;
 
+pub mod env;
+
 #[cfg(feature = "amqp")]
 pub mod amqp;
 #[cfg(any(

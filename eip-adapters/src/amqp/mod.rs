@@ -43,7 +43,9 @@ use tokio::sync::Mutex;
 use crate::bridge::envelope::EnvelopeError;
 use crate::bridge::{Backoff, BridgeError, Delivery, Source};
 
-/// Where a RabbitMQ server is: an `amqp://user:password@host:port/vhost` URL.
+/// Where a RabbitMQ server is: an `amqp://user:password@host:port/vhost` URL, which may name
+/// environment variables (`amqp://guest:${RABBIT_PASSWORD}@127.0.0.1:5672/%2f`), read when
+/// connecting.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AmqpUrl(pub String);
 
@@ -77,9 +79,11 @@ async fn connect(url: &AmqpUrl, timeout: Duration) -> Result<Connection, BridgeE
         broker: format!("rabbitmq at {}", url.redacted()),
         reason,
     };
+    let expanded = crate::env::expand(&url.0)
+        .map_err(|e| BridgeError::Config(format!("rabbitmq URL `{}`: {e}", url.redacted())))?;
     match tokio::time::timeout(
         timeout,
-        Connection::connect(&url.0, ConnectionProperties::default()),
+        Connection::connect(&expanded, ConnectionProperties::default()),
     )
     .await
     {

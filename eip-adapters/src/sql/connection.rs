@@ -229,36 +229,16 @@ pub(crate) use on_pool;
 
 /// `text` with `${NAME}` and `${NAME:-default}` replaced by the environment's values.
 fn expand(text: &str) -> Result<String, SqlError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(len) = rest[start..].find('}') else {
-            return Err(SqlError::Url {
-                url: redact(text),
-                reason: "`${` without its closing `}`".to_owned(),
-            });
-        };
-        let inner = &rest[start + 2..start + len];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        match (std::env::var(name), default) {
-            (Ok(value), None) => out.push_str(&value),
-            (Ok(value), Some(_)) if !value.is_empty() => out.push_str(&value),
-            (_, Some(default)) => out.push_str(default),
-            (Err(_), None) => {
-                return Err(SqlError::MissingEnv {
-                    name: name.to_owned(),
-                    setting: "connection string",
-                });
-            }
-        }
-        rest = &rest[start + len + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    crate::env::expand(text).map_err(|e| match e {
+        crate::env::EnvError::Missing(name) => SqlError::MissingEnv {
+            name,
+            setting: "connection string",
+        },
+        crate::env::EnvError::Unclosed => SqlError::Url {
+            url: redact(text),
+            reason: e.to_string(),
+        },
+    })
 }
 
 /// The user-info part (`user:password`) of `url`, if any: the bytes between `://` and the last

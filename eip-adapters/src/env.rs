@@ -1,0 +1,45 @@
+//! Environment variables named in settings: `${NAME}`, and `${NAME:-default}` for a value used
+//! when the variable is not set or empty. Secrets stay out of flow files and configuration.
+
+/// Why a setting's variables could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// A variable without a default is not set.
+    #[error("environment variable `{0}` is not set")]
+    Missing(String),
+    /// `${` without its closing `}`.
+    #[error("`${{` without its closing `}}`")]
+    Unclosed,
+}
+
+/// `text` with every `${NAME}` and `${NAME:-default}` replaced by the variable's value.
+///
+/// ```
+/// use eip_adapters::env::expand;
+/// assert_eq!(expand("amqp://${EIP_DOC_UNSET_HOST:-127.0.0.1}:5672").unwrap(), "amqp://127.0.0.1:5672");
+/// assert!(expand("${EIP_DOC_UNSET_SECRET}").is_err());
+/// ```
+pub fn expand(text: &str) -> Result<String, EnvError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find('}') else {
+            return Err(EnvError::Unclosed);
+        };
+        let inner = &rest[start + 2..start + len];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (std::env::var(name), default) {
+            (Ok(value), None) => out.push_str(&value),
+            (Ok(value), Some(_)) if !value.is_empty() => out.push_str(&value),
+            (_, Some(default)) => out.push_str(default),
+            (Err(_), None) => return Err(EnvError::Missing(name.to_owned())),
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
