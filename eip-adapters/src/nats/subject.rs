@@ -1,0 +1,221 @@
+//! Where the outbound bridge publishes: a NATS subject, fixed or made from the message's own
+//! `subject` header, so eip routing keys (`orders.eu.created`) map onto NATS subjects.
+
+use std::fmt;
+
+use eip_core::Message;
+
+/// The placeholder replaced by the message's `subject` header.
+const PLACEHOLDER: &str = "{subject}";
+
+/// Why a subject template, or the subject it made for a message, is not a NATS subject.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubjectError {
+    /// The template has a placeholder other than `{subject}`, or an unclosed brace.
+    #[error("subject template `{template}`: {reason}")]
+    Template {
+        /// The template as written.
+        template: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The template needs the message's `subject` header and the message has none (or not a
+    /// string).
+    #[error("subject template `{template}` needs the message's `subject` header, it has none")]
+    MissingSubject {
+        /// The template as written.
+        template: String,
+    },
+    /// The subject made is not one a message can be published to.
+    #[error("`{subject}` is not a NATS subject to publish to: {reason}")]
+    Invalid {
+        /// The subject made.
+        subject: String,
+        /// Why not.
+        reason: &'static str,
+    },
+}
+
+/// A NATS subject to publish to: fixed text, or text with the placeholder `{subject}` taking
+/// the message's `subject` header (`{subject}` alone maps routing keys one to one;
+/// `eip.{subject}` puts them under a prefix). Parsed once; rendering never re-parses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectTemplate {
+    template: String,
+    /// The text before and after the placeholder, when there is one.
+    parts: Option<(String, String)>,
+}
+
+impl SubjectTemplate {
+    /// A fixed subject, or a template with one `{subject}` placeholder.
+    pub fn parse(template: &str) -> Result<Self, SubjectError> {
+        let wrong = |reason: &str| SubjectError::Template {
+            template: template.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let parts = match template.find(PLACEHOLDER) {
+            Some(at) => {
+                let (before, after) = (&template[..at], &template[at + PLACEHOLDER.len()..]);
+                if after.contains(PLACEHOLDER) {
+                    return Err(wrong("`{subject}` may appear only once"));
+                }
+                Some((before.to_owned(), after.to_owned()))
+            }
+            None => None,
+        };
+        let literal = match &parts {
+            Some((before, after)) => format!("{before}{after}"),
+            None => template.to_owned(),
+        };
+        if literal.contains(['{', '}']) {
+            return Err(wrong("the only placeholder is `{subject}`"));
+        }
+        let template = SubjectTemplate {
+            template: template.to_owned(),
+            parts,
+        };
+        if template.parts.is_none() {
+            check_subject(template.as_str())?;
+        }
+        Ok(template)
+    }
+
+    /// A fixed subject.
+    pub fn fixed(subject: &str) -> Result<Self, SubjectError> {
+        check_subject(subject)?;
+        Ok(SubjectTemplate {
+            template: subject.to_owned(),
+            parts: None,
+        })
+    }
+
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.template
+    }
+
+    /// Whether the subject depends on the message.
+    pub fn uses_message_subject(&self) -> bool {
+        self.parts.is_some()
+    }
+
+    /// The subject `msg` is published to.
+    pub fn render(&self, msg: &Message) -> Result<String, SubjectError> {
+        let Some((before, after)) = &self.parts else {
+            return Ok(self.template.clone());
+        };
+        let subject = match msg.subject() {
+            Ok(Some(subject)) => subject,
+            _ => {
+                return Err(SubjectError::MissingSubject {
+                    template: self.template.clone(),
+                });
+            }
+        };
+        let made = format!("{before}{subject}{after}");
+        check_subject(&made)?;
+        Ok(made)
+    }
+}
+
+impl fmt::Display for SubjectTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.template)
+    }
+}
+
+/// A subject a message can be published to: dot-separated non-empty tokens, no whitespace
+/// and no wildcard (`*`, `>`).
+pub(crate) fn check_subject(subject: &str) -> Result<(), SubjectError> {
+    let invalid = |reason| SubjectError::Invalid {
+        subject: subject.to_owned(),
+        reason,
+    };
+    if subject.is_empty() {
+        return Err(invalid("it is empty"));
+    }
+    if subject.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(invalid("it contains whitespace"));
+    }
+    for token in subject.split('.') {
+        match token {
+            "" => return Err(invalid("it has an empty token")),
+            "*" | ">" => return Err(invalid("wildcards are for subscribing, not publishing")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_subject(subject: &str) -> Message {
+        Message::builder(&b""[..]).subject(subject).build()
+    }
+
+    #[test]
+    fn a_fixed_subject_ignores_the_message() {
+        let t = SubjectTemplate::parse("orders.created").unwrap();
+        assert!(!t.uses_message_subject());
+        assert_eq!(t.render(&Message::new(&b""[..])).unwrap(), "orders.created");
+        assert_eq!(t.render(&with_subject("x.y")).unwrap(), "orders.created");
+    }
+
+    #[test]
+    fn the_placeholder_takes_the_message_subject_as_routing_key() {
+        let t = SubjectTemplate::parse("{subject}").unwrap();
+        assert_eq!(
+            t.render(&with_subject("orders.eu.1")).unwrap(),
+            "orders.eu.1"
+        );
+        let t = SubjectTemplate::parse("eip.{subject}.v1").unwrap();
+        assert_eq!(t.render(&with_subject("orders")).unwrap(), "eip.orders.v1");
+    }
+
+    #[test]
+    fn a_message_without_subject_is_an_error_naming_the_template() {
+        let t = SubjectTemplate::parse("eip.{subject}").unwrap();
+        let e = t.render(&Message::new(&b""[..])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "subject template `eip.{subject}` needs the message's `subject` header, it has none"
+        );
+    }
+
+    #[test]
+    fn a_made_subject_that_is_not_publishable_is_refused() {
+        let t = SubjectTemplate::parse("{subject}").unwrap();
+        for bad in ["a..b", "a b", "orders.*", "orders.>", ".a", "a."] {
+            assert!(
+                matches!(
+                    t.render(&with_subject(bad)),
+                    Err(SubjectError::Invalid { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_placeholders_and_bad_fixed_subjects_fail_at_parse() {
+        assert!(matches!(
+            SubjectTemplate::parse("{id}"),
+            Err(SubjectError::Template { .. })
+        ));
+        assert!(matches!(
+            SubjectTemplate::parse("{subject}.{subject}"),
+            Err(SubjectError::Template { .. })
+        ));
+        assert!(matches!(
+            SubjectTemplate::parse("a.{subject"),
+            Err(SubjectError::Template { .. })
+        ));
+        assert!(matches!(
+            SubjectTemplate::parse(""),
+            Err(SubjectError::Invalid { .. })
+        ));
+        assert!(SubjectTemplate::fixed("orders.>").is_err());
+    }
+}
