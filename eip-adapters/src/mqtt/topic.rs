@@ -1,0 +1,206 @@
+//! Topics from subjects and back: dots are slashes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use eip_core::Message;
+
+use super::error::TopicError;
+
+/// Where the outbound bridge publishes: a fixed topic, or one built from each message's
+/// subject.
+///
+/// A template is a topic name in which `{subject}` stands for the message's subject with its
+/// dots turned into slashes: with `sensors/{subject}`, a message with subject `room1.temp` goes
+/// to `sensors/room1/temp`. Parsed once, when the bridge is configured.
+///
+/// ```
+/// use eip_adapters::mqtt::TopicTemplate;
+/// use eip_adapters::core::Message;
+///
+/// let template: TopicTemplate = "sensors/{subject}".parse().unwrap();
+/// let msg = Message::builder("21.5").subject("room1.temp").build();
+/// assert_eq!(template.topic_for(&msg).unwrap(), "sensors/room1/temp");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicTemplate {
+    template: String,
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Subject,
+}
+
+const SUBJECT: &str = "{subject}";
+
+impl TopicTemplate {
+    /// A template: text, with `{subject}` where the message's subject goes.
+    pub fn parse(template: &str) -> Result<Self, TopicError> {
+        let bad = |reason: &str| TopicError::Template {
+            template: template.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if template.is_empty() {
+            return Err(bad("a topic name can not be empty"));
+        }
+        let mut parts = Vec::new();
+        for (i, text) in template.split(SUBJECT).enumerate() {
+            if i > 0 {
+                parts.push(Part::Subject);
+            }
+            if text.contains(['+', '#']) {
+                return Err(bad(
+                    "`+` and `#` are wildcards, not allowed in a topic name",
+                ));
+            }
+            if text.contains(['{', '}']) {
+                return Err(bad("the only placeholder is `{subject}`"));
+            }
+            if text.contains('\0') {
+                return Err(bad("a topic name can not hold NUL"));
+            }
+            if !text.is_empty() {
+                parts.push(Part::Text(text.to_owned()));
+            }
+        }
+        Ok(TopicTemplate {
+            template: template.to_owned(),
+            parts,
+        })
+    }
+
+    /// A fixed topic, whatever the message.
+    pub fn fixed(topic: &str) -> Result<Self, TopicError> {
+        let template = Self::parse(topic)?;
+        if !template.is_fixed() {
+            return Err(TopicError::Template {
+                template: topic.to_owned(),
+                reason: "a fixed topic has no `{subject}`".to_owned(),
+            });
+        }
+        Ok(template)
+    }
+
+    /// The topic the message's subject names: `{subject}`.
+    pub fn from_subject() -> Self {
+        TopicTemplate {
+            template: SUBJECT.to_owned(),
+            parts: vec![Part::Subject],
+        }
+    }
+
+    /// Whether every message goes to the same topic.
+    pub fn is_fixed(&self) -> bool {
+        !self.parts.contains(&Part::Subject)
+    }
+
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.template
+    }
+
+    /// The topic `msg` goes to.
+    pub fn topic_for(&self, msg: &Message) -> Result<String, TopicError> {
+        let mut topic = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => topic.push_str(text),
+                Part::Subject => {
+                    let subject =
+                        msg.subject()
+                            .ok()
+                            .flatten()
+                            .ok_or_else(|| TopicError::NoSubject {
+                                template: self.template.clone(),
+                            })?;
+                    topic.push_str(&subject_to_topic(subject)?);
+                }
+            }
+        }
+        Ok(topic)
+    }
+}
+
+impl FromStr for TopicTemplate {
+    type Err = TopicError;
+
+    fn from_str(s: &str) -> Result<Self, TopicError> {
+        TopicTemplate::parse(s)
+    }
+}
+
+impl fmt::Display for TopicTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.template)
+    }
+}
+
+/// The topic for an eip subject: its dots become slashes (`a.b.c` → `a/b/c`). A subject with
+/// `/` (it would not come back the same), `+`, `#` (wildcards) or NUL has none.
+pub fn subject_to_topic(subject: &str) -> Result<String, TopicError> {
+    let refuse = |reason| TopicError::Subject {
+        subject: subject.to_owned(),
+        reason,
+    };
+    if subject.is_empty() {
+        return Err(refuse("it is empty"));
+    }
+    if subject.contains('/') {
+        return Err(refuse("`/` would come back as `.`"));
+    }
+    if subject.contains(['+', '#']) {
+        return Err(refuse("`+` and `#` are MQTT wildcards"));
+    }
+    if subject.contains('\0') {
+        return Err(refuse("it holds NUL"));
+    }
+    Ok(subject.replace('.', "/"))
+}
+
+/// The eip subject for a topic: its slashes become dots (`a/b/c` → `a.b.c`).
+pub fn topic_to_subject(topic: &str) -> String {
+    topic.replace('/', ".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subject_s_dots_become_the_topic_s_slashes_and_back() {
+        let template = TopicTemplate::parse("plant/{subject}/v1").unwrap();
+        let msg = Message::builder("x").subject("line2.press.temp").build();
+        let topic = template.topic_for(&msg).unwrap();
+        assert_eq!(topic, "plant/line2/press/temp/v1");
+        assert_eq!(topic_to_subject("line2/press/temp"), "line2.press.temp");
+        assert!(!template.is_fixed());
+        assert!(TopicTemplate::fixed("plant/all").unwrap().is_fixed());
+    }
+
+    #[test]
+    fn a_subject_that_is_no_topic_and_a_missing_subject_are_refused() {
+        let template = TopicTemplate::from_subject();
+        let wild = Message::builder("x").subject("a.+.b").build();
+        assert!(matches!(
+            template.topic_for(&wild),
+            Err(TopicError::Subject { .. })
+        ));
+        let slash = Message::builder("x").subject("a/b").build();
+        assert!(template.topic_for(&slash).is_err());
+        assert!(matches!(
+            template.topic_for(&Message::new("x")),
+            Err(TopicError::NoSubject { .. })
+        ));
+    }
+
+    #[test]
+    fn a_template_with_a_wildcard_or_an_unknown_placeholder_does_not_parse() {
+        assert!(TopicTemplate::parse("a/#").is_err());
+        assert!(TopicTemplate::parse("a/{id}").is_err());
+        assert!(TopicTemplate::parse("").is_err());
+        assert!(TopicTemplate::fixed("a/{subject}").is_err());
+    }
+}
