@@ -1,0 +1,454 @@
+//! The NATS JetStream bridge against the real server on 127.0.0.1:4222 (`NATS_URL` to change
+//! it): both ways with every header, backpressure, redelivery of what was not acked, a poison
+//! message dead-lettered, a missing stream named, and connections cut mid-stream through a proxy
+//! the test controls. A server that is down fails each test naming it; `EIP_SKIP_BROKERS=1`
+//! skips them and says so. Each test makes its own stream and deletes it at the end.
+
+#[path = "support/proxy.rs"]
+mod proxy;
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use eip_adapters::bridge::{Backoff, BridgeError, InboundBridge};
+use eip_adapters::nats::{
+    JetStreamOutbound, JetStreamOutboundConfig, JetStreamSource, JetStreamSourceConfig,
+    StreamDeclaration, SubjectTemplate,
+};
+use eip_core::MessageId;
+use eip_core::channel::{DeadLetterChannel, PointToPoint, RedeliveryPolicy};
+use eip_core::endpoint::Consumer;
+use eip_core::message::{HeaderValue, Message};
+
+fn url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+/// The server's URL, or `None` (said on stdout) when `EIP_SKIP_BROKERS=1`. A server that does
+/// not answer fails the test, naming where it was looked for.
+async fn server(test: &str) -> Option<String> {
+    if std::env::var("EIP_SKIP_BROKERS").is_ok_and(|v| v == "1") {
+        println!("{test}: skipped, EIP_SKIP_BROKERS=1");
+        return None;
+    }
+    let url = url();
+    match tokio::time::timeout(Duration::from_secs(5), async_nats::connect(&url)).await {
+        Ok(Ok(client)) => {
+            let _ = client.drain().await;
+            Some(url)
+        }
+        Ok(Err(e)) => panic!("NATS with JetStream at 127.0.0.1:4222 ({url}) is needed: {e}"),
+        Err(_) => panic!("NATS with JetStream at 127.0.0.1:4222 ({url}) does not answer"),
+    }
+}
+
+/// A stream name and a subject prefix unique to this test run.
+fn unique(name: &str) -> (String, String) {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tag = format!("{name}_{}_{n}_{nanos}", std::process::id());
+    (format!("EIP_TEST_{tag}"), format!("eiptest.{tag}"))
+}
+
+async fn delete_stream(url: &str, stream: &str) {
+    if let Ok(client) = async_nats::connect(url).await {
+        let js = async_nats::jetstream::new(client);
+        let _ = js.delete_stream(stream).await;
+    }
+}
+
+fn declaration(stream: &str, prefix: &str) -> StreamDeclaration {
+    StreamDeclaration::new(stream, [format!("{prefix}.>")])
+}
+
+fn outbound(url: &str, stream: &str, prefix: &str, subject: &str) -> JetStreamOutboundConfig {
+    let mut config =
+        JetStreamOutboundConfig::new(url, SubjectTemplate::parse(subject).expect("a template"));
+    config.stream = Some(declaration(stream, prefix));
+    config
+}
+
+fn source(url: &str, stream: &str, prefix: &str) -> JetStreamSourceConfig {
+    JetStreamSourceConfig::new(url, declaration(stream, prefix), "eip-test")
+}
+
+/// Takes `n` messages from `channel` within `limit`, acking each.
+async fn take(channel: &PointToPoint, n: usize, limit: Duration) -> Vec<Message> {
+    let mut receiver = channel.receiver();
+    let mut got = Vec::with_capacity(n);
+    let deadline = tokio::time::Instant::now() + limit;
+    while got.len() < n {
+        match tokio::time::timeout_at(deadline, receiver.recv()).await {
+            Ok(Some(delivery)) => {
+                got.push(delivery.message().clone());
+                delivery.ack();
+            }
+            Ok(None) => break,
+            Err(_) => panic!("{} of {n} messages within {limit:?}", got.len()),
+        }
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_cross_both_ways_with_their_ids_and_typed_headers() {
+    let Some(url) = server("round trip").await else {
+        return;
+    };
+    let (stream, prefix) = unique("roundtrip");
+    let outbound = JetStreamOutbound::new(outbound(&url, &stream, &prefix, "{subject}")).unwrap();
+    outbound.connect().await.expect("the stream is declared");
+    let inbox = PointToPoint::new("inbox", 1000).unwrap();
+    let bridge = JetStreamSource::new(source(&url, &stream, &prefix))
+        .unwrap()
+        .bridge(inbox.clone(), 64)
+        .spawn();
+    let outbox = PointToPoint::new("outbox", 1000).unwrap();
+    let consumer = Consumer::new(outbox.receiver(), outbound)
+        .concurrency(32)
+        .permanent_errors(BridgeError::is_permanent)
+        .spawn();
+    let mut sent = HashMap::new();
+    for i in 0..300i64 {
+        let msg = Message::builder(format!("{{\"n\":{i}}}").into_bytes())
+            .subject(format!("{prefix}.orders.{i}"))
+            .correlation_id(format!("c-{i}"))
+            .return_address("replies")
+            .content_type("application/json")
+            .time_to_live(Duration::from_secs(600))
+            .hop_budget(4)
+            .header("n", i)
+            .header("urgent", i % 2 == 0)
+            .build();
+        sent.insert(msg.id(), msg.clone());
+        outbox.send(msg).await.unwrap();
+    }
+    let got = take(&inbox, 300, Duration::from_secs(15)).await;
+    for msg in &got {
+        let original = sent.get(&msg.id()).expect("an id that was sent");
+        let mut want: Vec<(&str, &HeaderValue)> = original.headers().iter().collect();
+        let mut have: Vec<(&str, &HeaderValue)> = msg.headers().iter().collect();
+        want.sort_by(|a, b| a.0.cmp(b.0));
+        have.sort_by(|a, b| a.0.cmp(b.0));
+        assert_eq!(have, want);
+        assert_eq!(msg.payload(), original.payload());
+    }
+    let ids: HashSet<_> = got.iter().map(Message::id).collect();
+    assert_eq!(ids.len(), 300, "each once");
+    consumer.shutdown().await;
+    bridge.shutdown().await.unwrap();
+    delete_stream(&url, &stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_channel_stops_the_bridge_and_nothing_is_lost() {
+    let Some(url) = server("backpressure").await else {
+        return;
+    };
+    let (stream, prefix) = unique("backpressure");
+    let outbound =
+        JetStreamOutbound::new(outbound(&url, &stream, &prefix, &format!("{prefix}.x"))).unwrap();
+    for i in 0..100u8 {
+        outbound.publish(&Message::new(vec![i])).await.unwrap();
+    }
+    let inbox = PointToPoint::new("inbox", 5).unwrap();
+    let bridge = JetStreamSource::new(source(&url, &stream, &prefix))
+        .unwrap()
+        .bridge(inbox.clone(), 8)
+        .spawn();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        inbox.stats().depth,
+        5,
+        "the channel holds its capacity, the stream the rest"
+    );
+    let got = take(&inbox, 100, Duration::from_secs(15)).await;
+    let mut bytes: Vec<u8> = got.iter().map(|m| m.payload()[0]).collect();
+    bytes.sort_unstable();
+    assert_eq!(bytes, (0..100).collect::<Vec<u8>>(), "each once, none lost");
+    bridge.shutdown().await.unwrap();
+    delete_stream(&url, &stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_was_not_acked_when_a_bridge_stopped_comes_again_with_its_id() {
+    let Some(url) = server("redelivery").await else {
+        return;
+    };
+    let (stream, prefix) = unique("redelivery");
+    let outbound =
+        JetStreamOutbound::new(outbound(&url, &stream, &prefix, &format!("{prefix}.x"))).unwrap();
+    let mut ids = HashSet::new();
+    for i in 0..10u8 {
+        let msg = Message::new(vec![i]);
+        ids.insert(msg.id());
+        outbound.publish(&msg).await.unwrap();
+    }
+    let mut config = source(&url, &stream, &prefix);
+    config.ack_wait = Duration::from_secs(1);
+    // A full channel: the bridge takes 4 deliveries, hands 2 over, and is stopped.
+    let full = PointToPoint::new("full", 2).unwrap();
+    let first = JetStreamSource::new(config.clone())
+        .unwrap()
+        .bridge(full.clone(), 4)
+        .spawn();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    first.shutdown().await.unwrap();
+    let kept = take(&full, 2, Duration::from_secs(5)).await;
+    // A second bridge on the same durable consumer gets the other eight: those the first
+    // held come again once their ack wait is over, with their eip id and marked redelivered.
+    let inbox = PointToPoint::new("inbox", 100).unwrap();
+    let second = JetStreamSource::new(config)
+        .unwrap()
+        .bridge(inbox.clone(), 4)
+        .spawn();
+    let rest = take(&inbox, 8, Duration::from_secs(10)).await;
+    let all: Vec<MessageId> = kept.iter().chain(&rest).map(Message::id).collect();
+    assert_eq!(all.iter().copied().collect::<HashSet<_>>(), ids);
+    assert_eq!(all.len(), 10, "each once");
+    let redelivered = rest
+        .iter()
+        .filter(|m| m.redelivery_count().unwrap() > 0)
+        .count();
+    println!("redelivery: {redelivered} of 8 came marked redelivered");
+    assert!(
+        redelivered >= 1,
+        "the ones the first bridge held come back marked"
+    );
+    second.shutdown().await.unwrap();
+    delete_stream(&url, &stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_message_is_dead_lettered_and_does_not_block_those_behind_it() {
+    let Some(url) = server("poison").await else {
+        return;
+    };
+    let (stream, prefix) = unique("poison");
+    let client = async_nats::connect(&url).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: stream.clone(),
+        subjects: vec![format!("{prefix}.>")],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut poison = async_nats::HeaderMap::new();
+    poison.insert("eip-types", "n=i");
+    poison.insert("n", "x");
+    js.publish_with_headers(format!("{prefix}.bad"), poison, "poison".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    for i in 0..5 {
+        js.publish(format!("{prefix}.good"), format!("{i}").into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let dead = PointToPoint::new("dead", 10).unwrap();
+    let inbox = PointToPoint::builder("inbox")
+        .capacity(10)
+        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+        .build()
+        .unwrap();
+    let bridge = JetStreamSource::new(source(&url, &stream, &prefix))
+        .unwrap()
+        .bridge(inbox.clone(), 1)
+        .spawn();
+    let good = take(&inbox, 5, Duration::from_secs(10)).await;
+    for msg in &good {
+        // A producer that is not eip: the NATS subject is the eip subject.
+        assert_eq!(
+            msg.subject().unwrap(),
+            Some(format!("{prefix}.good").as_str())
+        );
+    }
+    let dead_letters = take(&dead, 1, Duration::from_secs(5)).await;
+    assert_eq!(dead_letters[0].payload().as_ref(), b"poison");
+    let death = dead_letters[0].death().unwrap().expect("a death record");
+    assert_eq!(death.reason.to_string(), "invalid");
+    assert!(
+        death.error.as_deref().unwrap_or("").contains("`n`"),
+        "{death:?}"
+    );
+    bridge.shutdown().await.unwrap();
+    let _ = js.delete_stream(&stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_stream_is_an_error_naming_the_subject() {
+    let Some(url) = server("missing stream").await else {
+        return;
+    };
+    let (_, prefix) = unique("nostream");
+    let subject = format!("{prefix}.nobody");
+    let config = JetStreamOutboundConfig::new(&url, SubjectTemplate::fixed(&subject).unwrap());
+    let outbound = JetStreamOutbound::new(config).unwrap();
+    let e = outbound
+        .publish(&Message::new(&b"x"[..]))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains(&subject), "{e}");
+    assert!(!e.is_permanent(), "a stream may be created: retried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_down_is_a_connection_error_naming_it() {
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let outbound = JetStreamOutbound::new(JetStreamOutboundConfig::new(
+        &url,
+        SubjectTemplate::fixed("a.b").unwrap(),
+    ))
+    .unwrap();
+    let e = outbound
+        .publish(&Message::new(&b"x"[..]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, BridgeError::Connection { .. })
+            && e.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{e}"
+    );
+    // Within the backoff, a call fails at once without a new attempt.
+    let again = outbound
+        .publish(&Message::new(&b"x"[..]))
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("next attempt"), "{again}");
+}
+
+fn upstream() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 4222))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_and_stalled_connections_lose_nothing_either_way() {
+    let Some(url) = server("cut connections").await else {
+        return;
+    };
+    let (stream, prefix) = unique("cut");
+    let proxy_out = proxy::Proxy::start(upstream()).await;
+    let proxy_in = proxy::Proxy::start(upstream()).await;
+    let via = |proxy: &proxy::Proxy| format!("nats://{}", proxy.address());
+    let quick = Backoff::new(Duration::from_millis(20), Duration::from_millis(200));
+
+    let mut config = outbound(&via(&proxy_out), &stream, &prefix, &format!("{prefix}.cut"));
+    config.publish_timeout = Duration::from_millis(1000);
+    config.backoff = quick.clone();
+    let outbound = JetStreamOutbound::new(config).unwrap();
+    outbound.connect().await.unwrap();
+
+    let mut config = source(&via(&proxy_in), &stream, &prefix);
+    config.ack_wait = Duration::from_secs(2);
+    config.request_timeout = Duration::from_secs(1);
+    config.heartbeat = Duration::from_millis(500);
+    let inbox = PointToPoint::new("inbox", 10_000).unwrap();
+    let bridge = InboundBridge::new(JetStreamSource::new(config).unwrap(), inbox.clone(), 32)
+        .backoff(quick)
+        .spawn();
+
+    let outbox = PointToPoint::builder("outbox")
+        .capacity(10_000)
+        .redelivery(RedeliveryPolicy {
+            max_attempts: 1_000,
+            initial_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(200),
+            ..RedeliveryPolicy::default()
+        })
+        .build()
+        .unwrap();
+    let consumer = Consumer::new(outbox.receiver(), outbound)
+        .concurrency(16)
+        .permanent_errors(BridgeError::is_permanent)
+        .spawn();
+    const MESSAGES: usize = 2_000;
+    let mut ids = HashSet::new();
+    let mut received: HashMap<MessageId, usize> = HashMap::new();
+    let mut receiver = inbox.receiver();
+    let mut cuts = 0;
+    let proxies = std::sync::Arc::new((proxy_out, proxy_in));
+    let (proxy_out, proxy_in) = (&proxies.0, &proxies.1);
+    for i in 0..MESSAGES {
+        if i == MESSAGES / 2 {
+            // Both sides stall for a second and a half: publish acks time out, heartbeats go
+            // missing; each side gives its connection up and makes another once bytes flow.
+            proxy_out.stall(true);
+            proxy_in.stall(true);
+            let proxies = proxies.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                proxies.0.stall(false);
+                proxies.1.stall(false);
+            });
+        }
+        let msg = Message::new(format!("{i}").into_bytes());
+        ids.insert(msg.id());
+        outbox.send(msg).await.unwrap();
+        if i % 400 == 200 {
+            // Cut one side, then the other, while messages are moving.
+            if cuts % 2 == 0 {
+                proxy_out.cut();
+            } else {
+                proxy_in.cut();
+            }
+            cuts += 1;
+        }
+        if i % 50 == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        while let Ok(Some(delivery)) =
+            tokio::time::timeout(Duration::from_millis(0), receiver.recv()).await
+        {
+            *received.entry(delivery.message().id()).or_default() += 1;
+            delivery.ack();
+        }
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while received.len() < MESSAGES {
+        match tokio::time::timeout_at(deadline, receiver.recv()).await {
+            Ok(Some(delivery)) => {
+                *received.entry(delivery.message().id()).or_default() += 1;
+                delivery.ack();
+            }
+            _ => break,
+        }
+    }
+    // Duplicates still on their way (redelivered once their ack wait of 2 s is over) are counted too.
+    while let Ok(Some(delivery)) =
+        tokio::time::timeout(Duration::from_millis(2500), receiver.recv()).await
+    {
+        *received.entry(delivery.message().id()).or_default() += 1;
+        delivery.ack();
+    }
+    let lost = ids.iter().filter(|id| !received.contains_key(id)).count();
+    let duplicates: usize = received.values().map(|n| n - 1).sum();
+    println!(
+        "nats cut and stalled connections: {cuts} cuts, 1 stall, {MESSAGES} sent, {} received, {lost} lost, {duplicates} duplicates, {} + {} connections made",
+        received.len(),
+        proxy_out.accepted(),
+        proxy_in.accepted()
+    );
+    assert_eq!(lost, 0);
+    assert!(
+        proxy_out.accepted() >= 2 && proxy_in.accepted() >= 2,
+        "both sides reconnected"
+    );
+    consumer.shutdown().await;
+    bridge.shutdown().await.unwrap();
+    delete_stream(&url, &stream).await;
+}
