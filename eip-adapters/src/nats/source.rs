@@ -121,7 +121,7 @@ impl JetStreamSourceConfig {
 /// ```
 pub struct JetStreamSource {
     config: JetStreamSourceConfig,
-    broker: String,
+    broker: std::sync::Arc<str>,
     reading: Option<Reading>,
 }
 
@@ -144,7 +144,7 @@ impl JetStreamSource {
     /// A source for `config` (checked whole); it connects when its bridge starts.
     pub fn new(config: JetStreamSourceConfig) -> Result<Self, BridgeError> {
         config.check()?;
-        let broker = connection::describe(&config.url);
+        let broker = connection::describe(&config.url).into();
         Ok(JetStreamSource {
             config,
             broker,
@@ -164,7 +164,7 @@ impl JetStreamSource {
 
     fn lost(&self, reason: String) -> BridgeError {
         BridgeError::Connection {
-            broker: self.broker.clone(),
+            broker: self.broker.to_string(),
             reason,
         }
     }
@@ -197,7 +197,7 @@ impl Source for JetStreamSource {
             })
             .await
             .map_err(|e| BridgeError::Refused {
-                broker: self.broker.clone(),
+                broker: self.broker.to_string(),
                 what: format!(
                     "consumer {} on stream {}",
                     config.consumer, config.stream.name
@@ -231,7 +231,10 @@ impl Source for JetStreamSource {
             },
         };
         match next {
-            Ok(message) => Ok(JetStreamDelivery { message }),
+            Ok(message) => Ok(JetStreamDelivery {
+                message,
+                broker: self.broker.clone(),
+            }),
             Err(reason) => {
                 self.reading = None;
                 Err(self.lost(reason))
@@ -250,6 +253,7 @@ impl Source for JetStreamSource {
 /// A message delivered by a [`JetStreamSource`], not yet acknowledged.
 pub struct JetStreamDelivery {
     message: jetstream::Message,
+    broker: std::sync::Arc<str>,
 }
 
 impl std::fmt::Debug for JetStreamDelivery {
@@ -301,7 +305,7 @@ impl Delivery for JetStreamDelivery {
             .double_ack_with(AckKind::Ack)
             .await
             .map_err(|e| BridgeError::Connection {
-                broker: "nats".to_owned(),
+                broker: self.broker.to_string(),
                 reason: format!(
                     "acknowledging a message of subject {}: {e}",
                     self.message.subject
