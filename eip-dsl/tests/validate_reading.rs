@@ -188,18 +188,29 @@ fn a_file_that_is_not_a_mapping_is_refused() {
 }
 
 #[test]
-fn bridges_are_reserved() {
-    let ps = problems(&["bridges: {}"]);
+fn a_bridge_and_an_adapter_are_each_declared_in_their_own_section() {
+    let ps = problems(&[
+        "channels:",
+        "  orders: {kind: point-to-point}",
+        "adapters:",
+        "  rabbit: {kind: rabbitmq-in, to: orders, url: 'amqp://h', queue: q}",
+        "bridges:",
+        "  files: {kind: file-in, to: orders, dir: in}",
+    ]);
     let found: Vec<(&str, (u32, u32))> = ps.iter().map(|p| (p.message.as_str(), at(p))).collect();
     assert_eq!(
         found,
-        [(
-            "`bridges` are not supported by this version of eip yet",
-            (1, 1)
-        )]
+        [
+            (
+                "`rabbitmq-in` is a messaging bridge: declare it under `bridges:`",
+                (4, 18)
+            ),
+            (
+                "`file-in` is a channel adapter: declare it under `adapters:`",
+                (6, 17)
+            ),
+        ]
     );
-    let spec = parse_str(&flow(&["bridges: []"]), "f").expect("reading accepts the reserved key");
-    assert_eq!(spec.reserved[0].value, "bridges");
 }
 
 #[test]

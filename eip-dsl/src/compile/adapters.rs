@@ -8,6 +8,8 @@
 //! adapters feeding theirs. [`RunningFlow::stop`] stops the inbound adapters first, so a
 //! draining flow takes nothing new.
 
+use eip_adapters::amqp::{AmqpOutbound, AmqpSource};
+use eip_adapters::bridge::{BridgeError, InboundBridge, InboundBridgeHandle, Source};
 use eip_adapters::file::{FileError, FileSink, FileSource, FileSourceHandle};
 use eip_adapters::http::{HttpInbound, HttpInboundServer, HttpOutbound};
 use eip_adapters::sql::{SqlInbound, SqlInboundHandle, SqlOutbound};
@@ -55,8 +57,12 @@ struct Connected {
     endpoint: Endpoint,
 }
 
+/// Starts an inbound bridge on its channel.
+type StartBridge = Box<dyn FnOnce(Channel) -> InboundBridgeHandle + Send>;
+
 enum Endpoint {
     FileIn,
+    Bridge(StartBridge),
     Http(HttpInboundServer),
     SqlIn(SqlInbound),
     Out {
@@ -68,6 +74,7 @@ enum Endpoint {
 /// A started inbound adapter.
 pub(crate) enum InboundHandle {
     File(String, FileSourceHandle),
+    Bridge(String, InboundBridgeHandle),
     Http(HttpInboundServer),
     Sql(SqlInboundHandle),
 }
@@ -79,6 +86,11 @@ impl InboundHandle {
             InboundHandle::File(name, handle) => {
                 if let Err(error) = handle.shutdown().await {
                     tracing::warn!(adapter = %name, %error, "file adapter stopped with an error");
+                }
+            }
+            InboundHandle::Bridge(name, handle) => {
+                if let Err(error) = handle.shutdown().await {
+                    tracing::warn!(adapter = %name, %error, "bridge stopped with an error");
                 }
             }
             InboundHandle::Http(server) => server.shutdown().await,
@@ -191,6 +203,25 @@ impl Flow {
                     eip_adapters::http::is_permanent(e.as_ref())
                 })
             }
+            AdapterConfig::RabbitmqIn { source, window } => {
+                // Connect once now, so a wrong URL or a refused declaration stops the start;
+                // the bridge then keeps its own connection, reconnecting as it must.
+                let mut probe = AmqpSource::new(source.clone());
+                probe.connect(*window).await?;
+                drop(probe);
+                let (source, window) = (source.clone(), *window);
+                Endpoint::Bridge(Box::new(move |channel: Channel| {
+                    InboundBridge::new(AmqpSource::new(source), channel, window).spawn()
+                }))
+            }
+            AdapterConfig::RabbitmqOut(config) => {
+                let publisher = AmqpOutbound::new(config.clone());
+                publisher.connect().await?;
+                outbound(publisher, &plan.outbound, |e| {
+                    e.downcast_ref::<BridgeError>()
+                        .is_some_and(BridgeError::is_permanent)
+                })
+            }
             AdapterConfig::SqlOut(config) => {
                 config.connection.execute(&plan.setup).await?;
                 let writer = SqlOutbound::connect(config.clone()).await?;
@@ -264,6 +295,10 @@ impl RunningFlow {
                     }
                 }
                 Endpoint::Http(server) => self.inbound.push(InboundHandle::Http(server)),
+                Endpoint::Bridge(start) => {
+                    self.inbound
+                        .push(InboundHandle::Bridge(plan.name.clone(), start(channel)));
+                }
                 Endpoint::SqlIn(inbound) => {
                     self.inbound
                         .push(InboundHandle::Sql(inbound.spawn(channel.sender())));

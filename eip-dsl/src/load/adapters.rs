@@ -12,9 +12,6 @@ use super::routes::required_name;
 use crate::spec::{AdapterKind, AdapterSpec, Located, Setting, SettingValue};
 use crate::validate::{Damage, adapter_keys, all_adapter_keys};
 
-const KIND_HELP: &str = "add `kind:` with one of `file-in`, `file-out`, `http-in`, `http-out`, \
-                         `sql-in`, `sql-out`";
-
 /// One entry `name: {kind: ..., ...}`; `None` when its kind can not be read (the entry is then
 /// recorded as damaged by the caller).
 pub(super) fn read_adapter(
@@ -22,13 +19,28 @@ pub(super) fn read_adapter(
     key: &Node,
     node: &Node,
     name: &str,
+    bridge: bool,
     damage: &mut Damage,
 ) -> Option<AdapterSpec> {
-    let path = name_path("adapters", name);
-    let what = format!("adapter `{name}`");
+    let (section, what) = if bridge {
+        ("bridges", format!("bridge `{name}`"))
+    } else {
+        ("adapters", format!("adapter `{name}`"))
+    };
+    let path = name_path(section, name);
+    let kinds: Vec<(&str, AdapterKind)> = AdapterKind::ALL
+        .into_iter()
+        .filter(|(_, kind)| kind.is_bridge() == bridge)
+        .collect();
+    let kind_help = kinds
+        .iter()
+        .map(|(word, _)| format!("`{word}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let kind_help = format!("add `kind:` with one of {kind_help}");
     let at = reader.pos(key);
     if node.value == Value::Null {
-        reader.missing(at, &what, "kind", &path, KIND_HELP);
+        reader.missing(at, &what, "kind", &path, &kind_help);
         return None;
     }
     // The kind decides the keys: read it first, from the raw mapping.
@@ -40,17 +52,18 @@ pub(super) fn read_adapter(
         _ => None,
     };
     let kind = match kind_node {
+        // Every kind is read here; one declared in the wrong section is validation's to report.
         Some(v) => reader.one_of(v, "kind", &field_path(&path, "kind"), &AdapterKind::ALL),
         None => None,
     };
     let allowed = match &kind {
         Some(kind) => adapter_keys(kind.value),
-        None => all_adapter_keys(),
+        None => all_adapter_keys(bridge),
     };
     let before = reader.problems.len();
     let fields = reader.fields(node, name, &path, &what, &allowed)?;
     if kind_node.is_none() {
-        reader.missing(at, &what, "kind", &path, KIND_HELP);
+        reader.missing(at, &what, "kind", &path, &kind_help);
     }
     let kind = kind?;
     let (channel_key, other, help) = if kind.value.is_inbound() {

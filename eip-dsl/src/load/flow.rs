@@ -73,10 +73,6 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
     let Some(top) = reader.fields(root, "flow", "", "the flow file", TOP) else {
         return (flow, damage);
     };
-    if let Some((key, _)) = top.entry("bridges") {
-        flow.reserved
-            .push(Located::at("bridges".to_owned(), reader.pos(key)));
-    }
     if let Some((key, node)) = top.entry("store") {
         flow.store = read_store(reader, key, node);
     }
@@ -120,19 +116,34 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
             },
         );
     }
-    if let Some(node) = top.get("adapters") {
+    for (section, bridges) in [("adapters", false), ("bridges", true)] {
+        let Some(node) = top.get(section) else {
+            continue;
+        };
         read_named(
             reader,
             node,
-            "adapters",
+            section,
             &mut damage,
             |reader, name, key, value, damage| {
-                let index = flow.adapters.len();
+                let list = if bridges {
+                    &mut flow.bridges
+                } else {
+                    &mut flow.adapters
+                };
+                let index = list.len();
                 let before = reader.problems.len();
-                if let Some(adapter) = read_adapter(reader, key, value, &name.value, damage) {
-                    flow.adapters.push((name, adapter));
+                if let Some(adapter) =
+                    read_adapter(reader, key, value, &name.value, bridges, damage)
+                {
+                    list.push((name, adapter));
                     if reader.problems.len() > before {
-                        damage.adapters.insert(index);
+                        let damaged = if bridges {
+                            &mut damage.bridges
+                        } else {
+                            &mut damage.adapters
+                        };
+                        damaged.insert(index);
                     }
                 }
             },

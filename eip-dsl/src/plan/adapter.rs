@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use eip_adapters::amqp::{AmqpOutboundConfig, AmqpSourceConfig};
 use eip_adapters::file::{FileSinkConfig, FileSourceConfig};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig};
 use eip_adapters::sql::{SqlInboundConfig, SqlOutboundConfig};
@@ -36,6 +37,8 @@ impl AdapterPlan {
             AdapterConfig::HttpOut(_) => AdapterKind::HttpOut,
             AdapterConfig::SqlIn(_) => AdapterKind::SqlIn,
             AdapterConfig::SqlOut(_) => AdapterKind::SqlOut,
+            AdapterConfig::RabbitmqIn { .. } => AdapterKind::RabbitmqIn,
+            AdapterConfig::RabbitmqOut(_) => AdapterKind::RabbitmqOut,
         }
     }
 
@@ -54,6 +57,12 @@ impl AdapterPlan {
             AdapterConfig::HttpOut(c) => c.url.as_str().to_owned(),
             AdapterConfig::SqlIn(c) => c.connection.redacted_url(),
             AdapterConfig::SqlOut(c) => c.connection.redacted_url(),
+            AdapterConfig::RabbitmqIn { source, .. } => {
+                format!("{} queue {}", source.url.redacted(), source.queue)
+            }
+            AdapterConfig::RabbitmqOut(c) => {
+                format!("{} exchange {}", c.url.redacted(), c.exchange)
+            }
         }
     }
 }
@@ -73,6 +82,15 @@ pub enum AdapterConfig {
     SqlIn(SqlInboundConfig),
     /// `sql-out`
     SqlOut(SqlOutboundConfig),
+    /// `rabbitmq-in`
+    RabbitmqIn {
+        /// The queue and what to declare.
+        source: AmqpSourceConfig,
+        /// `window:` deliveries unacknowledged at most (default 64).
+        window: usize,
+    },
+    /// `rabbitmq-out`
+    RabbitmqOut(AmqpOutboundConfig),
 }
 
 /// The tower layers around an outbound adapter, and its consumer's settings. All off for an

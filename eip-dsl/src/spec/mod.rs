@@ -76,8 +76,11 @@ pub struct FlowSpec {
     /// `adapters:` in the order written: the channel adapters that connect the flow's channels
     /// to directories, HTTP and databases.
     pub adapters: Vec<(Located<String>, AdapterSpec)>,
-    /// `bridges:` is reserved for the messaging bridges of a later version; where a file has
-    /// one, its position, so validation can say it is not supported yet.
+    /// `bridges:` in the order written: the messaging bridges between the flow's channels and
+    /// brokers. Same shape as an adapter; the kinds differ.
+    pub bridges: Vec<(Located<String>, AdapterSpec)>,
+    /// Keys reserved for a later version; where a file has one, its position, so validation
+    /// can say it is not supported yet. None is reserved at the moment.
     pub reserved: Vec<Located<String>>,
 }
 
@@ -96,18 +99,31 @@ pub enum AdapterKind {
     SqlIn,
     /// `sql-out`: messages become rows, through a parameterized statement.
     SqlOut,
+    /// `rabbitmq-in` (a bridge): a RabbitMQ queue feeds the channel.
+    RabbitmqIn,
+    /// `rabbitmq-out` (a bridge): messages are published to a RabbitMQ exchange.
+    RabbitmqOut,
 }
 
 impl AdapterKind {
-    /// Every kind and its name in a flow file.
-    pub const ALL: [(&'static str, AdapterKind); 6] = [
+    /// Every kind and its name in a flow file: the channel adapters (`adapters:`), then the
+    /// messaging bridges (`bridges:`).
+    pub const ALL: [(&'static str, AdapterKind); 8] = [
         ("file-in", AdapterKind::FileIn),
         ("file-out", AdapterKind::FileOut),
         ("http-in", AdapterKind::HttpIn),
         ("http-out", AdapterKind::HttpOut),
         ("sql-in", AdapterKind::SqlIn),
         ("sql-out", AdapterKind::SqlOut),
+        ("rabbitmq-in", AdapterKind::RabbitmqIn),
+        ("rabbitmq-out", AdapterKind::RabbitmqOut),
     ];
+
+    /// Whether it is a messaging bridge (declared under `bridges:`), not a channel adapter
+    /// (under `adapters:`).
+    pub fn is_bridge(self) -> bool {
+        matches!(self, AdapterKind::RabbitmqIn | AdapterKind::RabbitmqOut)
+    }
 
     /// Its name in a flow file.
     pub fn as_str(self) -> &'static str {
@@ -121,7 +137,10 @@ impl AdapterKind {
     pub fn is_inbound(self) -> bool {
         matches!(
             self,
-            AdapterKind::FileIn | AdapterKind::HttpIn | AdapterKind::SqlIn
+            AdapterKind::FileIn
+                | AdapterKind::HttpIn
+                | AdapterKind::SqlIn
+                | AdapterKind::RabbitmqIn
         )
     }
 }

@@ -12,6 +12,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use eip_adapters::amqp::{
+    AmqpOutboundConfig, AmqpSourceConfig, AmqpUrl, ExchangeDeclaration, QueueBinding, RoutingKey,
+};
 use eip_adapters::file::{FileGlob, FileSink, FileSource, NameTemplate, ReadMode};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig, OutboundMethod, UrlTemplate};
 use eip_adapters::sql::{Claim, ClaimColumns, Connection, SqlInboundConfig, SqlOutboundConfig};
@@ -73,6 +76,22 @@ const SQL: &[&str] = &[
 ];
 const SQL_IN: &[&str] = &["to", "query", "done", "claim", "interval", "max-rows"];
 const SQL_OUT: &[&str] = &["statement", "batch-size"];
+const RABBITMQ: &[&str] = &["url", "connect-timeout"];
+const RABBITMQ_IN: &[&str] = &[
+    "to",
+    "queue",
+    "declare",
+    "exchange",
+    "binding-keys",
+    "window",
+];
+const RABBITMQ_OUT: &[&str] = &[
+    "exchange",
+    "routing-key",
+    "declare-exchange",
+    "durable",
+    "confirm-timeout",
+];
 const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
 const RATE: &[&str] = &["requests", "per"];
 
@@ -85,6 +104,8 @@ pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
         AdapterKind::HttpOut => &[OUTBOUND, HTTP_OUT],
         AdapterKind::SqlIn => &[SQL_IN, SQL],
         AdapterKind::SqlOut => &[OUTBOUND, SQL, SQL_OUT],
+        AdapterKind::RabbitmqIn => &[RABBITMQ_IN, RABBITMQ],
+        AdapterKind::RabbitmqOut => &[OUTBOUND, RABBITMQ, RABBITMQ_OUT],
     };
     let mut keys: Vec<&str> = COMMON.to_vec();
     for part in parts {
@@ -97,10 +118,14 @@ pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
     keys
 }
 
-/// Every key of every kind: what an adapter whose kind could not be read may have.
-pub(crate) fn all_adapter_keys() -> Vec<&'static str> {
+/// Every key of every kind of adapter (or bridge): what one whose kind could not be read may
+/// have.
+pub(crate) fn all_adapter_keys(bridge: bool) -> Vec<&'static str> {
     let mut keys: Vec<&str> = Vec::new();
-    for (_, kind) in AdapterKind::ALL {
+    for (_, kind) in AdapterKind::ALL
+        .into_iter()
+        .filter(|(_, k)| k.is_bridge() == bridge)
+    {
         for key in adapter_keys(kind) {
             if !keys.contains(&key) {
                 keys.push(key);
@@ -119,60 +144,103 @@ pub(crate) fn check(
 ) -> Vec<AdapterPlan> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut plans = Vec::new();
-    for (i, (name, adapter)) in spec.adapters.iter().enumerate() {
-        let key = name_path("adapters", &name.value);
-        if !seen.insert(name.value.as_str()) {
-            check.report(
-                Problem::new(
-                    format!("adapter `{}` is declared twice", name.value),
-                    name.at,
-                )
-                .with_key(key.as_str())
-                .with_help("give each adapter its own name"),
-            );
-            continue;
-        }
-        if names.get(&name.value).is_some() {
-            check.report(
-                Problem::new(
-                    format!(
-                        "adapter `{}` has the name of a channel or exchange",
-                        name.value
+    let sections = [
+        (
+            "adapters",
+            "adapter",
+            &spec.adapters,
+            &check.damage.adapters,
+        ),
+        ("bridges", "bridge", &spec.bridges, &check.damage.bridges),
+    ];
+    for (section, noun, entries, damaged) in sections {
+        for (i, (name, adapter)) in entries.iter().enumerate() {
+            let key = name_path(section, &name.value);
+            if !seen.insert(name.value.as_str()) {
+                check.report(
+                    Problem::new(
+                        format!(
+                            "{noun} `{}`: the name is taken by another adapter or bridge",
+                            name.value
+                        ),
+                        name.at,
+                    )
+                    .with_key(key.as_str())
+                    .with_help("give each adapter and bridge its own name"),
+                );
+                continue;
+            }
+            if names.get(&name.value).is_some() {
+                check.report(
+                    Problem::new(
+                        format!(
+                            "{noun} `{}` has the name of a channel or exchange",
+                            name.value
+                        ),
+                        name.at,
+                    )
+                    .with_key(key.as_str())
+                    .with_help(
+                        "`eip route` input names a channel, an exchange or an inbound adapter in \
+                         `to`: give it a name of its own",
                     ),
-                    name.at,
-                )
-                .with_key(key.as_str())
-                .with_help(
-                    "`eip route` input names a channel, an exchange or an inbound adapter in \
-                     `to`: give the adapter a name of its own",
-                ),
-            );
-        }
-        let damaged = check.damage.adapters.contains(&i);
-        if let Some(plan) = check_adapter(check, names, base_dir, &name.value, adapter, damaged) {
-            plans.push(plan);
+                );
+            }
+            let damaged = damaged.contains(&i);
+            let entry = Entry {
+                section,
+                noun,
+                name: &name.value,
+            };
+            if let Some(plan) = check_adapter(check, names, base_dir, entry, adapter, damaged) {
+                plans.push(plan);
+            }
         }
     }
     plans
+}
+
+/// Where an adapter or bridge is declared, for messages.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    section: &'static str,
+    noun: &'static str,
+    name: &'a str,
 }
 
 fn check_adapter(
     check: &mut Check<'_>,
     names: &Names,
     base_dir: &Path,
-    name: &str,
+    entry: Entry<'_>,
     spec: &AdapterSpec,
     damaged: bool,
 ) -> Option<AdapterPlan> {
     let kind = spec.kind.value;
-    let path = name_path("adapters", name);
+    let name = entry.name;
+    let path = name_path(entry.section, name);
     let settings = Settings {
         path: path.clone(),
         at: spec.at,
-        what: format!("`{}` adapter `{name}`", kind.as_str()),
+        what: format!("`{}` {} `{name}`", kind.as_str(), entry.noun),
         items: &spec.settings,
         damaged,
     };
+    if kind.is_bridge() != (entry.section == "bridges") {
+        let (here, there) = if kind.is_bridge() {
+            ("a messaging bridge", "bridges")
+        } else {
+            ("a channel adapter", "adapters")
+        };
+        check.report(
+            Problem::new(
+                format!("`{}` is {here}: declare it under `{there}:`", kind.as_str()),
+                spec.kind.at,
+            )
+            .with_key(format!("{path}.kind")),
+        );
+        return None;
+    }
     let before = check.problems.len();
     settings.check_keys(check, &adapter_keys(kind));
     let channel_key = if kind.is_inbound() { "to" } else { "from" };
@@ -191,6 +259,8 @@ fn check_adapter(
         AdapterKind::HttpOut => http_out(check, &settings).map(AdapterConfig::HttpOut),
         AdapterKind::SqlIn => sql_in(check, &settings).map(AdapterConfig::SqlIn),
         AdapterKind::SqlOut => sql_out(check, &settings).map(AdapterConfig::SqlOut),
+        AdapterKind::RabbitmqIn => rabbitmq_in(check, &settings),
+        AdapterKind::RabbitmqOut => rabbitmq_out(check, &settings).map(AdapterConfig::RabbitmqOut),
     };
     let outbound = if kind.is_inbound() {
         OutboundPlan::default()
@@ -585,6 +655,109 @@ fn sql_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<SqlOutbound
     let mut config = SqlOutboundConfig::new(connection?, statement?.value);
     if let Some(n) = settings.whole(check, "batch-size", 1) {
         config = config.batch_size(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    Some(config)
+}
+
+/// The RabbitMQ URL: `amqp://` or `amqps://`, possibly naming environment variables.
+fn amqp_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpUrl> {
+    let url = settings.required_text(
+        check,
+        "url",
+        "add `url: amqp://USER:${PASSWORD_VARIABLE}@HOST:5672/%2f`",
+    )?;
+    if !url.value.starts_with("amqp://") && !url.value.starts_with("${") {
+        settings.report_value(
+            check,
+            "url",
+            &url,
+            "a RabbitMQ URL starts with `amqp://`".to_owned(),
+            Some("`amqp://USER:PASSWORD@HOST:5672/VHOST` (`%2f` is the default vhost); name the password as `${VARIABLE}`"),
+        );
+        return None;
+    }
+    Some(AmqpUrl(url.value))
+}
+
+fn rabbitmq_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
+    let url = amqp_url(check, settings);
+    let queue = settings.required_text(check, "queue", "add `queue: NAME`, the queue to consume");
+    let mut config = AmqpSourceConfig::new(url?.0, queue?.value);
+    if let Some(declare) = settings.boolean(check, "declare") {
+        config.declare = declare;
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
+    }
+    let exchange = settings.text(check, "exchange");
+    let keys = settings.list(check, "binding-keys");
+    match (exchange, keys) {
+        (Some(exchange), keys) => {
+            let keys = keys.unwrap_or_else(|| vec![Located::new("#".to_owned())]);
+            config.bindings = keys
+                .into_iter()
+                .map(|key| QueueBinding {
+                    exchange: exchange.value.clone(),
+                    key: key.value,
+                })
+                .collect();
+        }
+        (None, Some(keys)) => {
+            if let Some(first) = keys.first() {
+                settings.report_value(
+                    check,
+                    "binding-keys",
+                    first,
+                    "`binding-keys` without `exchange`: bound to what?".to_owned(),
+                    Some("add `exchange: NAME`, the exchange the queue is bound to"),
+                );
+            }
+            return None;
+        }
+        (None, None) => {}
+    }
+    let window = settings
+        .whole(check, "window", 1)
+        .map_or(64, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    Some(AdapterConfig::RabbitmqIn {
+        source: config,
+        window,
+    })
+}
+
+fn rabbitmq_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpOutboundConfig> {
+    let url = amqp_url(check, settings)?;
+    let exchange = settings
+        .text(check, "exchange")
+        .map_or(String::new(), |e| e.value);
+    let mut config = AmqpOutboundConfig::new(url.0, exchange);
+    if let Some(key) = settings.text(check, "routing-key") {
+        config.routing_key = if key.value == "{subject}" {
+            RoutingKey::Subject
+        } else {
+            RoutingKey::Fixed(key.value)
+        };
+    }
+    if let Some(kind) = settings.one_of(
+        check,
+        "declare-exchange",
+        &[
+            ("topic", "topic"),
+            ("direct", "direct"),
+            ("fanout", "fanout"),
+            ("headers", "headers"),
+        ],
+    ) {
+        config.declare = Some(ExchangeDeclaration {
+            kind: kind.to_owned(),
+            durable: settings.boolean(check, "durable").unwrap_or(true),
+        });
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
+    }
+    if let Some(d) = settings.positive_duration(check, "confirm-timeout") {
+        config.confirm_timeout = d;
     }
     Some(config)
 }

@@ -106,6 +106,8 @@ pub(crate) struct Damage {
     pub(crate) exchanges: HashSet<usize>,
     /// See `channels`.
     pub(crate) adapters: HashSet<usize>,
+    /// See `channels`.
+    pub(crate) bridges: HashSet<usize>,
 }
 
 /// [`validate`], knowing the file's text (for positions inside strings) and what the reading
@@ -131,7 +133,7 @@ pub(crate) fn validate_with(
                 reserved.at,
             )
             .with_key(reserved.value.as_str())
-            .with_help("remove the section; messaging bridges come in a later version"),
+            .with_help("remove the section; it comes in a later version"),
         );
     }
     let names = Names::declare(spec, &mut check);
