@@ -329,10 +329,10 @@ async fn an_inbound_bridge_cut_off_mid_stream_reconnects_and_loses_nothing() {
         proxy.cut();
     };
     let (got, ()) = tokio::join!(drain_until(&inbox, &want, Duration::from_secs(15)), cutter);
-    publisher.await.unwrap();
+    let retries = publisher.await.unwrap();
     let lost = want.iter().filter(|id| !got.contains_key(id)).count();
     println!(
-        "inbound cut: {} sent, {} arrived, lost {lost}, {} duplicates, {} connections",
+        "inbound cut: {} sent ({retries} publishes retried), {} arrived, lost {lost}, {} duplicates, {} connections",
         want.len(),
         got.len(),
         duplicates(&got),
@@ -371,13 +371,20 @@ async fn an_outbound_bridge_cut_off_mid_stream_reconnects_and_every_confirmed_me
     for m in &sent {
         outbox.send(m.clone()).await.unwrap();
     }
-    let cutter = async {
-        while inbox.stats().accepted < 100 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+    while inbox.stats().accepted < 100 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    proxy.cut();
+    // Every message confirmed (acked by the consumer after its PUBACK) or dead-lettered.
+    let settled = async {
+        while outbox.stats().acked + outbox.stats().dead_lettered < want.len() as u64 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        proxy.cut();
     };
-    let (got, ()) = tokio::join!(drain_until(&inbox, &want, Duration::from_secs(15)), cutter);
+    tokio::time::timeout(Duration::from_secs(15), settled)
+        .await
+        .expect("every message confirmed within 15 s");
+    let got = drain_until(&inbox, &want, Duration::from_secs(10)).await;
     consumer.shutdown().await;
     let stats = outbox.stats();
     let lost = want.iter().filter(|id| !got.contains_key(id)).count();
@@ -410,4 +417,95 @@ async fn a_message_without_the_subject_its_topic_needs_is_refused_permanently() 
     let template: TopicTemplate = "a/{subject}".parse().unwrap();
     let wild = Message::builder("x").subject("a.#").build();
     assert!(template.topic_for(&wild).is_err());
+}
+
+#[tokio::test]
+async fn a_broker_that_can_not_be_reached_is_named_in_the_error() {
+    // A port nobody listens on: bound, then let go.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let down = MqttBroker::new("127.0.0.1", port);
+    let config = MqttOutboundConfig::new(down.clone(), unique("out"), "t".parse().unwrap());
+    let error = MqttOutbound::connect(config).await.unwrap_err();
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{error}"
+    );
+    let mut source = MqttSource::new(MqttSourceConfig::new(down, unique("in"), "t"));
+    let error = source.connect(4).await.unwrap_err();
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{port}")),
+        "{error}"
+    );
+}
+
+struct Counting(
+    MqttSource,
+    std::sync::Arc<std::sync::Mutex<Vec<(bool, String)>>>,
+);
+impl Source for Counting {
+    type Delivery = eip_adapters::mqtt::MqttDelivery;
+    async fn connect(&mut self, window: usize) -> Result<(), BridgeError> {
+        self.1.lock().unwrap().push((false, "connect".into()));
+        self.0.connect(window).await
+    }
+    async fn next(&mut self) -> Result<Self::Delivery, BridgeError> {
+        let d = self.0.next().await?;
+        use eip_adapters::bridge::Delivery;
+        self.1.lock().unwrap().push((
+            d.is_redelivery(),
+            d.message()
+                .unwrap()
+                .headers()
+                .get("seq")
+                .map(|v| format!("{v:?}"))
+                .unwrap_or_default(),
+        ));
+        Ok(d)
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zz_dups() {
+    let broker = broker().await;
+    let upstream: SocketAddr = BROKER.parse().unwrap();
+    let proxy = proxy::Proxy::start(upstream).await;
+    let topic = unique("cut-in");
+    let client_id = unique("in");
+    let source = subscribed(through(&proxy), &client_id, &topic).await;
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let inbox = PointToPoint::new("cut-in", 1000).unwrap();
+    let bridge = InboundBridge::new(Counting(source, log.clone()), inbox.clone(), 16).spawn();
+    let sent: Vec<Message> = (0..400).map(message).collect();
+    let want: HashSet<_> = sent.iter().map(Message::id).collect();
+    let out = outbound(broker, &topic, 32).await;
+    let publisher = tokio::spawn(publish_all(out, sent));
+    let cutter = async {
+        while inbox.stats().accepted < 100 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        log.lock().unwrap().push((false, "CUT".into()));
+        proxy.cut();
+    };
+    let (got, ()) = tokio::join!(drain_until(&inbox, &want, Duration::from_secs(15)), cutter);
+    publisher.await.unwrap();
+    println!("dups {}", duplicates(&got));
+    let log = log.lock().unwrap();
+    let short: Vec<String> = log
+        .iter()
+        .map(|(d, s)| {
+            format!(
+                "{}{}",
+                if *d { "D" } else { "" },
+                s.trim_start_matches("Int(").trim_end_matches(')')
+            )
+        })
+        .collect();
+    println!("{}", short.join(" "));
+    bridge.shutdown().await.unwrap();
 }
