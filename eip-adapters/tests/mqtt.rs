@@ -1,10 +1,9 @@
 //! The MQTT bridge against the Mosquitto on 127.0.0.1:1883, both ways, at QoS 1: round trips,
-//! backpressure, a persistent session, a poison message, and connections cut mid-stream.
+//! backpressure, a persistent session, a poison message, and connections cut or stalled
+//! mid-stream.
 #![cfg(feature = "mqtt")]
 
 #[path = "support/proxy.rs"]
-// `stall` is for other tests.
-#[allow(dead_code)]
 mod proxy;
 
 use std::collections::{HashMap, HashSet};
@@ -439,4 +438,68 @@ async fn a_broker_that_can_not_be_reached_is_named_in_the_error() {
         error.to_string().contains(&format!("127.0.0.1:{port}")),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbound_bridge_stalled_mid_stream_reconnects_and_every_confirmed_message_arrives() {
+    let broker = broker().await;
+    let upstream: SocketAddr = BROKER.parse().unwrap();
+    let proxy = proxy::Proxy::start(upstream).await;
+    let topic = unique("stall-out");
+    let source = subscribed(broker, &unique("in"), &topic).await;
+    let inbox = PointToPoint::new("stall-out-in", 1000).unwrap();
+    let bridge = InboundBridge::new(source, inbox.clone(), 32).spawn();
+
+    let outbox = PointToPoint::builder("stall-out")
+        .capacity(1000)
+        .redelivery(RedeliveryPolicy::fixed(200, Duration::from_millis(50)))
+        .build()
+        .unwrap();
+    // A PUBACK a second late means a stalled connection: it is made again.
+    let config = MqttOutboundConfig::new(through(&proxy), unique("out"), topic.parse().unwrap())
+        .in_flight(16)
+        .ack_timeout(Duration::from_secs(1));
+    let out = MqttOutbound::connect(config).await.unwrap();
+    let consumer = Consumer::new(outbox.receiver(), out)
+        .concurrency(16)
+        .permanent_errors(BridgeError::is_permanent)
+        .spawn();
+
+    let sent: Vec<Message> = (0..200).map(message).collect();
+    let want: HashSet<_> = sent.iter().map(Message::id).collect();
+    for m in &sent {
+        outbox.send(m.clone()).await.unwrap();
+    }
+    while inbox.stats().accepted < 50 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    proxy.stall(true);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    proxy.stall(false);
+    let settled = async {
+        while outbox.stats().acked < want.len() as u64 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), settled)
+        .await
+        .expect("every message confirmed within 15 s of the stall");
+    let got = drain_until(&inbox, &want, Duration::from_secs(10)).await;
+    consumer.shutdown().await;
+    let lost = want.iter().filter(|id| !got.contains_key(id)).count();
+    println!(
+        "outbound stall: {} sent, {} confirmed, {} arrived, lost {lost}, {} duplicates, {} redeliveries, {} connections",
+        want.len(),
+        outbox.stats().acked,
+        got.len(),
+        duplicates(&got),
+        outbox.stats().requeued,
+        proxy.accepted()
+    );
+    assert_eq!(lost, 0);
+    assert!(
+        proxy.accepted() >= 2,
+        "the outbound made its connection again"
+    );
+    bridge.shutdown().await.unwrap();
 }

@@ -29,7 +29,7 @@ use rumqttc::Outgoing;
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{PubAck, PubAckReason};
 use rumqttc::v5::{AsyncClient, Event, EventLoop, Incoming};
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::{Notify, Semaphore, oneshot};
 
 use super::broker::MqttBroker;
 use super::properties::to_properties;
@@ -49,7 +49,8 @@ pub struct MqttOutboundConfig {
     pub in_flight: usize,
     /// Whether the broker keeps the last message of each topic for new subscribers.
     pub retain: bool,
-    /// How long a publish may wait for its PUBACK before it fails (default 10 s).
+    /// How long a publish may wait for its PUBACK before it fails (default 10 s); the
+    /// connection is then taken as stalled and made again.
     pub ack_timeout: Duration,
     /// The waits between reconnection attempts.
     pub backoff: Backoff,
@@ -123,6 +124,8 @@ struct Link {
     client: Option<AsyncClient>,
     /// The publishes queued to the client and not sent yet, in order.
     queued: VecDeque<Waiter>,
+    /// Tells the task serving the connection that is up that a PUBACK is overdue.
+    stalled: Arc<Notify>,
 }
 
 type Waiter = oneshot::Sender<Result<(), BridgeError>>;
@@ -151,8 +154,8 @@ impl MqttOutbound {
         };
         let (client, eventloop) = connection.connect().await?;
         // Set before the first call can be made: the outbound is connected when it is returned.
-        lock(&link).client = Some(client);
-        let task = tokio::spawn(connection.run(eventloop));
+        let stalled = connection.install(client);
+        let task = tokio::spawn(connection.run(eventloop, stalled));
         Ok(MqttOutbound {
             shared: Arc::new(Shared {
                 broker: config.broker.describe(),
@@ -185,7 +188,7 @@ impl MqttOutbound {
             .await
             .map_err(|e| BridgeError::Task(e.to_string()))?;
         let (done, acked) = oneshot::channel();
-        {
+        let stalled = {
             let mut link = lock(&shared.link);
             let Some(client) = link.client.as_ref() else {
                 return Err(BridgeError::Connection {
@@ -206,17 +209,21 @@ impl MqttOutbound {
                     reason: format!("publish to {topic}: {e}"),
                 })?;
             link.queued.push_back(done);
-        }
+            link.stalled.clone()
+        };
         match tokio::time::timeout(shared.ack_timeout, acked).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(BridgeError::Connection {
                 broker: shared.broker.clone(),
                 reason: format!("the connection closed before the PUBACK for {topic}"),
             }),
-            Err(_) => Err(BridgeError::Connection {
-                broker: shared.broker.clone(),
-                reason: format!("no PUBACK for {topic} within {:?}", shared.ack_timeout),
-            }),
+            Err(_) => {
+                stalled.notify_one();
+                Err(BridgeError::Connection {
+                    broker: shared.broker.clone(),
+                    reason: format!("no PUBACK for {topic} within {:?}", shared.ack_timeout),
+                })
+            }
         }
     }
 }
@@ -263,10 +270,10 @@ impl Connection {
 
     /// Serves connections until the outbound is dropped: `first`, then each new one after a
     /// loss.
-    async fn run(mut self, first: EventLoop) {
-        let mut eventloop = first;
+    async fn run(mut self, first: EventLoop, stalled: Arc<Notify>) {
+        let (mut eventloop, mut stalled) = (first, stalled);
         loop {
-            let error = self.serve(eventloop).await;
+            let error = self.serve(eventloop, &stalled).await;
             let wait = self.backoff.next_wait();
             tracing::warn!(%error, ?wait, "mqtt outbound: connection lost, reconnecting");
             tokio::time::sleep(wait).await;
@@ -274,7 +281,7 @@ impl Connection {
                 match self.connect().await {
                     Ok((client, eventloop)) => {
                         self.backoff.reset();
-                        lock(&self.link).client = Some(client);
+                        stalled = self.install(client);
                         tracing::info!(broker = %self.broker.describe(), "mqtt outbound reconnected");
                         break eventloop;
                     }
@@ -288,12 +295,27 @@ impl Connection {
         }
     }
 
+    /// Makes `client` the one calls publish with; gives the notice of its stall.
+    fn install(&self, client: AsyncClient) -> Arc<Notify> {
+        let stalled = Arc::new(Notify::new());
+        let mut link = lock(&self.link);
+        link.client = Some(client);
+        link.stalled = stalled.clone();
+        stalled
+    }
+
     /// Matches publishes to their PUBACKs until the connection fails; then fails every call
     /// still waiting.
-    async fn serve(&self, mut eventloop: EventLoop) -> BridgeError {
+    async fn serve(&self, mut eventloop: EventLoop, stalled: &Notify) -> BridgeError {
         let mut sent: HashMap<u16, Waiter> = HashMap::new();
         let error = loop {
-            match eventloop.poll().await {
+            let event = tokio::select! {
+                event = eventloop.poll() => event,
+                () = stalled.notified() => {
+                    break self.broker.lost("a PUBACK is overdue: the connection is stalled");
+                }
+            };
+            match event {
                 Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
                     if let Some(waiter) = lock(&self.link).queued.pop_front() {
                         sent.insert(pkid, waiter);
