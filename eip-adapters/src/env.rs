@@ -43,3 +43,25 @@ pub fn expand(text: &str) -> Result<String, EnvError> {
     out.push_str(rest);
     Ok(out)
 }
+
+/// `url` as it may be shown: a password in its user info (`scheme://user:password@host`)
+/// replaced by `***`.
+///
+/// ```
+/// use eip_adapters::env::redact_url;
+/// assert_eq!(redact_url("amqp://guest:s3cret@h:5672/%2f"), "amqp://guest:***@h:5672/%2f");
+/// assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => match url[start..start + at].find(':') {
+            Some(colon) => format!("{}***{}", &url[..start + colon + 1], &url[start + at..]),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}

@@ -1,7 +1,7 @@
-//! Bridges in flow files, running against the RabbitMQ on 127.0.0.1:5672 (`AMQP_ADDR` to
-//! change it): a channel published to an exchange and a queue read back into another channel,
-//! every message once with its id and subject. A broker that is down fails the test naming it;
-//! `EIP_SKIP_BROKERS=1` skips it and says so.
+//! Bridges in flow files, running against the brokers on this machine: a channel published to
+//! RabbitMQ (127.0.0.1:5672, `AMQP_ADDR`) or NATS JetStream (127.0.0.1:4222, `NATS_URL`) and
+//! read back into another channel, every message once with its id and subject. A broker that
+//! is down fails its test naming it; `EIP_SKIP_BROKERS=1` skips them and says so.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,48 +20,31 @@ fn amqp_url() -> String {
     std::env::var("AMQP_ADDR").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_flow_bridges_a_channel_out_to_rabbitmq_and_back_in() {
-    if std::env::var("EIP_SKIP_BROKERS").is_ok_and(|v| v == "1") {
-        println!("bridges in flow files: skipped, EIP_SKIP_BROKERS=1");
-        return;
+fn nats_url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+fn skipped(test: &str) -> bool {
+    let skip = std::env::var("EIP_SKIP_BROKERS").is_ok_and(|v| v == "1");
+    if skip {
+        println!("{test}: skipped, EIP_SKIP_BROKERS=1");
     }
+    skip
+}
+
+/// Runs `flow` (channels `alerts` and `audit`, bridges out of the one and into the other),
+/// sends 100 messages to `alerts` and checks each comes out of `audit` once, with its id and
+/// subject.
+async fn round_trip(flow: &str, broker: &str) {
     let scratch = Scratch::new("bridges");
-    let tag = format!("{}-{}", std::process::id(), eip_core::MessageId::new());
-    let flow = format!(
-        "
-channels:
-  alerts: {{kind: point-to-point}}
-  audit: {{kind: point-to-point}}
-bridges:
-  to-rabbit:
-    kind: rabbitmq-out
-    from: alerts
-    url: '{url}'
-    exchange: eip-test-alerts-{tag}
-    declare-exchange: topic
-    durable: false
-    concurrency: 16
-  from-rabbit:
-    kind: rabbitmq-in
-    to: audit
-    url: '{url}'
-    queue: eip-test-audit-{tag}
-    exchange: eip-test-alerts-{tag}
-    binding-keys: ['alerts.#']
-    window: 32
-",
-        url = amqp_url()
-    );
-    let plan =
-        load_str(&flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
+    let plan = load_str(flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
     let flow = compile(&plan).expect("the flow compiles");
-    // Bridges connect in the order written: `to-rabbit` declares the exchange that
-    // `from-rabbit` then binds its queue to.
+    // Bridges connect in the order written: the outbound one declares what the inbound one
+    // reads (the exchange it binds to, the stream it consumes).
     let adapters = flow
         .connect_adapters()
         .await
-        .unwrap_or_else(|e| panic!("RabbitMQ at 127.0.0.1:5672 is needed: {e}"));
+        .unwrap_or_else(|e| panic!("{broker} is needed: {e}"));
     let received = Arc::new(Mutex::new(Vec::<Message>::new()));
     let seen = received.clone();
     let output: Output = Arc::new(move |channel: &str, msg: &Message| {
@@ -102,7 +85,40 @@ bridges:
     );
     let left = running.stop(Duration::from_secs(5)).await;
     assert!(left.is_empty(), "{left:?}");
-    // Clean up the queue and the exchange.
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_bridges_a_channel_out_to_rabbitmq_and_back_in() {
+    if skipped("rabbitmq bridges in flow files") {
+        return;
+    }
+    let tag = format!("{}-{}", std::process::id(), eip_core::MessageId::new());
+    let flow = format!(
+        "
+channels:
+  alerts: {{kind: point-to-point}}
+  audit: {{kind: point-to-point}}
+bridges:
+  to-rabbit:
+    kind: rabbitmq-out
+    from: alerts
+    url: '{url}'
+    exchange: eip-test-alerts-{tag}
+    declare-exchange: topic
+    durable: false
+    concurrency: 16
+  from-rabbit:
+    kind: rabbitmq-in
+    to: audit
+    url: '{url}'
+    queue: eip-test-audit-{tag}
+    exchange: eip-test-alerts-{tag}
+    binding-keys: ['alerts.#']
+    window: 32
+",
+        url = amqp_url()
+    );
+    round_trip(&flow, "RabbitMQ at 127.0.0.1:5672").await;
     if let Ok(connection) =
         lapin::Connection::connect(&amqp_url(), lapin::ConnectionProperties::default()).await
         && let Ok(channel) = connection.create_channel().await
@@ -118,6 +134,48 @@ bridges:
                 format!("eip-test-alerts-{tag}").as_str().into(),
                 lapin::options::ExchangeDeleteOptions::default(),
             )
+            .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_bridges_a_channel_out_to_jetstream_and_back_in() {
+    if skipped("nats bridges in flow files") {
+        return;
+    }
+    let tag = format!(
+        "{}_{}",
+        std::process::id(),
+        eip_core::MessageId::new().as_uuid().simple()
+    );
+    let flow = format!(
+        "
+channels:
+  alerts: {{kind: point-to-point}}
+  audit: {{kind: point-to-point}}
+bridges:
+  to-nats:
+    kind: nats-out
+    from: alerts
+    url: '{url}'
+    subject: 'eiptest{tag}.{{subject}}'
+    stream: EIPTEST_{tag}
+    stream-subjects: ['eiptest{tag}.>']
+    concurrency: 16
+  from-nats:
+    kind: nats-in
+    to: audit
+    url: '{url}'
+    stream: EIPTEST_{tag}
+    consumer: audit
+    window: 32
+",
+        url = nats_url()
+    );
+    round_trip(&flow, "NATS at 127.0.0.1:4222").await;
+    if let Ok(client) = async_nats::connect(nats_url()).await {
+        let _ = async_nats::jetstream::new(client)
+            .delete_stream(format!("EIPTEST_{tag}"))
             .await;
     }
 }

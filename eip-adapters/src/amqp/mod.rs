@@ -52,18 +52,7 @@ pub struct AmqpUrl(pub String);
 impl AmqpUrl {
     /// The URL as it may be shown: the password replaced by `***`.
     pub fn redacted(&self) -> String {
-        let url = &self.0;
-        let Some(start) = url.find("://").map(|i| i + 3) else {
-            return url.clone();
-        };
-        let end = url[start..].find('/').map_or(url.len(), |i| start + i);
-        match url[start..end].rfind('@') {
-            Some(at) => match url[start..start + at].find(':') {
-                Some(colon) => format!("{}***{}", &url[..start + colon + 1], &url[start + at..]),
-                None => url.clone(),
-            },
-            None => url.clone(),
-        }
+        crate::env::redact_url(&self.0)
     }
 }
 

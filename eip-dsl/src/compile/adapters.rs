@@ -12,6 +12,7 @@ use eip_adapters::amqp::{AmqpOutbound, AmqpSource};
 use eip_adapters::bridge::{BridgeError, InboundBridge, InboundBridgeHandle, Source};
 use eip_adapters::file::{FileError, FileSink, FileSource, FileSourceHandle};
 use eip_adapters::http::{HttpInbound, HttpInboundServer, HttpOutbound};
+use eip_adapters::nats::{JetStreamOutbound, JetStreamSource};
 use eip_adapters::sql::{SqlInbound, SqlInboundHandle, SqlOutbound};
 use eip_core::channel::{Channel, InvalidMessageChannel};
 use eip_core::endpoint::{Consumer, ConsumerHandle};
@@ -213,6 +214,24 @@ impl Flow {
                 Endpoint::Bridge(Box::new(move |channel: Channel| {
                     InboundBridge::new(AmqpSource::new(source), channel, window).spawn()
                 }))
+            }
+            AdapterConfig::NatsIn { source, window } => {
+                let mut probe = JetStreamSource::new(source.clone())?;
+                probe.connect(*window).await?;
+                drop(probe);
+                let source = JetStreamSource::new(source.clone())?;
+                let window = *window;
+                Endpoint::Bridge(Box::new(move |channel: Channel| {
+                    InboundBridge::new(source, channel, window).spawn()
+                }))
+            }
+            AdapterConfig::NatsOut(config) => {
+                let publisher = JetStreamOutbound::new(config.clone())?;
+                publisher.connect().await?;
+                outbound(publisher, &plan.outbound, |e| {
+                    e.downcast_ref::<BridgeError>()
+                        .is_some_and(BridgeError::is_permanent)
+                })
             }
             AdapterConfig::RabbitmqOut(config) => {
                 let publisher = AmqpOutbound::new(config.clone());

@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use eip_adapters::amqp::{AmqpOutboundConfig, AmqpSourceConfig};
+use eip_adapters::env::redact_url;
 use eip_adapters::file::{FileSinkConfig, FileSourceConfig};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig};
+use eip_adapters::nats::{JetStreamOutboundConfig, JetStreamSourceConfig};
 use eip_adapters::sql::{SqlInboundConfig, SqlOutboundConfig};
 use eip_core::channel::RedeliveryPolicy;
 
@@ -39,6 +41,8 @@ impl AdapterPlan {
             AdapterConfig::SqlOut(_) => AdapterKind::SqlOut,
             AdapterConfig::RabbitmqIn { .. } => AdapterKind::RabbitmqIn,
             AdapterConfig::RabbitmqOut(_) => AdapterKind::RabbitmqOut,
+            AdapterConfig::NatsIn { .. } => AdapterKind::NatsIn,
+            AdapterConfig::NatsOut(_) => AdapterKind::NatsOut,
         }
     }
 
@@ -62,6 +66,15 @@ impl AdapterPlan {
             }
             AdapterConfig::RabbitmqOut(c) => {
                 format!("{} exchange {}", c.url.redacted(), c.exchange)
+            }
+            AdapterConfig::NatsIn { source, .. } => format!(
+                "{} stream {} consumer {}",
+                redact_url(&source.url),
+                source.stream.name,
+                source.consumer
+            ),
+            AdapterConfig::NatsOut(c) => {
+                format!("{} subject {}", redact_url(&c.url), c.subject.as_str())
             }
         }
     }
@@ -91,6 +104,15 @@ pub enum AdapterConfig {
     },
     /// `rabbitmq-out`
     RabbitmqOut(AmqpOutboundConfig),
+    /// `nats-in`
+    NatsIn {
+        /// The stream and durable consumer.
+        source: JetStreamSourceConfig,
+        /// `window:` deliveries unacknowledged at most (default 64).
+        window: usize,
+    },
+    /// `nats-out`
+    NatsOut(JetStreamOutboundConfig),
 }
 
 /// The tower layers around an outbound adapter, and its consumer's settings. All off for an

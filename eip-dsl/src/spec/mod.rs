@@ -103,12 +103,16 @@ pub enum AdapterKind {
     RabbitmqIn,
     /// `rabbitmq-out` (a bridge): messages are published to a RabbitMQ exchange.
     RabbitmqOut,
+    /// `nats-in` (a bridge): a JetStream durable consumer feeds the channel.
+    NatsIn,
+    /// `nats-out` (a bridge): messages are published to a JetStream subject.
+    NatsOut,
 }
 
 impl AdapterKind {
     /// Every kind and its name in a flow file: the channel adapters (`adapters:`), then the
     /// messaging bridges (`bridges:`).
-    pub const ALL: [(&'static str, AdapterKind); 8] = [
+    pub const ALL: [(&'static str, AdapterKind); 10] = [
         ("file-in", AdapterKind::FileIn),
         ("file-out", AdapterKind::FileOut),
         ("http-in", AdapterKind::HttpIn),
@@ -117,12 +121,20 @@ impl AdapterKind {
         ("sql-out", AdapterKind::SqlOut),
         ("rabbitmq-in", AdapterKind::RabbitmqIn),
         ("rabbitmq-out", AdapterKind::RabbitmqOut),
+        ("nats-in", AdapterKind::NatsIn),
+        ("nats-out", AdapterKind::NatsOut),
     ];
 
     /// Whether it is a messaging bridge (declared under `bridges:`), not a channel adapter
     /// (under `adapters:`).
     pub fn is_bridge(self) -> bool {
-        matches!(self, AdapterKind::RabbitmqIn | AdapterKind::RabbitmqOut)
+        matches!(
+            self,
+            AdapterKind::RabbitmqIn
+                | AdapterKind::RabbitmqOut
+                | AdapterKind::NatsIn
+                | AdapterKind::NatsOut
+        )
     }
 
     /// Its name in a flow file.
@@ -141,6 +153,7 @@ impl AdapterKind {
                 | AdapterKind::HttpIn
                 | AdapterKind::SqlIn
                 | AdapterKind::RabbitmqIn
+                | AdapterKind::NatsIn
         )
     }
 }

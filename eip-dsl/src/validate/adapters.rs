@@ -17,6 +17,9 @@ use eip_adapters::amqp::{
 };
 use eip_adapters::file::{FileGlob, FileSink, FileSource, NameTemplate, ReadMode};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig, OutboundMethod, UrlTemplate};
+use eip_adapters::nats::{
+    JetStreamOutboundConfig, JetStreamSourceConfig, StreamDeclaration, SubjectTemplate,
+};
 use eip_adapters::sql::{Claim, ClaimColumns, Connection, SqlInboundConfig, SqlOutboundConfig};
 
 use super::Check;
@@ -92,6 +95,9 @@ const RABBITMQ_OUT: &[&str] = &[
     "durable",
     "confirm-timeout",
 ];
+const NATS: &[&str] = &["url", "connect-timeout", "stream", "stream-subjects"];
+const NATS_IN: &[&str] = &["to", "consumer", "filter-subject", "ack-wait", "window"];
+const NATS_OUT: &[&str] = &["subject", "publish-timeout"];
 const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
 const RATE: &[&str] = &["requests", "per"];
 
@@ -106,6 +112,8 @@ pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
         AdapterKind::SqlOut => &[OUTBOUND, SQL, SQL_OUT],
         AdapterKind::RabbitmqIn => &[RABBITMQ_IN, RABBITMQ],
         AdapterKind::RabbitmqOut => &[OUTBOUND, RABBITMQ, RABBITMQ_OUT],
+        AdapterKind::NatsIn => &[NATS_IN, NATS],
+        AdapterKind::NatsOut => &[OUTBOUND, NATS, NATS_OUT],
     };
     let mut keys: Vec<&str> = COMMON.to_vec();
     for part in parts {
@@ -261,6 +269,8 @@ fn check_adapter(
         AdapterKind::SqlOut => sql_out(check, &settings).map(AdapterConfig::SqlOut),
         AdapterKind::RabbitmqIn => rabbitmq_in(check, &settings),
         AdapterKind::RabbitmqOut => rabbitmq_out(check, &settings).map(AdapterConfig::RabbitmqOut),
+        AdapterKind::NatsIn => nats_in(check, &settings),
+        AdapterKind::NatsOut => nats_out(check, &settings).map(AdapterConfig::NatsOut),
     };
     let outbound = if kind.is_inbound() {
         OutboundPlan::default()
@@ -758,6 +768,111 @@ fn rabbitmq_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpOu
     }
     if let Some(d) = settings.positive_duration(check, "confirm-timeout") {
         config.confirm_timeout = d;
+    }
+    Some(config)
+}
+
+/// The NATS URL: `nats://`, possibly naming environment variables.
+fn nats_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<String> {
+    let url = settings.required_text(check, "url", "add `url: nats://HOST:4222`")?;
+    if !url.value.starts_with("nats://") && !url.value.starts_with("${") {
+        settings.report_value(
+            check,
+            "url",
+            &url,
+            "a NATS URL starts with `nats://`".to_owned(),
+            Some("`nats://HOST:4222`, or `nats://USER:PASSWORD@HOST:4222`"),
+        );
+        return None;
+    }
+    Some(url.value)
+}
+
+/// The stream: its name, and the subjects to create it with if it is missing.
+fn nats_stream(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    required: bool,
+) -> Option<Option<StreamDeclaration>> {
+    let name = if required {
+        Some(settings.required_text(check, "stream", "add `stream: NAME`, the JetStream stream")?)
+    } else {
+        settings.text(check, "stream")
+    };
+    let subjects = settings.list(check, "stream-subjects");
+    match (name, subjects) {
+        (Some(name), Some(subjects)) => Some(Some(StreamDeclaration::new(
+            name.value,
+            subjects.into_iter().map(|s| s.value),
+        ))),
+        (Some(name), None) => Some(Some(StreamDeclaration::existing(name.value))),
+        (None, Some(subjects)) => {
+            if let Some(first) = subjects.first() {
+                settings.report_value(
+                    check,
+                    "stream-subjects",
+                    first,
+                    "`stream-subjects` without `stream`: the subjects of which stream?".to_owned(),
+                    Some("add `stream: NAME`"),
+                );
+            }
+            None
+        }
+        (None, None) => Some(None),
+    }
+}
+
+fn nats_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
+    let url = nats_url(check, settings);
+    let stream = nats_stream(check, settings, true);
+    let consumer = settings.required_text(
+        check,
+        "consumer",
+        "add `consumer: NAME`, the durable consumer (bridges with one name share its messages)",
+    );
+    let mut config = JetStreamSourceConfig::new(url?, stream??, consumer?.value);
+    config.filter_subject = settings.text(check, "filter-subject").map(|s| s.value);
+    if let Some(d) = settings.positive_duration(check, "ack-wait") {
+        config.ack_wait = d;
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
+    }
+    let window = settings
+        .whole(check, "window", 1)
+        .map_or(64, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    Some(AdapterConfig::NatsIn {
+        source: config,
+        window,
+    })
+}
+
+fn nats_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<JetStreamOutboundConfig> {
+    let url = nats_url(check, settings);
+    let stream = nats_stream(check, settings, false);
+    let subject = match settings.text(check, "subject") {
+        Some(text) => match SubjectTemplate::parse(&text.value) {
+            Ok(subject) => Some(subject),
+            Err(e) => {
+                settings.report_value(
+                    check,
+                    "subject",
+                    &text,
+                    format!("invalid `subject`: {e}"),
+                    Some("a NATS subject, where `{subject}` is each message's subject"),
+                );
+                None
+            }
+        },
+        None => SubjectTemplate::parse("{subject}").ok(),
+    };
+    let mut config = JetStreamOutboundConfig::new(url?, subject?);
+    config.stream = stream?;
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
+    }
+    if let Some(d) = settings.positive_duration(check, "publish-timeout") {
+        config.publish_timeout = d;
     }
     Some(config)
 }
