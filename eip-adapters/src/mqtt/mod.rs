@@ -27,7 +27,14 @@
 //! once (the consumer retries with the channel's backoff). [`MqttSource`] keeps a persistent
 //! session under a fixed client id and acknowledges each publish (its PUBACK) only once the
 //! channel accepted the message: what a stopped or disconnected bridge did not acknowledge, the
-//! broker delivers again to the next connection with the same client id.
+//! broker delivers again to the next connection with the same client id. Against Mosquitto
+//! 2.0.11, a connection cut mid-stream and resumed has brought back more than the window, all
+//! flagged DUP (some already acknowledged before the cut): at least once allows it, and the
+//! message ids tell the duplicates apart.
+//!
+//! Why v5 rather than 3.1.1 with an envelope in the payload: the payload stays the message's
+//! own (other MQTT clients read it as it is), and the broker sees content type, expiry and
+//! response topic where it looks for them. A broker that speaks only 3.1.1 is not supported.
 //!
 //! [`envelope::to_text`]: crate::bridge::envelope::to_text
 
