@@ -179,3 +179,40 @@ bridges:
             .await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_bridges_a_channel_out_to_mqtt_and_back_in() {
+    if skipped("mqtt bridges in flow files") {
+        return;
+    }
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        eip_core::MessageId::new().as_uuid().simple()
+    );
+    let url = std::env::var("MQTT_URL").unwrap_or_else(|_| "mqtt://127.0.0.1:1883".into());
+    let flow = format!(
+        "
+channels:
+  alerts: {{kind: point-to-point}}
+  audit: {{kind: point-to-point}}
+bridges:
+  to-mqtt:
+    kind: mqtt-out
+    from: alerts
+    url: '{url}'
+    client-id: eip-test-out-{tag}
+    topic: 'eiptest/{tag}/{{subject}}'
+    concurrency: 16
+  from-mqtt:
+    kind: mqtt-in
+    to: audit
+    url: '{url}'
+    client-id: eip-test-in-{tag}
+    filter: 'eiptest/{tag}/#'
+    session-expiry: 60s
+    window: 16
+"
+    );
+    round_trip(&flow, "Mosquitto at 127.0.0.1:1883").await;
+}

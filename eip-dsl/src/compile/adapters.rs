@@ -12,6 +12,7 @@ use eip_adapters::amqp::{AmqpOutbound, AmqpSource};
 use eip_adapters::bridge::{BridgeError, InboundBridge, InboundBridgeHandle, Source};
 use eip_adapters::file::{FileError, FileSink, FileSource, FileSourceHandle};
 use eip_adapters::http::{HttpInbound, HttpInboundServer, HttpOutbound};
+use eip_adapters::mqtt::{MqttBroker, MqttOutbound, MqttSource};
 use eip_adapters::nats::{JetStreamOutbound, JetStreamSource};
 use eip_adapters::sql::{SqlInbound, SqlInboundHandle, SqlOutbound};
 use eip_core::channel::{Channel, InvalidMessageChannel};
@@ -233,6 +234,26 @@ impl Flow {
                         .is_some_and(BridgeError::is_permanent)
                 })
             }
+            AdapterConfig::MqttIn { source, window } => {
+                let mut source = source.clone();
+                source.broker = with_password(&source.broker)?;
+                let mut probe = MqttSource::new(source.clone());
+                probe.connect(*window).await?;
+                drop(probe);
+                let window = *window;
+                Endpoint::Bridge(Box::new(move |channel: Channel| {
+                    InboundBridge::new(MqttSource::new(source), channel, window).spawn()
+                }))
+            }
+            AdapterConfig::MqttOut(config) => {
+                let mut config = config.clone();
+                config.broker = with_password(&config.broker)?;
+                let publisher = MqttOutbound::connect(config).await?;
+                outbound(publisher, &plan.outbound, |e| {
+                    e.downcast_ref::<BridgeError>()
+                        .is_some_and(BridgeError::is_permanent)
+                })
+            }
             AdapterConfig::RabbitmqOut(config) => {
                 let publisher = AmqpOutbound::new(config.clone());
                 publisher.connect().await?;
@@ -263,6 +284,16 @@ impl Flow {
             _ => None,
         }
     }
+}
+
+/// `broker` with its password read from the environment (a flow file names the variable, as
+/// `${NAME}` in the password's place).
+fn with_password(broker: &MqttBroker) -> Result<MqttBroker, BoxError> {
+    let mut broker = broker.clone();
+    if let Some((user, password)) = &broker.credentials {
+        broker.credentials = Some((user.clone(), eip_adapters::env::expand(password)?));
+    }
+    Ok(broker)
 }
 
 /// An outbound adapter behind its layers: a rate limit, then a deadline per attempt.

@@ -7,6 +7,7 @@ use eip_adapters::amqp::{AmqpOutboundConfig, AmqpSourceConfig};
 use eip_adapters::env::redact_url;
 use eip_adapters::file::{FileSinkConfig, FileSourceConfig};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig};
+use eip_adapters::mqtt::{MqttOutboundConfig, MqttSourceConfig};
 use eip_adapters::nats::{JetStreamOutboundConfig, JetStreamSourceConfig};
 use eip_adapters::sql::{SqlInboundConfig, SqlOutboundConfig};
 use eip_core::channel::RedeliveryPolicy;
@@ -43,6 +44,8 @@ impl AdapterPlan {
             AdapterConfig::RabbitmqOut(_) => AdapterKind::RabbitmqOut,
             AdapterConfig::NatsIn { .. } => AdapterKind::NatsIn,
             AdapterConfig::NatsOut(_) => AdapterKind::NatsOut,
+            AdapterConfig::MqttIn { .. } => AdapterKind::MqttIn,
+            AdapterConfig::MqttOut(_) => AdapterKind::MqttOut,
         }
     }
 
@@ -76,6 +79,16 @@ impl AdapterPlan {
             AdapterConfig::NatsOut(c) => {
                 format!("{} subject {}", redact_url(&c.url), c.subject.as_str())
             }
+            AdapterConfig::MqttIn { source, .. } => format!(
+                "mqtt://{}:{} filter {}",
+                source.broker.host, source.broker.port, source.filter
+            ),
+            AdapterConfig::MqttOut(c) => format!(
+                "mqtt://{}:{} topic {}",
+                c.broker.host,
+                c.broker.port,
+                c.topic.as_str()
+            ),
         }
     }
 }
@@ -113,6 +126,15 @@ pub enum AdapterConfig {
     },
     /// `nats-out`
     NatsOut(JetStreamOutboundConfig),
+    /// `mqtt-in`
+    MqttIn {
+        /// The broker, session and subscription.
+        source: MqttSourceConfig,
+        /// `window:` publishes unacknowledged at most (the receive maximum, default 16).
+        window: usize,
+    },
+    /// `mqtt-out`
+    MqttOut(MqttOutboundConfig),
 }
 
 /// The tower layers around an outbound adapter, and its consumer's settings. All off for an

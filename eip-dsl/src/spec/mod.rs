@@ -107,12 +107,16 @@ pub enum AdapterKind {
     NatsIn,
     /// `nats-out` (a bridge): messages are published to a JetStream subject.
     NatsOut,
+    /// `mqtt-in` (a bridge): an MQTT subscription (QoS 1) feeds the channel.
+    MqttIn,
+    /// `mqtt-out` (a bridge): messages are published to MQTT topics at QoS 1.
+    MqttOut,
 }
 
 impl AdapterKind {
     /// Every kind and its name in a flow file: the channel adapters (`adapters:`), then the
     /// messaging bridges (`bridges:`).
-    pub const ALL: [(&'static str, AdapterKind); 10] = [
+    pub const ALL: [(&'static str, AdapterKind); 12] = [
         ("file-in", AdapterKind::FileIn),
         ("file-out", AdapterKind::FileOut),
         ("http-in", AdapterKind::HttpIn),
@@ -123,6 +127,8 @@ impl AdapterKind {
         ("rabbitmq-out", AdapterKind::RabbitmqOut),
         ("nats-in", AdapterKind::NatsIn),
         ("nats-out", AdapterKind::NatsOut),
+        ("mqtt-in", AdapterKind::MqttIn),
+        ("mqtt-out", AdapterKind::MqttOut),
     ];
 
     /// Whether it is a messaging bridge (declared under `bridges:`), not a channel adapter
@@ -134,6 +140,8 @@ impl AdapterKind {
                 | AdapterKind::RabbitmqOut
                 | AdapterKind::NatsIn
                 | AdapterKind::NatsOut
+                | AdapterKind::MqttIn
+                | AdapterKind::MqttOut
         )
     }
 
@@ -154,6 +162,7 @@ impl AdapterKind {
                 | AdapterKind::SqlIn
                 | AdapterKind::RabbitmqIn
                 | AdapterKind::NatsIn
+                | AdapterKind::MqttIn
         )
     }
 }

@@ -17,6 +17,7 @@ use eip_adapters::amqp::{
 };
 use eip_adapters::file::{FileGlob, FileSink, FileSource, NameTemplate, ReadMode};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig, OutboundMethod, UrlTemplate};
+use eip_adapters::mqtt::{MqttBroker, MqttOutboundConfig, MqttSourceConfig, TopicTemplate};
 use eip_adapters::nats::{
     JetStreamOutboundConfig, JetStreamSourceConfig, StreamDeclaration, SubjectTemplate,
 };
@@ -98,6 +99,15 @@ const RABBITMQ_OUT: &[&str] = &[
 const NATS: &[&str] = &["url", "connect-timeout", "stream", "stream-subjects"];
 const NATS_IN: &[&str] = &["to", "consumer", "filter-subject", "ack-wait", "window"];
 const NATS_OUT: &[&str] = &["subject", "publish-timeout"];
+const MQTT: &[&str] = &[
+    "url",
+    "client-id",
+    "username",
+    "password-env",
+    "connect-timeout",
+];
+const MQTT_IN: &[&str] = &["to", "filter", "session-expiry", "window"];
+const MQTT_OUT: &[&str] = &["topic", "retain", "ack-timeout", "in-flight"];
 const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
 const RATE: &[&str] = &["requests", "per"];
 
@@ -114,6 +124,8 @@ pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
         AdapterKind::RabbitmqOut => &[OUTBOUND, RABBITMQ, RABBITMQ_OUT],
         AdapterKind::NatsIn => &[NATS_IN, NATS],
         AdapterKind::NatsOut => &[OUTBOUND, NATS, NATS_OUT],
+        AdapterKind::MqttIn => &[MQTT_IN, MQTT],
+        AdapterKind::MqttOut => &[OUTBOUND, MQTT, MQTT_OUT],
     };
     let mut keys: Vec<&str> = COMMON.to_vec();
     for part in parts {
@@ -271,6 +283,8 @@ fn check_adapter(
         AdapterKind::RabbitmqOut => rabbitmq_out(check, &settings).map(AdapterConfig::RabbitmqOut),
         AdapterKind::NatsIn => nats_in(check, &settings),
         AdapterKind::NatsOut => nats_out(check, &settings).map(AdapterConfig::NatsOut),
+        AdapterKind::MqttIn => mqtt_in(check, &settings),
+        AdapterKind::MqttOut => mqtt_out(check, &settings).map(AdapterConfig::MqttOut),
     };
     let outbound = if kind.is_inbound() {
         OutboundPlan::default()
@@ -873,6 +887,101 @@ fn nats_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<JetStreamO
     }
     if let Some(d) = settings.positive_duration(check, "publish-timeout") {
         config.publish_timeout = d;
+    }
+    Some(config)
+}
+
+/// The broker (`url: mqtt://HOST:PORT`) and the client id.
+fn mqtt_broker(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<(MqttBroker, String)> {
+    let url = settings.required_text(check, "url", "add `url: mqtt://HOST:1883`");
+    let client_id = settings.required_text(
+        check,
+        "client-id",
+        "add `client-id: NAME`, fixed and the bridge's own (the broker keeps its session by it)",
+    );
+    let url = url?;
+    let address = url.value.strip_prefix("mqtt://").and_then(|rest| {
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = rest.rsplit_once(':').unwrap_or((rest, "1883"));
+        let port = port.parse::<u16>().ok()?;
+        (!host.is_empty()).then(|| (host.to_owned(), port))
+    });
+    let Some((host, port)) = address else {
+        settings.report_value(
+            check,
+            "url",
+            &url,
+            format!("`{}` is not an MQTT address", url.value),
+            Some("`mqtt://HOST:PORT`, such as `mqtt://127.0.0.1:1883` (plain TCP: no TLS yet)"),
+        );
+        return None;
+    };
+    let mut broker = MqttBroker::new(host, port);
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        broker.connect_timeout = d;
+    }
+    // The password is read when the bridge starts, from the variable `password-env` names;
+    // here only the name is checked.
+    let user = settings.text(check, "username");
+    let password = settings.env_name(check, "password-env");
+    if let Some(user) = user {
+        broker.credentials = Some((
+            user.value,
+            password.map_or(String::new(), |v| format!("${{{v}}}")),
+        ));
+    }
+    Some((broker, client_id?.value))
+}
+
+fn mqtt_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
+    let broker = mqtt_broker(check, settings);
+    let filter = settings.required_text(
+        check,
+        "filter",
+        "add `filter: TOPIC/#`, the topics subscribed to",
+    );
+    let (broker, client_id) = broker?;
+    let mut config = MqttSourceConfig::new(broker, client_id, filter?.value);
+    if let Some(d) = settings.positive_duration(check, "session-expiry") {
+        config.session_expiry = d;
+    }
+    let window = settings
+        .whole(check, "window", 1)
+        .map_or(16, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    Some(AdapterConfig::MqttIn {
+        source: config,
+        window,
+    })
+}
+
+fn mqtt_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<MqttOutboundConfig> {
+    let broker = mqtt_broker(check, settings);
+    let topic = match settings.text(check, "topic") {
+        Some(text) => match TopicTemplate::parse(&text.value) {
+            Ok(topic) => Some(topic),
+            Err(e) => {
+                settings.report_value(
+                    check,
+                    "topic",
+                    &text,
+                    format!("invalid `topic`: {e}"),
+                    Some("an MQTT topic, where `{subject}` is each message's subject with its dots as slashes"),
+                );
+                None
+            }
+        },
+        None => TopicTemplate::parse("{subject}").ok(),
+    };
+    let (broker, client_id) = broker?;
+    let mut config = MqttOutboundConfig::new(broker, client_id, topic?);
+    if let Some(retain) = settings.boolean(check, "retain") {
+        config.retain = retain;
+    }
+    if let Some(d) = settings.positive_duration(check, "ack-timeout") {
+        config.ack_timeout = d;
+    }
+    if let Some(n) = settings.whole(check, "in-flight", 1) {
+        config.in_flight = usize::try_from(n).unwrap_or(usize::MAX);
     }
     Some(config)
 }
