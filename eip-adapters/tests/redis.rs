@@ -1,9 +1,10 @@
 //! The Redis Streams bridge against the real server on 127.0.0.1:6379 (`REDIS_URL` to change
 //! it): both ways with every header, backpressure, pending entries read again by the next
-//! bridge with the same consumer name, a poison entry dead-lettered, a server that is down
-//! named, and connections cut and stalled mid-stream through a proxy the test controls. A server
-//! that is down fails each test naming it; `EIP_SKIP_BROKERS=1` skips them and says so. Each
-//! test uses its own stream keys and deletes them at the end.
+//! bridge with the same consumer name, those of a dead consumer claimed, a poison entry
+//! dead-lettered, a server that is down named, and connections cut and stalled mid-stream
+//! through a proxy the test controls. A server that is down fails each test naming it;
+//! `EIP_SKIP_BROKERS=1` skips them and says so. Each test uses its own stream keys and deletes
+//! them at the end.
 
 #[path = "support/proxy.rs"]
 mod proxy;
@@ -235,6 +236,54 @@ async fn entries_read_and_not_acked_by_a_stopped_bridge_come_again_to_the_next_o
         "the ones the first bridge held come back marked"
     );
     second.shutdown().await.unwrap();
+    delete(&url, &[&stream]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_a_dead_consumer_left_idle_are_claimed_by_a_bridge() {
+    let Some(url) = server("claim").await else {
+        return;
+    };
+    let stream = unique("claim");
+    let outbound = outbound(&url, &stream);
+    let mut ids = HashSet::new();
+    for i in 0..6u8 {
+        let msg = Message::new(vec![i]);
+        ids.insert(msg.id());
+        outbound.append(&msg).await.unwrap();
+    }
+    // Another consumer of the group reads every entry and dies without acknowledging.
+    let mut redis = connection(&url).await;
+    redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(&stream)
+        .arg("eip-test")
+        .arg("0")
+        .query_async::<()>(&mut redis)
+        .await
+        .unwrap();
+    redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("eip-test")
+        .arg("dead-one")
+        .arg("STREAMS")
+        .arg(&stream)
+        .arg(">")
+        .query_async::<redis::Value>(&mut redis)
+        .await
+        .unwrap();
+    let mut config = source(&url, &stream);
+    config.claim_idle = Some(Duration::from_millis(300));
+    config.block = Duration::from_millis(100);
+    let inbox = PointToPoint::new("inbox", 100).unwrap();
+    let bridge = RedisStreamSource::new(config)
+        .unwrap()
+        .bridge(inbox.clone(), 4)
+        .spawn();
+    let got = take(&inbox, 6, Duration::from_secs(5)).await;
+    assert_eq!(got.iter().map(Message::id).collect::<HashSet<_>>(), ids);
+    assert!(got.iter().all(|m| m.redelivery_count().unwrap() == 1));
+    bridge.shutdown().await.unwrap();
     delete(&url, &[&stream]).await;
 }
 
