@@ -4,11 +4,14 @@
 //! - `file in`: 2 000 small files (100 bytes) per round through a [`FileSource`] into a
 //!   point-to-point channel, a consumer acking each message, until every file is in the done
 //!   directory; against a raw loop on a blocking thread (`read_dir`, read the file, one atomic
-//!   rename to the done directory, hand the bytes to a tokio mpsc) and a consumer task.
+//!   rename to the done directory, hand the bytes to a tokio mpsc) and a consumer task. eip
+//!   renames each file once more than the loop: the claim, which keeps two adapters from taking
+//!   the same file (see `adapters/file.rs`).
 //! - `sql out`: 5 000 rows per round into a PostgreSQL table through [`SqlOutbound`] driven by
-//!   256 concurrent calls (its group commit, batches of at most 100); against a raw sqlx loop
-//!   parsing the same JSON payloads and inserting them with the same batching (one transaction
-//!   per 100 rows, one parameterized `INSERT` per row). The table (unique name) is created at
+//!   256 concurrent calls (its group commit, batches of at most 100, each one multi-row
+//!   `INSERT`); against a raw sqlx loop parsing the same JSON payloads and writing them with the
+//!   same batching and SQL (one transaction and one multi-row `INSERT` per 100 rows). One
+//!   adapter and one pool are open before the first round. The table (unique name) is created at
 //!   the start, truncated before each round and dropped at the end. PostgreSQL is
 //!   `postgres://${PGUSER:-root}@${PGHOST:-127.0.0.1}:${PGPORT:-5432}/test`; if it is not
 //!   reachable, this comparison is skipped with a line saying so.
