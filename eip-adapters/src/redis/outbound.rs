@@ -95,7 +95,8 @@ pub struct Appended {
     pub id: String,
 }
 
-/// Appends messages to a Redis stream, answering once stored; see the [module](self).
+/// Appends messages to a Redis stream, answering once stored (at least once, its own reconnect with
+/// backoff); see the [Redis bridge](crate::redis).
 ///
 /// ```no_run
 /// use eip_adapters::bridge::BridgeError;

@@ -139,7 +139,8 @@ impl RedisStreamSourceConfig {
     }
 }
 
-/// A consumer in a Redis consumer group as a bridge [`Source`]; see the [module](self).
+/// A consumer in a Redis consumer group as a bridge [`Source`]: its own pending entries first
+/// after each connection, then new ones; see the [Redis bridge](crate::redis).
 ///
 /// ```no_run
 /// use eip_adapters::redis::{RedisStreamSource, RedisStreamSourceConfig};
