@@ -1,7 +1,7 @@
 //! The file, database and HTTP channel adapters against the raw code doing the same work, in
 //! the same run (issue 9).
 //!
-//! - `file in`: 2 000 small files (100 bytes) per round through a [`FileSource`] into a
+//! - `file in`: 10 000 small files (100 bytes) per round through a [`FileSource`] into a
 //!   point-to-point channel, a consumer acking each message, until every file is in the done
 //!   directory; against a raw loop on a blocking thread (`read_dir`, read the file, one atomic
 //!   rename to the done directory, hand the bytes to a tokio mpsc) and a consumer task. eip

@@ -23,7 +23,7 @@ const FILE_LEN: usize = 100;
 
 /// Runs the `file in` comparison and prints its compare line.
 pub fn compare(rt: &Runtime, measuring: bool, rounds: usize) {
-    let files = if measuring { 2_000 } else { 100 };
+    let files = if measuring { 10_000 } else { 100 };
     let (eip_ns, raw_ns) = alternating_medians(
         rounds,
         |round| {
