@@ -216,3 +216,47 @@ bridges:
     );
     round_trip(&flow, "Mosquitto at 127.0.0.1:1883").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_bridges_a_channel_out_to_a_redis_stream_and_back_in() {
+    if skipped("redis bridges in flow files") {
+        return;
+    }
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        eip_core::MessageId::new().as_uuid().simple()
+    );
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let flow = format!(
+        "
+channels:
+  alerts: {{kind: point-to-point}}
+  audit: {{kind: point-to-point}}
+bridges:
+  to-redis:
+    kind: redis-out
+    from: alerts
+    url: '{url}'
+    stream: eiptest:{tag}
+    concurrency: 16
+  from-redis:
+    kind: redis-in
+    to: audit
+    url: '{url}'
+    stream: eiptest:{tag}
+    group: audit
+    consumer: audit-1
+    window: 32
+"
+    );
+    round_trip(&flow, "Redis at 127.0.0.1:6379").await;
+    if let Ok(client) = redis::Client::open(url.as_str())
+        && let Ok(mut connection) = client.get_multiplexed_async_connection().await
+    {
+        let _: Result<(), _> = redis::cmd("DEL")
+            .arg(format!("eiptest:{tag}"))
+            .query_async(&mut connection)
+            .await;
+    }
+}

@@ -14,6 +14,7 @@ use eip_adapters::file::{FileError, FileSink, FileSource, FileSourceHandle};
 use eip_adapters::http::{HttpInbound, HttpInboundServer, HttpOutbound};
 use eip_adapters::mqtt::{MqttBroker, MqttOutbound, MqttSource};
 use eip_adapters::nats::{JetStreamOutbound, JetStreamSource};
+use eip_adapters::redis::{RedisStreamOutbound, RedisStreamSource};
 use eip_adapters::sql::{SqlInbound, SqlInboundHandle, SqlOutbound};
 use eip_core::channel::{Channel, InvalidMessageChannel};
 use eip_core::endpoint::{Consumer, ConsumerHandle};
@@ -249,6 +250,24 @@ impl Flow {
                 let mut config = config.clone();
                 config.broker = with_password(&config.broker)?;
                 let publisher = MqttOutbound::connect(config).await?;
+                outbound(publisher, &plan.outbound, |e| {
+                    e.downcast_ref::<BridgeError>()
+                        .is_some_and(BridgeError::is_permanent)
+                })
+            }
+            AdapterConfig::RedisIn { source, window } => {
+                let mut probe = RedisStreamSource::new(source.clone())?;
+                probe.connect(*window).await?;
+                drop(probe);
+                let source = RedisStreamSource::new(source.clone())?;
+                let window = *window;
+                Endpoint::Bridge(Box::new(move |channel: Channel| {
+                    InboundBridge::new(source, channel, window).spawn()
+                }))
+            }
+            AdapterConfig::RedisOut(config) => {
+                let publisher = RedisStreamOutbound::new(config.clone())?;
+                publisher.connect().await?;
                 outbound(publisher, &plan.outbound, |e| {
                     e.downcast_ref::<BridgeError>()
                         .is_some_and(BridgeError::is_permanent)

@@ -9,6 +9,7 @@ use eip_adapters::file::{FileSinkConfig, FileSourceConfig};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig};
 use eip_adapters::mqtt::{MqttOutboundConfig, MqttSourceConfig};
 use eip_adapters::nats::{JetStreamOutboundConfig, JetStreamSourceConfig};
+use eip_adapters::redis::{RedisStreamOutboundConfig, RedisStreamSourceConfig};
 use eip_adapters::sql::{SqlInboundConfig, SqlOutboundConfig};
 use eip_core::channel::RedeliveryPolicy;
 
@@ -46,6 +47,8 @@ impl AdapterPlan {
             AdapterConfig::NatsOut(_) => AdapterKind::NatsOut,
             AdapterConfig::MqttIn { .. } => AdapterKind::MqttIn,
             AdapterConfig::MqttOut(_) => AdapterKind::MqttOut,
+            AdapterConfig::RedisIn { .. } => AdapterKind::RedisIn,
+            AdapterConfig::RedisOut(_) => AdapterKind::RedisOut,
         }
     }
 
@@ -83,6 +86,15 @@ impl AdapterPlan {
                 "mqtt://{}:{} filter {}",
                 source.broker.host, source.broker.port, source.filter
             ),
+            AdapterConfig::RedisIn { source, .. } => format!(
+                "{} stream {} group {}",
+                redact_url(&source.url),
+                source.stream,
+                source.group
+            ),
+            AdapterConfig::RedisOut(c) => {
+                format!("{} stream {}", redact_url(&c.url), c.stream.as_str())
+            }
             AdapterConfig::MqttOut(c) => format!(
                 "mqtt://{}:{} topic {}",
                 c.broker.host,
@@ -135,6 +147,15 @@ pub enum AdapterConfig {
     },
     /// `mqtt-out`
     MqttOut(MqttOutboundConfig),
+    /// `redis-in`
+    RedisIn {
+        /// The stream, consumer group and consumer.
+        source: RedisStreamSourceConfig,
+        /// `window:` entries unacknowledged at most (default 64).
+        window: usize,
+    },
+    /// `redis-out`
+    RedisOut(RedisStreamOutboundConfig),
 }
 
 /// The tower layers around an outbound adapter, and its consumer's settings. All off for an

@@ -111,12 +111,16 @@ pub enum AdapterKind {
     MqttIn,
     /// `mqtt-out` (a bridge): messages are published to MQTT topics at QoS 1.
     MqttOut,
+    /// `redis-in` (a bridge): a Redis Streams consumer group feeds the channel.
+    RedisIn,
+    /// `redis-out` (a bridge): messages are appended to a Redis stream (`XADD`).
+    RedisOut,
 }
 
 impl AdapterKind {
     /// Every kind and its name in a flow file: the channel adapters (`adapters:`), then the
     /// messaging bridges (`bridges:`).
-    pub const ALL: [(&'static str, AdapterKind); 12] = [
+    pub const ALL: [(&'static str, AdapterKind); 14] = [
         ("file-in", AdapterKind::FileIn),
         ("file-out", AdapterKind::FileOut),
         ("http-in", AdapterKind::HttpIn),
@@ -129,6 +133,8 @@ impl AdapterKind {
         ("nats-out", AdapterKind::NatsOut),
         ("mqtt-in", AdapterKind::MqttIn),
         ("mqtt-out", AdapterKind::MqttOut),
+        ("redis-in", AdapterKind::RedisIn),
+        ("redis-out", AdapterKind::RedisOut),
     ];
 
     /// Whether it is a messaging bridge (declared under `bridges:`), not a channel adapter
@@ -142,6 +148,8 @@ impl AdapterKind {
                 | AdapterKind::NatsOut
                 | AdapterKind::MqttIn
                 | AdapterKind::MqttOut
+                | AdapterKind::RedisIn
+                | AdapterKind::RedisOut
         )
     }
 
@@ -163,6 +171,7 @@ impl AdapterKind {
                 | AdapterKind::RabbitmqIn
                 | AdapterKind::NatsIn
                 | AdapterKind::MqttIn
+                | AdapterKind::RedisIn
         )
     }
 }

@@ -21,6 +21,7 @@ use eip_adapters::mqtt::{MqttBroker, MqttOutboundConfig, MqttSourceConfig, Topic
 use eip_adapters::nats::{
     JetStreamOutboundConfig, JetStreamSourceConfig, StreamDeclaration, SubjectTemplate,
 };
+use eip_adapters::redis::{RedisStreamOutboundConfig, RedisStreamSourceConfig, StreamKey};
 use eip_adapters::sql::{Claim, ClaimColumns, Connection, SqlInboundConfig, SqlOutboundConfig};
 
 use super::Check;
@@ -108,6 +109,9 @@ const MQTT: &[&str] = &[
 ];
 const MQTT_IN: &[&str] = &["to", "filter", "session-expiry", "window"];
 const MQTT_OUT: &[&str] = &["topic", "retain", "ack-timeout", "in-flight"];
+const REDIS: &[&str] = &["url", "stream", "connect-timeout"];
+const REDIS_IN: &[&str] = &["to", "group", "consumer", "claim-idle", "window"];
+const REDIS_OUT: &[&str] = &["max-len"];
 const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
 const RATE: &[&str] = &["requests", "per"];
 
@@ -126,6 +130,8 @@ pub(crate) fn adapter_keys(kind: AdapterKind) -> Vec<&'static str> {
         AdapterKind::NatsOut => &[OUTBOUND, NATS, NATS_OUT],
         AdapterKind::MqttIn => &[MQTT_IN, MQTT],
         AdapterKind::MqttOut => &[OUTBOUND, MQTT, MQTT_OUT],
+        AdapterKind::RedisIn => &[REDIS_IN, REDIS],
+        AdapterKind::RedisOut => &[OUTBOUND, REDIS, REDIS_OUT],
     };
     let mut keys: Vec<&str> = COMMON.to_vec();
     for part in parts {
@@ -285,6 +291,8 @@ fn check_adapter(
         AdapterKind::NatsOut => nats_out(check, &settings).map(AdapterConfig::NatsOut),
         AdapterKind::MqttIn => mqtt_in(check, &settings),
         AdapterKind::MqttOut => mqtt_out(check, &settings).map(AdapterConfig::MqttOut),
+        AdapterKind::RedisIn => redis_in(check, &settings),
+        AdapterKind::RedisOut => redis_out(check, &settings).map(AdapterConfig::RedisOut),
     };
     let outbound = if kind.is_inbound() {
         OutboundPlan::default()
@@ -982,6 +990,81 @@ fn mqtt_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<MqttOutbou
     }
     if let Some(n) = settings.whole(check, "in-flight", 1) {
         config.in_flight = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Some(config)
+}
+
+/// The Redis URL: `redis://`, possibly naming environment variables.
+fn redis_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<String> {
+    let url = settings.required_text(check, "url", "add `url: redis://HOST:6379`")?;
+    if !url.value.starts_with("redis://") && !url.value.starts_with("${") {
+        settings.report_value(
+            check,
+            "url",
+            &url,
+            "a Redis URL starts with `redis://`".to_owned(),
+            Some(
+                "`redis://HOST:6379`, or `redis://:PASSWORD@HOST:6379/DB` (plain TCP: no TLS yet)",
+            ),
+        );
+        return None;
+    }
+    Some(url.value)
+}
+
+fn redis_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
+    let url = redis_url(check, settings);
+    let stream = settings.required_text(check, "stream", "add `stream: KEY`, the stream read");
+    let group = settings.required_text(check, "group", "add `group: NAME`, the consumer group");
+    let consumer = settings.required_text(
+        check,
+        "consumer",
+        "add `consumer: NAME`, fixed and the bridge's own (its pending entries come back to it)",
+    );
+    let mut config =
+        RedisStreamSourceConfig::new(url?, stream?.value, group?.value, consumer?.value);
+    if let Some(d) = settings.positive_duration(check, "claim-idle") {
+        config.claim_idle = Some(d);
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
+    }
+    let window = settings
+        .whole(check, "window", 1)
+        .map_or(64, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    Some(AdapterConfig::RedisIn {
+        source: config,
+        window,
+    })
+}
+
+fn redis_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<RedisStreamOutboundConfig> {
+    let url = redis_url(check, settings);
+    let stream = settings
+        .required_text(
+            check,
+            "stream",
+            "add `stream: KEY`; `{subject}` is each message's subject",
+        )
+        .and_then(|text| match StreamKey::parse(&text.value) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                settings.report_value(
+                    check,
+                    "stream",
+                    &text,
+                    format!("invalid `stream`: {e}"),
+                    None,
+                );
+                None
+            }
+        });
+    let mut config = RedisStreamOutboundConfig::new(url?, stream?);
+    if let Some(n) = settings.whole(check, "max-len", 1) {
+        config.max_len = Some(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(d) = settings.positive_duration(check, "connect-timeout") {
+        config.connect_timeout = d;
     }
     Some(config)
 }
