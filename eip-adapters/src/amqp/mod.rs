@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eip_core::message::{HeaderValue, Message, MessageId, names, now_millis};
 use futures::StreamExt;
@@ -38,10 +38,9 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Confirmation, Connection, ConnectionProperties, ExchangeKind};
-use tokio::sync::Mutex;
 
 use crate::bridge::envelope::EnvelopeError;
-use crate::bridge::{Backoff, BridgeError, Delivery, Source};
+use crate::bridge::{Backoff, BridgeError, Delivery, Reconnect, Source};
 
 /// Where a RabbitMQ server is: an `amqp://user:password@host:port/vhost` URL, which may name
 /// environment variables (`amqp://guest:${RABBIT_PASSWORD}@127.0.0.1:5672/%2f`), read when
@@ -150,14 +149,8 @@ pub struct AmqpOutbound {
 
 struct Outbound {
     config: AmqpOutboundConfig,
-    link: Mutex<Link>,
-}
-
-/// The connection in use, if any, and when the next attempt may be made after a failure.
-struct Link {
-    current: Option<(Connection, lapin::Channel)>,
-    backoff: Backoff,
-    not_before: Option<Instant>,
+    /// The connection and its confirm-mode channel, made on demand.
+    link: Reconnect<(Connection, lapin::Channel)>,
 }
 
 impl std::fmt::Debug for AmqpOutbound {
@@ -173,12 +166,11 @@ impl AmqpOutbound {
     pub fn new(config: AmqpOutboundConfig) -> Self {
         AmqpOutbound {
             inner: Arc::new(Outbound {
+                link: Reconnect::new(
+                    format!("rabbitmq at {}", config.url.redacted()),
+                    Backoff::default(),
+                ),
                 config,
-                link: Mutex::new(Link {
-                    current: None,
-                    backoff: Backoff::default(),
-                    not_before: None,
-                }),
             }),
         }
     }
@@ -196,35 +188,15 @@ impl AmqpOutbound {
 }
 
 impl Outbound {
-    /// The channel to publish on, connecting first if need be.
-    async fn channel(&self) -> Result<lapin::Channel, BridgeError> {
-        let mut link = self.link.lock().await;
-        if let Some((connection, channel)) = &link.current {
-            if connection.status().connected() && channel.status().connected() {
-                return Ok(channel.clone());
-            }
-            link.current = None;
-        }
-        if let Some(not_before) = link.not_before
-            && Instant::now() < not_before
-        {
-            return Err(lost(
-                &self.config.url,
-                "reconnecting after a failure (backing off)",
-            ));
-        }
-        match self.open().await {
-            Ok((connection, channel)) => {
-                link.backoff.reset();
-                link.not_before = None;
-                link.current = Some((connection, channel.clone()));
-                Ok(channel)
-            }
-            Err(error) => {
-                link.not_before = Some(Instant::now() + link.backoff.next_wait());
-                Err(error)
-            }
-        }
+    /// The channel to publish on (with its connection's generation), connecting first if
+    /// need be.
+    async fn channel(&self) -> Result<(u64, lapin::Channel), BridgeError> {
+        let lost = |(connection, channel): &(Connection, lapin::Channel)| {
+            !(connection.status().connected() && channel.status().connected())
+        };
+        self.link
+            .get(lost, |(_, channel)| channel.clone(), || self.open())
+            .await
     }
 
     async fn open(&self) -> Result<(Connection, lapin::Channel), BridgeError> {
@@ -272,21 +244,9 @@ impl Outbound {
         Ok((connection, channel))
     }
 
-    /// Forgets `channel` if it is still the one in use (it failed).
-    async fn drop_channel(&self, channel: &lapin::Channel) {
-        let mut link = self.link.lock().await;
-        if link
-            .current
-            .as_ref()
-            .is_some_and(|(_, current)| current.id() == channel.id())
-        {
-            link.current = None;
-        }
-    }
-
     async fn publish(&self, msg: &Message) -> Result<(), BridgeError> {
         let config = &self.config;
-        let channel = self.channel().await?;
+        let (generation, channel) = self.channel().await?;
         let key = match &config.routing_key {
             RoutingKey::Fixed(key) => key.clone(),
             RoutingKey::Subject => msg.subject().ok().flatten().unwrap_or_default().to_owned(),
@@ -316,7 +276,7 @@ impl Outbound {
         {
             Ok(confirm) => confirm,
             Err(e) => {
-                self.drop_channel(&channel).await;
+                self.link.forget(generation).await;
                 return Err(lost(&config.url, e));
             }
         };
@@ -329,11 +289,11 @@ impl Outbound {
             Ok(Ok(Confirmation::Nack(_))) => Err(refused("a negative confirm".to_owned())),
             Ok(Ok(Confirmation::NotRequested)) => Err(refused("no confirm".to_owned())),
             Ok(Err(e)) => {
-                self.drop_channel(&channel).await;
+                self.link.forget(generation).await;
                 Err(lost(&config.url, e))
             }
             Err(_) => {
-                self.drop_channel(&channel).await;
+                self.link.forget(generation).await;
                 Err(lost(
                     &config.url,
                     format!("no confirm within {:?}", config.confirm_timeout),

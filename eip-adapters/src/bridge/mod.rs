@@ -20,9 +20,11 @@ pub mod envelope;
 
 mod backoff;
 mod inbound;
+mod reconnect;
 
 pub use backoff::Backoff;
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
+pub use reconnect::Reconnect;
 
 /// What can go wrong in a bridge.
 #[derive(Debug, thiserror::Error)]

@@ -22,11 +22,10 @@ use std::time::Duration;
 use async_nats::header::{HeaderMap, HeaderName, HeaderValue, NATS_MESSAGE_ID};
 use async_nats::jetstream::{self, context::PublishErrorKind};
 use eip_core::Message;
-use tokio::time::Instant;
 
 use super::connection::{self, Link, LinkSettings, StreamDeclaration};
 use super::subject::SubjectTemplate;
-use crate::bridge::{Backoff, BridgeError, envelope};
+use crate::bridge::{Backoff, BridgeError, Reconnect, envelope};
 
 /// Where and how a [`JetStreamOutbound`] publishes. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -125,15 +124,7 @@ pub struct JetStreamOutbound {
 struct Inner {
     config: JetStreamOutboundConfig,
     broker: String,
-    link: tokio::sync::Mutex<Connection>,
-}
-
-/// The connection, if any, and when the next attempt may be made.
-struct Connection {
-    live: Option<(u64, Link)>,
-    generation: u64,
-    backoff: Backoff,
-    retry_at: Option<Instant>,
+    link: Reconnect<Link>,
 }
 
 impl std::fmt::Debug for JetStreamOutbound {
@@ -154,13 +145,8 @@ impl JetStreamOutbound {
         Ok(JetStreamOutbound {
             inner: Arc::new(Inner {
                 config,
+                link: Reconnect::new(broker.clone(), backoff),
                 broker,
-                link: tokio::sync::Mutex::new(Connection {
-                    live: None,
-                    generation: 0,
-                    backoff,
-                    retry_at: None,
-                }),
             }),
         })
     }
@@ -179,38 +165,9 @@ impl JetStreamOutbound {
 impl Inner {
     /// The live connection's JetStream context, connecting if there is none.
     async fn context(&self) -> Result<(u64, jetstream::Context), BridgeError> {
-        let mut link = self.link.lock().await;
-        if let Some((generation, live)) = &link.live {
-            if !live.is_lost() {
-                return Ok((*generation, live.js.clone()));
-            }
-            tracing::warn!(broker = %self.broker, "jetstream outbound: connection lost, reconnecting");
-            link.live = None;
-        }
-        if let Some(at) = link.retry_at
-            && Instant::now() < at
-        {
-            return Err(BridgeError::Connection {
-                broker: self.broker.clone(),
-                reason: format!("not connected; next attempt in {:?}", at - Instant::now()),
-            });
-        }
-        match self.open().await {
-            Ok(live) => {
-                link.backoff.reset();
-                link.retry_at = None;
-                link.generation += 1;
-                let generation = link.generation;
-                let js = live.js.clone();
-                link.live = Some((generation, live));
-                Ok((generation, js))
-            }
-            Err(error) => {
-                let wait = link.backoff.next_wait();
-                link.retry_at = Some(Instant::now() + wait);
-                Err(error)
-            }
-        }
+        self.link
+            .get(Link::is_lost, |live| live.js.clone(), || self.open())
+            .await
     }
 
     async fn open(&self) -> Result<Link, BridgeError> {
@@ -231,10 +188,7 @@ impl Inner {
 
     /// Drops connection `generation` (unless a newer one replaced it already).
     async fn forget(&self, generation: u64) {
-        let mut link = self.link.lock().await;
-        if matches!(&link.live, Some((g, _)) if *g == generation) {
-            link.live = None;
-        }
+        self.link.forget(generation).await;
     }
 
     async fn publish(&self, msg: &Message) -> Result<Published, BridgeError> {

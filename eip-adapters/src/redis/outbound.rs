@@ -24,12 +24,11 @@ use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
 use eip_core::Message;
-use tokio::time::Instant;
 
 use super::PAYLOAD;
 use super::connection::{self, LinkSettings};
 use super::key::StreamKey;
-use crate::bridge::{Backoff, BridgeError, envelope};
+use crate::bridge::{Backoff, BridgeError, Reconnect, envelope};
 
 /// Where and how a [`RedisStreamOutbound`] appends. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -125,15 +124,7 @@ pub struct RedisStreamOutbound {
 struct Inner {
     config: RedisStreamOutboundConfig,
     broker: String,
-    link: tokio::sync::Mutex<Link>,
-}
-
-/// The connection, if any, and when the next attempt may be made.
-struct Link {
-    live: Option<(u64, MultiplexedConnection)>,
-    generation: u64,
-    backoff: Backoff,
-    retry_at: Option<Instant>,
+    link: Reconnect<MultiplexedConnection>,
 }
 
 impl std::fmt::Debug for RedisStreamOutbound {
@@ -154,13 +145,8 @@ impl RedisStreamOutbound {
         Ok(RedisStreamOutbound {
             inner: Arc::new(Inner {
                 config,
+                link: Reconnect::new(broker.clone(), backoff),
                 broker,
-                link: tokio::sync::Mutex::new(Link {
-                    live: None,
-                    generation: 0,
-                    backoff,
-                    retry_at: None,
-                }),
             }),
         })
     }
@@ -179,51 +165,24 @@ impl RedisStreamOutbound {
 impl Inner {
     /// The live connection, connecting if there is none.
     async fn connection(&self) -> Result<(u64, MultiplexedConnection), BridgeError> {
-        let mut link = self.link.lock().await;
-        if let Some((generation, live)) = &link.live {
-            return Ok((*generation, live.clone()));
-        }
-        if let Some(at) = link.retry_at
-            && Instant::now() < at
-        {
-            return Err(BridgeError::Connection {
-                broker: self.broker.clone(),
-                reason: format!("not connected; next attempt in {:?}", at - Instant::now()),
-            });
-        }
         let config = &self.config;
-        let opened = connection::connect(LinkSettings {
-            url: &config.url,
-            broker: &self.broker,
-            connect_timeout: config.connect_timeout,
-            response_timeout: config.response_timeout,
-        })
-        .await;
-        match opened {
-            Ok(live) => {
-                tracing::info!(broker = %self.broker, stream = %config.stream, "redis stream outbound connected");
-                link.backoff.reset();
-                link.retry_at = None;
-                link.generation += 1;
-                let generation = link.generation;
-                link.live = Some((generation, live.clone()));
-                Ok((generation, live))
-            }
-            Err(error) => {
-                let wait = link.backoff.next_wait();
-                link.retry_at = Some(Instant::now() + wait);
-                Err(error)
-            }
-        }
+        let open = || async {
+            let live = connection::connect(LinkSettings {
+                url: &config.url,
+                broker: &self.broker,
+                connect_timeout: config.connect_timeout,
+                response_timeout: config.response_timeout,
+            })
+            .await?;
+            tracing::info!(broker = %self.broker, stream = %config.stream, "redis stream outbound connected");
+            Ok(live)
+        };
+        self.link.get(|_| false, Clone::clone, open).await
     }
 
     /// Drops connection `generation` (unless a newer one replaced it already).
     async fn forget(&self, generation: u64) {
-        let mut link = self.link.lock().await;
-        if matches!(&link.live, Some((g, _)) if *g == generation) {
-            tracing::warn!(broker = %self.broker, "redis stream outbound: connection dropped, reconnecting at a later call");
-            link.live = None;
-        }
+        self.link.forget(generation).await;
     }
 
     async fn append(&self, msg: &Message) -> Result<Appended, BridgeError> {

@@ -1,0 +1,105 @@
+//! The connection an outbound bridge publishes on: made on demand, given up after a failure,
+//! made again no sooner than a [`Backoff`] allows.
+
+use std::future::Future;
+use std::time::Instant;
+
+use tokio::sync::Mutex;
+
+use super::{Backoff, BridgeError};
+
+/// A connection (or client) `T` shared by the calls of an outbound bridge.
+///
+/// [`get`](Self::get) hands out the live connection with its *generation*, or opens a new one;
+/// a call that saw its connection fail [`forget`](Self::forget)s that generation, so one failure
+/// does not throw away a newer connection another call already made. After an open fails, calls
+/// fail at once ("next attempt in …") until the backoff's wait is over: a broker that is down
+/// costs a retry of the message, not a storm of connection attempts.
+pub struct Reconnect<T> {
+    broker: String,
+    state: Mutex<State<T>>,
+}
+
+struct State<T> {
+    live: Option<(u64, T)>,
+    generation: u64,
+    backoff: Backoff,
+    retry_at: Option<Instant>,
+}
+
+impl<T> std::fmt::Debug for Reconnect<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reconnect")
+            .field("broker", &self.broker)
+            .finish()
+    }
+}
+
+impl<T> Reconnect<T> {
+    /// No connection yet to `broker` (its description, for errors).
+    pub fn new(broker: impl Into<String>, backoff: Backoff) -> Self {
+        Reconnect {
+            broker: broker.into(),
+            state: Mutex::new(State {
+                live: None,
+                generation: 0,
+                backoff,
+                retry_at: None,
+            }),
+        }
+    }
+
+    /// The live connection, as `view` sees it, with its generation; a connection `is_lost`
+    /// says is gone is dropped first. Without one, `open` makes one (unless the backoff's wait
+    /// after a failed attempt is not over).
+    pub async fn get<R, Fut>(
+        &self,
+        is_lost: impl Fn(&T) -> bool,
+        view: impl Fn(&T) -> R,
+        open: impl FnOnce() -> Fut,
+    ) -> Result<(u64, R), BridgeError>
+    where
+        Fut: Future<Output = Result<T, BridgeError>>,
+    {
+        let mut state = self.state.lock().await;
+        if let Some((generation, live)) = &state.live {
+            if !is_lost(live) {
+                return Ok((*generation, view(live)));
+            }
+            tracing::warn!(broker = %self.broker, "bridge: connection lost, reconnecting");
+            state.live = None;
+        }
+        if let Some(at) = state.retry_at
+            && Instant::now() < at
+        {
+            return Err(BridgeError::Connection {
+                broker: self.broker.clone(),
+                reason: format!("not connected; next attempt in {:?}", at - Instant::now()),
+            });
+        }
+        match open().await {
+            Ok(live) => {
+                state.backoff.reset();
+                state.retry_at = None;
+                state.generation += 1;
+                let generation = state.generation;
+                let seen = view(&live);
+                state.live = Some((generation, live));
+                Ok((generation, seen))
+            }
+            Err(error) => {
+                let wait = state.backoff.next_wait();
+                state.retry_at = Some(Instant::now() + wait);
+                Err(error)
+            }
+        }
+    }
+
+    /// Drops connection `generation`, unless a newer one replaced it already.
+    pub async fn forget(&self, generation: u64) {
+        let mut state = self.state.lock().await;
+        if matches!(&state.live, Some((g, _)) if *g == generation) {
+            state.live = None;
+        }
+    }
+}
