@@ -3,8 +3,12 @@
 //! message dead-lettered, and connections cut mid-stream through a proxy the test controls.
 //! A broker that is down fails each test naming it; `EIP_SKIP_BROKERS=1` skips them and says so.
 
+#[path = "support/faults.rs"]
+mod faults;
 #[path = "support/proxy.rs"]
 mod proxy;
+
+use faults::{cut_and_stall, patient_outbox, take};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -90,24 +94,6 @@ fn bound_queue(url: &str, queue: &str, exchange: &str) -> AmqpSourceConfig {
         key: "orders.#".into(),
     }];
     config
-}
-
-/// Takes `n` messages from `channel` within `limit`, acking each.
-async fn take(channel: &PointToPoint, n: usize, limit: Duration) -> Vec<Message> {
-    let mut receiver = channel.receiver();
-    let mut got = Vec::with_capacity(n);
-    let deadline = tokio::time::Instant::now() + limit;
-    while got.len() < n {
-        match tokio::time::timeout_at(deadline, receiver.recv()).await {
-            Ok(Some(delivery)) => {
-                got.push(delivery.message().clone());
-                delivery.ack();
-            }
-            Ok(None) => break,
-            Err(_) => panic!("{} of {n} messages within {limit:?}", got.len()),
-        }
-    }
-    got
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,78 +301,20 @@ async fn cut_and_stalled_connections_lose_nothing_either_way() {
     let outbound = AmqpOutbound::new(config);
     // Wait for the queue and binding.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let outbox = PointToPoint::builder("outbox")
-        .capacity(10_000)
-        .redelivery(RedeliveryPolicy {
-            max_attempts: 1_000,
-            initial_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(200),
-            ..RedeliveryPolicy::default()
-        })
-        .build()
-        .unwrap();
+    let outbox = patient_outbox();
     let consumer = Consumer::new(outbox.receiver(), outbound)
         .concurrency(16)
         .spawn();
-    const MESSAGES: usize = 2_000;
-    let mut ids = std::collections::HashSet::new();
-    let mut received: HashMap<eip_core::MessageId, usize> = HashMap::new();
-    let mut receiver = inbox.receiver();
-    let mut cuts = 0;
-    let proxy_out = std::sync::Arc::new(proxy_out);
-    for i in 0..MESSAGES {
-        if i == MESSAGES / 2 {
-            // Both ways stall for a second and a half: confirms time out, the publisher
-            // gives the connection up and makes another once bytes flow again.
-            proxy_out.stall(true);
-            let proxy = proxy_out.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(1500)).await;
-                proxy.stall(false);
-            });
-        }
-        let msg = Message::new(format!("{i}").into_bytes());
-        ids.insert(msg.id());
-        outbox.send(msg).await.unwrap();
-        if i % 400 == 200 {
-            // Cut one side, then the other, while messages are moving.
-            if cuts % 2 == 0 {
-                proxy_out.cut();
-            } else {
-                proxy_in.cut();
-            }
-            cuts += 1;
-        }
-        while let Ok(Some(delivery)) =
-            tokio::time::timeout(Duration::from_millis(0), receiver.recv()).await
-        {
-            *received.entry(delivery.message().id()).or_default() += 1;
-            delivery.ack();
-        }
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while received.len() < MESSAGES {
-        match tokio::time::timeout_at(deadline, receiver.recv()).await {
-            Ok(Some(delivery)) => {
-                *received.entry(delivery.message().id()).or_default() += 1;
-                delivery.ack();
-            }
-            _ => break,
-        }
-    }
-    let lost = ids.iter().filter(|id| !received.contains_key(id)).count();
-    let duplicates: usize = received.values().map(|n| n - 1).sum();
-    println!(
-        "amqp cut and stalled connections: {cuts} cuts, 1 stall, {MESSAGES} sent, {} received, {lost} lost, {duplicates} duplicates, {} + {} connections made",
-        received.len(),
-        proxy_out.accepted(),
-        proxy_in.accepted()
-    );
-    assert_eq!(lost, 0);
-    assert!(
-        proxy_out.accepted() >= 2 && proxy_in.accepted() >= 2,
-        "both sides reconnected"
-    );
+    let proxies = std::sync::Arc::new((proxy_out, proxy_in));
+    cut_and_stall(
+        "amqp",
+        &outbox,
+        &inbox,
+        proxies,
+        2_000,
+        Duration::from_millis(300),
+    )
+    .await;
     consumer.shutdown().await;
     bridge.shutdown().await.unwrap();
     clean_up(&url, &queue, Some(&exchange)).await;

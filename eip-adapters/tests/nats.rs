@@ -4,8 +4,12 @@
 //! the test controls. A server that is down fails each test naming it; `EIP_SKIP_BROKERS=1`
 //! skips them and says so. Each test makes its own stream and deletes it at the end.
 
+#[path = "support/faults.rs"]
+mod faults;
 #[path = "support/proxy.rs"]
 mod proxy;
+
+use faults::{cut_and_stall, patient_outbox, take};
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -18,7 +22,7 @@ use eip_adapters::nats::{
     StreamDeclaration, SubjectTemplate,
 };
 use eip_core::MessageId;
-use eip_core::channel::{DeadLetterChannel, PointToPoint, RedeliveryPolicy};
+use eip_core::channel::{DeadLetterChannel, PointToPoint};
 use eip_core::endpoint::Consumer;
 use eip_core::message::{HeaderValue, Message};
 
@@ -75,24 +79,6 @@ fn outbound(url: &str, stream: &str, prefix: &str, subject: &str) -> JetStreamOu
 
 fn source(url: &str, stream: &str, prefix: &str) -> JetStreamSourceConfig {
     JetStreamSourceConfig::new(url, declaration(stream, prefix), "eip-test")
-}
-
-/// Takes `n` messages from `channel` within `limit`, acking each.
-async fn take(channel: &PointToPoint, n: usize, limit: Duration) -> Vec<Message> {
-    let mut receiver = channel.receiver();
-    let mut got = Vec::with_capacity(n);
-    let deadline = tokio::time::Instant::now() + limit;
-    while got.len() < n {
-        match tokio::time::timeout_at(deadline, receiver.recv()).await {
-            Ok(Some(delivery)) => {
-                got.push(delivery.message().clone());
-                delivery.ack();
-            }
-            Ok(None) => break,
-            Err(_) => panic!("{} of {n} messages within {limit:?}", got.len()),
-        }
-    }
-    got
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -362,92 +348,21 @@ async fn cut_and_stalled_connections_lose_nothing_either_way() {
         .backoff(quick)
         .spawn();
 
-    let outbox = PointToPoint::builder("outbox")
-        .capacity(10_000)
-        .redelivery(RedeliveryPolicy {
-            max_attempts: 1_000,
-            initial_backoff: Duration::from_millis(20),
-            max_backoff: Duration::from_millis(200),
-            ..RedeliveryPolicy::default()
-        })
-        .build()
-        .unwrap();
+    let outbox = patient_outbox();
     let consumer = Consumer::new(outbox.receiver(), outbound)
         .concurrency(16)
         .permanent_errors(BridgeError::is_permanent)
         .spawn();
-    const MESSAGES: usize = 2_000;
-    let mut ids = HashSet::new();
-    let mut received: HashMap<MessageId, usize> = HashMap::new();
-    let mut receiver = inbox.receiver();
-    let mut cuts = 0;
     let proxies = std::sync::Arc::new((proxy_out, proxy_in));
-    let (proxy_out, proxy_in) = (&proxies.0, &proxies.1);
-    for i in 0..MESSAGES {
-        if i == MESSAGES / 2 {
-            // Both sides stall for a second and a half: publish acks time out, heartbeats go
-            // missing; each side gives its connection up and makes another once bytes flow.
-            proxy_out.stall(true);
-            proxy_in.stall(true);
-            let proxies = proxies.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(1500)).await;
-                proxies.0.stall(false);
-                proxies.1.stall(false);
-            });
-        }
-        let msg = Message::new(format!("{i}").into_bytes());
-        ids.insert(msg.id());
-        outbox.send(msg).await.unwrap();
-        if i % 400 == 200 {
-            // Cut one side, then the other, while messages are moving.
-            if cuts % 2 == 0 {
-                proxy_out.cut();
-            } else {
-                proxy_in.cut();
-            }
-            cuts += 1;
-        }
-        if i % 50 == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        while let Ok(Some(delivery)) =
-            tokio::time::timeout(Duration::from_millis(0), receiver.recv()).await
-        {
-            *received.entry(delivery.message().id()).or_default() += 1;
-            delivery.ack();
-        }
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while received.len() < MESSAGES {
-        match tokio::time::timeout_at(deadline, receiver.recv()).await {
-            Ok(Some(delivery)) => {
-                *received.entry(delivery.message().id()).or_default() += 1;
-                delivery.ack();
-            }
-            _ => break,
-        }
-    }
-    // Duplicates still on their way (redelivered once their ack wait of 2 s is over) are counted too.
-    while let Ok(Some(delivery)) =
-        tokio::time::timeout(Duration::from_millis(2500), receiver.recv()).await
-    {
-        *received.entry(delivery.message().id()).or_default() += 1;
-        delivery.ack();
-    }
-    let lost = ids.iter().filter(|id| !received.contains_key(id)).count();
-    let duplicates: usize = received.values().map(|n| n - 1).sum();
-    println!(
-        "nats cut and stalled connections: {cuts} cuts, 1 stall, {MESSAGES} sent, {} received, {lost} lost, {duplicates} duplicates, {} + {} connections made",
-        received.len(),
-        proxy_out.accepted(),
-        proxy_in.accepted()
-    );
-    assert_eq!(lost, 0);
-    assert!(
-        proxy_out.accepted() >= 2 && proxy_in.accepted() >= 2,
-        "both sides reconnected"
-    );
+    cut_and_stall(
+        "nats",
+        &outbox,
+        &inbox,
+        proxies,
+        2_000,
+        Duration::from_millis(2500),
+    )
+    .await;
     consumer.shutdown().await;
     bridge.shutdown().await.unwrap();
     delete_stream(&url, &stream).await;
