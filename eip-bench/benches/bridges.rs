@@ -12,6 +12,13 @@
 //!   bridge does; the raw loop acks once JetStream did. A flow that must survive a crash between
 //!   the two puts a durable channel there.
 //!
+//! - `bridge redis->jetstream`: a Redis stream preloaded with entries of 1 KiB (an `eip-id` field
+//!   and the payload, not timed) is drained through a consumer group into a JetStream stream.
+//!   eip: a [`RedisStreamSource`] run by an [`InboundBridge`] (window 256) into a channel and a
+//!   [`JetStreamOutbound`] as above. Baseline: `XREADGROUP` of up to 256 entries at a time and,
+//!   for each, a JetStream publish (with `Nats-Msg-Id`) whose ack is awaited before the entry is
+//!   `XACK`ed, at most 256 at once. The same difference in what an ack means as above.
+//!
 //! Rounds alternate eip and baseline on a two-worker runtime, each on a fresh queue and
 //! stream; the `compare:` line gives medians in ns per message. Needs RabbitMQ on
 //! 127.0.0.1:5672 (`AMQP_ADDR`) and NATS with JetStream on 127.0.0.1:4222 (`NATS_URL`); a
@@ -26,8 +33,9 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use eip_adapters::amqp::{AmqpSource, AmqpSourceConfig};
-use eip_adapters::bridge::InboundBridge;
+use eip_adapters::bridge::{InboundBridge, Source};
 use eip_adapters::nats::{JetStreamOutbound, JetStreamOutboundConfig, SubjectTemplate};
+use eip_adapters::redis::{RedisStreamSource, RedisStreamSourceConfig};
 use eip_bench::{Filter, alternating_medians, measuring, per_item, print_compare, runtime};
 use eip_core::channel::PointToPoint;
 use eip_core::endpoint::Consumer;
@@ -87,6 +95,32 @@ fn main() {
                 );
             }
             Err(e) => println!("bridge rabbitmq->jetstream: {e}: skipped"),
+        }
+    }
+    if filter.selects("bridge redis->jetstream") {
+        match rt.block_on(redis_reachable()) {
+            Ok(()) => {
+                let (eip_ns, raw_ns) = alternating_medians(
+                    rounds,
+                    |round| {
+                        let ns = per_item(rt.block_on(redis_round(messages, Side::Eip)), messages);
+                        eprintln!("  bridge redis->jetstream round {round}: eip {ns:.0} ns/msg");
+                        ns
+                    },
+                    |round| {
+                        let ns = per_item(rt.block_on(redis_round(messages, Side::Raw)), messages);
+                        eprintln!("  bridge redis->jetstream round {round}: raw {ns:.0} ns/msg");
+                        ns
+                    },
+                );
+                print_compare(
+                    "bridge redis->jetstream",
+                    eip_ns,
+                    raw_ns,
+                    "XREADGROUP + async-nats publish, XACK after publish acks, window 256, 1 KiB",
+                );
+            }
+            Err(e) => println!("bridge redis->jetstream: {e}: skipped"),
         }
     }
     drop(rt);
@@ -200,6 +234,13 @@ async fn round_trip(messages: usize, side: Side) -> Duration {
 }
 
 async fn eip(queue: &str, subject: &str, messages: usize) -> Duration {
+    let source = AmqpSource::new(AmqpSourceConfig::new(amqp_url(), queue));
+    drain_with_bridge(source, subject, messages).await
+}
+
+/// The eip side: `source` through an inbound bridge into a channel, a consumer driving a
+/// JetStream publisher; the time until every message is acked by JetStream.
+async fn drain_with_bridge<S: Source>(source: S, subject: &str, messages: usize) -> Duration {
     let channel = PointToPoint::new("bridged", WINDOW).expect("a channel");
     let published = Arc::new(AtomicUsize::new(0));
     let all = Arc::new(Notify::new());
@@ -222,12 +263,7 @@ async fn eip(queue: &str, subject: &str, messages: usize) -> Duration {
     let consumer = Consumer::new(channel.receiver(), counting)
         .concurrency(WINDOW)
         .spawn();
-    let bridge = InboundBridge::new(
-        AmqpSource::new(AmqpSourceConfig::new(amqp_url(), queue)),
-        channel.clone(),
-        WINDOW,
-    )
-    .spawn();
+    let bridge = InboundBridge::new(source, channel.clone(), WINDOW).spawn();
     all.notified().await;
     while channel.stats().depth + channel.stats().in_flight > 0 {
         tokio::task::yield_now().await;
@@ -296,4 +332,161 @@ async fn raw(
     let elapsed = started.elapsed();
     let _ = channel.close(200, "done".into()).await;
     elapsed
+}
+
+fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+async fn redis_reachable() -> Result<(), String> {
+    let client = ::redis::Client::open(redis_url()).map_err(|e| e.to_string())?;
+    match tokio::time::timeout(
+        Duration::from_secs(5),
+        client.get_multiplexed_async_connection(),
+    )
+    .await
+    {
+        Ok(Ok(_)) => {}
+        _ => return Err(format!("Redis at {} not reachable", redis_url())),
+    }
+    match tokio::time::timeout(Duration::from_secs(5), async_nats::connect(nats_url())).await {
+        Ok(Ok(_)) => Ok(()),
+        _ => Err(format!("NATS at {} not reachable", nats_url())),
+    }
+}
+
+/// Preloads a fresh Redis stream, drains it into a fresh JetStream stream with `side`, and
+/// returns the time the draining took.
+async fn redis_round(messages: usize, side: Side) -> Duration {
+    use ::redis::AsyncCommands;
+    let tag = format!(
+        "{}_{}",
+        std::process::id(),
+        eip_core::MessageId::new().as_uuid().simple()
+    );
+    let key = format!("eipbench:{tag}");
+    let stream = format!("EIPBENCH_R{tag}");
+    let subject = format!("eipbench.r{tag}.x");
+    let client = ::redis::Client::open(redis_url()).expect("a Redis URL");
+    let mut redis = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis connects");
+    let payload = vec![b'x'; PAYLOAD];
+    let mut pipe = ::redis::pipe();
+    for _ in 0..messages {
+        pipe.xadd(
+            &key,
+            "*",
+            &[
+                (
+                    "eip-id",
+                    eip_core::MessageId::new().to_string().into_bytes(),
+                ),
+                ("payload", payload.clone()),
+            ],
+        )
+        .ignore();
+    }
+    let () = pipe.query_async(&mut redis).await.expect("preloaded");
+    let () = redis
+        .xgroup_create_mkstream(&key, "bench", "0")
+        .await
+        .expect("the group");
+    let nats = async_nats::connect(nats_url())
+        .await
+        .expect("NATS connects");
+    let js = jetstream::new(nats);
+    js.create_stream(jetstream::stream::Config {
+        name: stream.clone(),
+        subjects: vec![subject.clone()],
+        ..Default::default()
+    })
+    .await
+    .expect("the stream");
+    let elapsed = match side {
+        Side::Eip => {
+            let source = RedisStreamSource::new(RedisStreamSourceConfig::new(
+                redis_url(),
+                key.clone(),
+                "bench",
+                "eip",
+            ))
+            .expect("the source config");
+            drain_with_bridge(source, &subject, messages).await
+        }
+        Side::Raw => redis_raw(&redis, &js, &key, &subject, messages).await,
+    };
+    let stored = js
+        .get_stream(&stream)
+        .await
+        .expect("the stream")
+        .info()
+        .await
+        .expect("its info")
+        .state
+        .messages;
+    assert_eq!(stored as usize, messages, "every message in the stream");
+    let _ = js.delete_stream(&stream).await;
+    let _: Result<(), _> = redis.del(&key).await;
+    elapsed
+}
+
+async fn redis_raw(
+    redis: &::redis::aio::MultiplexedConnection,
+    js: &jetstream::Context,
+    key: &str,
+    subject: &str,
+    messages: usize,
+) -> Duration {
+    use ::redis::AsyncCommands;
+    use ::redis::streams::{StreamReadOptions, StreamReadReply};
+    let started = Instant::now();
+    let permits = Arc::new(Semaphore::new(WINDOW));
+    let done = Arc::new(AtomicUsize::new(0));
+    let all = Arc::new(Notify::new());
+    let mut reader = redis.clone();
+    let mut taken = 0;
+    while taken < messages {
+        let room = permits.available_permits().max(1);
+        let options = StreamReadOptions::default()
+            .group("bench", "raw")
+            .count(room)
+            .block(1000);
+        let reply: Option<StreamReadReply> = reader
+            .xread_options(&[key], &[">"], &options)
+            .await
+            .expect("XREADGROUP");
+        for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+            taken += 1;
+            let permit = permits.clone().acquire_owned().await.expect("open");
+            let (js, subject, done, all) =
+                (js.clone(), subject.to_owned(), done.clone(), all.clone());
+            let mut acker = redis.clone();
+            let key = key.to_owned();
+            tokio::spawn(async move {
+                let bytes = |name: &str| match entry.map.get(name) {
+                    Some(::redis::Value::BulkString(b)) => b.clone(),
+                    _ => Vec::new(),
+                };
+                let mut headers = async_nats::HeaderMap::new();
+                headers.insert(
+                    "Nats-Msg-Id",
+                    String::from_utf8_lossy(&bytes("eip-id")).as_ref(),
+                );
+                js.publish_with_headers(subject, headers, bytes("payload").into())
+                    .await
+                    .expect("published")
+                    .await
+                    .expect("acked by JetStream");
+                let _: usize = acker.xack(&key, "bench", &[&entry.id]).await.expect("XACK");
+                if done.fetch_add(1, Ordering::SeqCst) + 1 == messages {
+                    all.notify_one();
+                }
+                drop(permit);
+            });
+        }
+    }
+    all.notified().await;
+    started.elapsed()
 }
