@@ -44,8 +44,8 @@ pub fn expand(text: &str) -> Result<String, EnvError> {
     Ok(out)
 }
 
-/// `url` as it may be shown: a password in its user info (`scheme://user:password@host`)
-/// replaced by `***`.
+/// `url` as it may be shown: its password (in the user info, or a `password=` query
+/// parameter) replaced by `***`. A `:` inside `${NAME:-default}` is not a password separator.
 ///
 /// ```
 /// use eip_adapters::env::redact_url;
@@ -53,15 +53,49 @@ pub fn expand(text: &str) -> Result<String, EnvError> {
 /// assert_eq!(redact_url("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
 /// ```
 pub fn redact_url(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
-    match url[start..end].rfind('@') {
-        Some(at) => match url[start..start + at].find(':') {
-            Some(colon) => format!("{}***{}", &url[..start + colon + 1], &url[start + at..]),
+    let mut shown = match user_info(url) {
+        Some((start, info)) => match split_password(info) {
+            Some((user, _)) => format!("{}{user}:***{}", &url[..start], &url[start + info.len()..]),
             None => url.to_owned(),
         },
         None => url.to_owned(),
+    };
+    if let Some(q) = shown.find('?') {
+        let query: Vec<String> = shown[q + 1..]
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        shown = format!("{}?{}", &shown[..q], query.join("&"));
     }
+    shown
+}
+
+/// The user-info part (`user:password`) of `url`, if any: the bytes between `://` and the last
+/// `@` before the path.
+pub(crate) fn user_info(url: &str) -> Option<(usize, &str)> {
+    let start = url.find("://")? + 3;
+    let authority_end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let at = url[start..authority_end].rfind('@')?;
+    Some((start, &url[start..start + at]))
+}
+
+/// The user info split at the `:` before the password; a `:` inside an environment variable
+/// reference (`${PGUSER:-root}`) is part of the user name.
+pub(crate) fn split_password(info: &str) -> Option<(&str, &str)> {
+    let mut depth = 0usize;
+    let bytes = info.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'$' if bytes.get(i + 1) == Some(&b'{') => depth += 1,
+            b'}' if depth > 0 => depth -= 1,
+            b':' if depth == 0 => return Some((&info[..i], &info[i + 1..])),
+            _ => {}
+        }
+    }
+    None
 }

@@ -71,60 +71,65 @@ fn main() {
     let rt = runtime();
     let rounds = if measuring { 5 } else { 1 };
     let messages = if measuring { 20_000 } else { 300 };
+    let setting = Setting {
+        rt: &rt,
+        rounds,
+        messages,
+    };
     if filter.selects("bridge rabbitmq->jetstream") {
-        match rt.block_on(reachable()) {
-            Ok(()) => {
-                let (eip_ns, raw_ns) = alternating_medians(
-                    rounds,
-                    |round| {
-                        let ns = per_item(rt.block_on(round_trip(messages, Side::Eip)), messages);
-                        eprintln!("  bridge rabbitmq->jetstream round {round}: eip {ns:.0} ns/msg");
-                        ns
-                    },
-                    |round| {
-                        let ns = per_item(rt.block_on(round_trip(messages, Side::Raw)), messages);
-                        eprintln!("  bridge rabbitmq->jetstream round {round}: raw {ns:.0} ns/msg");
-                        ns
-                    },
-                );
-                print_compare(
-                    "bridge rabbitmq->jetstream",
-                    eip_ns,
-                    raw_ns,
-                    "lapin consume + async-nats publish, acks after publish acks, window 256, 1 KiB",
-                );
-            }
-            Err(e) => println!("bridge rabbitmq->jetstream: {e}: skipped"),
-        }
+        setting.compare(
+            "bridge rabbitmq->jetstream",
+            "lapin consume + async-nats publish, acks after publish acks, window 256, 1 KiB",
+            reachable(),
+            round_trip,
+        );
     }
     if filter.selects("bridge redis->jetstream") {
-        match rt.block_on(redis_reachable()) {
-            Ok(()) => {
-                let (eip_ns, raw_ns) = alternating_medians(
-                    rounds,
-                    |round| {
-                        let ns = per_item(rt.block_on(redis_round(messages, Side::Eip)), messages);
-                        eprintln!("  bridge redis->jetstream round {round}: eip {ns:.0} ns/msg");
-                        ns
-                    },
-                    |round| {
-                        let ns = per_item(rt.block_on(redis_round(messages, Side::Raw)), messages);
-                        eprintln!("  bridge redis->jetstream round {round}: raw {ns:.0} ns/msg");
-                        ns
-                    },
-                );
-                print_compare(
-                    "bridge redis->jetstream",
-                    eip_ns,
-                    raw_ns,
-                    "XREADGROUP + async-nats publish, XACK after publish acks, window 256, 1 KiB",
-                );
-            }
-            Err(e) => println!("bridge redis->jetstream: {e}: skipped"),
-        }
+        setting.compare(
+            "bridge redis->jetstream",
+            "XREADGROUP + async-nats publish, XACK after publish acks, window 256, 1 KiB",
+            redis_reachable(),
+            redis_round,
+        );
     }
     drop(rt);
     println!("run took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// How every comparison runs: on which runtime, how many rounds of how many messages.
+struct Setting<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    rounds: usize,
+    messages: usize,
+}
+
+impl Setting<'_> {
+    /// Alternates eip and baseline rounds of `round` and prints the compare line `name`, or
+    /// a line saying it was skipped when `reachable` says a broker is not there.
+    fn compare<F: std::future::Future<Output = Duration>>(
+        &self,
+        name: &str,
+        baseline: &str,
+        reachable: impl std::future::Future<Output = Result<(), String>>,
+        round: impl Fn(usize, Side) -> F,
+    ) {
+        if let Err(e) = self.rt.block_on(reachable) {
+            println!("{name}: {e}: skipped");
+            return;
+        }
+        let messages = self.messages;
+        let timed = |side: Side, label: &str, n: usize| {
+            let ns = per_item(self.rt.block_on(round(messages, side)), messages);
+            eprintln!("  {name} round {n}: {label} {ns:.0} ns/msg");
+            ns
+        };
+        let (eip_ns, raw_ns) = alternating_medians(
+            self.rounds,
+            |n| timed(Side::Eip, "eip", n),
+            |n| timed(Side::Raw, "raw", n),
+        );
+        print_compare(name, eip_ns, raw_ns, baseline);
+    }
 }
 
 async fn reachable() -> Result<(), String> {

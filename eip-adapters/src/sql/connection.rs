@@ -25,6 +25,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 
 use super::error::SqlError;
 use super::statement::Dialect;
+use crate::env::{redact_url, split_password, user_info};
 
 /// A database to connect to: plain data, as a flow file would hold it.
 #[derive(Clone, PartialEq, Eq)]
@@ -96,7 +97,7 @@ impl Connection {
     /// The connection string as it may be shown: any password in it replaced by `***`
     /// (environment variables are not expanded).
     pub fn redacted_url(&self) -> String {
-        redact(&self.url)
+        redact_url(&self.url)
     }
 
     /// Expands the environment variables, reads the password and connects.
@@ -110,7 +111,7 @@ impl Connection {
             None => None,
         };
         let secret = password.clone().or_else(|| url_password(&url));
-        let shown = redact(&url);
+        let shown = redact_url(&url);
         let scrub = |text: String| match &secret {
             Some(s) if !s.is_empty() => text.replace(s.as_str(), "***"),
             _ => text,
@@ -180,7 +181,7 @@ impl Connection {
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Connection")
-            .field("url", &redact(&self.url))
+            .field("url", &redact_url(&self.url))
             .field("password_env", &self.password_env)
             .field("max_connections", &self.max_connections)
             .field("connect_timeout", &self.connect_timeout)
@@ -235,21 +236,10 @@ fn expand(text: &str) -> Result<String, SqlError> {
             setting: "connection string",
         },
         crate::env::EnvError::Unclosed => SqlError::Url {
-            url: redact(text),
+            url: redact_url(text),
             reason: e.to_string(),
         },
     })
-}
-
-/// The user-info part (`user:password`) of `url`, if any: the bytes between `://` and the last
-/// `@` before the path.
-fn user_info(url: &str) -> Option<(usize, &str)> {
-    let start = url.find("://")? + 3;
-    let authority_end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    let at = url[start..authority_end].rfind('@')?;
-    Some((start, &url[start..start + at]))
 }
 
 /// The password written in `url`, percent-decoded as the driver will read it.
@@ -257,44 +247,6 @@ fn url_password(url: &str) -> Option<String> {
     let (_, info) = user_info(url)?;
     let (_, password) = split_password(info)?;
     Some(percent_decode(password))
-}
-
-/// The user info split at the `:` before the password; a `:` inside an environment variable
-/// reference (`${PGUSER:-root}`) is part of the user name.
-fn split_password(info: &str) -> Option<(&str, &str)> {
-    let mut depth = 0usize;
-    let bytes = info.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'$' if bytes.get(i + 1) == Some(&b'{') => depth += 1,
-            b'}' if depth > 0 => depth -= 1,
-            b':' if depth == 0 => return Some((&info[..i], &info[i + 1..])),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// `url` with its password (in the user info, or a `password=` query parameter) as `***`.
-pub(crate) fn redact(url: &str) -> String {
-    let mut shown = match user_info(url) {
-        Some((start, info)) => match split_password(info) {
-            Some((user, _)) => format!("{}{user}:***{}", &url[..start], &url[start + info.len()..]),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    };
-    if let Some(q) = shown.find('?') {
-        let query: Vec<String> = shown[q + 1..]
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                _ => pair.to_owned(),
-            })
-            .collect();
-        shown = format!("{}?{}", &shown[..q], query.join("&"));
-    }
-    shown
 }
 
 fn percent_decode(text: &str) -> String {
@@ -328,19 +280,19 @@ mod tests {
     #[test]
     fn a_connection_string_is_shown_without_its_password() {
         assert_eq!(
-            redact("postgres://root:s3cret@db:5432/test?sslmode=disable&password=x"),
+            redact_url("postgres://root:s3cret@db:5432/test?sslmode=disable&password=x"),
             "postgres://root:***@db:5432/test?sslmode=disable&password=***"
         );
-        assert_eq!(redact("mysql://root@db/test"), "mysql://root@db/test");
+        assert_eq!(redact_url("mysql://root@db/test"), "mysql://root@db/test");
         assert_eq!(
-            redact("postgres://${PGUSER:-root}@${PGHOST:-db}:5432/test"),
+            redact_url("postgres://${PGUSER:-root}@${PGHOST:-db}:5432/test"),
             "postgres://${PGUSER:-root}@${PGHOST:-db}:5432/test"
         );
         assert_eq!(
-            redact("postgres://${PGUSER:-root}:${PGPASS:-x}@db/test"),
+            redact_url("postgres://${PGUSER:-root}:${PGPASS:-x}@db/test"),
             "postgres://${PGUSER:-root}:***@db/test"
         );
-        assert_eq!(redact("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
+        assert_eq!(redact_url("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
         assert_eq!(
             url_password("mysql://u:p%40ss@h/d").as_deref(),
             Some("p@ss")

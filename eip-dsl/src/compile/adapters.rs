@@ -207,79 +207,42 @@ impl Flow {
                 })
             }
             AdapterConfig::RabbitmqIn { source, window } => {
-                // Connect once now, so a wrong URL or a refused declaration stops the start;
-                // the bridge then keeps its own connection, reconnecting as it must.
-                let mut probe = AmqpSource::new(source.clone());
-                probe.connect(*window).await?;
-                drop(probe);
-                let (source, window) = (source.clone(), *window);
-                Endpoint::Bridge(Box::new(move |channel: Channel| {
-                    InboundBridge::new(AmqpSource::new(source), channel, window).spawn()
-                }))
+                let source = source.clone();
+                inbound_bridge(move || Ok(AmqpSource::new(source.clone())), *window).await?
             }
             AdapterConfig::NatsIn { source, window } => {
-                let mut probe = JetStreamSource::new(source.clone())?;
-                probe.connect(*window).await?;
-                drop(probe);
-                let source = JetStreamSource::new(source.clone())?;
-                let window = *window;
-                Endpoint::Bridge(Box::new(move |channel: Channel| {
-                    InboundBridge::new(source, channel, window).spawn()
-                }))
-            }
-            AdapterConfig::NatsOut(config) => {
-                let publisher = JetStreamOutbound::new(config.clone())?;
-                publisher.connect().await?;
-                outbound(publisher, &plan.outbound, |e| {
-                    e.downcast_ref::<BridgeError>()
-                        .is_some_and(BridgeError::is_permanent)
-                })
+                let source = source.clone();
+                inbound_bridge(move || JetStreamSource::new(source.clone()), *window).await?
             }
             AdapterConfig::MqttIn { source, window } => {
                 let mut source = source.clone();
                 source.broker = with_password(&source.broker)?;
-                let mut probe = MqttSource::new(source.clone());
-                probe.connect(*window).await?;
-                drop(probe);
-                let window = *window;
-                Endpoint::Bridge(Box::new(move |channel: Channel| {
-                    InboundBridge::new(MqttSource::new(source), channel, window).spawn()
-                }))
+                inbound_bridge(move || Ok(MqttSource::new(source.clone())), *window).await?
+            }
+            AdapterConfig::RedisIn { source, window } => {
+                let source = source.clone();
+                inbound_bridge(move || RedisStreamSource::new(source.clone()), *window).await?
+            }
+            AdapterConfig::RabbitmqOut(config) => {
+                let publisher = AmqpOutbound::new(config.clone());
+                publisher.connect().await?;
+                outbound(publisher, &plan.outbound, bridge_refused_for_good)
+            }
+            AdapterConfig::NatsOut(config) => {
+                let publisher = JetStreamOutbound::new(config.clone())?;
+                publisher.connect().await?;
+                outbound(publisher, &plan.outbound, bridge_refused_for_good)
             }
             AdapterConfig::MqttOut(config) => {
                 let mut config = config.clone();
                 config.broker = with_password(&config.broker)?;
                 let publisher = MqttOutbound::connect(config).await?;
-                outbound(publisher, &plan.outbound, |e| {
-                    e.downcast_ref::<BridgeError>()
-                        .is_some_and(BridgeError::is_permanent)
-                })
-            }
-            AdapterConfig::RedisIn { source, window } => {
-                let mut probe = RedisStreamSource::new(source.clone())?;
-                probe.connect(*window).await?;
-                drop(probe);
-                let source = RedisStreamSource::new(source.clone())?;
-                let window = *window;
-                Endpoint::Bridge(Box::new(move |channel: Channel| {
-                    InboundBridge::new(source, channel, window).spawn()
-                }))
+                outbound(publisher, &plan.outbound, bridge_refused_for_good)
             }
             AdapterConfig::RedisOut(config) => {
                 let publisher = RedisStreamOutbound::new(config.clone())?;
                 publisher.connect().await?;
-                outbound(publisher, &plan.outbound, |e| {
-                    e.downcast_ref::<BridgeError>()
-                        .is_some_and(BridgeError::is_permanent)
-                })
-            }
-            AdapterConfig::RabbitmqOut(config) => {
-                let publisher = AmqpOutbound::new(config.clone());
-                publisher.connect().await?;
-                outbound(publisher, &plan.outbound, |e| {
-                    e.downcast_ref::<BridgeError>()
-                        .is_some_and(BridgeError::is_permanent)
-                })
+                outbound(publisher, &plan.outbound, bridge_refused_for_good)
             }
             AdapterConfig::SqlOut(config) => {
                 config.connection.execute(&plan.setup).await?;
@@ -303,6 +266,29 @@ impl Flow {
             _ => None,
         }
     }
+}
+
+/// An inbound bridge over the sources `make` makes: one connects now, so a wrong URL or a
+/// refused declaration stops the start, and is let go; the bridge then gets a fresh one and keeps
+/// its own connection, reconnecting as it must.
+async fn inbound_bridge<S: Source>(
+    make: impl Fn() -> Result<S, BridgeError>,
+    window: usize,
+) -> Result<Endpoint, BoxError> {
+    let mut probe = make()?;
+    probe.connect(window).await?;
+    drop(probe);
+    let source = make()?;
+    Ok(Endpoint::Bridge(Box::new(move |channel: Channel| {
+        InboundBridge::new(source, channel, window).spawn()
+    })))
+}
+
+/// Whether a bridge's error says that trying again would fail the same way.
+fn bridge_refused_for_good(error: &BoxError) -> bool {
+    error
+        .downcast_ref::<BridgeError>()
+        .is_some_and(BridgeError::is_permanent)
 }
 
 /// `broker` with its password read from the environment (a flow file names the variable, as

@@ -691,24 +691,43 @@ fn sql_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<SqlOutbound
     Some(config)
 }
 
-/// The RabbitMQ URL: `amqp://` or `amqps://`, possibly naming environment variables.
-fn amqp_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpUrl> {
-    let url = settings.required_text(
-        check,
-        "url",
-        "add `url: amqp://USER:${PASSWORD_VARIABLE}@HOST:5672/%2f`",
-    )?;
-    if !url.value.starts_with("amqp://") && !url.value.starts_with("${") {
+/// A broker's `url`, which must start with `scheme` (or be a `${VARIABLE}`); `help` shows the
+/// form it takes.
+fn broker_url(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    scheme: &str,
+    broker: &str,
+    help: &str,
+) -> Option<String> {
+    let url = settings.required_text(check, "url", &format!("add `url:` like {help}"))?;
+    if !url.value.starts_with(scheme) && !url.value.starts_with("${") {
         settings.report_value(
             check,
             "url",
             &url,
-            "a RabbitMQ URL starts with `amqp://`".to_owned(),
-            Some("`amqp://USER:PASSWORD@HOST:5672/VHOST` (`%2f` is the default vhost); name the password as `${VARIABLE}`"),
+            format!("a {broker} URL starts with `{scheme}`"),
+            Some(help),
         );
         return None;
     }
-    Some(AmqpUrl(url.value))
+    Some(url.value)
+}
+
+fn amqp_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpUrl> {
+    let help = "`amqp://USER:PASSWORD@HOST:5672/VHOST` (`%2f` is the default vhost); name the \
+                password as `${VARIABLE}`";
+    broker_url(check, settings, "amqp://", "RabbitMQ", help).map(AmqpUrl)
+}
+
+fn nats_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<String> {
+    let help = "`nats://HOST:4222`, or `nats://USER:PASSWORD@HOST:4222`";
+    broker_url(check, settings, "nats://", "NATS", help)
+}
+
+fn redis_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<String> {
+    let help = "`redis://HOST:6379`, or `redis://:PASSWORD@HOST:6379/DB` (plain TCP: no TLS yet)";
+    broker_url(check, settings, "redis://", "Redis", help)
 }
 
 fn rabbitmq_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
@@ -748,9 +767,7 @@ fn rabbitmq_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Adapter
         }
         (None, None) => {}
     }
-    let window = settings
-        .whole(check, "window", 1)
-        .map_or(64, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let window = settings.window(check, 64);
     Some(AdapterConfig::RabbitmqIn {
         source: config,
         window,
@@ -792,22 +809,6 @@ fn rabbitmq_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpOu
         config.confirm_timeout = d;
     }
     Some(config)
-}
-
-/// The NATS URL: `nats://`, possibly naming environment variables.
-fn nats_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<String> {
-    let url = settings.required_text(check, "url", "add `url: nats://HOST:4222`")?;
-    if !url.value.starts_with("nats://") && !url.value.starts_with("${") {
-        settings.report_value(
-            check,
-            "url",
-            &url,
-            "a NATS URL starts with `nats://`".to_owned(),
-            Some("`nats://HOST:4222`, or `nats://USER:PASSWORD@HOST:4222`"),
-        );
-        return None;
-    }
-    Some(url.value)
 }
 
 /// The stream: its name, and the subjects to create it with if it is missing.
@@ -860,9 +861,7 @@ fn nats_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConf
     if let Some(d) = settings.positive_duration(check, "connect-timeout") {
         config.connect_timeout = d;
     }
-    let window = settings
-        .whole(check, "window", 1)
-        .map_or(64, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let window = settings.window(check, 64);
     Some(AdapterConfig::NatsIn {
         source: config,
         window,
@@ -953,9 +952,7 @@ fn mqtt_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConf
     if let Some(d) = settings.positive_duration(check, "session-expiry") {
         config.session_expiry = d;
     }
-    let window = settings
-        .whole(check, "window", 1)
-        .map_or(16, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let window = settings.window(check, 16);
     Some(AdapterConfig::MqttIn {
         source: config,
         window,
@@ -994,24 +991,6 @@ fn mqtt_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<MqttOutbou
     Some(config)
 }
 
-/// The Redis URL: `redis://`, possibly naming environment variables.
-fn redis_url(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<String> {
-    let url = settings.required_text(check, "url", "add `url: redis://HOST:6379`")?;
-    if !url.value.starts_with("redis://") && !url.value.starts_with("${") {
-        settings.report_value(
-            check,
-            "url",
-            &url,
-            "a Redis URL starts with `redis://`".to_owned(),
-            Some(
-                "`redis://HOST:6379`, or `redis://:PASSWORD@HOST:6379/DB` (plain TCP: no TLS yet)",
-            ),
-        );
-        return None;
-    }
-    Some(url.value)
-}
-
 fn redis_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterConfig> {
     let url = redis_url(check, settings);
     let stream = settings.required_text(check, "stream", "add `stream: KEY`, the stream read");
@@ -1029,9 +1008,7 @@ fn redis_in(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AdapterCon
     if let Some(d) = settings.positive_duration(check, "connect-timeout") {
         config.connect_timeout = d;
     }
-    let window = settings
-        .whole(check, "window", 1)
-        .map_or(64, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let window = settings.window(check, 64);
     Some(AdapterConfig::RedisIn {
         source: config,
         window,
@@ -1266,6 +1243,13 @@ impl<'a> Settings<'a> {
                 None
             }
         }
+    }
+
+    /// `window:` of an inbound bridge: deliveries unacknowledged at most, `default` when not
+    /// written.
+    fn window(&self, check: &mut Check<'_>, default: usize) -> usize {
+        self.whole(check, "window", 1)
+            .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     fn whole(&self, check: &mut Check<'_>, key: &str, min: u64) -> Option<u64> {
