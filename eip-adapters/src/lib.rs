@@ -38,3 +38,5 @@ pub mod nats;
 pub mod redis;
 #[cfg(feature = "sql")]
 pub mod sql;
+#[cfg(any(feature = "amqp", feature = "nats"))]
+pub mod store;

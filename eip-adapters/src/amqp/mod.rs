@@ -81,6 +81,30 @@ async fn connect(url: &AmqpUrl, timeout: Duration) -> Result<Connection, BridgeE
     }
 }
 
+/// Deletes the queue `queue` (if it is there), on a connection of its own.
+pub(crate) async fn delete_queue(
+    url: &AmqpUrl,
+    queue: &str,
+    timeout: Duration,
+) -> Result<(), BridgeError> {
+    let connection = connect(url, timeout).await?;
+    let channel = connection
+        .create_channel()
+        .await
+        .map_err(|e| lost(url, e))?;
+    let deleted = channel
+        .queue_delete(queue.into(), lapin::options::QueueDeleteOptions::default())
+        .await
+        .map_err(|e| BridgeError::Refused {
+            broker: format!("rabbitmq at {}", url.redacted()),
+            what: format!("deleting queue `{queue}`"),
+            reason: e.to_string(),
+            permanent: true,
+        });
+    let _ = connection.close(200, "done".into()).await;
+    deleted.map(drop)
+}
+
 fn lost(url: &AmqpUrl, e: impl std::fmt::Display) -> BridgeError {
     BridgeError::Connection {
         broker: format!("rabbitmq at {}", url.redacted()),
@@ -109,6 +133,42 @@ pub struct ExchangeDeclaration {
     pub durable: bool,
 }
 
+impl ExchangeDeclaration {
+    /// Declares the exchange `name` on `channel` (idempotent; refused if it exists with
+    /// other settings).
+    async fn declare(
+        &self,
+        channel: &lapin::Channel,
+        name: &str,
+        url: &AmqpUrl,
+    ) -> Result<(), BridgeError> {
+        let kind = match self.kind.as_str() {
+            "topic" => ExchangeKind::Topic,
+            "direct" => ExchangeKind::Direct,
+            "fanout" => ExchangeKind::Fanout,
+            "headers" => ExchangeKind::Headers,
+            other => {
+                return Err(BridgeError::Config(format!(
+                    "exchange kind `{other}`: expected topic, direct, fanout or headers"
+                )));
+            }
+        };
+        let options = ExchangeDeclareOptions {
+            durable: self.durable,
+            ..ExchangeDeclareOptions::default()
+        };
+        channel
+            .exchange_declare(name.into(), kind, options, FieldTable::default())
+            .await
+            .map_err(|e| BridgeError::Refused {
+                broker: format!("rabbitmq at {}", url.redacted()),
+                what: format!("declaring exchange `{name}`"),
+                reason: e.to_string(),
+                permanent: true,
+            })
+    }
+}
+
 /// Where and how an [`AmqpOutbound`] publishes. Plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AmqpOutboundConfig {
@@ -120,6 +180,9 @@ pub struct AmqpOutboundConfig {
     pub routing_key: RoutingKey,
     /// Declare the exchange first (idempotent; again after every reconnect).
     pub declare: Option<ExchangeDeclaration>,
+    /// A message no queue takes is an error (default true). Off for a fan-out, where a
+    /// message nobody subscribes to goes nowhere by design.
+    pub mandatory: bool,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,
     /// How long a publish may wait for its confirm (default 30 s).
@@ -134,6 +197,7 @@ impl AmqpOutboundConfig {
             exchange: exchange.into(),
             routing_key: RoutingKey::Subject,
             declare: None,
+            mandatory: true,
             connect_timeout: Duration::from_secs(5),
             confirm_timeout: Duration::from_secs(30),
         }
@@ -211,35 +275,9 @@ impl Outbound {
             .await
             .map_err(|e| lost(&config.url, e))?;
         if let Some(declare) = &config.declare {
-            let kind = match declare.kind.as_str() {
-                "topic" => ExchangeKind::Topic,
-                "direct" => ExchangeKind::Direct,
-                "fanout" => ExchangeKind::Fanout,
-                "headers" => ExchangeKind::Headers,
-                other => {
-                    return Err(BridgeError::Config(format!(
-                        "exchange kind `{other}`: expected topic, direct, fanout or headers"
-                    )));
-                }
-            };
-            let options = ExchangeDeclareOptions {
-                durable: declare.durable,
-                ..ExchangeDeclareOptions::default()
-            };
-            channel
-                .exchange_declare(
-                    config.exchange.as_str().into(),
-                    kind,
-                    options,
-                    FieldTable::default(),
-                )
-                .await
-                .map_err(|e| BridgeError::Refused {
-                    broker: format!("rabbitmq at {}", config.url.redacted()),
-                    what: format!("declaring exchange `{}`", config.exchange),
-                    reason: e.to_string(),
-                    permanent: true,
-                })?;
+            declare
+                .declare(&channel, &config.exchange, &config.url)
+                .await?;
         }
         Ok((connection, channel))
     }
@@ -261,7 +299,7 @@ impl Outbound {
             permanent: false,
         };
         let options = BasicPublishOptions {
-            mandatory: true,
+            mandatory: config.mandatory,
             ..BasicPublishOptions::default()
         };
         let confirm = match channel
@@ -383,8 +421,17 @@ pub struct AmqpSourceConfig {
     pub queue: String,
     /// Declare the queue, durable, before consuming (idempotent; again after a reconnect).
     pub declare: bool,
+    /// Declare the queue exclusive instead: not durable, deleted by RabbitMQ when the
+    /// connection closes (a subscription that ends with its subscriber).
+    pub exclusive: bool,
+    /// Exchanges declared before the bindings are made (idempotent).
+    pub exchanges: Vec<(String, ExchangeDeclaration)>,
     /// Bindings made after declaring.
     pub bindings: Vec<QueueBinding>,
+    /// Without a `subject` header, a message gets the routing key it was published with as
+    /// its `subject` (default true; off for a channel kept in the queue, whose messages come
+    /// back as they were sent).
+    pub subject_header: bool,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,
 }
@@ -396,7 +443,10 @@ impl AmqpSourceConfig {
             url: AmqpUrl(url.into()),
             queue: queue.into(),
             declare: true,
+            exclusive: false,
+            exchanges: Vec::new(),
             bindings: Vec::new(),
+            subject_header: true,
             connect_timeout: Duration::from_secs(5),
         }
     }
@@ -456,9 +506,14 @@ impl Source for AmqpSource {
             reason: e.to_string(),
             permanent: true,
         };
-        if config.declare {
+        for (name, exchange) in &config.exchanges {
+            exchange.declare(&channel, name, url).await?;
+        }
+        if config.declare || config.exclusive {
             let options = QueueDeclareOptions {
-                durable: true,
+                durable: !config.exclusive,
+                exclusive: config.exclusive,
+                auto_delete: config.exclusive,
                 ..QueueDeclareOptions::default()
             };
             channel
@@ -505,7 +560,7 @@ impl Source for AmqpSource {
             return Err(lost(url, "not connected"));
         };
         match consumer.next().await {
-            Some(Ok(delivery)) => Ok(AmqpDelivery(delivery)),
+            Some(Ok(delivery)) => Ok(AmqpDelivery(delivery, self.config.subject_header)),
             Some(Err(e)) => {
                 self.session = None;
                 Err(lost(url, e))
@@ -527,11 +582,11 @@ impl Source for AmqpSource {
 }
 
 /// A message taken from a RabbitMQ queue, not yet acked.
-pub struct AmqpDelivery(lapin::message::Delivery);
+pub struct AmqpDelivery(lapin::message::Delivery, bool);
 
 impl Delivery for AmqpDelivery {
     fn message(&self) -> Result<Message, EnvelopeError> {
-        Ok(message(&self.0))
+        Ok(message(&self.0, self.1))
     }
 
     fn payload(&self) -> bytes::Bytes {
@@ -552,7 +607,7 @@ impl Delivery for AmqpDelivery {
 }
 
 /// The eip message a delivery carries.
-fn message(delivery: &lapin::message::Delivery) -> Message {
+fn message(delivery: &lapin::message::Delivery, subject_header: bool) -> Message {
     let props = &delivery.properties;
     let id = props
         .message_id()
@@ -586,7 +641,10 @@ fn message(delivery: &lapin::message::Delivery) -> Message {
     {
         headers.insert(names::EXPIRES_AT, (now_millis() + ttl) as i64);
     }
-    if !headers.contains(names::SUBJECT) && !delivery.routing_key.as_str().is_empty() {
+    if subject_header
+        && !headers.contains(names::SUBJECT)
+        && !delivery.routing_key.as_str().is_empty()
+    {
         headers.insert(names::SUBJECT, delivery.routing_key.as_str());
     }
     if delivery.redelivered {
@@ -668,7 +726,7 @@ mod tests {
             properties: props,
             ..delivery
         };
-        let back = message(&delivery);
+        let back = message(&delivery, true);
         assert_eq!(back.id(), msg.id());
         let mut want: Vec<_> = msg.headers().iter().collect();
         let mut got: Vec<_> = back.headers().iter().collect();
@@ -686,7 +744,7 @@ mod tests {
             properties: props,
             ..delivery
         };
-        let msg = message(&delivery);
+        let msg = message(&delivery, true);
         assert_eq!(msg.subject().unwrap(), Some("stock.ibm"));
         assert_eq!(
             msg.redelivery_count().unwrap(),

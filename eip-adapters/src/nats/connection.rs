@@ -25,6 +25,21 @@ pub struct StreamDeclaration {
     /// How long JetStream remembers a `Nats-Msg-Id` to drop a second publish of the same eip
     /// message (2 minutes by default).
     pub duplicate_window: Duration,
+    /// When the stream lets a message go (a created stream's; an existing one keeps its own).
+    pub retention: Retention,
+}
+
+/// When a stream lets a message go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Retention {
+    /// At its limits (age, count, size) only; acks change nothing (the default).
+    #[default]
+    Limits,
+    /// Once every consumer there is has acknowledged it (a publish-subscribe channel's
+    /// subscriptions).
+    Interest,
+    /// Once one consumer acknowledged it (a point-to-point channel's competing consumers).
+    WorkQueue,
 }
 
 impl StreamDeclaration {
@@ -37,6 +52,7 @@ impl StreamDeclaration {
             name: name.into(),
             subjects: subjects.into_iter().map(Into::into).collect(),
             duplicate_window: Duration::from_secs(120),
+            retention: Retention::Limits,
         }
     }
 
@@ -58,6 +74,11 @@ impl StreamDeclaration {
                 name: self.name.clone(),
                 subjects: self.subjects.clone(),
                 duplicate_window: self.duplicate_window,
+                retention: match self.retention {
+                    Retention::Limits => stream::RetentionPolicy::Limits,
+                    Retention::Interest => stream::RetentionPolicy::Interest,
+                    Retention::WorkQueue => stream::RetentionPolicy::WorkQueue,
+                },
                 ..Default::default()
             })
             .await
@@ -162,6 +183,38 @@ pub(crate) async fn connect(settings: LinkSettings<'_>) -> Result<Link, BridgeEr
         .timeout(settings.request_timeout)
         .build(client);
     Ok(Link { js, lost })
+}
+
+/// Deletes the consumer `consumer` of `stream` (if it is there), on a connection of its own.
+pub(crate) async fn delete_consumer(
+    url: &str,
+    stream: &str,
+    consumer: &str,
+    timeout: Duration,
+) -> Result<(), BridgeError> {
+    let link = connect(LinkSettings {
+        url,
+        name: "eip store",
+        connect_timeout: timeout,
+        request_timeout: timeout,
+    })
+    .await?;
+    let refused = |reason: String| BridgeError::Refused {
+        broker: describe(url),
+        what: format!("deleting consumer {consumer} of stream {stream}"),
+        reason,
+        permanent: true,
+    };
+    let stream = link
+        .js
+        .get_stream(stream)
+        .await
+        .map_err(|e| refused(e.to_string()))?;
+    match stream.delete_consumer(consumer).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.to_string().contains("not found") => Ok(()),
+        Err(e) => Err(refused(e.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ mod outbound;
 mod source;
 mod subject;
 
-pub use connection::StreamDeclaration;
+pub use connection::{Retention, StreamDeclaration};
+pub(crate) use connection::{delete_consumer, describe as describe_url};
 pub use outbound::{JetStreamOutbound, JetStreamOutboundConfig, Published};
 pub use source::{JetStreamDelivery, JetStreamSource, JetStreamSourceConfig};
 pub use subject::{SubjectError, SubjectTemplate};

@@ -40,6 +40,16 @@ pub struct JetStreamSourceConfig {
     /// How long JetStream waits for an ack before delivering a message again (30 s by
     /// default). Longer than a full channel may hold a delivery, or it comes twice.
     pub ack_wait: Duration,
+    /// A consumer created now starts with the messages stored from now on, not with the
+    /// stream's first (a subscription joining later does not see earlier messages).
+    pub deliver_new: bool,
+    /// The server removes the consumer after this long with nobody reading it (none: it
+    /// stays until deleted).
+    pub inactive_threshold: Option<Duration>,
+    /// Without a `subject` header, a message gets the NATS subject it was published to as
+    /// its `subject` (default true; off for a channel kept in the stream, whose messages come
+    /// back as they were sent).
+    pub subject_header: bool,
     /// How long making a connection may take.
     pub connect_timeout: Duration,
     /// How long an API request or a double ack waits for the server's answer.
@@ -62,6 +72,9 @@ impl JetStreamSourceConfig {
             consumer: consumer.into(),
             filter_subject: None,
             ack_wait: Duration::from_secs(30),
+            deliver_new: false,
+            inactive_threshold: None,
+            subject_header: true,
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),
             heartbeat: Duration::from_secs(5),
@@ -193,6 +206,12 @@ impl Source for JetStreamSource {
                 ack_wait: config.ack_wait,
                 max_ack_pending: i64::try_from(window).unwrap_or(i64::MAX),
                 filter_subject: config.filter_subject.clone().unwrap_or_default(),
+                deliver_policy: if config.deliver_new {
+                    async_nats::jetstream::consumer::DeliverPolicy::New
+                } else {
+                    async_nats::jetstream::consumer::DeliverPolicy::All
+                },
+                inactive_threshold: config.inactive_threshold.unwrap_or_default(),
                 ..Default::default()
             })
             .await
@@ -234,6 +253,7 @@ impl Source for JetStreamSource {
             Ok(message) => Ok(JetStreamDelivery {
                 message,
                 broker: self.broker.clone(),
+                subject_header: self.config.subject_header,
             }),
             Err(reason) => {
                 self.reading = None;
@@ -254,6 +274,7 @@ impl Source for JetStreamSource {
 pub struct JetStreamDelivery {
     message: jetstream::Message,
     broker: std::sync::Arc<str>,
+    subject_header: bool,
 }
 
 impl std::fmt::Debug for JetStreamDelivery {
@@ -282,11 +303,8 @@ impl Delivery for JetStreamDelivery {
                     .map(move |value| (name.as_ref(), value.as_str()))
             })
         });
-        let mut msg = to_message(
-            headers,
-            self.message.subject.as_str(),
-            self.message.payload.clone(),
-        )?;
+        let subject = Some(self.message.subject.as_str()).filter(|_| self.subject_header);
+        let mut msg = to_message(headers, subject, self.message.payload.clone())?;
         let before = self.delivered() - 1;
         if before > 0 {
             let count = msg.redelivery_count().unwrap_or(0).saturating_add(before);
@@ -318,12 +336,14 @@ impl Delivery for JetStreamDelivery {
 /// (`Nats-…`), and its NATS subject as `subject` when the headers give none.
 pub(crate) fn to_message<'a>(
     headers: impl Iterator<Item = (&'a str, &'a str)>,
-    subject: &str,
+    subject: Option<&str>,
     payload: bytes::Bytes,
 ) -> Result<Message, EnvelopeError> {
     let pairs = headers.filter(|(name, _)| !is_jetstream_header(name));
     let mut msg = envelope::from_text(pairs, payload)?;
-    if msg.headers().get(names::SUBJECT).is_none() {
+    if let Some(subject) = subject
+        && msg.headers().get(names::SUBJECT).is_none()
+    {
         msg.headers_mut().insert(names::SUBJECT, subject.to_owned());
     }
     Ok(msg)
@@ -342,11 +362,17 @@ mod tests {
 
     #[test]
     fn the_nats_subject_is_the_eip_subject_unless_a_header_says_otherwise() {
-        let msg = to_message([].into_iter(), "orders.eu", bytes::Bytes::new()).unwrap();
+        let msg = to_message([].into_iter(), Some("orders.eu"), bytes::Bytes::new()).unwrap();
         assert_eq!(msg.subject().unwrap(), Some("orders.eu"));
+        let msg = to_message([].into_iter(), None, bytes::Bytes::new()).unwrap();
+        assert_eq!(
+            msg.subject().unwrap(),
+            None,
+            "a channel's message comes back as sent"
+        );
         let msg = to_message(
             [("subject", "orders.us")].into_iter(),
-            "eip.orders.us",
+            Some("eip.orders.us"),
             bytes::Bytes::new(),
         )
         .unwrap();
@@ -362,7 +388,7 @@ mod tests {
                 ("n", "1"),
             ]
             .into_iter(),
-            "a",
+            Some("a"),
             bytes::Bytes::new(),
         )
         .unwrap();

@@ -211,6 +211,20 @@ impl ChannelBuilder<PointToPoint> {
     /// The channel, or why this configuration can not work.
     pub fn build(self) -> Result<PointToPoint, ChannelError> {
         let config = self.config.validated()?;
+        if config.backend.fans_out() {
+            // Its stores publish to every subscription: no store would hold the messages.
+            return Err(ChannelError::Store {
+                channel: config.name.to_string(),
+                source: crate::store::BackendError {
+                    store: config.name.to_string(),
+                    location: config.backend.location(),
+                    cause: crate::store::StoreFailure::new(std::io::Error::other(
+                        "this store fans out to subscriptions: it keeps a publish-subscribe \
+                         channel, not a point-to-point one",
+                    )),
+                },
+            });
+        }
         let lane = config.lane(&config.name)?;
         Ok(PointToPoint {
             store: lane.store.clone(),

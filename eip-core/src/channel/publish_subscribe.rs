@@ -48,7 +48,7 @@ use super::stats::ChannelStats;
 use super::{LoopGuard, Mode, Outcome, Rules, Stored};
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::SharedLog;
-use crate::store::{Overflow, Push, Select};
+use crate::store::{Overflow, Push, SUBSCRIPTION_SEPARATOR, Select};
 
 /// A channel whose every message goes to each of its subscribers.
 #[derive(Clone)]
@@ -65,6 +65,9 @@ struct Inner {
     /// What the channel's own subscriptions read from, under `Backpressure`. Under `DropOldest`
     /// a publish pushes to each (the policy acts on each subscription's own queue).
     log: Option<Arc<SharedLog>>,
+    /// On a backend that fans out (a broker): where a publish goes, once; the broker fills
+    /// every subscription's store.
+    fan_out: Option<Lane>,
     subscriptions: Mutex<Subscriptions>,
     guard: LoopGuard,
     /// How a publish follows the joins leaving the channel: set with the first join.
@@ -187,7 +190,7 @@ impl PublishSubscribe {
 
     /// The queues a publish pushes to one by one.
     fn pushed_to<'a>(&self, current: &'a Current) -> impl Iterator<Item = &'a Arc<Lane>> {
-        let own: &[Arc<Lane>] = if self.inner.log.is_some() {
+        let own: &[Arc<Lane>] = if self.inner.log.is_some() || self.inner.fan_out.is_some() {
             &[]
         } else {
             &current.own
@@ -252,7 +255,16 @@ impl PublishSubscribe {
                 return Stored::Refused(Refused::Closed(copy));
             }
         }
-        if self.inner.config.backend.is_durable() {
+        if let Some(fan_out) = &self.inner.fan_out {
+            let mut slot = Some(msg.clone());
+            if let Err(refused) = Box::pin(fan_out.push(&mut slot)).await {
+                return Stored::Refused(refused);
+            }
+            // Bus wildcard subscriptions in this process still get their copies here.
+            for queue in &current.foreign {
+                let _ = Box::pin(queue.push(&mut Some(msg.clone()))).await;
+            }
+        } else if self.inner.config.backend.is_durable() {
             if let Some(cause) = Box::pin(self.push_durably(&current, &msg)).await {
                 return Stored::Refused(Refused::Failed(msg, cause));
             }
@@ -358,6 +370,7 @@ impl PublishSubscribe {
     pub(crate) fn accepts_now(&self) -> bool {
         self.snapshot().is_none_or(|current| {
             self.inner.log.as_ref().is_none_or(|log| log.accepts_now())
+                && self.inner.fan_out.as_ref().is_none_or(|f| f.store.accepts_now())
                 && self.pushed_to(&current).all(|q| q.store.accepts_now())
         })
     }
@@ -367,6 +380,10 @@ impl PublishSubscribe {
         while let Some(current) = self.snapshot() {
             if let Some(log) = self.inner.log.as_ref().filter(|log| !log.accepts_now()) {
                 log.room().await;
+                continue;
+            }
+            if let Some(fan_out) = self.inner.fan_out.as_ref().filter(|f| !f.store.accepts_now()) {
+                fan_out.store.writable().await;
                 continue;
             }
             match self.pushed_to(&current).find(|q| !q.store.accepts_now()) {
@@ -388,6 +405,25 @@ impl PublishSubscribe {
             return closed;
         }
         let lane = match (&self.inner.log, durable) {
+            _ if self.inner.fan_out.is_some() => {
+                let name = durable.and_then(|store| store.split_once(SUBSCRIPTION_SEPARATOR));
+                match config.backend.open_subscription(
+                    &config.name,
+                    name.map(|(_, name)| name),
+                    config.capacity,
+                    config.overflow,
+                ) {
+                    Ok(store) => Arc::new(config.lane_over(store)),
+                    Err(e) => {
+                        // Only a broker refusing what the subscription needs gets here: the
+                        // subscriber sees the end at once rather than waiting for nothing.
+                        tracing::error!(channel = %config.name, error = %e, "subscription could not be opened");
+                        let closed = memory();
+                        closed.store.close();
+                        closed
+                    }
+                }
+            }
             (_, Some(store)) if config.backend.is_durable() => match config.lane(store) {
                 Ok(lane) => Arc::new(lane),
                 Err(e) => {
@@ -516,9 +552,15 @@ impl PublishSubscribe {
                 .map_or(0, |d| d.diverted()),
             ..ChannelStats::default()
         };
+        // What went out through a broker's fan-out counts as accepted (once per publish).
+        let published = self.inner.fan_out.as_ref().map(|f| ChannelStats {
+            accepted: f.stats().accepted,
+            ..ChannelStats::default()
+        });
         current
             .all()
             .map(|q| q.stats())
+            .chain(published)
             .fold(duplicates, |a, b| a + b)
     }
 
@@ -546,6 +588,9 @@ impl PublishSubscribe {
         for queue in &current.own {
             n += queue.close().await;
         }
+        if let Some(fan_out) = &self.inner.fan_out {
+            n += fan_out.close().await;
+        }
         n
     }
 
@@ -568,12 +613,18 @@ impl ChannelBuilder<PublishSubscribe> {
         let durable = config.backend.is_durable();
         let log = (config.overflow == Overflow::Backpressure && !durable)
             .then(|| Arc::new(SharedLog::new(config.capacity)));
+        let fan_out = if config.backend.fans_out() {
+            Some(config.lane(&config.name)?)
+        } else {
+            None
+        };
         let channel = PublishSubscribe {
             inner: Arc::new(Inner {
                 log_only: AtomicBool::new(log.is_some()),
                 guard: LoopGuard::new(config.loop_detection),
                 follow: OnceLock::new(),
                 log,
+                fan_out,
                 config,
                 subscriptions: Mutex::new(Subscriptions::default()),
             }),
@@ -584,10 +635,6 @@ impl ChannelBuilder<PublishSubscribe> {
         Ok(channel)
     }
 }
-
-/// Between a channel's name and a durable subscription's in the name of the subscription's
-/// store: a character no channel name has.
-const SUBSCRIPTION_SEPARATOR: char = '#';
 
 impl PublishSubscribe {
     /// Brings back the durable subscriptions the channel's backend holds (after a restart).

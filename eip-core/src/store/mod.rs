@@ -13,7 +13,10 @@
 //!   the message is on disk, and after a restart every message not acknowledged is delivered
 //!   again.
 //!
-//! A broker queue or stream is a third backend, implementing the same two traits.
+//! A broker queue or stream is a third backend, implementing the same two traits (the
+//! `store` module of eip-adapters: RabbitMQ, NATS JetStream). A broker is shared by processes,
+//! so it also fans a publish-subscribe channel's messages out itself
+//! ([`Backend::fans_out`]).
 //!
 //! # What every store guarantees
 //! - **Capacity.** It holds at most [`capacity`](MessageStore::capacity) messages, counting
@@ -44,6 +47,11 @@ use std::task::{Context, Poll};
 use crate::message::Message;
 
 pub use memory::Overflow;
+
+/// What separates a publish-subscribe channel's name from a durable subscription's in the name
+/// of the subscription's store (`prices#audit`): a backend's [`Backend::remove`] and
+/// [`Backend::names`] see such names.
+pub const SUBSCRIPTION_SEPARATOR: char = '#';
 
 /// A boxed future borrowing from the store: the shape of every waiting path.
 pub type Waiting<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -273,6 +281,36 @@ pub trait Backend: fmt::Debug + Send + Sync + 'static {
 
     /// Where it keeps messages, for people (a directory, a broker address).
     fn location(&self) -> String;
+
+    /// Whether the backend fans a publish-subscribe channel's messages out itself, as a broker
+    /// shared by several processes must: the channel then publishes each message once, into
+    /// the store [`open`](Self::open) gives for the channel's own name, and each subscription
+    /// is a store of [`open_subscription`](Self::open_subscription) that the backend fills
+    /// (so a subscriber in another process gets its copy too). Otherwise (the default) the
+    /// channel pushes a copy into each of its subscriptions' stores itself.
+    fn fans_out(&self) -> bool {
+        false
+    }
+
+    /// For a backend that [fans out](Self::fans_out): the store of the subscription `name` of
+    /// `channel`, which the backend fills with every message published from now on; `None` for
+    /// a subscription that ends with its subscriber (its store is removed when it closes).
+    fn open_subscription(
+        &self,
+        channel: &str,
+        name: Option<&str>,
+        capacity: usize,
+        overflow: Overflow,
+    ) -> Result<Arc<dyn MessageStore>, BackendError> {
+        let _ = (name, capacity, overflow);
+        Err(BackendError {
+            store: channel.to_owned(),
+            location: self.location(),
+            cause: StoreFailure::new(std::io::Error::other(
+                "this backend does not fan out: subscriptions are the channel's own stores",
+            )),
+        })
+    }
 }
 
 /// A backend could not open or remove a store.

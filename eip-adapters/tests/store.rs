@@ -1,0 +1,422 @@
+//! Broker-backed channels against the real brokers (RabbitMQ on 127.0.0.1:5672, NATS
+//! JetStream on 127.0.0.1:4222): channels built in one test stand for processes, each with
+//! its own connections. Competing consumers on a point-to-point channel, a subscription per
+//! subscriber on a publish-subscribe one, headers and ids across, and what one "process" did
+//! not acknowledge delivered to another. A broker that is down fails each test naming it;
+//! `EIP_SKIP_BROKERS=1` skips them and says so.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use eip_adapters::store::{JetStream, RabbitMq};
+use eip_core::channel::{PointToPoint, PublishSubscribe, Receiver, Subscriber};
+use eip_core::message::{HeaderValue, Message, MessageId};
+use eip_core::store::Backend;
+
+const RABBITMQ: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+const NATS: &str = "nats://127.0.0.1:4222";
+
+/// Whether the brokers are to be used: `false` (said on stdout) when `EIP_SKIP_BROKERS=1`.
+/// A broker that does not answer fails the test, naming it.
+async fn brokers(test: &str) -> bool {
+    if std::env::var("EIP_SKIP_BROKERS").is_ok_and(|v| v == "1") {
+        println!("{test}: skipped, EIP_SKIP_BROKERS=1");
+        return false;
+    }
+    for (name, address) in [("RabbitMQ", "127.0.0.1:5672"), ("NATS", "127.0.0.1:4222")] {
+        let connected = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::net::TcpStream::connect(address),
+        )
+        .await;
+        assert!(
+            matches!(connected, Ok(Ok(_))),
+            "{name} at {address} is needed by this test and does not answer"
+        );
+    }
+    true
+}
+
+/// A broker name unique to this run.
+fn unique(name: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("EIP_STORE_{name}_{}_{n}_{nanos}", std::process::id())
+}
+
+/// Removes what a test made on the brokers.
+async fn clean_up(queues: &[String], exchange: Option<&str>, stream: Option<&str>) {
+    use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
+    if let Ok(connection) =
+        lapin::Connection::connect(RABBITMQ, lapin::ConnectionProperties::default()).await
+        && let Ok(channel) = connection.create_channel().await
+    {
+        for queue in queues {
+            let _ = channel
+                .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                .await;
+        }
+        if let Some(exchange) = exchange {
+            let _ = channel
+                .exchange_delete(exchange.into(), ExchangeDeleteOptions::default())
+                .await;
+        }
+        let _ = connection.close(200, "done".into()).await;
+    }
+    if let Some(stream) = stream
+        && let Ok(client) = async_nats::connect(NATS).await
+    {
+        let _ = async_nats::jetstream::new(client)
+            .delete_stream(stream)
+            .await;
+    }
+}
+
+/// A point-to-point receiver or a subscriber.
+trait Receives: Send + 'static {
+    fn receiver(&mut self) -> &mut Receiver;
+}
+
+impl Receives for Receiver {
+    fn receiver(&mut self) -> &mut Receiver {
+        self
+    }
+}
+
+impl Receives for Subscriber {
+    fn receiver(&mut self) -> &mut Receiver {
+        self
+    }
+}
+
+/// Receives on every receiver at once until `n` messages came in all (or `limit` passed),
+/// acking each; what each receiver got, by id.
+async fn drain<R: Receives>(receivers: Vec<R>, n: usize, limit: Duration) -> Vec<Vec<Message>> {
+    let got = Arc::new(AtomicU32::new(0));
+    let deadline = tokio::time::Instant::now() + limit;
+    let tasks: Vec<_> = receivers
+        .into_iter()
+        .map(|mut receiver| {
+            let got = got.clone();
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                while (got.load(Ordering::SeqCst) as usize) < n {
+                    let wait =
+                        deadline.min(tokio::time::Instant::now() + Duration::from_millis(200));
+                    match tokio::time::timeout_at(wait, receiver.receiver().recv()).await {
+                        Ok(Some(delivery)) => {
+                            mine.push(delivery.message().clone());
+                            delivery.ack();
+                            got.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Ok(None) => break,
+                        Err(_) if tokio::time::Instant::now() >= deadline => break,
+                        Err(_) => {}
+                    }
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.push(task.await.expect("a receiving task"));
+    }
+    all
+}
+
+/// How often each id came, over every receiver.
+fn counts(got: &[Vec<Message>]) -> HashMap<MessageId, usize> {
+    let mut counts = HashMap::new();
+    for msg in got.iter().flatten() {
+        *counts.entry(msg.id()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Two "processes" send to one point-to-point channel and compete for its messages.
+async fn competing(backend: impl Fn() -> Arc<dyn Backend>, label: &str) {
+    let a = PointToPoint::builder("orders")
+        .capacity(64)
+        .store(backend())
+        .build()
+        .expect("process a's channel");
+    let b = PointToPoint::builder("orders")
+        .capacity(64)
+        .store(backend())
+        .build()
+        .expect("process b's channel");
+    assert!(a.is_durable());
+    let mut sent = Vec::new();
+    for i in 0..300 {
+        let channel = if i % 3 == 0 { &b } else { &a };
+        let msg = Message::new(format!("order {i}"));
+        sent.push(msg.id());
+        channel
+            .send(msg)
+            .await
+            .expect("a send confirmed by the broker");
+    }
+    let got = drain(
+        vec![a.receiver(), b.receiver()],
+        sent.len(),
+        Duration::from_secs(30),
+    )
+    .await;
+    let counts = counts(&got);
+    let lost = sent.iter().filter(|id| !counts.contains_key(id)).count();
+    let twice = counts.values().filter(|n| **n > 1).count();
+    println!(
+        "{label}: {} sent, process a took {}, process b took {}, {lost} lost, {twice} twice",
+        sent.len(),
+        got[0].len(),
+        got[1].len()
+    );
+    assert_eq!(lost, 0, "{label}: every message is received");
+    assert_eq!(twice, 0, "{label}: each once (no fault here)");
+    assert!(
+        !got[0].is_empty() && !got[1].is_empty(),
+        "{label}: both processes took messages ({} and {})",
+        got[0].len(),
+        got[1].len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_processes_compete_for_a_point_to_point_channel() {
+    if !brokers("rabbitmq point-to-point").await {
+        return;
+    }
+    let queue = unique("orders");
+    competing(
+        || Arc::new(RabbitMq::queue(RABBITMQ, queue.clone())),
+        "rabbitmq point-to-point",
+    )
+    .await;
+    clean_up(&[queue], None, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_processes_compete_for_a_point_to_point_channel() {
+    if !brokers("jetstream point-to-point").await {
+        return;
+    }
+    let stream = unique("ORDERS");
+    competing(
+        || Arc::new(JetStream::queue(NATS, stream.clone()).expect("a stream name")),
+        "jetstream point-to-point",
+    )
+    .await;
+    clean_up(&[], None, Some(&stream)).await;
+}
+
+/// Two "processes" publish to one publish-subscribe channel: `audit` (in process a) gets
+/// every message, and `billing` (in both processes, competing) gets every message once.
+async fn fanned_out(backend: impl Fn() -> Arc<dyn Backend>, label: &str) {
+    let build = || {
+        PublishSubscribe::builder("readings")
+            .capacity(64)
+            .store(backend())
+            .build()
+            .expect("a process's channel")
+    };
+    let (a, b) = (build(), build());
+    let audit = a.durable_subscribe("audit");
+    let billing_a = a.durable_subscribe("billing");
+    let billing_b = b.durable_subscribe("billing");
+    // The subscriptions are made on the broker in the background.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut sent = Vec::new();
+    for i in 0..200 {
+        let channel = if i % 2 == 0 { &a } else { &b };
+        let msg = Message::builder(format!("reading {i}"))
+            .correlation_id(format!("c-{i}"))
+            .hop_budget(3)
+            .header("n", i64::from(i))
+            .build();
+        sent.push(msg.clone());
+        channel.publish(msg).await.expect("a publish confirmed");
+    }
+    let audit_got = drain(vec![audit], sent.len(), Duration::from_secs(30)).await;
+    let billing_got = drain(
+        vec![billing_a, billing_b],
+        sent.len(),
+        Duration::from_secs(30),
+    )
+    .await;
+    let (audit_counts, billing_counts) = (counts(&audit_got), counts(&billing_got));
+    let lost = |counts: &HashMap<MessageId, usize>| {
+        sent.iter()
+            .filter(|m| !counts.contains_key(&m.id()))
+            .count()
+    };
+    println!(
+        "{label}: {} published; audit {} ({} lost); billing {} in a + {} in b ({} lost)",
+        sent.len(),
+        audit_got[0].len(),
+        lost(&audit_counts),
+        billing_got[0].len(),
+        billing_got[1].len(),
+        lost(&billing_counts)
+    );
+    assert_eq!(lost(&audit_counts), 0, "{label}: audit gets every message");
+    assert_eq!(
+        lost(&billing_counts),
+        0,
+        "{label}: billing gets every message"
+    );
+    assert!(
+        audit_counts.values().all(|n| *n == 1),
+        "{label}: audit, each once"
+    );
+    assert!(
+        billing_counts.values().all(|n| *n == 1),
+        "{label}: billing, each once"
+    );
+    // Headers and ids cross as they were.
+    let by_id: HashMap<MessageId, &Message> = sent.iter().map(|m| (m.id(), m)).collect();
+    for msg in audit_got.iter().flatten() {
+        let original = by_id[&msg.id()];
+        let mut want: Vec<(&str, &HeaderValue)> = original.headers().iter().collect();
+        let mut have: Vec<(&str, &HeaderValue)> = msg.headers().iter().collect();
+        want.sort_by(|x, y| x.0.cmp(y.0));
+        have.sort_by(|x, y| x.0.cmp(y.0));
+        assert_eq!(have, want, "{label}: the headers of {}", msg.id());
+        assert_eq!(msg.payload(), original.payload());
+    }
+    assert_eq!(
+        a.stats().accepted + b.stats().accepted,
+        200,
+        "{label}: each publish counted once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_subscriptions_get_every_message_across_processes() {
+    if !brokers("rabbitmq publish-subscribe").await {
+        return;
+    }
+    let exchange = unique("readings");
+    fanned_out(
+        || Arc::new(RabbitMq::exchange(RABBITMQ, exchange.clone())),
+        "rabbitmq publish-subscribe",
+    )
+    .await;
+    let queues = [format!("{exchange}.audit"), format!("{exchange}.billing")];
+    clean_up(&queues, Some(&exchange), None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_subscriptions_get_every_message_across_processes() {
+    if !brokers("jetstream publish-subscribe").await {
+        return;
+    }
+    let stream = unique("READINGS");
+    fanned_out(
+        || Arc::new(JetStream::fan_out(NATS, stream.clone()).expect("a stream name")),
+        "jetstream publish-subscribe",
+    )
+    .await;
+    clean_up(&[], None, Some(&stream)).await;
+}
+
+/// Process a takes messages and dies before acknowledging them: process b gets them,
+/// marked redelivered.
+async fn taken_over(backend: impl Fn() -> Arc<dyn Backend>, label: &str) {
+    let build = || {
+        PointToPoint::builder("jobs")
+            .capacity(16)
+            .store(backend())
+            .build()
+            .expect("a process's channel")
+    };
+    let a = build();
+    let mut sent = Vec::new();
+    for i in 0..40 {
+        let msg = Message::new(format!("job {i}"));
+        sent.push(msg.id());
+        a.send(msg).await.expect("a send confirmed");
+    }
+    let mut receiver = a.receiver();
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        let delivery = tokio::time::timeout(Duration::from_secs(10), receiver.recv())
+            .await
+            .expect("a delivery within 10 s")
+            .expect("a delivery");
+        held.push(delivery);
+    }
+    // Process a stops with 5 messages in its consumer's hands (never acknowledged) and more
+    // in its window: its connection closes, and the broker has them all.
+    drop(held);
+    drop(receiver);
+    drop(a);
+    let b = build();
+    let got = drain(vec![b.receiver()], sent.len(), Duration::from_secs(30)).await;
+    let counts = counts(&got);
+    let lost = sent.iter().filter(|id| !counts.contains_key(id)).count();
+    let redelivered = got[0]
+        .iter()
+        .filter(|m| m.redelivery_count().is_ok_and(|n| n > 0))
+        .count();
+    println!(
+        "{label}: 40 sent, process a died holding some; process b got {} ({redelivered} marked redelivered), {lost} lost",
+        got[0].len()
+    );
+    assert_eq!(lost, 0, "{label}: nothing lost when a process dies");
+    assert!(
+        redelivered >= 5,
+        "{label}: what a held comes marked redelivered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_what_a_dead_process_held_goes_to_another() {
+    if !brokers("rabbitmq take over").await {
+        return;
+    }
+    let queue = unique("jobs");
+    taken_over(
+        || Arc::new(RabbitMq::queue(RABBITMQ, queue.clone())),
+        "rabbitmq take over",
+    )
+    .await;
+    clean_up(&[queue], None, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_what_a_dead_process_held_goes_to_another() {
+    if !brokers("jetstream take over").await {
+        return;
+    }
+    let stream = unique("JOBS");
+    taken_over(
+        || {
+            Arc::new(
+                JetStream::queue(NATS, stream.clone())
+                    .expect("a stream name")
+                    .ack_wait(Duration::from_secs(2)),
+            )
+        },
+        "jetstream take over",
+    )
+    .await;
+    clean_up(&[], None, Some(&stream)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_out_store_is_refused_for_a_point_to_point_channel() {
+    // No broker is reached: the refusal comes before anything connects.
+    let refused = PointToPoint::builder("orders")
+        .store(Arc::new(RabbitMq::exchange(RABBITMQ, "orders")))
+        .build()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(refused.contains("publish-subscribe"), "{refused}");
+}
