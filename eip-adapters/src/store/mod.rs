@@ -67,6 +67,34 @@ pub const DEFAULT_PUBLISH_WINDOW: usize = 256;
 /// How long a closed store keeps acknowledging what its consumers settle.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+/// The stores opened and not yet waited for by [`connected`]: each one's first connection.
+static OPENING: Mutex<Vec<(String, watch::Receiver<bool>)>> = Mutex::new(Vec::new());
+
+/// Waits until every broker store opened so far (in this process, since the last call) has
+/// connected and declared what it reads (its queue, its binding, its durable consumer), for at
+/// most `limit`: a subscription sees what is published after it is made on the broker, so a
+/// flow starts sending once this returns. `Err` names the stores still not connected.
+pub async fn connected(limit: Duration) -> Result<(), Vec<String>> {
+    let opening = std::mem::take(
+        &mut *OPENING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut late = Vec::new();
+    for (describe, mut ready) in opening {
+        let waited = tokio::time::timeout_at(deadline, ready.wait_for(|ready| *ready)).await;
+        // A store dropped before it connected (its sender gone) waits for nothing.
+        if waited.is_err() {
+            late.push(describe);
+        }
+    }
+    match late.is_empty() {
+        true => Ok(()),
+        false => Err(late),
+    }
+}
+
 /// Publishes one message and answers once the broker confirmed it.
 pub(crate) trait Publish: Send + Sync + 'static {
     fn publish<'a>(&'a self, msg: &'a Message) -> BoxFuture<'a, Result<(), BridgeError>>;
@@ -140,7 +168,12 @@ impl<D: Delivery> BrokerStore<D> {
         });
         runtime.spawn(acknowledge(acks_in, shared.describe.clone()));
         if let Some(source) = source {
-            runtime.spawn(read(shared.clone(), source, stopped));
+            let (ready, connected) = watch::channel(false);
+            OPENING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((shared.describe.clone(), connected));
+            runtime.spawn(read(shared.clone(), source, stopped, ready));
         }
         Ok(Arc::new(BrokerStore { shared }))
     }
@@ -222,6 +255,7 @@ async fn read<S: Source>(
     shared: Arc<Shared<S::Delivery>>,
     mut source: S,
     mut stopped: watch::Receiver<bool>,
+    ready: watch::Sender<bool>,
 ) {
     let mut backoff = Backoff::default();
     let window = shared.local.capacity();
@@ -234,6 +268,7 @@ async fn read<S: Source>(
         let lost = match connected {
             Ok(()) => {
                 backoff.reset();
+                ready.send_replace(true);
                 tracing::debug!(store = %shared.describe, "broker store reading");
                 loop {
                     let next = tokio::select! {

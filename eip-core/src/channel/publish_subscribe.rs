@@ -370,7 +370,11 @@ impl PublishSubscribe {
     pub(crate) fn accepts_now(&self) -> bool {
         self.snapshot().is_none_or(|current| {
             self.inner.log.as_ref().is_none_or(|log| log.accepts_now())
-                && self.inner.fan_out.as_ref().is_none_or(|f| f.store.accepts_now())
+                && self
+                    .inner
+                    .fan_out
+                    .as_ref()
+                    .is_none_or(|f| f.store.accepts_now())
                 && self.pushed_to(&current).all(|q| q.store.accepts_now())
         })
     }
@@ -382,7 +386,12 @@ impl PublishSubscribe {
                 log.room().await;
                 continue;
             }
-            if let Some(fan_out) = self.inner.fan_out.as_ref().filter(|f| !f.store.accepts_now()) {
+            if let Some(fan_out) = self
+                .inner
+                .fan_out
+                .as_ref()
+                .filter(|f| !f.store.accepts_now())
+            {
                 fan_out.store.writable().await;
                 continue;
             }

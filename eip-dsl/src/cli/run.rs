@@ -46,6 +46,9 @@ pub struct RunArgs {
 /// relative to the working directory.
 const DEFAULT_DATA_DIR: &str = "eip-data";
 
+/// How long `eip run` waits for the channels kept in brokers to connect before it gives up.
+const BROKER_CONNECT_LIMIT: Duration = Duration::from_secs(30);
+
 pub fn run(args: RunArgs) -> ExitCode {
     let Some(plan) = super::load_flow(&args.flow) else {
         return ExitCode::FAILURE;
@@ -60,9 +63,6 @@ pub fn run(args: RunArgs) -> ExitCode {
     if plan.has_durable_channels() {
         eprintln!("[eip] data directory: {}", store.data_dir.display());
     }
-    let Some(flow) = super::compiled(eip_dsl::compile::compile_with(&plan, &store)) else {
-        return ExitCode::FAILURE;
-    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -73,6 +73,23 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Inside the runtime: a channel kept in a broker connects in the background from the start.
+    let compiled = {
+        let _inside = runtime.enter();
+        eip_dsl::compile::compile_with(&plan, &store)
+    };
+    let Some(flow) = super::compiled(compiled) else {
+        return ExitCode::FAILURE;
+    };
+    for channel in &plan.channels {
+        if let Some(broker) = &channel.broker {
+            eprintln!(
+                "[eip] channel {} kept in {}",
+                channel.name,
+                broker.place.describe()
+            );
+        }
+    }
     let code = runtime.block_on(run_flow(flow, args));
     // A read of standard input may still be blocked in a thread of the runtime (the input
     // stays open after a signal): do not wait for it.
@@ -117,6 +134,15 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
         eprintln!("[eip] {line}");
     }
     let mut running = flow.start(output);
+    // The channels kept in brokers have their queues, bindings and consumers before anything
+    // is sent: a subscription sees what is published after it is made.
+    if let Err(late) = eip_adapters::store::connected(BROKER_CONNECT_LIMIT).await {
+        eprintln!(
+            "error: not connected within {BROKER_CONNECT_LIMIT:?}: {}",
+            late.join("; ")
+        );
+        return ExitCode::FAILURE;
+    }
     running.attach(adapters);
     let started = Instant::now();
     tracing::info!(

@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use eip_adapters::store::{JetStream, RabbitMq};
 use eip_core::MessageBus;
 use eip_core::bus::BusError;
 use eip_core::channel::{
@@ -25,10 +26,11 @@ use eip_core::channel::{
 };
 use eip_core::join::JoinError;
 use eip_core::router::{RouterError, Target};
+use eip_core::store::Backend;
 use eip_core::store::durable::{Durable, StoreConfig, StoreError};
 use eip_core::topic::{Binding, ExchangeError, TopicExchange};
 
-use crate::plan::{ChannelPlan, DEAD_LETTERS, Plan, TargetRef};
+use crate::plan::{BrokerPlace, BrokerStorePlan, ChannelPlan, DEAD_LETTERS, Plan, TargetRef};
 
 pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry};
@@ -98,6 +100,17 @@ pub enum CompileError {
         /// Why.
         source: JoinError,
     },
+    /// A channel kept in a broker can not be: a variable in its URL is not set, or its
+    /// settings do not fit the broker.
+    #[error("channel `{channel}` kept in {place}: {reason}")]
+    Broker {
+        /// The channel.
+        channel: String,
+        /// The broker and destination, without the URL (it may hold a password).
+        place: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A route could not be built.
     #[error("route `{route}`: {source}")]
     Route {
@@ -153,11 +166,12 @@ pub struct StoreOptions {
     pub max_bytes: Option<u64>,
 }
 
-/// [`compile`], with the durable channels kept in the store `store` describes. The store is
-/// opened only if the plan has a durable channel.
+/// [`compile`], with the durable channels kept in the store `store` describes and the
+/// channels with a `store:` in their brokers (connecting in the background: call it inside a
+/// tokio runtime). The embedded store is opened only if the plan has a durable channel.
 pub fn compile_with(plan: &Plan, store: &StoreOptions) -> Result<Flow, CompileError> {
     if !plan.has_durable_channels() {
-        return compile(plan);
+        return build(plan, None, true);
     }
     let config = StoreConfig {
         max_bytes: store.max_bytes,
@@ -167,16 +181,17 @@ pub fn compile_with(plan: &Plan, store: &StoreOptions) -> Result<Flow, CompileEr
         dir: store.data_dir.clone(),
         source,
     })?;
-    build(plan, Some(Arc::new(durable)))
+    build(plan, Some(Arc::new(durable)), true)
 }
 
-/// Builds the flow's objects from a checked plan, every channel in memory (a durable one
-/// too: see [`compile_with`]).
+/// Builds the flow's objects from a checked plan, every channel in memory: a durable one too,
+/// and one kept in a broker, so nothing outside the process is touched (`eip route` answers
+/// this way). [`compile_with`] builds them where they live.
 pub fn compile(plan: &Plan) -> Result<Flow, CompileError> {
-    build(plan, None)
+    build(plan, None, false)
 }
 
-fn build(plan: &Plan, store: Option<Arc<Durable>>) -> Result<Flow, CompileError> {
+fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow, CompileError> {
     let bus = match (&store, plan.channel(DEAD_LETTERS)) {
         (Some(store), Some(dead_letters)) if dead_letters.durable => {
             let channel = PointToPoint::builder(DEAD_LETTERS)
@@ -197,6 +212,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>) -> Result<Flow, CompileError>
         built: HashMap::new(),
         building: HashSet::new(),
         store: store.as_ref(),
+        brokers,
     };
     let dead_letters: &PointToPoint = bus.dead_letter_channel();
     builder
@@ -296,6 +312,8 @@ struct ChannelsBuilder<'p> {
     building: HashSet<String>,
     /// Where durable channels live; `None` keeps them in memory.
     store: Option<&'p Arc<Durable>>,
+    /// Whether channels with a `store:` live in their brokers (otherwise in memory).
+    brokers: bool,
 }
 
 impl ChannelsBuilder<'_> {
@@ -351,10 +369,18 @@ impl ChannelsBuilder<'_> {
             name: plan.name.clone(),
             source,
         };
+        let backend: Option<Arc<dyn Backend>> = match &plan.broker {
+            Some(broker) if self.brokers => Some(broker_backend(plan, broker)?),
+            Some(_) => None,
+            None => self
+                .store
+                .filter(|_| plan.durable)
+                .map(|store| store.clone() as Arc<dyn Backend>),
+        };
         match plan.kind {
             ChannelKind::PointToPoint => {
                 let b = self.bus.builder::<PointToPoint>(&plan.name);
-                let b = configure(b, plan, dead_letters, datatype, self.store);
+                let b = configure(b, plan, dead_letters, datatype, backend);
                 Ok(b.build().map_err(failed)?.into())
             }
             ChannelKind::PublishSubscribe => {
@@ -362,7 +388,7 @@ impl ChannelsBuilder<'_> {
                 if let Some(overflow) = plan.overflow {
                     b = b.overflow(overflow);
                 }
-                let b = configure(b, plan, dead_letters, datatype, self.store);
+                let b = configure(b, plan, dead_letters, datatype, backend);
                 Ok(b.build().map_err(failed)?.into())
             }
         }
@@ -375,11 +401,11 @@ fn configure<K>(
     plan: &ChannelPlan,
     dead_letters: DeadLetterChannel,
     datatype: Option<(JsonSchema, InvalidMessageChannel)>,
-    store: Option<&Arc<Durable>>,
+    backend: Option<Arc<dyn Backend>>,
 ) -> ChannelBuilder<K> {
     b = b.dead_letter_channel(dead_letters);
-    if let Some(store) = store.filter(|_| plan.durable) {
-        b = b.store(store.clone());
+    if let Some(backend) = backend {
+        b = b.store(backend);
     }
     if let Some(capacity) = plan.capacity {
         b = b.capacity(capacity);
@@ -394,4 +420,65 @@ fn configure<K>(
         b = b.datatype(schema, invalid);
     }
     b
+}
+
+/// The backend of a channel kept in a broker: its URL's variables read now.
+fn broker_backend(
+    plan: &ChannelPlan,
+    broker: &BrokerStorePlan,
+) -> Result<Arc<dyn Backend>, CompileError> {
+    let failed = |reason: String| CompileError::Broker {
+        channel: plan.name.clone(),
+        place: broker.place.describe(),
+        reason,
+    };
+    let expand =
+        |url: &str| eip_adapters::env::expand(url).map_err(|e| failed(format!("its url: {e}")));
+    let backend: Arc<dyn Backend> = match &broker.place {
+        BrokerPlace::RabbitMqQueue { url, queue } => {
+            Arc::new(with_limits(RabbitMq::queue(expand(url)?, queue), broker))
+        }
+        BrokerPlace::RabbitMqExchange { url, exchange } => Arc::new(with_limits(
+            RabbitMq::exchange(expand(url)?, exchange),
+            broker,
+        )),
+        BrokerPlace::JetStream {
+            url,
+            stream,
+            subject,
+            ack_wait,
+        } => {
+            let url = expand(url)?;
+            let mut store = match plan.kind {
+                ChannelKind::PointToPoint => JetStream::queue(url, stream),
+                ChannelKind::PublishSubscribe => JetStream::fan_out(url, stream),
+            }
+            .map_err(|e| failed(e.to_string()))?;
+            if let Some(subject) = subject {
+                store = store.subject(subject).map_err(|e| failed(e.to_string()))?;
+            }
+            if let Some(wait) = ack_wait {
+                store = store.ack_wait(*wait);
+            }
+            if let Some(window) = broker.publish_window {
+                store = store.publish_window(window);
+            }
+            if let Some(wait) = broker.retry_for {
+                store = store.retry_for(wait);
+            }
+            Arc::new(store)
+        }
+    };
+    Ok(backend)
+}
+
+fn with_limits(store: RabbitMq, broker: &BrokerStorePlan) -> RabbitMq {
+    let store = match broker.publish_window {
+        Some(window) => store.publish_window(window),
+        None => store,
+    };
+    match broker.retry_for {
+        Some(wait) => store.retry_for(wait),
+        None => store,
+    }
 }

@@ -35,6 +35,7 @@
 //!     redelivery: None,
 //!     overflow: None,
 //!     durable: false,
+//!     broker: None,
 //! });
 //! let format: Format = "dot".parse()?;
 //! let dot = graph::render(&plan, format);

@@ -125,7 +125,7 @@ pub(super) fn read_adapter(
 }
 
 /// A key and its value as written.
-fn setting(reader: &Reader<'_>, key: &Node, value: &Node) -> Setting {
+pub(super) fn setting(reader: &Reader<'_>, key: &Node, value: &Node) -> Setting {
     let name = match &key.value {
         Value::Str(s) => s.clone(),
         _ => reader.text(reader.pos(key)).to_owned(),

@@ -36,6 +36,7 @@ const CHANNEL: &[&str] = &[
     "redelivery",
     "overflow",
     "durable",
+    "store",
 ];
 const REDELIVERY: &[&str] = &[
     "max-attempts",
@@ -288,6 +289,9 @@ fn read_channel(
     }
     if let Some(v) = fields.get("durable") {
         channel.durable = reader.boolean(v, "durable", &p("durable"));
+    }
+    if let Some((k, v)) = fields.entry("store") {
+        channel.store = Some(super::adapters::setting(reader, k, v));
     }
     Some(channel)
 }

@@ -100,6 +100,64 @@ pub struct ChannelPlan {
     /// `durable: true`, or the dead letter or invalid message channel of a durable channel,
     /// which validation makes durable too.
     pub durable: bool,
+    /// `store:` the broker that keeps the channel's messages, shared by every process
+    /// attached; `None` keeps them in this process (or in the embedded store, if durable).
+    pub broker: Option<BrokerStorePlan>,
+}
+
+/// A channel kept in a broker: where, and how sends wait for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerStorePlan {
+    /// The broker and the destination.
+    pub place: BrokerPlace,
+    /// Sends waiting for the broker's confirm at once; `None` for the default.
+    pub publish_window: Option<usize>,
+    /// How long a send retries a broker it can not reach; `None` for the default.
+    pub retry_for: Option<Duration>,
+}
+
+/// Where in a broker a channel's messages are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BrokerPlace {
+    /// A point-to-point channel in a durable RabbitMQ queue.
+    RabbitMqQueue {
+        /// The server, as written (`${…}` read when the channel is built).
+        url: String,
+        /// The queue.
+        queue: String,
+    },
+    /// A publish-subscribe channel through a durable RabbitMQ fanout exchange.
+    RabbitMqExchange {
+        /// The server, as written.
+        url: String,
+        /// The exchange.
+        exchange: String,
+    },
+    /// A channel in a JetStream stream.
+    JetStream {
+        /// The server, as written.
+        url: String,
+        /// The stream.
+        stream: String,
+        /// The subject published to; `None`: `eip.STREAM`.
+        subject: Option<String>,
+        /// How long JetStream waits for an ack before delivering again; `None` for the
+        /// default.
+        ack_wait: Option<Duration>,
+    },
+}
+
+impl BrokerPlace {
+    /// The broker and destination in a few words, with no password: `rabbitmq queue orders`.
+    pub fn describe(&self) -> String {
+        match self {
+            BrokerPlace::RabbitMqQueue { queue, .. } => format!("rabbitmq queue {queue}"),
+            BrokerPlace::RabbitMqExchange { exchange, .. } => {
+                format!("rabbitmq exchange {exchange}")
+            }
+            BrokerPlace::JetStream { stream, .. } => format!("jetstream stream {stream}"),
+        }
+    }
 }
 
 /// A datatype: the schema, read and parsed, and where invalid messages go.

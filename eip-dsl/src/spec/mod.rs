@@ -276,6 +276,9 @@ pub struct ChannelSpec {
     /// `durable:` whether the channel keeps its messages on disk (Guaranteed Delivery);
     /// `None` is `false`.
     pub durable: Option<Located<bool>>,
+    /// `store:` the broker that keeps the channel's messages (`{rabbitmq: {...}}` or
+    /// `{jetstream: {...}}`), as written; `None` keeps them in this process.
+    pub store: Option<Setting>,
 }
 
 impl ChannelSpec {
@@ -292,6 +295,7 @@ impl ChannelSpec {
             redelivery: None,
             overflow: None,
             durable: None,
+            store: None,
         }
     }
 }

@@ -693,7 +693,7 @@ fn sql_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<SqlOutbound
 
 /// A broker's `url`, which must start with `scheme` (or be a `${VARIABLE}`); `help` shows the
 /// form it takes.
-fn broker_url(
+pub(super) fn broker_url(
     check: &mut Check<'_>,
     settings: &Settings<'_>,
     scheme: &str,
@@ -1055,21 +1055,21 @@ fn describe(value: &SettingValue) -> String {
 }
 
 /// The settings of one adapter (or one mapping inside it), read by key with their type.
-struct Settings<'a> {
+pub(super) struct Settings<'a> {
     /// The key path of the entry (`adapters.orders-in`, `adapters.db.claim`).
-    path: String,
+    pub(super) path: String,
     /// Where the entry starts.
-    at: Option<Position>,
+    pub(super) at: Option<Position>,
     /// The entry, for messages: "`file-in` adapter `incoming`".
-    what: String,
-    items: &'a [Setting],
+    pub(super) what: String,
+    pub(super) items: &'a [Setting],
     /// The reading step reported problems in this entry: a required key that is missing may
     /// be one written with a misspelt key, already reported.
-    damaged: bool,
+    pub(super) damaged: bool,
 }
 
 impl<'a> Settings<'a> {
-    fn get(&self, key: &str) -> Option<&'a Located<SettingValue>> {
+    pub(super) fn get(&self, key: &str) -> Option<&'a Located<SettingValue>> {
         self.items
             .iter()
             .find(|s| s.key.value == key)
@@ -1081,7 +1081,7 @@ impl<'a> Settings<'a> {
     }
 
     /// Unknown keys (only possible in a flow made in code: the reader drops them).
-    fn check_keys(&self, check: &mut Check<'_>, allowed: &[&str]) {
+    pub(super) fn check_keys(&self, check: &mut Check<'_>, allowed: &[&str]) {
         for setting in self.items {
             let key = setting.key.value.as_str();
             if !allowed.contains(&key) {
@@ -1097,7 +1097,7 @@ impl<'a> Settings<'a> {
         }
     }
 
-    fn report_entry(&self, check: &mut Check<'_>, message: String, help: Option<&str>) {
+    pub(super) fn report_entry(&self, check: &mut Check<'_>, message: String, help: Option<&str>) {
         check.report(
             Problem::new(format!("{}: {message}", self.what), self.at)
                 .with_key(self.path.as_str())
@@ -1105,7 +1105,7 @@ impl<'a> Settings<'a> {
         );
     }
 
-    fn report_value(
+    pub(super) fn report_value(
         &self,
         check: &mut Check<'_>,
         key: &str,
@@ -1131,7 +1131,13 @@ impl<'a> Settings<'a> {
         );
     }
 
-    fn report_at(&self, check: &mut Check<'_>, key: &str, message: &str, help: Option<&str>) {
+    pub(super) fn report_at(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        message: &str,
+        help: Option<&str>,
+    ) {
         let at = self.get(key).and_then(|v| v.at).or(self.at);
         self.report_at_value(check, key, at, message.to_owned(), help);
     }
@@ -1158,7 +1164,7 @@ impl<'a> Settings<'a> {
     }
 
     /// A string (a number written without quotes counts, as written).
-    fn text(&self, check: &mut Check<'_>, key: &str) -> Option<Located<String>> {
+    pub(super) fn text(&self, check: &mut Check<'_>, key: &str) -> Option<Located<String>> {
         let value = self.get(key)?;
         match &value.value {
             SettingValue::Text(s) | SettingValue::Number(s) => Some(Located {
@@ -1172,7 +1178,7 @@ impl<'a> Settings<'a> {
         }
     }
 
-    fn required_text(
+    pub(super) fn required_text(
         &self,
         check: &mut Check<'_>,
         key: &str,
@@ -1252,7 +1258,7 @@ impl<'a> Settings<'a> {
             .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
-    fn whole(&self, check: &mut Check<'_>, key: &str, min: u64) -> Option<u64> {
+    pub(super) fn whole(&self, check: &mut Check<'_>, key: &str, min: u64) -> Option<u64> {
         let value = self.get(key)?;
         let SettingValue::Number(text) = &value.value else {
             self.wrong_type(check, key, "a whole number");
@@ -1283,7 +1289,7 @@ impl<'a> Settings<'a> {
         self.whole(check, key, min)
     }
 
-    fn duration(&self, check: &mut Check<'_>, key: &str) -> Option<Duration> {
+    pub(super) fn duration(&self, check: &mut Check<'_>, key: &str) -> Option<Duration> {
         let value = self.get(key)?;
         match &value.value {
             SettingValue::Text(text) => {
@@ -1389,7 +1395,12 @@ impl<'a> Settings<'a> {
     }
 
     /// A mapping under `key`, its keys checked against `allowed`.
-    fn map(&self, check: &mut Check<'_>, key: &str, allowed: &[&str]) -> Option<Settings<'a>> {
+    pub(super) fn map(
+        &self,
+        check: &mut Check<'_>,
+        key: &str,
+        allowed: &[&str],
+    ) -> Option<Settings<'a>> {
         let value = self.get(key)?;
         let SettingValue::Map(items) = &value.value else {
             self.wrong_type(check, key, "a mapping");

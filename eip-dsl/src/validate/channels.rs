@@ -45,6 +45,7 @@ pub(crate) fn check(
             redelivery: None,
             overflow: None,
             durable: false,
+            broker: None,
         });
     }
     plans
@@ -178,6 +179,8 @@ fn check_channel(
         })
     });
 
+    let broker = super::channel_store::check_store(check, name, kind, overflow, channel, key);
+
     ChannelPlan {
         name: name.to_owned(),
         kind,
@@ -188,6 +191,7 @@ fn check_channel(
         redelivery,
         overflow,
         durable: channel.durable.as_ref().is_some_and(|d| d.value),
+        broker,
     }
 }
 

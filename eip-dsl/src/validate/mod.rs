@@ -14,6 +14,7 @@
 //! durable.
 
 mod adapters;
+mod channel_store;
 mod channels;
 mod durable;
 mod duration;
@@ -58,6 +59,7 @@ pub use self::size::{ByteSizeError, parse_byte_size};
 ///         redelivery: None,
 ///         overflow: None,
 ///         durable: None,
+///         store: None,
 ///     };
 ///     (Located::from(name), channel)
 /// };
