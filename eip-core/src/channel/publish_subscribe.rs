@@ -90,6 +90,9 @@ struct Subscriptions {
     /// reference-count increment.
     current: Arc<Current>,
     durable: HashMap<String, Arc<Lane>>,
+    /// On a channel kept in a broker: the joins leaving it, each followed by a task reading a
+    /// subscription of its own, stopped by its `Notify`.
+    through_broker: HashMap<JoinId, (Arc<Join>, Arc<tokio::sync::Notify>)>,
     closed: bool,
 }
 
@@ -317,7 +320,59 @@ impl PublishSubscribe {
 
     /// The joins leaving this channel, as of now.
     pub fn joins(&self) -> Arc<[Arc<Join>]> {
-        self.lock().current.joins.clone()
+        let subs = self.lock();
+        if subs.through_broker.is_empty() {
+            return subs.current.joins.clone();
+        }
+        let mut remote: Vec<&Arc<Join>> = subs.through_broker.values().map(|(j, _)| j).collect();
+        remote.sort_by_key(|j| j.id);
+        subs.current.joins.iter().chain(remote).cloned().collect()
+    }
+
+    /// On a channel kept in a broker (one that fans out) a publish does not follow the joins
+    /// leaving it in the publishing process: each join reads a durable subscription of its
+    /// own, `join-DESTINATION`, shared by every process that has the same join, so each
+    /// message published on the channel, in whatever process, crosses the join once, with the
+    /// hop budget it carries. False without a tokio runtime to read it on.
+    fn join_through_broker(&self, subs: &mut Subscriptions, join: Join, follow: Follow) -> bool {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(channel = %self.name(), "a join from a channel kept in a broker needs a tokio runtime");
+            return false;
+        };
+        let name = format!("join-{}", join.destination.name());
+        let store = self.subscription_store(&name);
+        let lane = match subs.durable.get(&name) {
+            Some(lane) => lane.clone(),
+            None => {
+                let lane = self.new_subscription(subs, Some(&store));
+                subs.durable.insert(name.clone(), lane.clone());
+                lane
+            }
+        };
+        let mut subscriber = Subscriber::new(
+            Receiver::new(lane, None).with_prefetch(SUBSCRIPTION_PREFETCH),
+            None,
+        );
+        let join = Arc::new(join);
+        let stop = Arc::new(tokio::sync::Notify::new());
+        subs.through_broker
+            .insert(join.id, (join.clone(), stop.clone()));
+        let joins: Joins = Arc::from([join]);
+        let channel = self.clone();
+        runtime.spawn(async move {
+            loop {
+                let delivery = tokio::select! {
+                    biased;
+                    () = stop.notified() => break,
+                    delivery = subscriber.recv() => delivery,
+                };
+                let Some(delivery) = delivery else { break };
+                let message = delivery.message().clone();
+                follow(&channel, joins.clone(), message, None).await;
+                delivery.ack();
+            }
+        });
+        true
     }
 
     /// Attaches a join, which publishes from now on carry on over with `follow` (the join
@@ -326,6 +381,9 @@ impl PublishSubscribe {
         let mut subs = self.lock();
         if subs.closed {
             return false;
+        }
+        if self.inner.fan_out.is_some() {
+            return self.join_through_broker(&mut subs, join, follow);
         }
         // Before the set changes: a publish that sees the join sees how to follow it.
         self.inner.follow.get_or_init(|| follow);
@@ -339,6 +397,12 @@ impl PublishSubscribe {
     /// returns no longer follow it.
     pub fn remove_join(&self, id: JoinId) -> bool {
         let mut subs = self.lock();
+        if let Some((_, stop)) = subs.through_broker.remove(&id) {
+            // This process stops following it; its subscription stays on the broker for the
+            // other processes that have the same join.
+            stop.notify_one();
+            return true;
+        }
         if !subs.current.joins.iter().any(|j| j.id == id) {
             return false;
         }
