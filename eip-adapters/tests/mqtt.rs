@@ -503,3 +503,52 @@ async fn an_outbound_bridge_stalled_mid_stream_reconnects_and_every_confirmed_me
     );
     bridge.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbound_bridge_stalled_mid_stream_reconnects_and_loses_nothing() {
+    let broker = broker().await;
+    let upstream: SocketAddr = BROKER.parse().unwrap();
+    let proxy = proxy::Proxy::start(upstream).await;
+    let topic = unique("stall-in");
+    let source = subscribed(through(&proxy), &unique("in"), &topic).await;
+    let inbox = PointToPoint::new("stall-in", 1000).unwrap();
+    let quick =
+        eip_adapters::bridge::Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
+    let bridge = InboundBridge::new(source, inbox.clone(), 16)
+        .backoff(quick)
+        .spawn();
+
+    let sent: Vec<Message> = (0..400).map(message).collect();
+    let want: HashSet<_> = sent.iter().map(Message::id).collect();
+    let out = outbound(broker, &topic, 32).await;
+    let publisher = tokio::spawn(publish_all(out, sent));
+    // Bytes stop both ways, the connection stays open: only the keep-alive (a PINGRESP that
+    // does not come within 5 s) tells the bridge, within 10 s; the stall outlasts that, and
+    // the broker keeps what is published meanwhile in the bridge's session.
+    let stall = Duration::from_secs(12);
+    let staller = async {
+        while inbox.stats().accepted < 100 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        proxy.stall(true);
+        tokio::time::sleep(stall).await;
+        proxy.stall(false);
+    };
+    let (got, ()) = tokio::join!(drain_until(&inbox, &want, Duration::from_secs(30)), staller);
+    let retries = publisher.await.unwrap();
+    let lost = want.iter().filter(|id| !got.contains_key(id)).count();
+    println!(
+        "inbound stall: {} sent ({retries} publishes retried), {:?} stalled, {} arrived, lost {lost}, {} duplicates, {} connections",
+        want.len(),
+        stall,
+        got.len(),
+        duplicates(&got),
+        proxy.accepted()
+    );
+    assert_eq!(lost, 0);
+    assert!(
+        proxy.accepted() >= 3,
+        "the bridge gave the stalled connection up and made another"
+    );
+    bridge.shutdown().await.unwrap();
+}

@@ -556,11 +556,19 @@ impl Source for AmqpSource {
 
     async fn next(&mut self) -> Result<AmqpDelivery, BridgeError> {
         let url = &self.config.url;
-        let Some((_, consumer)) = self.session.as_mut() else {
+        let Some((connection, consumer)) = self.session.as_mut() else {
             return Err(lost(url, "not connected"));
         };
-        match consumer.next().await {
-            Some(Ok(delivery)) => Ok(AmqpDelivery(delivery, self.config.subject_header)),
+        let Some(next) = while_connected(connection.status(), consumer.next()).await else {
+            self.session = None;
+            return Err(lost(url, "the connection was closed"));
+        };
+        match next {
+            Some(Ok(delivery)) => Ok(AmqpDelivery(
+                delivery,
+                self.config.subject_header,
+                connection.status().clone(),
+            )),
             Some(Err(e)) => {
                 self.session = None;
                 Err(lost(url, e))
@@ -581,8 +589,35 @@ impl Source for AmqpSource {
     }
 }
 
-/// A message taken from a RabbitMQ queue, not yet acked.
-pub struct AmqpDelivery(lapin::message::Delivery, bool);
+/// How often a wait on lapin checks that its connection is still up.
+const LIVENESS_CHECK: Duration = Duration::from_secs(1);
+
+/// `op`, a wait on lapin, or `None` once its connection is no longer up. lapin does not always
+/// settle what waits when a connection ends: after a `connection.close` from the broker followed
+/// at once by the end of the socket (a broker stopping while the link to it was slow), acks were
+/// seen pending for good, and a bridge whose window is full of them never reconnects; the
+/// consumer's stream is guarded the same way. The connection's status does change, so it is
+/// looked at every second.
+async fn while_connected<T>(
+    status: &lapin::ConnectionStatus,
+    op: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut op = std::pin::pin!(op);
+    loop {
+        tokio::select! {
+            out = &mut op => return Some(out),
+            () = tokio::time::sleep(LIVENESS_CHECK) => {
+                if !status.connected() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// A message taken from a RabbitMQ queue, not yet acked: the delivery, whether its routing key
+/// may become the subject, and its connection's status.
+pub struct AmqpDelivery(lapin::message::Delivery, bool, lapin::ConnectionStatus);
 
 impl Delivery for AmqpDelivery {
     fn message(&self) -> Result<Message, EnvelopeError> {
@@ -594,15 +629,14 @@ impl Delivery for AmqpDelivery {
     }
 
     async fn ack(self) -> Result<(), BridgeError> {
-        self.0
-            .acker
-            .ack(BasicAckOptions::default())
-            .await
-            .map(drop)
-            .map_err(|e| BridgeError::Connection {
-                broker: "rabbitmq".to_owned(),
-                reason: format!("acknowledging: {e}"),
-            })
+        let failed = |reason: String| BridgeError::Connection {
+            broker: "rabbitmq".to_owned(),
+            reason: format!("acknowledging: {reason}"),
+        };
+        match while_connected(&self.2, self.0.acker.ack(BasicAckOptions::default())).await {
+            Some(acked) => acked.map(drop).map_err(|e| failed(e.to_string())),
+            None => Err(failed("the connection was closed".to_owned())),
+        }
     }
 }
 
