@@ -152,6 +152,14 @@ async fn competing(backend: impl Fn() -> Arc<dyn Backend>, label: &str) {
         .build()
         .expect("process b's channel");
     assert!(a.is_durable());
+    // Both consume before anything is sent (a store reads once a receiver asks), so that the
+    // first to connect does not take everything while the other is still connecting.
+    let receiving = tokio::spawn(drain(
+        vec![a.receiver(), b.receiver()],
+        300,
+        Duration::from_secs(30),
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let mut sent = Vec::new();
     for i in 0..300 {
         let channel = if i % 3 == 0 { &b } else { &a };
@@ -162,12 +170,7 @@ async fn competing(backend: impl Fn() -> Arc<dyn Backend>, label: &str) {
             .await
             .expect("a send confirmed by the broker");
     }
-    let got = drain(
-        vec![a.receiver(), b.receiver()],
-        sent.len(),
-        Duration::from_secs(30),
-    )
-    .await;
+    let got = receiving.await.expect("the receiving task");
     let counts = counts(&got);
     let lost = sent.iter().filter(|id| !counts.contains_key(id)).count();
     let twice = counts.values().filter(|n| **n > 1).count();

@@ -183,6 +183,9 @@ pub struct AmqpOutboundConfig {
     /// A message no queue takes is an error (default true). Off for a fan-out, where a
     /// message nobody subscribes to goes nowhere by design.
     pub mandatory: bool,
+    /// A durable queue to declare first (idempotent; again after every reconnect): the
+    /// queue the default exchange publishes to, there before anyone reads it.
+    pub declare_queue: Option<String>,
     /// How long connecting may take (default 5 s).
     pub connect_timeout: Duration,
     /// How long a publish may wait for its confirm (default 30 s).
@@ -198,6 +201,7 @@ impl AmqpOutboundConfig {
             routing_key: RoutingKey::Subject,
             declare: None,
             mandatory: true,
+            declare_queue: None,
             connect_timeout: Duration::from_secs(5),
             confirm_timeout: Duration::from_secs(30),
         }
@@ -278,6 +282,21 @@ impl Outbound {
             declare
                 .declare(&channel, &config.exchange, &config.url)
                 .await?;
+        }
+        if let Some(queue) = &config.declare_queue {
+            let options = QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            };
+            channel
+                .queue_declare(queue.as_str().into(), options, FieldTable::default())
+                .await
+                .map_err(|e| BridgeError::Refused {
+                    broker: format!("rabbitmq at {}", config.url.redacted()),
+                    what: format!("declaring queue `{queue}`"),
+                    reason: e.to_string(),
+                    permanent: true,
+                })?;
         }
         Ok((connection, channel))
     }

@@ -9,7 +9,7 @@ use eip_core::store::{
 };
 use futures::future::BoxFuture;
 
-use super::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, Limits, Publish};
+use super::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, Limits, Publish, Reading};
 use crate::bridge::BridgeError;
 use crate::nats::{
     JetStreamOutbound, JetStreamOutboundConfig, JetStreamSource, JetStreamSourceConfig, Retention,
@@ -199,7 +199,7 @@ impl Backend for JetStream {
         } else {
             let source = JetStreamSource::new(self.source(QUEUE_CONSUMER))
                 .map_err(|e| self.failed(name.to_owned(), StoreFailure::new(e)))?;
-            Some(source)
+            Some((source, Reading::OnDemand))
         };
         BrokerStore::open(
             self.describe(""),
@@ -243,7 +243,7 @@ impl Backend for JetStream {
             self.describe(&format!(" consumer {consumer}")),
             capacity,
             None,
-            Some(source),
+            Some((source, Reading::AtOnce)),
             self.limits,
         )
         .map_err(|cause| self.failed(store, cause))

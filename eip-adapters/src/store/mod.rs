@@ -100,6 +100,15 @@ pub(crate) trait Publish: Send + Sync + 'static {
     fn publish<'a>(&'a self, msg: &'a Message) -> BoxFuture<'a, Result<(), BridgeError>>;
 }
 
+/// When a store starts reading its broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// When a receiver first asks: a queue shared by processes, some of which only send.
+    OnDemand,
+    /// At once: a subscription, which sees what is published after it is made.
+    AtOnce,
+}
+
 /// What a broker store does besides the broker's own settings.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -129,18 +138,24 @@ struct Shared<D> {
     closed: AtomicBool,
     stop: watch::Sender<bool>,
     published: AtomicU64,
+    /// Whether anyone has asked for a message: a store that is only sent to reads nothing
+    /// (it would hold messages its process never takes).
+    wanted: AtomicBool,
+    demand: Notify,
 }
 
 impl<D: Delivery> BrokerStore<D> {
     /// A store publishing through `publisher` and reading `source` (either may be missing: a
     /// fan-out's publishing side reads nothing, a subscription publishes nothing), holding at
-    /// most `capacity` messages read and not settled. Needs a tokio runtime: the reading and
-    /// acknowledging run on it.
+    /// most `capacity` messages read and not settled. A queue's store (`Reading::OnDemand`)
+    /// starts reading when a receiver first asks for a message; a subscription's
+    /// (`Reading::AtOnce`) at once, and [`connected`] waits for it. Needs a tokio runtime: the
+    /// reading and acknowledging run on it.
     pub(crate) fn open<S>(
         describe: String,
         capacity: usize,
         publisher: Option<Arc<dyn Publish>>,
-        source: Option<S>,
+        source: Option<(S, Reading)>,
         limits: Limits,
     ) -> Result<Arc<dyn MessageStore>, StoreFailure>
     where
@@ -165,14 +180,22 @@ impl<D: Delivery> BrokerStore<D> {
             closed: AtomicBool::new(false),
             stop,
             published: AtomicU64::new(0),
+            wanted: AtomicBool::new(false),
+            demand: Notify::new(),
         });
         runtime.spawn(acknowledge(acks_in, shared.describe.clone()));
-        if let Some(source) = source {
+        if let Some((source, reading)) = source {
             let (ready, connected) = watch::channel(false);
-            OPENING
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((shared.describe.clone(), connected));
+            match reading {
+                Reading::AtOnce => {
+                    shared.wanted.store(true, Ordering::Release);
+                    OPENING
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((shared.describe.clone(), connected));
+                }
+                Reading::OnDemand => drop(connected),
+            }
             runtime.spawn(read(shared.clone(), source, stopped, ready));
         }
         Ok(Arc::new(BrokerStore { shared }))
@@ -259,6 +282,13 @@ async fn read<S: Source>(
 ) {
     let mut backoff = Backoff::default();
     let window = shared.local.capacity();
+    if !shared.wanted.load(Ordering::Acquire) {
+        tokio::select! {
+            biased;
+            _ = stopped.wait_for(|stop| *stop) => return,
+            () = shared.demand.notified() => {}
+        }
+    }
     'connect: loop {
         let connected = tokio::select! {
             biased;
@@ -419,6 +449,15 @@ impl Select for Noting<'_> {
     }
 }
 
+impl<D> Shared<D> {
+    /// A receiver asks for messages: the reading starts, if it has not.
+    fn want(&self) {
+        if !self.wanted.load(Ordering::Relaxed) && !self.wanted.swap(true, Ordering::AcqRel) {
+            self.demand.notify_one();
+        }
+    }
+}
+
 impl<D: Delivery> MessageStore for BrokerStore<D> {
     fn capacity(&self) -> usize {
         self.shared.local.capacity()
@@ -516,6 +555,7 @@ impl<D: Delivery> MessageStore for BrokerStore<D> {
         max: usize,
         into: &mut VecDeque<Message>,
     ) -> Take {
+        self.shared.want();
         self.shared.local.try_take(select, max, into)
     }
 
@@ -525,10 +565,12 @@ impl<D: Delivery> MessageStore for BrokerStore<D> {
         max: usize,
         into: &'a mut VecDeque<Message>,
     ) -> Waiting<'a, bool> {
+        self.shared.want();
         self.shared.local.take(select, max, into)
     }
 
     fn parking(&self) -> Option<(&Notify, &AtomicUsize)> {
+        self.shared.want();
         self.shared.local.parking()
     }
 

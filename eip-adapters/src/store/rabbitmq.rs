@@ -10,7 +10,7 @@ use eip_core::store::{
 };
 use futures::future::BoxFuture;
 
-use super::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, Limits, Publish};
+use super::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, Limits, Publish, Reading};
 use crate::amqp::{
     AmqpOutbound, AmqpOutboundConfig, AmqpSource, AmqpSourceConfig, AmqpUrl, ExchangeDeclaration,
     QueueBinding, RoutingKey,
@@ -110,7 +110,9 @@ impl RabbitMq {
         let mut config = AmqpOutboundConfig::new(self.url.0.clone(), exchange);
         config.routing_key = RoutingKey::Fixed(key.to_owned());
         config.connect_timeout = self.connect_timeout;
-        if !exchange.is_empty() {
+        if exchange.is_empty() {
+            config.declare_queue = Some(key.to_owned());
+        } else {
             config.declare = Some(RabbitMq::fanout());
             config.mandatory = false;
         }
@@ -155,14 +157,14 @@ impl Backend for RabbitMq {
                 self.describe(&format!("queue `{queue}`")),
                 capacity,
                 Some(self.publisher("", queue)),
-                Some(AmqpSource::new(self.source(queue))),
+                Some((AmqpSource::new(self.source(queue)), Reading::OnDemand)),
                 self.limits,
             ),
             Shape::Exchange(exchange) => BrokerStore::open(
                 self.describe(&format!("exchange `{exchange}`")),
                 capacity,
                 Some(self.publisher(exchange, "")),
-                None::<AmqpSource>,
+                None::<(AmqpSource, Reading)>,
                 self.limits,
             ),
         };
@@ -207,7 +209,7 @@ impl Backend for RabbitMq {
             self.describe(&format!("queue `{queue}` bound to exchange `{exchange}`")),
             capacity,
             None,
-            Some(AmqpSource::new(config)),
+            Some((AmqpSource::new(config), Reading::AtOnce)),
             self.limits,
         )
         .map_err(|cause| BackendError {
