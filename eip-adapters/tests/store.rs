@@ -551,3 +551,109 @@ async fn joins_across_processes_keep_hop_counts_and_store_once_per_channel() {
         clean_up(&[], None, Some(stream)).await;
     }
 }
+
+/// A channel's own rules hold on a channel kept in a broker: a message that does not fit its
+/// datatype goes to the invalid message channel and never to the broker, and one that expires
+/// while queued is dead-lettered (reason `expired`) when it comes out, not dropped by the
+/// broker.
+async fn rules_hold(backend: Arc<dyn Backend>, label: &str) {
+    use eip_core::channel::{DeadLetterChannel, InvalidMessageChannel, JsonSchema};
+    use eip_core::message::DeathReason;
+    let dead = PointToPoint::new("dead", 16).expect("a dead letter channel");
+    let invalid = PointToPoint::new("invalid", 16).expect("an invalid message channel");
+    let schema = serde_json::json!({"type": "object", "required": ["n"]});
+    let channel = PointToPoint::builder("jobs")
+        .store(backend)
+        .time_to_live(Duration::from_millis(500))
+        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+        .datatype(
+            JsonSchema::new("job", &schema).expect("a schema"),
+            InvalidMessageChannel::from(invalid.clone()),
+        )
+        .build()
+        .expect("a channel kept in a broker");
+    let outcome = channel
+        .send(Message::new("{\"m\": 1}"))
+        .await
+        .expect("a send");
+    assert!(
+        matches!(outcome, eip_core::channel::Outcome::Invalid { .. }),
+        "{label}: {outcome:?}"
+    );
+    let mut expiring = Vec::new();
+    for n in 0..3 {
+        let msg = Message::new(format!("{{\"n\": {n}}}"));
+        expiring.push(msg.id());
+        channel.send(msg).await.expect("a send confirmed");
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let fresh = Message::builder("{\"n\": 9}")
+        .time_to_live(Duration::from_secs(600))
+        .build();
+    let fresh_id = fresh.id();
+    channel.send(fresh).await.expect("a send confirmed");
+    let delivery = tokio::time::timeout(Duration::from_secs(10), channel.receiver().recv())
+        .await
+        .expect("a delivery within 10 s")
+        .expect("a delivery");
+    assert_eq!(
+        delivery.message().id(),
+        fresh_id,
+        "{label}: only the fresh one is delivered"
+    );
+    delivery.ack();
+    let mut died = Vec::new();
+    let mut dead_receiver = dead.receiver();
+    for _ in 0..3 {
+        let delivery = tokio::time::timeout(Duration::from_secs(5), dead_receiver.recv())
+            .await
+            .expect("a dead letter within 5 s")
+            .expect("a dead letter");
+        let death = delivery
+            .message()
+            .death()
+            .ok()
+            .flatten()
+            .expect("a death record");
+        assert_eq!(death.reason, DeathReason::Expired, "{label}");
+        assert_eq!(death.channel, "jobs");
+        died.push(delivery.message().id());
+        delivery.ack();
+    }
+    died.sort();
+    expiring.sort();
+    assert_eq!(
+        died, expiring,
+        "{label}: each expired message dead-lettered"
+    );
+    assert_eq!(invalid.stats().accepted, 1, "{label}: the invalid one");
+    println!("{label}: 1 invalid diverted, 3 expired dead-lettered, 1 delivered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_channel_rules_hold() {
+    if !brokers("rabbitmq rules").await {
+        return;
+    }
+    let queue = unique("rules");
+    rules_hold(
+        Arc::new(RabbitMq::queue(RABBITMQ, &queue)),
+        "rabbitmq rules",
+    )
+    .await;
+    clean_up(&[queue], None, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_channel_rules_hold() {
+    if !brokers("jetstream rules").await {
+        return;
+    }
+    let stream = unique("RULES");
+    rules_hold(
+        Arc::new(JetStream::queue(NATS, &stream).expect("a stream name")),
+        "jetstream rules",
+    )
+    .await;
+    clean_up(&[], None, Some(&stream)).await;
+}

@@ -183,6 +183,10 @@ pub struct AmqpOutboundConfig {
     /// A message no queue takes is an error (default true). Off for a fan-out, where a
     /// message nobody subscribes to goes nowhere by design.
     pub mandatory: bool,
+    /// A message with an `expires-at` also gets RabbitMQ's per-message TTL (default true),
+    /// so RabbitMQ drops it if it expires while queued. Off for a channel kept in a queue: eip
+    /// dead-letters what expired when it is delivered, as on any channel.
+    pub broker_expiration: bool,
     /// A durable queue to declare first (idempotent; again after every reconnect): the
     /// queue the default exchange publishes to, there before anyone reads it.
     pub declare_queue: Option<String>,
@@ -201,6 +205,7 @@ impl AmqpOutboundConfig {
             routing_key: RoutingKey::Subject,
             declare: None,
             mandatory: true,
+            broker_expiration: true,
             declare_queue: None,
             connect_timeout: Duration::from_secs(5),
             confirm_timeout: Duration::from_secs(30),
@@ -327,7 +332,7 @@ impl Outbound {
                 key.as_str().into(),
                 options,
                 msg.payload(),
-                properties(msg),
+                properties(msg, config.broker_expiration),
             )
             .await
         {
@@ -376,7 +381,7 @@ impl tower::Service<Message> for AmqpOutbound {
 }
 
 /// The AMQP properties carrying `msg`'s id and headers.
-fn properties(msg: &Message) -> BasicProperties {
+fn properties(msg: &Message, broker_expiration: bool) -> BasicProperties {
     let mut props = BasicProperties::default()
         .with_delivery_mode(2)
         .with_message_id(msg.id().to_string().into());
@@ -396,7 +401,8 @@ fn properties(msg: &Message) -> BasicProperties {
                 props = props.with_priority(*p as u8);
             }
             _ => {
-                if name == names::EXPIRES_AT
+                if broker_expiration
+                    && name == names::EXPIRES_AT
                     && let HeaderValue::Int(at) = value
                 {
                     let left = at.saturating_sub(now_millis() as i64).max(0);
@@ -756,7 +762,7 @@ mod tests {
             .header("ratio", 0.5)
             .header("raw", bytes::Bytes::from_static(&[1, 2]))
             .build();
-        let props = properties(&msg);
+        let props = properties(&msg, true);
         assert_eq!(
             props.message_id().as_ref().map(|s| s.as_str().to_owned()),
             Some(msg.id().to_string())

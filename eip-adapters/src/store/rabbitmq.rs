@@ -110,6 +110,7 @@ impl RabbitMq {
         let mut config = AmqpOutboundConfig::new(self.url.0.clone(), exchange);
         config.routing_key = RoutingKey::Fixed(key.to_owned());
         config.connect_timeout = self.connect_timeout;
+        config.broker_expiration = false;
         if exchange.is_empty() {
             config.declare_queue = Some(key.to_owned());
         } else {
