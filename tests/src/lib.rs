@@ -115,3 +115,11 @@ pub struct ExampleOrders;
 #[doc = include_str!("../../book/src/messaging-bridge.md")]
 #[cfg(doctest)]
 pub struct MessagingBridge;
+
+#[doc = include_str!("../../book/src/beyond-one-machine.md")]
+#[cfg(doctest)]
+pub struct BeyondOneMachine;
+
+#[doc = include_str!("../../book/src/example-sensors.md")]
+#[cfg(doctest)]
+pub struct ExampleSensors;
