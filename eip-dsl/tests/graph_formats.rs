@@ -507,3 +507,40 @@ fn adapter_names_and_endpoints_are_escaped_in_every_format() {
         "{svg}"
     );
 }
+
+#[test]
+fn channels_kept_in_a_broker_say_where_on_their_second_line() {
+    use eip_dsl::plan::{BrokerPlace, BrokerStorePlan};
+    let mut plan = Plan::default();
+    let mut orders = p2p("orders");
+    orders.broker = Some(BrokerStorePlan {
+        place: BrokerPlace::RabbitMqQueue {
+            url: "amqp://guest:secret@127.0.0.1:5672/%2f".into(),
+            queue: "orders-q".into(),
+        },
+        publish_window: None,
+        retry_for: None,
+    });
+    let mut readings = pubsub("readings");
+    readings.broker = Some(BrokerStorePlan {
+        place: BrokerPlace::JetStream {
+            url: "nats://127.0.0.1:4222".into(),
+            stream: "READINGS".into(),
+            subject: None,
+            ack_wait: None,
+        },
+        publish_window: None,
+        retry_for: None,
+    });
+    plan.channels.extend([orders, readings]);
+    let dot = graph::render(&plan, Format::Dot);
+    assert!(
+        dot.contains(r#"c0_orders [label="orders\nin rabbitmq queue orders-q""#),
+        "{dot}"
+    );
+    assert!(
+        dot.contains(r#"c1_readings [label="readings\nin jetstream stream READINGS""#),
+        "{dot}"
+    );
+    assert!(!dot.contains("secret"), "no password drawn: {dot}");
+}

@@ -106,7 +106,8 @@ impl Graph {
                 detail: channel_detail(c),
                 shape,
                 datatype: c.datatype.is_some(),
-                durable: c.durable,
+                // Drawn as durable: a broker keeps its messages across restarts too.
+                durable: c.durable || c.broker.is_some(),
             });
             b.channels.entry(c.name.as_str()).or_insert(node);
         }
@@ -249,11 +250,16 @@ impl Graph {
     }
 }
 
-/// A channel's second line: `durable`, then its datatype schema (`durable, datatype: PATH`).
+/// A channel's second line: `durable` or the broker keeping it, then its datatype schema
+/// (`durable, datatype: PATH`, `in rabbitmq queue orders`).
 fn channel_detail(c: &ChannelPlan) -> Option<String> {
     let durable = c.durable.then(|| "durable".to_owned());
+    let broker = c
+        .broker
+        .as_ref()
+        .map(|b| format!("in {}", b.place.describe()));
     let datatype = c.datatype.as_ref().map(|d| format!("datatype: {}", d.path));
-    let parts: Vec<String> = durable.into_iter().chain(datatype).collect();
+    let parts: Vec<String> = durable.into_iter().chain(broker).chain(datatype).collect();
     (!parts.is_empty()).then(|| clean(&parts.join(", ")))
 }
 

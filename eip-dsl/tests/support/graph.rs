@@ -19,6 +19,7 @@ pub fn channel(name: &str, kind: ChannelKind) -> ChannelPlan {
         redelivery: None,
         overflow: None,
         durable: false,
+        broker: None,
     }
 }
 
