@@ -657,3 +657,105 @@ async fn jetstream_channel_rules_hold() {
     .await;
     clean_up(&[], None, Some(&stream)).await;
 }
+
+/// The next delivery on `receiver`, within 10 s.
+async fn next(receiver: &mut Receiver) -> eip_core::channel::Delivery {
+    tokio::time::timeout(Duration::from_secs(10), receiver.recv())
+        .await
+        .expect("a delivery within 10 s")
+        .expect("a delivery")
+}
+
+/// A nack on a channel kept in a broker redelivers in the process with the count raised; a
+/// rejected message goes to the dead letter channel and is acknowledged to the broker (a
+/// process that comes later does not get it again).
+async fn redelivered_then_rejected(backend: impl Fn() -> Arc<dyn Backend>, label: &str) {
+    use eip_core::channel::DeadLetterChannel;
+    use eip_core::message::DeathReason;
+    let dead = PointToPoint::new("dead", 16).expect("a dead letter channel");
+    let a = PointToPoint::builder("jobs")
+        .store(backend())
+        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+        .build()
+        .expect("process a's channel");
+    let msg = Message::new("job");
+    let id = msg.id();
+    a.send(msg).await.expect("a send confirmed");
+    let mut receiver = a.receiver();
+    let first = next(&mut receiver).await;
+    assert_eq!(first.message().redelivery_count().ok(), Some(0), "{label}");
+    first.nack();
+    let again = next(&mut receiver).await;
+    assert_eq!(again.message().id(), id);
+    assert_eq!(
+        again.message().redelivery_count().ok(),
+        Some(1),
+        "{label}: counted"
+    );
+    again.reject("not today").await;
+    let dead_letter = tokio::time::timeout(Duration::from_secs(5), dead.receiver().recv())
+        .await
+        .expect("a dead letter within 5 s")
+        .expect("a dead letter");
+    let death = dead_letter
+        .message()
+        .death()
+        .ok()
+        .flatten()
+        .expect("a death record");
+    assert_eq!(
+        (death.reason, death.error.as_deref()),
+        (DeathReason::Rejected, Some("not today"))
+    );
+    dead_letter.ack();
+    // Give the acknowledgement a moment, then let process a go: its connection closes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(receiver);
+    drop(a);
+    let b = PointToPoint::builder("jobs")
+        .store(backend())
+        .build()
+        .expect("process b's channel");
+    let later = tokio::time::timeout(Duration::from_secs(3), b.receiver().recv()).await;
+    assert!(
+        later.is_err(),
+        "{label}: the rejected message was acknowledged to the broker"
+    );
+    println!(
+        "{label}: nacked once, redelivered with count 1, rejected to the dead letters, acknowledged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_redelivery_and_rejection_keep_their_meaning() {
+    if !brokers("rabbitmq redelivery").await {
+        return;
+    }
+    let queue = unique("redelivery");
+    redelivered_then_rejected(
+        || Arc::new(RabbitMq::queue(RABBITMQ, &queue)),
+        "rabbitmq redelivery",
+    )
+    .await;
+    clean_up(&[queue], None, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_redelivery_and_rejection_keep_their_meaning() {
+    if !brokers("jetstream redelivery").await {
+        return;
+    }
+    let stream = unique("REDELIVERY");
+    redelivered_then_rejected(
+        || {
+            Arc::new(
+                JetStream::queue(NATS, &stream)
+                    .expect("a stream name")
+                    .ack_wait(Duration::from_secs(2)),
+            )
+        },
+        "jetstream redelivery",
+    )
+    .await;
+    clean_up(&[], None, Some(&stream)).await;
+}
