@@ -35,8 +35,9 @@
 //!   room (`poll_ready`), and their messages sent one at a time, each after the channel
 //!   reported room again. A batch starts at one file and doubles while the channel takes every
 //!   message without a wait, up to [`MAX_BATCH_FILES`] (64) files or [`MAX_BATCH_BYTES`]
-//!   (4 MiB, plus one file); a wait for room starts it again at one. At full size the next
-//!   batch is read ahead while one is sent. So beyond what the channel holds, at most two
+//!   (4 MiB, plus one file); a wait for room starts it again at one. At full size the batches
+//!   overlap: the next batch is claimed while one is read, and read while one is sent. So
+//!   beyond what the channel holds, at most two
 //!   batches wait in memory, claimed; a full channel with no consumer stops the adapter after
 //!   the messages that fit and the rest of the batch in hand, and the other files stay in the
 //!   directory, unread. Files claimed but not sent when the adapter stops go back into the

@@ -5,7 +5,10 @@
 //! the claim (an atomic rename into `.claimed/`), which is what makes two adapters never take
 //! one file and lets a crash between claim and settle leave the file to be taken again; the
 //! raw loop has no such guarantee and does not pay for it. eip also builds a message with its
-//! file headers and moves the file only after the channel accepted it.
+//! file headers and moves the file only after the channel accepted it. eip names each file
+//! relative to directory handles it holds open (`renameat`, `openat`) and claims the next batch
+//! while it reads one; the raw loop uses `std::fs` with full paths, one file after the other,
+//! as plain code would.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,4 +1,6 @@
 //! Claiming files by atomic rename, finding claims whose owner is gone, and reading a batch.
+//! A batch's files are all claimed before the first is read, so the next batch's claims can
+//! start while this one is read.
 //!
 //! A claimed file is named `PID-TOKEN-SEQ.NAME` in the claim directory: the owner's process
 //! id, the token of the adapter run within that process, a sequence number, and the original
@@ -15,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use super::config::{FileSourceConfig, ReadMode, WhenDone};
+use super::dir::Dirs;
 use super::read::{self, Contents};
 use crate::file::FileError;
 use eip_core::Message;
@@ -27,14 +30,21 @@ static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
 /// A file found to take: new in the directory, or abandoned in the claim directory.
 #[derive(Debug)]
 pub(super) struct Candidate {
-    path: PathBuf,
+    /// Its name where it is now.
+    file_name: String,
+    /// Its name in the watched directory.
     name: String,
+    /// Whether it is an abandoned claim (in the claim directory), not a new file.
+    abandoned: bool,
 }
 
 /// A file this adapter run holds in the claim directory.
 #[derive(Debug, Clone)]
 pub(super) struct Claimed {
+    /// Its full path, for what is said of it.
     pub(super) path: PathBuf,
+    /// Its name in the claim directory: `TAG.NAME`.
+    pub(super) file_name: String,
     /// The name it had in the watched directory.
     pub(super) name: String,
     /// Its claim prefix, unique: used to keep done and error names apart.
@@ -58,7 +68,7 @@ impl Owner {
     pub(super) fn claim(
         &self,
         candidate: Candidate,
-        claim_dir: &Path,
+        dirs: &Dirs,
     ) -> Result<Option<Claimed>, FileError> {
         let tag = format!(
             "{}-{}-{}",
@@ -66,16 +76,22 @@ impl Owner {
             self.token,
             NEXT_SEQ.fetch_add(1, Ordering::Relaxed)
         );
-        let path = claim_dir.join(format!("{tag}.{}", candidate.name));
-        match fs::rename(&candidate.path, &path) {
+        let file_name = format!("{tag}.{}", candidate.name);
+        let from = if candidate.abandoned {
+            &dirs.claims
+        } else {
+            &dirs.watched
+        };
+        match from.rename(&candidate.file_name, &dirs.claims, &file_name) {
             Ok(()) => Ok(Some(Claimed {
-                path,
+                path: dirs.claims.join(&file_name),
+                file_name,
                 name: candidate.name,
                 tag,
             })),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(FileError::io(
-                candidate.path,
+                from.join(&candidate.file_name),
                 "rename into the claim directory",
             )(e)),
         }
@@ -107,13 +123,14 @@ pub(super) fn prepare(config: &FileSourceConfig) -> Result<(), FileError> {
 /// What there is to take: abandoned claims first, then new files in name order.
 pub(super) fn scan(config: &FileSourceConfig) -> Result<VecDeque<Candidate>, FileError> {
     let mut found = VecDeque::new();
-    for (entry, file_name) in list(&config.claim_dir)? {
+    for (_, file_name) in list(&config.claim_dir)? {
         if let Some((pid, token, name)) = parse_claim(&file_name)
             && !owner_alive(pid, token)
         {
             found.push_back(Candidate {
-                path: entry.path(),
                 name: name.to_owned(),
+                file_name,
+                abandoned: true,
             });
         }
     }
@@ -141,8 +158,9 @@ pub(super) fn scan(config: &FileSourceConfig) -> Result<VecDeque<Candidate>, Fil
             }
         }
         new.push(Candidate {
-            path: entry.path(),
+            file_name: name.clone(),
             name,
+            abandoned: false,
         });
     }
     new.sort_by(|a, b| a.name.cmp(&b.name));
@@ -180,32 +198,44 @@ pub(super) enum Body {
     Lines(Contents),
 }
 
-/// Claims up to `max` files from the front of `candidates` and reads them, in order. Stops
-/// early once the files read hold `budget` bytes, so a batch holds at most `max` files and
-/// `budget` bytes plus one file's size limit. Candidates another adapter took first are
-/// skipped; those not reached stay in `candidates`.
-pub(super) fn take(
+/// Claims up to `max` files from the front of `candidates`, in order, without reading them.
+/// Candidates another adapter took first are skipped; those not reached stay in `candidates`.
+pub(super) fn claim_batch(
     owner: &Owner,
-    config: &FileSourceConfig,
+    dirs: &Dirs,
     candidates: &mut VecDeque<Candidate>,
     max: usize,
+) -> Vec<Claimed> {
+    let mut claimed = Vec::new();
+    while claimed.len() < max {
+        let Some(candidate) = candidates.pop_front() else {
+            break;
+        };
+        match owner.claim(candidate, dirs) {
+            Ok(Some(file)) => claimed.push(file),
+            Ok(None) => {} // another adapter took it
+            Err(error) => tracing::warn!(%error, "file adapter could not claim a file"),
+        }
+    }
+    claimed
+}
+
+/// Reads claimed files from the front of `claimed`, in order, until the files read hold
+/// `budget` bytes, so a batch holds at most `budget` bytes plus one file's size limit. Those
+/// not reached stay in `claimed`, still held by this run.
+pub(super) fn read_batch(
+    config: &FileSourceConfig,
+    dirs: &Dirs,
+    claimed: &mut VecDeque<Claimed>,
     budget: u64,
 ) -> Vec<Taken> {
     let mut taken = Vec::new();
     let mut bytes = 0u64;
-    while taken.len() < max && bytes < budget {
-        let Some(candidate) = candidates.pop_front() else {
+    while bytes < budget {
+        let Some(claimed) = claimed.pop_front() else {
             break;
         };
-        let claimed = match owner.claim(candidate, &config.claim_dir) {
-            Ok(Some(claimed)) => claimed,
-            Ok(None) => continue, // another adapter took it
-            Err(error) => {
-                tracing::warn!(%error, "file adapter could not claim a file");
-                continue;
-            }
-        };
-        let body = read::read(&claimed.path, config.max_size).map(|contents| {
+        let body = read::read(&dirs.claims, &claimed, config.max_size).map(|contents| {
             bytes += contents.bytes.len() as u64;
             match config.mode {
                 ReadMode::WholeFile => Body::Whole(contents.whole(&claimed.name)),

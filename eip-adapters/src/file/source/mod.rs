@@ -2,21 +2,28 @@
 //!
 //! See the [file module](crate::file) for what it guarantees. The loop: list the claim
 //! directory for abandoned claims and the watched directory for new files; then, batch by
-//! batch, wait until the channel has room, claim and read a batch of files on one blocking
-//! task, send their messages one at a time (each once the channel has room), and note what
-//! becomes of each file once its last send completed. The notes are carried out (the files
-//! moved to done or error) by the blocking task of the next batch, or before the loop waits.
-//! When a pass claimed nothing the loop waits for the watcher or the poll interval, whichever
-//! comes first.
+//! batch, wait until the channel has room, claim a batch of files and then read them on one
+//! blocking task, send their messages one at a time (each once the channel has room), and note
+//! what becomes of each file once its last send completed. The notes are carried out (the
+//! files moved to done or error) by the blocking task of the next batch before it claims, or
+//! before the loop waits. When a pass claimed nothing the loop waits for the watcher or the
+//! poll interval, whichever comes first.
 //!
 //! A batch starts at one file and doubles, up to [`MAX_BATCH_FILES`], while the channel takes
 //! every message without making the adapter wait; a wait for room starts it again at one. At
-//! full size the next batch is claimed and read while this one is sent. So a full channel with
-//! no consumer gets nothing claimed beyond what it took, and a busy one is fed by a blocking
-//! task per batch, not one per file operation.
+//! full size the batches overlap: once a batch's files are claimed, the next batch's task
+//! starts (moving the files of the batch sent before to done, then claiming), beside this
+//! batch's reads and sends. Renames in and out of the claim directory are so made by one task
+//! at a time (two would only contend for the directory's lock, and for the kernel's lock on
+//! renames across directories), while reading, sending and renaming run side by side. A task
+//! names files relative to the directories it holds open (see `dir.rs`), so the kernel looks
+//! up one name per operation, not the whole path. A full channel with no consumer gets nothing
+//! claimed beyond what it took, and a busy one is fed by a blocking task per batch, not one per
+//! file operation.
 
 mod claim;
 mod config;
+mod dir;
 mod read;
 mod send;
 mod settle;
@@ -34,7 +41,8 @@ use eip_core::channel::{ChannelSender, InvalidMessageChannel};
 use tokio::sync::Notify;
 use tower::{Service, ServiceExt};
 
-use self::claim::{Candidate, Owner, Taken};
+use self::claim::{Candidate, Claimed, Owner, Taken};
+use self::dir::Dirs;
 use self::send::{Flow, closed};
 use self::settle::Settle;
 use self::watch::DirWatch;
@@ -69,7 +77,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The inbound file channel adapter: feeds the channel behind `S` (usually a
 /// [`ChannelSender`]) with the files of a directory.
 ///
-/// Files are claimed (renamed into the claim directory) and read in batches of up to
+/// Files are claimed (renamed into the claim directory), then read, in batches of up to
 /// [`MAX_BATCH_FILES`] files and [`MAX_BATCH_BYTES`] bytes on one blocking task, and moved to
 /// the done directory once their messages were accepted, in batches too; see the
 /// [file module](crate::file) for the guarantees. Beyond what the channel holds, at most two
@@ -88,8 +96,19 @@ enum Room {
     Shutdown,
 }
 
-/// A batch being claimed and read on a blocking task, and the candidates it did not reach.
-type Ahead = tokio::task::JoinHandle<(Vec<Taken>, VecDeque<Candidate>)>;
+/// A batch on a blocking task: first its files are claimed, then read.
+struct Ahead {
+    /// Once its files are claimed: the candidates it did not reach.
+    moved: tokio::sync::oneshot::Receiver<VecDeque<Candidate>>,
+    /// Once they are read: what it read.
+    read: tokio::task::JoinHandle<Read>,
+}
+
+/// The files a batch read, and those it claimed but left unread (its byte budget was reached).
+struct Read {
+    taken: Vec<Taken>,
+    held: VecDeque<Claimed>,
+}
 
 impl FileSource {
     /// A builder for the configuration of an adapter watching `dir`.
@@ -159,6 +178,8 @@ where
         let mut shutdown = pin!(shutdown);
         let mut batch = 1;
         let mut ahead: Option<Ahead> = None;
+        // Claimed by a batch that reached its byte budget before reading them: read next.
+        let mut held: VecDeque<Claimed> = VecDeque::new();
         let ended = 'run: loop {
             let scanned = blocking({
                 let config = config.clone();
@@ -173,37 +194,44 @@ where
                 watch.pause();
             }
             let mut took = false;
-            while ahead.is_some() || !candidates.is_empty() {
-                let taken = match ahead.take() {
-                    Some(task) => {
-                        let taken;
-                        (taken, candidates) = joined(task).await;
-                        taken
+            while ahead.is_some() || !held.is_empty() || !candidates.is_empty() {
+                let read = if !held.is_empty() {
+                    let files = std::mem::take(&mut held);
+                    let max = files.len();
+                    let task = self.start(owner, settled, files, VecDeque::new(), max);
+                    joined(task.read).await
+                } else if let Some(task) = ahead.take() {
+                    candidates = task.moved.await.unwrap_or_default();
+                    // Its files are claimed: the next batch is claimed while this one is read.
+                    if batch == MAX_BATCH_FILES && !candidates.is_empty() {
+                        let rest = std::mem::take(&mut candidates);
+                        ahead = Some(self.start(owner, settled, VecDeque::new(), rest, batch));
                     }
-                    None => {
-                        // Room first: while the channel is full the files stay where they are.
-                        match self.ready(&mut shutdown, settled).await {
-                            Ok(Room::Now) => {}
-                            Ok(Room::Waited) => batch = 1,
-                            Ok(Room::Shutdown) => break 'run Ok(()),
-                            Err(reason) => break 'run Err(closed(config.dir.clone(), reason)),
-                        }
-                        let taken;
-                        (taken, candidates) =
-                            joined(self.take(owner, settled, candidates, batch)).await;
-                        taken
+                    joined(task.read).await
+                } else {
+                    // Room first: while the channel is full the files stay where they are.
+                    match self.ready(&mut shutdown, settled).await {
+                        Ok(Room::Now) => {}
+                        Ok(Room::Waited) => batch = 1,
+                        Ok(Room::Shutdown) => break 'run Ok(()),
+                        Err(reason) => break 'run Err(closed(config.dir.clone(), reason)),
                     }
+                    let rest = std::mem::take(&mut candidates);
+                    let task = self.start(owner, settled, VecDeque::new(), rest, batch);
+                    candidates = task.moved.await.unwrap_or_default();
+                    joined(task.read).await
                 };
-                if taken.is_empty() {
+                held = read.held;
+                if read.taken.is_empty() {
                     continue; // others took them
                 }
                 took = true;
-                // The channel took the last batches without a wait: read the next one ahead.
-                if batch == MAX_BATCH_FILES && !candidates.is_empty() {
+                // The channel took the last batches without a wait: claim the next one ahead.
+                if batch == MAX_BATCH_FILES && ahead.is_none() && !candidates.is_empty() {
                     let rest = std::mem::take(&mut candidates);
-                    ahead = Some(self.take(owner, settled, rest, batch));
+                    ahead = Some(self.start(owner, settled, VecDeque::new(), rest, batch));
                 }
-                let (flow, waited) = self.send_batch(taken, settled, &mut shutdown).await;
+                let (flow, waited) = self.send_batch(read.taken, settled, &mut shutdown).await;
                 match flow {
                     Flow::Go => {}
                     Flow::Shutdown => break 'run Ok(()),
@@ -226,11 +254,13 @@ where
                 () = tokio::time::sleep(config.poll_interval) => {}
             }
         };
-        // Stopping with a batch read ahead: none of it was sent.
+        // Stopping with a batch claimed ahead, or files held: none of them was sent.
         if let Some(task) = ahead {
-            let (unsent, _) = joined(task).await;
-            settled.extend(unsent.into_iter().map(|file| Settle::Release(file.claimed)));
+            let read = joined(task.read).await;
+            let files = read.taken.into_iter().map(|file| file.claimed);
+            held.extend(files.chain(read.held));
         }
+        settled.extend(held.into_iter().map(Settle::Release));
         ended
     }
 
@@ -245,22 +275,35 @@ where
         FileSourceHandle { stop, task }
     }
 
-    /// On a blocking task: carries out `settled` (emptying it), then claims and reads up to
-    /// `max` of `candidates`. One thread moves files in and out of the claim directory.
-    fn take(
+    /// On a blocking task: carries out `settled` (emptying it), claims up to `max` files, less
+    /// those `held` already, from the front of `candidates` and hands the rest back through
+    /// [`Ahead::moved`], then reads `held` and the files claimed, in order, up to
+    /// [`MAX_BATCH_BYTES`]. Moves in and out of the claim directory are made by one task at a
+    /// time: the loop starts the next batch only once this one's moves are done, so the next
+    /// batch's moves run beside this one's reads, not beside its moves.
+    fn start(
         &self,
         owner: &Arc<Owner>,
         settled: &mut Vec<Settle>,
+        held: VecDeque<Claimed>,
         mut candidates: VecDeque<Candidate>,
         max: usize,
     ) -> Ahead {
         let (owner, config) = (owner.clone(), self.config.clone());
         let jobs = std::mem::take(settled);
-        tokio::task::spawn_blocking(move || {
-            settle::settle_all(&config, jobs);
-            let taken = claim::take(&owner, &config, &mut candidates, max, MAX_BATCH_BYTES);
-            (taken, candidates)
-        })
+        let (moved_tx, moved) = tokio::sync::oneshot::channel();
+        let read = tokio::task::spawn_blocking(move || {
+            let dirs = Dirs::open(&config);
+            settle::settle_all(&config, &dirs, jobs);
+            let mut files = held;
+            let room = max.saturating_sub(files.len());
+            files.extend(claim::claim_batch(&owner, &dirs, &mut candidates, room));
+            // The loop may be gone (stopping): then the candidates are not needed.
+            let _ = moved_tx.send(candidates);
+            let taken = claim::read_batch(&config, &dirs, &mut files, MAX_BATCH_BYTES);
+            Read { taken, held: files }
+        });
+        Ahead { moved, read }
     }
 
     /// Waits for room in the channel, saying whether that took a wait. Before a wait, what
@@ -301,7 +344,7 @@ async fn flush(config: &Arc<FileSourceConfig>, jobs: Vec<Settle>) {
         return;
     }
     let config = config.clone();
-    blocking(move || settle::settle_all(&config, jobs)).await;
+    blocking(move || settle::settle_all(&config, &Dirs::open(&config), jobs)).await;
 }
 
 /// A running [`FileSource`].
@@ -324,5 +367,41 @@ impl FileSourceHandle {
     /// Whether the adapter has stopped (shut down, or the channel closed).
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eip_core::channel::PointToPoint;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn files_past_a_batch_s_byte_budget_stay_claimed_and_follow_in_name_order() {
+        let dir = std::env::temp_dir().join(format!(
+            "eip-file-budget-{}-{}",
+            std::process::id(),
+            eip_core::MessageId::new()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Batches of 1, 2, 4 and 8 files: the last reaches the 4 MiB budget after four files
+        // and holds the fifth for the next.
+        for i in 0..12u8 {
+            std::fs::write(dir.join(format!("f{i:02}")), vec![i; 1 << 20]).unwrap();
+        }
+        let channel = PointToPoint::new("budget", 100).unwrap();
+        let config = FileSource::builder(&dir).build().unwrap();
+        let source = FileSource::new(config, channel.sender()).spawn();
+        let mut receiver = channel.receiver();
+        for i in 0..12u8 {
+            let delivery = receiver.recv().await.unwrap();
+            assert_eq!(delivery.message().payload()[0], i, "in name order");
+            delivery.ack();
+        }
+        source.shutdown().await.unwrap();
+        let count = |sub: &str| std::fs::read_dir(dir.join(sub)).unwrap().count();
+        assert_eq!(count(".done"), 12);
+        assert_eq!(count(".claimed"), 0);
+        assert_eq!(channel.stats().depth, 0, "each once");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

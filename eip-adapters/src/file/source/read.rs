@@ -1,6 +1,5 @@
 //! Reading a claimed file, within the size limit, and making its messages.
 
-use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
@@ -9,6 +8,8 @@ use bytes::Bytes;
 use eip_core::Message;
 use eip_core::message::names;
 
+use super::claim::Claimed;
+use super::dir::Dir;
 use super::headers;
 use crate::file::FileError;
 
@@ -19,10 +20,13 @@ pub(super) struct Contents {
     modified_ms: i64,
 }
 
-/// Reads the file at `path` (never through a symlink), refusing one larger than `limit`
-/// before reading it.
-pub(super) fn read(path: &Path, limit: u64) -> Result<Contents, FileError> {
-    let file = open_no_follow(path)?;
+/// Reads the claimed file (never through a symlink), refusing one larger than `limit` before
+/// reading it.
+pub(super) fn read(claims: &Dir, claimed: &Claimed, limit: u64) -> Result<Contents, FileError> {
+    let path = &claimed.path;
+    let file = claims
+        .open_file(&claimed.file_name)
+        .map_err(FileError::io(path, "open"))?;
     let meta = file.metadata().map_err(FileError::io(path, "stat"))?;
     if !meta.is_file() {
         return Err(FileError::Content {
@@ -57,17 +61,6 @@ pub(super) fn read(path: &Path, limit: u64) -> Result<Contents, FileError> {
         size,
         modified_ms,
     })
-}
-
-fn open_no_follow(path: &Path) -> Result<File, FileError> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    options.open(path).map_err(FileError::io(path, "open"))
 }
 
 impl Contents {

@@ -1,17 +1,19 @@
 //! Settling claimed files: what becomes of each once its messages were accepted (or refused).
 //!
 //! The sending loop notes a [`Settle`] per file and carries them out in batches on the
-//! blocking task that claims and reads the next batch (so one thread moves files in and out
-//! of the claim directory, never two fighting over its lock), or on a task of their own before
-//! the loop waits for room or for new files, and before it stops. Until then the file stays
-//! claimed by the run, whose [`Owner`](super::claim::Owner) outlives every settle.
+//! blocking task of the next batch, before it claims (so files are moved in and out of the
+//! claim directory by one task at a time, never two fighting over its lock), or on a task of
+//! their own before the loop waits for room or for new files, and before it stops. Until then
+//! the file stays claimed by the run, whose [`Owner`](super::claim::Owner) outlives every
+//! settle.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::claim::Claimed;
-use super::config::{FileSourceConfig, WhenDone};
+use super::config::FileSourceConfig;
+use super::dir::Dirs;
 use crate::file::FileError;
 
 /// What becomes of a claimed file.
@@ -33,16 +35,16 @@ pub(super) enum Settle {
 }
 
 /// Carries out `jobs` in order; a file that can not be moved is logged and stays claimed.
-pub(super) fn settle_all(config: &FileSourceConfig, jobs: Vec<Settle>) {
+pub(super) fn settle_all(config: &FileSourceConfig, dirs: &Dirs, jobs: Vec<Settle>) {
     for job in jobs {
-        settle(config, job);
+        settle(config, dirs, job);
     }
 }
 
-fn settle(config: &FileSourceConfig, job: Settle) {
+fn settle(config: &FileSourceConfig, dirs: &Dirs, job: Settle) {
     match job {
         Settle::Done(claimed) => {
-            if let Err(error) = settle_done(config, &claimed) {
+            if let Err(error) = settle_done(dirs, &claimed) {
                 tracing::error!(%error, "file accepted but not settled: it will be sent again by a later run");
             }
         }
@@ -62,13 +64,17 @@ fn settle(config: &FileSourceConfig, job: Settle) {
             }
         }
         Settle::Release(claimed) => {
-            let back = config.dir.join(&claimed.name);
-            match rename_no_replace(&claimed.path, &back) {
+            let back = &dirs.watched;
+            match dirs
+                .claims
+                .rename_no_replace(&claimed.file_name, back, &claimed.name)
+            {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {
                     tracing::debug!(file = %claimed.name, "name taken again: the file stays claimed for a later run");
                 }
                 Err(e) => {
+                    let back = back.join(&claimed.name);
                     let error = FileError::io(back, "move back from the claim directory")(e);
                     tracing::warn!(%error, "the file stays claimed for a later run");
                 }
@@ -78,24 +84,26 @@ fn settle(config: &FileSourceConfig, job: Settle) {
 }
 
 /// Moves (or deletes) a file whose messages were accepted.
-fn settle_done(config: &FileSourceConfig, claimed: &Claimed) -> Result<(), FileError> {
-    match &config.when_done {
-        WhenDone::Delete => {
-            fs::remove_file(&claimed.path).map_err(FileError::io(&claimed.path, "delete"))
+fn settle_done(dirs: &Dirs, claimed: &Claimed) -> Result<(), FileError> {
+    let Some(done) = &dirs.done else {
+        return dirs
+            .claims
+            .remove(&claimed.file_name)
+            .map_err(FileError::io(&claimed.path, "delete"));
+    };
+    // One rename while the plain name is free; the tagged name only if it is taken.
+    match dirs
+        .claims
+        .rename_no_replace(&claimed.file_name, done, &claimed.name)
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            let tagged = tagged_name(claimed);
+            dirs.claims
+                .rename(&claimed.file_name, done, &tagged)
+                .map_err(FileError::io(done.join(&tagged), "move to done"))
         }
-        WhenDone::MoveTo(done) => {
-            // One rename while the plain name is free; the tagged name only if it is taken.
-            let plain = done.join(&claimed.name);
-            match rename_no_replace(&claimed.path, &plain) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                    let tagged = tagged(done, claimed);
-                    fs::rename(&claimed.path, &tagged)
-                        .map_err(FileError::io(tagged, "move to done"))
-                }
-                Err(e) => Err(FileError::io(plain, "move to done")(e)),
-            }
-        }
+        Err(e) => Err(FileError::io(done.join(&claimed.name), "move to done")(e)),
     }
 }
 
@@ -143,70 +151,10 @@ fn free_name(dir: &Path, claimed: &Claimed) -> PathBuf {
 }
 
 fn tagged(dir: &Path, claimed: &Claimed) -> PathBuf {
-    dir.join(format!("{}.{}", claimed.name, claimed.tag))
+    dir.join(tagged_name(claimed))
 }
 
-/// Renames `from` to `to` unless `to` exists (then `AlreadyExists`, and nothing moved).
-/// Atomic where the platform offers it (`renameat2` with `RENAME_NOREPLACE` on Linux);
-/// elsewhere, or on a file system without it, a look first and then the rename.
-fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
-    #[cfg(all(target_os = "linux", any(target_env = "gnu", target_env = "musl")))]
-    {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
-        let c = |p: &Path| {
-            CString::new(p.as_os_str().as_bytes())
-                .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e))
-        };
-        let (c_from, c_to) = (c(from)?, c(to)?);
-        // SAFETY: both are NUL-terminated paths that live across the call; AT_FDCWD resolves
-        // them as `rename` would.
-        let renamed = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                c_from.as_ptr(),
-                libc::AT_FDCWD,
-                c_to.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if renamed == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
-            return Err(e);
-        }
-        // The file system (or kernel) does not know RENAME_NOREPLACE: look, then rename.
-    }
-    if to.symlink_metadata().is_ok() {
-        return Err(ErrorKind::AlreadyExists.into());
-    }
-    fs::rename(from, to)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rename_no_replace_leaves_an_existing_target_alone() {
-        let dir = std::env::temp_dir().join(format!(
-            "eip-file-noreplace-{}-{}",
-            std::process::id(),
-            eip_core::MessageId::new()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        let (a, b, c) = (dir.join("a"), dir.join("b"), dir.join("c"));
-        fs::write(&a, "a").unwrap();
-        fs::write(&b, "b").unwrap();
-        let refused = rename_no_replace(&a, &b).unwrap_err();
-        assert_eq!(refused.kind(), ErrorKind::AlreadyExists);
-        assert_eq!(fs::read_to_string(&a).unwrap(), "a");
-        assert_eq!(fs::read_to_string(&b).unwrap(), "b");
-        rename_no_replace(&a, &c).unwrap();
-        assert!(!a.exists());
-        assert_eq!(fs::read_to_string(&c).unwrap(), "a");
-        fs::remove_dir_all(&dir).unwrap();
-    }
+/// The file's name with its claim tag added, for a name already taken.
+fn tagged_name(claimed: &Claimed) -> String {
+    format!("{}.{}", claimed.name, claimed.tag)
 }
