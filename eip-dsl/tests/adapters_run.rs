@@ -58,6 +58,18 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Puts a whole file into a watched directory at once: written under a dot name (which the
+/// adapter skips), then renamed into place, so the adapter never takes it half written.
+fn place(path: &std::path::Path, contents: impl AsRef<[u8]>) {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a file name");
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&partial, contents).expect("a file written");
+    std::fs::rename(&partial, path).expect("a file put in place");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_move_from_a_watched_directory_through_a_router_to_two_directories() {
     let scratch = Scratch::new("files");
@@ -87,7 +99,7 @@ adapters:
     .await;
     for n in [1, 5, 10, 20, 30] {
         let name = format!("{n:02}.json");
-        std::fs::write(scratch.0.join("in").join(name), format!(r#"{{"n":{n}}}"#)).expect("a file");
+        place(&scratch.0.join("in").join(name), format!(r#"{{"n":{n}}}"#));
     }
     let big = scratch.0.join("out/big");
     let small = scratch.0.join("out/small/all.jsonl");
@@ -502,11 +514,10 @@ adapters:
             .push((channel.to_owned(), msg.clone()));
     });
     let running = run(&flow, output).await;
-    std::fs::write(
-        scratch.0.join("in/day.jsonl"),
+    place(
+        &scratch.0.join("in/day.jsonl"),
         "{\"celsius\": 21}\n{\"celsius\": \nnot json at all\n{\"kelvin\": 300}\n",
-    )
-    .expect("a file");
+    );
     eventually("four lines out", || {
         seen.lock().expect("not poisoned").len() == 4
     })
