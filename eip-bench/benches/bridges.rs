@@ -39,13 +39,12 @@ mod rabbitmq;
 mod redis;
 
 use std::fmt::Display;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use eip_adapters::bridge::{InboundBridge, Source};
-use eip_bench::{Filter, alternating_medians, measuring, per_item, print_compare, runtime};
+use eip_bench::{Filter, Setting, Side, measuring, runtime};
 use eip_core::Message;
 use eip_core::channel::PointToPoint;
 use eip_core::endpoint::Consumer;
@@ -56,9 +55,6 @@ use tower::{Service, ServiceExt};
 const WINDOW: usize = 256;
 /// Bytes in every message.
 const PAYLOAD: usize = 1024;
-/// The longest a round may take before the run gives up on it (a lost message would otherwise
-/// leave it waiting for ever).
-const ROUND_LIMIT: Duration = Duration::from_secs(60);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -109,53 +105,6 @@ fn main() {
     }
     drop(rt);
     println!("run took {:.1} s", started.elapsed().as_secs_f64());
-}
-
-/// How every comparison runs: on which runtime, how many rounds of how many messages.
-struct Setting<'a> {
-    rt: &'a tokio::runtime::Runtime,
-    rounds: usize,
-    messages: usize,
-}
-
-impl Setting<'_> {
-    /// Alternates eip and baseline rounds of `round` and prints the compare line `name`, or
-    /// a line saying it was skipped when `reachable` says a broker is not there.
-    fn compare<F: Future<Output = Duration>>(
-        &self,
-        name: &str,
-        baseline: &str,
-        reachable: impl Future<Output = Result<(), String>>,
-        round: impl Fn(usize, Side) -> F,
-    ) {
-        if let Err(e) = self.rt.block_on(reachable) {
-            println!("{name}: {e}: skipped");
-            return;
-        }
-        let messages = self.messages;
-        let timed = |side: Side, label: &str, n: usize| {
-            let elapsed = self
-                .rt
-                .block_on(async { tokio::time::timeout(ROUND_LIMIT, round(messages, side)).await })
-                .unwrap_or_else(|_| panic!("{name}: a {label} round took over {ROUND_LIMIT:?}"));
-            let ns = per_item(elapsed, messages);
-            eprintln!("  {name} round {n}: {label} {ns:.0} ns/msg");
-            ns
-        };
-        let (eip_ns, raw_ns) = alternating_medians(
-            self.rounds,
-            |n| timed(Side::Eip, "eip", n),
-            |n| timed(Side::Raw, "raw", n),
-        );
-        print_compare(name, eip_ns, raw_ns, baseline);
-    }
-}
-
-/// Which side of a comparison a round runs.
-#[derive(Clone, Copy)]
-enum Side {
-    Eip,
-    Raw,
 }
 
 /// How far a round is, counted alike by both sides: messages through (confirmed by the

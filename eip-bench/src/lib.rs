@@ -1,14 +1,17 @@
 //! What eip's benchmarks against outside systems share: the compare line measured by
-//! alternating rounds, the window of messages in flight end to end, numbered payloads, and the
-//! process's memory figures.
+//! alternating rounds (and the [`Setting`] that runs a comparison's rounds against brokers),
+//! the window of messages in flight end to end, numbered payloads, and the process's memory
+//! figures.
 //!
 //! These benchmarks need things the core crates must not depend on (a broker client), so they
 //! live in a crate of their own. The compare line is the one eip-core's benches print
 //! (`eip-core/benches/support`): on a shared two-core machine the load drifts, so eip and
 //! baseline rounds alternate and the line compares their medians.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
 
@@ -49,8 +52,63 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Nanoseconds per item.
-pub fn per_item(elapsed: std::time::Duration, items: usize) -> f64 {
+pub fn per_item(elapsed: Duration, items: usize) -> f64 {
     elapsed.as_nanos() as f64 / items as f64
+}
+
+/// The longest a round may take before the run gives up on it (a lost message would otherwise
+/// leave it waiting for ever).
+pub const ROUND_LIMIT: Duration = Duration::from_secs(60);
+
+/// How a bench's comparisons against brokers run: on which runtime, how many alternating
+/// rounds of how many messages.
+pub struct Setting<'a> {
+    pub rt: &'a tokio::runtime::Runtime,
+    pub rounds: usize,
+    pub messages: usize,
+}
+
+/// Which side of a comparison a round runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Eip,
+    Raw,
+}
+
+impl Setting<'_> {
+    /// Alternates eip and baseline rounds of `round` (given the messages and the side, timing
+    /// what it measures) and prints the compare line `name`; or a line saying it was skipped
+    /// when `reachable` says a broker is not there. The medians, eip's and the baseline's, in
+    /// ns per message, when it ran.
+    pub fn compare<F: Future<Output = Duration>>(
+        &self,
+        name: &str,
+        baseline: &str,
+        reachable: impl Future<Output = Result<(), String>>,
+        round: impl Fn(usize, Side) -> F,
+    ) -> Option<(f64, f64)> {
+        if let Err(e) = self.rt.block_on(reachable) {
+            println!("{name}: {e}: skipped");
+            return None;
+        }
+        let messages = self.messages;
+        let timed = |side: Side, label: &str, n: usize| {
+            let elapsed = self
+                .rt
+                .block_on(async { tokio::time::timeout(ROUND_LIMIT, round(messages, side)).await })
+                .unwrap_or_else(|_| panic!("{name}: a {label} round took over {ROUND_LIMIT:?}"));
+            let ns = per_item(elapsed, messages);
+            eprintln!("  {name} round {n}: {label} {ns:.0} ns/msg");
+            ns
+        };
+        let (eip_ns, raw_ns) = alternating_medians(
+            self.rounds,
+            |n| timed(Side::Eip, "eip", n),
+            |n| timed(Side::Raw, "raw", n),
+        );
+        print_compare(name, eip_ns, raw_ns, baseline);
+        Some((eip_ns, raw_ns))
+    }
 }
 
 /// At most `window` messages in flight end to end: a message leaves the window once its send
