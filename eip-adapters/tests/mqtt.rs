@@ -346,6 +346,12 @@ async fn an_inbound_bridge_cut_off_mid_stream_reconnects_and_loses_nothing() {
     };
     let (got, ()) = tokio::join!(drain_until(&inbox, &want, Duration::from_secs(15)), cutter);
     let retries = publisher.await.unwrap();
+    // When the messages come fast, the cut may land after the last of them: the bridge then
+    // reconnects after the drain is over. Give it the time to (bounded).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while proxy.accepted() < 3 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let lost = want.iter().filter(|id| !got.contains_key(id)).count();
     println!(
         "inbound cut: {} sent ({retries} publishes retried), {} arrived, lost {lost}, {} duplicates, {} connections",
