@@ -3,6 +3,9 @@
 //! The test feeds the channel from outside (a third process's view of it), and each `eip run`
 //! prints what its route moved to an output channel: every message is printed, none is lost,
 //! and both processes did part of the work. Duplicates (at-least-once allows them) are counted.
+//! Then one of the two is SIGKILLed a third of the way through, with the printed channel kept
+//! in the broker too: the other process gets what it held, and nothing is lost. And joins in a
+//! loop and a chain across two `eip run` through JetStream.
 //! A broker that is down fails the test naming it; `EIP_SKIP_BROKERS=1` skips it and says so.
 
 use std::collections::{HashMap, HashSet};
@@ -117,20 +120,38 @@ impl Drop for Run {
     }
 }
 
-/// Two `eip run` of one flow compete for `work`, kept where `store` says; the test feeds it
-/// through `feeder` and counts what each process printed.
-async fn two_processes(label: &str, store: &str, feeder: Arc<dyn Backend>) {
+/// A run of two `eip run` of one flow competing for `work`.
+struct Trial<'a> {
+    label: &'a str,
+    /// The `store:` of `work`.
+    work: String,
+    /// The `store:` of `done` (the channel printed); `None` keeps it in memory.
+    done: Option<String>,
+    /// The test's own view of `work`, to feed it.
+    feeder: Arc<dyn Backend>,
+    /// SIGKILL process 1 once this many messages were printed in all.
+    kill_at: Option<usize>,
+}
+
+/// Two `eip run` of one flow compete for `work`, kept where the trial says; the test feeds it
+/// and counts what each process printed (a killed process's lines up to its death count).
+async fn two_processes(trial: Trial<'_>) {
+    let label = trial.label;
     let scratch = Scratch::new("broker-run");
     let flow = scratch.0.join("flow.yaml");
+    let done = trial
+        .done
+        .map_or_else(String::new, |store| format!(", store: {store}"));
     std::fs::write(
         &flow,
         format!(
-            "channels:\n  work: {{kind: point-to-point, capacity: 32, store: {store}}}\n  \
-             done: {{kind: point-to-point}}\nroutes:\n  - {{name: worker, from: work, to: done}}\n"
+            "channels:\n  work: {{kind: point-to-point, capacity: 32, store: {}}}\n  \
+             done: {{kind: point-to-point{done}}}\nroutes:\n  - {{name: worker, from: work, to: done}}\n",
+            trial.work
         ),
     )
     .expect("the flow file");
-    let runs = [Run::start(&flow), Run::start(&flow)];
+    let mut runs = [Run::start(&flow), Run::start(&flow)];
     let started = Instant::now();
     while !runs.iter().all(Run::is_connected) {
         assert!(
@@ -142,18 +163,27 @@ async fn two_processes(label: &str, store: &str, feeder: Arc<dyn Backend>) {
     // Past "kept in": each has its consumer on the broker within a moment.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let work = PointToPoint::builder("work")
-        .store(feeder)
+        .store(trial.feeder)
         .build()
         .expect("the feeder's view of the channel");
-    let mut sent = HashSet::new();
-    for i in 0..MESSAGES {
-        let msg = Message::new(format!("{{\"n\":{i}}}"));
-        sent.insert(msg.id().to_string());
-        work.send(msg)
-            .await
-            .expect("a send confirmed by the broker");
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut messages = Vec::with_capacity(MESSAGES);
+    let sent: HashSet<String> = (0..MESSAGES)
+        .map(|i| {
+            let msg = Message::new(format!("{{\"n\":{i}}}"));
+            let id = msg.id().to_string();
+            messages.push(msg);
+            id
+        })
+        .collect();
+    let feeding = tokio::spawn(async move {
+        for msg in messages {
+            work.send(msg)
+                .await
+                .expect("a send confirmed by the broker");
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut kills = 0;
     let (mut counts, mut per_run);
     loop {
         per_run = runs.iter().map(Run::printed).collect::<Vec<_>>();
@@ -161,19 +191,34 @@ async fn two_processes(label: &str, store: &str, feeder: Arc<dyn Backend>) {
         for id in per_run.iter().flatten() {
             *counts.entry(id.clone()).or_insert(0usize) += 1;
         }
+        if let Some(at) = trial.kill_at
+            && kills == 0
+            && counts.len() >= at
+        {
+            // SIGKILL: no draining, no acknowledgement; what it held is the broker's again.
+            let _ = runs[0].child.kill();
+            let _ = runs[0].child.wait();
+            kills += 1;
+        }
         if sent.iter().all(|id| counts.contains_key(id)) || Instant::now() > deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    feeding.await.expect("the feeder");
     let lost = sent.iter().filter(|id| !counts.contains_key(*id)).count();
     let duplicates: usize = counts.values().map(|n| n - 1).sum();
     println!(
-        "{label}: {MESSAGES} sent; process 1 printed {}, process 2 printed {}; {lost} lost, {duplicates} duplicates",
+        "{label}: {kills} kills, {MESSAGES} sent and confirmed; process 1 printed {}, process 2 printed {}; {lost} lost, {duplicates} duplicates",
         per_run[0].len(),
         per_run[1].len()
     );
     assert_eq!(lost, 0, "{label}: every message processed");
+    assert_eq!(
+        kills,
+        usize::from(trial.kill_at.is_some()),
+        "{label}: the kill came"
+    );
     assert!(
         per_run.iter().all(|p| !p.is_empty()),
         "{label}: both processes busy"
@@ -184,27 +229,46 @@ async fn two_processes(label: &str, store: &str, feeder: Arc<dyn Backend>) {
     );
 }
 
+/// Deletes RabbitMQ queues a test made.
+async fn delete_queues(queues: &[&str]) {
+    if let Ok(connection) =
+        lapin::Connection::connect(RABBITMQ, lapin::ConnectionProperties::default()).await
+        && let Ok(channel) = connection.create_channel().await
+    {
+        for queue in queues {
+            let _ = channel
+                .queue_delete((*queue).into(), Default::default())
+                .await;
+        }
+        let _ = connection.close(200, "done".into()).await;
+    }
+}
+
+/// Deletes JetStream streams a test made.
+async fn delete_streams(streams: &[&str]) {
+    if let Ok(client) = async_nats::connect(NATS).await {
+        let js = async_nats::jetstream::new(client);
+        for stream in streams {
+            let _ = js.delete_stream(stream).await;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_eip_runs_compete_for_a_channel_kept_in_rabbitmq() {
     if !brokers("eip run on rabbitmq") {
         return;
     }
     let queue = unique("work");
-    two_processes(
-        "two eip run on a rabbitmq queue",
-        &format!("{{rabbitmq: {{url: '{RABBITMQ}', queue: {queue}}}}}"),
-        Arc::new(RabbitMq::queue(RABBITMQ, &queue)),
-    )
+    two_processes(Trial {
+        label: "two eip run on a rabbitmq queue",
+        work: format!("{{rabbitmq: {{url: '{RABBITMQ}', queue: {queue}}}}}"),
+        done: None,
+        feeder: Arc::new(RabbitMq::queue(RABBITMQ, &queue)),
+        kill_at: None,
+    })
     .await;
-    if let Ok(connection) =
-        lapin::Connection::connect(RABBITMQ, lapin::ConnectionProperties::default()).await
-        && let Ok(channel) = connection.create_channel().await
-    {
-        let _ = channel
-            .queue_delete(queue.as_str().into(), Default::default())
-            .await;
-        let _ = connection.close(200, "done".into()).await;
-    }
+    delete_queues(&[&queue]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,17 +277,57 @@ async fn two_eip_runs_compete_for_a_channel_kept_in_jetstream() {
         return;
     }
     let stream = unique("WORK");
-    two_processes(
-        "two eip run on a jetstream stream",
-        &format!("{{jetstream: {{url: '{NATS}', stream: {stream}}}}}"),
-        Arc::new(JetStream::queue(NATS, &stream).expect("a stream name")),
-    )
+    two_processes(Trial {
+        label: "two eip run on a jetstream stream",
+        work: format!("{{jetstream: {{url: '{NATS}', stream: {stream}}}}}"),
+        done: None,
+        feeder: Arc::new(JetStream::queue(NATS, &stream).expect("a stream name")),
+        kill_at: None,
+    })
     .await;
-    if let Ok(client) = async_nats::connect(NATS).await {
-        let _ = async_nats::jetstream::new(client)
-            .delete_stream(&stream)
-            .await;
+    delete_streams(&[&stream]).await;
+}
+
+/// One of two `eip run` is killed (SIGKILL) a third of the way through: with both channels of
+/// the flow kept in RabbitMQ, what it held goes to the other process, and every message is
+/// printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_eip_run_loses_nothing_on_channels_kept_in_rabbitmq() {
+    if !brokers("eip run killed, rabbitmq") {
+        return;
     }
+    let (work, done) = (unique("work"), unique("done"));
+    let store = |queue: &str| format!("{{rabbitmq: {{url: '{RABBITMQ}', queue: {queue}}}}}");
+    two_processes(Trial {
+        label: "two eip run on rabbitmq queues, one killed",
+        work: store(&work),
+        done: Some(store(&done)),
+        feeder: Arc::new(RabbitMq::queue(RABBITMQ, &work)),
+        kill_at: Some(MESSAGES / 3),
+    })
+    .await;
+    delete_queues(&[&work, &done]).await;
+}
+
+/// The same through JetStream: what the killed process held is delivered again once the ack
+/// wait (5 s here) is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_eip_run_loses_nothing_on_channels_kept_in_jetstream() {
+    if !brokers("eip run killed, jetstream") {
+        return;
+    }
+    let (work, done) = (unique("WORK"), unique("DONE"));
+    let store =
+        |stream: &str| format!("{{jetstream: {{url: '{NATS}', stream: {stream}, ack-wait: 5s}}}}");
+    two_processes(Trial {
+        label: "two eip run on jetstream streams, one killed",
+        work: store(&work),
+        done: Some(store(&done)),
+        feeder: Arc::new(JetStream::queue(NATS, &work).expect("a stream name")),
+        kill_at: Some(MESSAGES / 3),
+    })
+    .await;
+    delete_streams(&[&work, &done]).await;
 }
 
 /// What `subscriber` receives until `quiet` passes without a message (acking each), by id.
