@@ -15,8 +15,9 @@
 //! - [`join`]: channel joins, with hop counts, loop detection and archival joins.
 //! - [`topic`]: the `*` / `#` topic matcher shared by wildcard subscriptions and the topic
 //!   exchange.
+//! - [`log`]: text from outside escaped for log lines.
 //!
-//! Modules depend one way, each on those below it only: `message` uses nothing; `store` uses
+//! Modules depend one way, each on those below it only: `message` and `log` use nothing; `store` uses
 //! `message`; `channel` uses `store` and `message`; `endpoint`, `join` and `topic` use `channel`
 //! and below; `predicate` uses `topic` and below; `router` uses `predicate` and below; `bus`, at
 //! the top, may use any. What both sides of a would-be cycle need lives in the lower module: the
@@ -42,6 +43,7 @@ pub mod bus;
 pub mod channel;
 pub mod endpoint;
 pub mod join;
+pub mod log;
 pub mod message;
 pub mod predicate;
 pub mod router;

@@ -1,6 +1,7 @@
 //! `eip`'s commands. Each loads the flow file the same way (every problem reported with its
 //! position, exit status 1), then does its one job.
 
+mod log;
 mod route;
 mod run;
 
@@ -51,7 +52,7 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    log::init(cli.verbose);
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Validate { flow } => match load_flow(&flow) {
@@ -159,22 +160,4 @@ impl miette::Diagnostic for Named<'_> {
     fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
         self.errors.related()
     }
-}
-
-/// Logs to standard error: `RUST_LOG` if set, else warnings, or more with `-v`.
-fn init_logging(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
-    let level = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
 }
