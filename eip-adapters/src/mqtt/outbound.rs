@@ -39,6 +39,7 @@ use super::broker::MqttBroker;
 use super::properties::to_properties;
 use super::topic::TopicTemplate;
 use crate::bridge::{Backoff, BridgeError};
+use eip_core::log::Escaped;
 
 /// The outbound bridge's settings: plain data.
 #[derive(Debug, Clone)]
@@ -279,7 +280,7 @@ impl Connection {
         loop {
             let error = self.serve(eventloop, &stalled).await;
             let wait = self.backoff.next_wait();
-            tracing::warn!(%error, ?wait, "mqtt outbound: connection lost, reconnecting");
+            tracing::warn!(error = %Escaped(&error), ?wait, "mqtt outbound: connection lost, reconnecting");
             tokio::time::sleep(wait).await;
             eventloop = loop {
                 match self.connect().await {
@@ -291,7 +292,7 @@ impl Connection {
                     }
                     Err(error) => {
                         let wait = self.backoff.next_wait();
-                        tracing::warn!(%error, ?wait, "mqtt outbound: connecting failed");
+                        tracing::warn!(error = %Escaped(&error), ?wait, "mqtt outbound: connecting failed");
                         tokio::time::sleep(wait).await;
                     }
                 }

@@ -44,6 +44,7 @@ use super::connection::{Connection, Pool, on_pool};
 use super::error::SqlError;
 use super::statement::{Dialect, Statement};
 use super::value::{Backend, SqlValue, bind_all};
+use eip_core::log::Escaped;
 
 /// How pollers claim rows so that no two take the same one; see the [module](self).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,11 +256,11 @@ impl SqlInbound {
                 Ok(0) => true,
                 Ok(_) => false,
                 Err(SqlError::Send(e)) => {
-                    tracing::warn!(error = %e, "sql inbound: channel refused a row, stopping");
+                    tracing::warn!(error = %Escaped(&e), "sql inbound: channel refused a row, stopping");
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, query = %self.inner.query, "sql inbound: poll failed");
+                    tracing::warn!(error = %Escaped(&e), query = %self.inner.query, "sql inbound: poll failed");
                     true
                 }
             };
@@ -294,7 +295,7 @@ impl SqlInboundHandle {
     pub async fn shutdown(self) {
         self.stop.notify_one();
         if let Err(e) = self.task.await {
-            tracing::error!(error = %e, "sql inbound task failed");
+            tracing::error!(error = %Escaped(&e), "sql inbound task failed");
         }
     }
 
@@ -398,7 +399,7 @@ impl Inner {
                 if let Err(e) = outcome {
                     // Free the rest at once rather than after the claim timeout.
                     if let Err(release_error) = bind_all(sqlx::query::<Db>(release), token).execute(pool).await {
-                        tracing::warn!(error = %release_error, "sql inbound: claims not released; they expire after the claim timeout");
+                        tracing::warn!(error = %Escaped(&release_error), "sql inbound: claims not released; they expire after the claim timeout");
                     }
                     return Err(e);
                 }

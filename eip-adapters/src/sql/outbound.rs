@@ -44,6 +44,7 @@ use super::error::SqlError;
 use super::multi_row::MultiRow;
 use super::statement::Statement;
 use super::value::{SqlValue, bind_all};
+use eip_core::log::Escaped;
 
 /// The outbound adapter's settings: plain data, as a flow file would hold them.
 #[derive(Debug, Clone)]
@@ -172,7 +173,7 @@ impl Shared {
                 }
             }
             Err(e) => {
-                tracing::debug!(error = %e, size = rows.len(), "batch failed: writing its messages one by one");
+                tracing::debug!(error = %Escaped(&e), size = rows.len(), "batch failed: writing its messages one by one");
                 for (values, d) in rows.iter().zip(done) {
                     let alone = self.execute(std::slice::from_ref(values)).await;
                     let _ = d.send(alone);

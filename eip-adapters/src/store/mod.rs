@@ -53,6 +53,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, mpsc, watch};
 
 use crate::bridge::{Backoff, BridgeError, Delivery, Source};
+use eip_core::log::Escaped;
 
 /// The header a message gets when what the broker delivered could not be read as an eip
 /// message (its headers did not parse): the payload arrives as it came, with the reason here.
@@ -260,14 +261,14 @@ async fn acknowledge<D: Delivery>(mut acks: mpsc::UnboundedReceiver<D>, describe
             Some(acked) = pending.next(), if !pending.is_empty() => {
                 if let Err(error) = acked {
                     // The broker delivers it again: a duplicate, never a loss.
-                    tracing::warn!(store = %describe, %error, "acknowledging to the broker failed");
+                    tracing::warn!(store = %describe, error = %Escaped(&error), "acknowledging to the broker failed");
                 }
             }
         }
     }
     while let Some(acked) = pending.next().await {
         if let Err(error) = acked {
-            tracing::warn!(store = %describe, %error, "acknowledging to the broker failed");
+            tracing::warn!(store = %describe, error = %Escaped(&error), "acknowledging to the broker failed");
         }
     }
 }
@@ -319,7 +320,7 @@ async fn read<S: Source>(
             Err(error) => error,
         };
         let wait = backoff.next_wait();
-        tracing::warn!(store = %shared.describe, error = %lost, ?wait, "broker store: reading again after a wait");
+        tracing::warn!(store = %shared.describe, error = %Escaped(&lost), ?wait, "broker store: reading again after a wait");
         tokio::select! {
             biased;
             _ = stopped.wait_for(|stop| *stop) => break,
@@ -345,7 +346,7 @@ async fn keep<D: Delivery>(
     let msg = match delivery.message() {
         Ok(msg) => msg,
         Err(error) => {
-            tracing::warn!(store = %shared.describe, %error, "a delivery that is not an eip message: passed on as it came");
+            tracing::warn!(store = %shared.describe, error = %Escaped(&error), "a delivery that is not an eip message: passed on as it came");
             let mut msg = Message::new(delivery.payload());
             msg.headers_mut().insert(ENVELOPE_ERROR, error.to_string());
             msg
@@ -422,7 +423,7 @@ impl<D: Delivery> Shared<D> {
                 Err(error) => {
                     let left = self.limits.retry_for.saturating_sub(started.elapsed());
                     let wait = backoff.next_wait().min(left);
-                    tracing::debug!(store = %self.describe, %error, ?wait, "publishing again");
+                    tracing::debug!(store = %self.describe, error = %Escaped(&error), ?wait, "publishing again");
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -487,7 +488,7 @@ impl<D: Delivery> MessageStore for BrokerStore<D> {
             if let Some(_place) = shared.publish_place().await
                 && let Err(error) = shared.publish(&*publisher, &msg).await
             {
-                tracing::warn!(store = %shared.describe, %error, message = %msg.id(), "a copy sent without waiting was not published");
+                tracing::warn!(store = %shared.describe, error = %Escaped(&error), message = %msg.id(), "a copy sent without waiting was not published");
             }
         });
         Push::Stored

@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 
 use super::dead_letter::InvalidMessageChannel;
 use super::error::ChannelError;
+use crate::log::Escaped;
 use crate::message::Message;
 
 /// The type of data a channel carries.
@@ -153,7 +154,7 @@ impl DatatypeCheck {
     pub(crate) async fn divert(&self, channel: &str, msg: Message, reason: String) {
         self.count_diverted();
         if let Err(msg) = self.invalid.put(msg, channel, reason.clone()).await {
-            tracing::warn!(%channel, message = %msg.id(), %reason, "invalid message channel closed: message discarded");
+            tracing::warn!(%channel, message = %msg.id(), reason = %Escaped(&reason), "invalid message channel closed: message discarded");
         }
     }
 

@@ -17,6 +17,7 @@ use std::ops::Deref;
 
 use super::lane::Lane;
 use super::point_to_point::PointToPoint;
+use crate::log::Escaped;
 use crate::message::{DeathReason, DeathRecord, Message, names};
 
 /// Where the messaging system puts messages it could not deliver.
@@ -178,7 +179,7 @@ async fn bury(queue: &Lane, msg: Message) -> Result<(), Message> {
     let pushed = guard.queue.push(&mut guard.msg).await;
     pushed.map_err(|refused| {
         if let super::lane::Refused::Failed(msg, cause) = &refused {
-            tracing::error!(channel = %guard.queue.name, message = %msg.id(), error = %cause, "dead letter not stored");
+            tracing::error!(channel = %guard.queue.name, message = %msg.id(), error = %Escaped(&cause), "dead letter not stored");
         }
         refused.into_message()
     })

@@ -14,6 +14,7 @@ use super::dead_letter::DeadLetterChannel;
 use super::error::SendError;
 use super::redelivery::RedeliveryPolicy;
 use super::stats::ChannelStats;
+use crate::log::Escaped;
 use crate::message::{DeathReason, Message};
 use crate::store::{MessageStore, Push, StoreFailure};
 
@@ -150,7 +151,7 @@ impl Lane {
         tracing::warn!(
             channel = %self.name,
             message = %msg.id(),
-            %reason,
+            reason = %Escaped(&reason),
             "no open dead letter channel: message discarded"
         );
     }

@@ -46,6 +46,7 @@ use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Mode, Outcome, Rules, Stored};
+use crate::log::Escaped;
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::SharedLog;
 use crate::store::{Overflow, Push, SUBSCRIPTION_SEPARATOR, Select};
@@ -490,7 +491,7 @@ impl PublishSubscribe {
                     Err(e) => {
                         // Only a broker refusing what the subscription needs gets here: the
                         // subscriber sees the end at once rather than waiting for nothing.
-                        tracing::error!(channel = %config.name, error = %e, "subscription could not be opened");
+                        tracing::error!(channel = %config.name, error = %Escaped(&e), "subscription could not be opened");
                         let closed = memory();
                         closed.store.close();
                         closed
@@ -502,7 +503,7 @@ impl PublishSubscribe {
                 Err(e) => {
                     // The channel's backend opened when the channel was built: only a disk
                     // failure since gets here. The subscription works, in memory.
-                    tracing::error!(channel = %config.name, error = %e, "durable subscription kept in memory");
+                    tracing::error!(channel = %config.name, error = %Escaped(&e), "durable subscription kept in memory");
                     memory()
                 }
             },
@@ -570,7 +571,7 @@ impl PublishSubscribe {
         if queue.store.is_durable() {
             let store = self.subscription_store(name);
             if let Err(e) = self.inner.config.backend.remove(&store).await {
-                tracing::error!(channel = %self.name(), subscription = name, error = %e, "could not remove the durable subscription's store");
+                tracing::error!(channel = %self.name(), subscription = name, error = %Escaped(&e), "could not remove the durable subscription's store");
             }
         }
         Some(n)

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::walk::Walk;
 use crate::channel::{Joins, PublishSubscribe, Stored};
+use crate::log::Escaped;
 use crate::message::Message;
 
 /// [`propagate`] as the [`Follow`](crate::channel::outgoing::Follow) function a channel calls after a
@@ -37,7 +38,7 @@ async fn propagate(entry: &PublishSubscribe, joins: Joins, message: Message, now
                 let error = refused.into_send_error(hop.via.destination().name());
                 tracing::warn!(
                     channel = hop.via.destination().name(),
-                    %error,
+                    error = %Escaped(&error),
                     "join destination did not take the message: not forwarded"
                 )
             }

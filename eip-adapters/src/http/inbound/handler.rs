@@ -16,6 +16,7 @@ use tower::{Service, ServiceExt};
 
 use super::Destination;
 use crate::http::bearer::BearerToken;
+use eip_core::log::Escaped;
 
 /// What every request of one adapter shares.
 #[derive(Debug)]
@@ -177,7 +178,7 @@ async fn send(shared: &Shared, channel: &Channel, message: Message) -> Response 
     match sender.call(message).await {
         Ok(outcome) => (StatusCode::ACCEPTED, axum_json(accepted(&id, outcome))).into_response(),
         Err(e) => {
-            tracing::warn!(channel = channel.name(), message = %id, error = %e, "HTTP inbound: channel refused the message");
+            tracing::warn!(channel = channel.name(), message = %id, error = %Escaped(&e), "HTTP inbound: channel refused the message");
             busy(
                 shared,
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -235,7 +236,7 @@ async fn request_reply(
         )
             .into_response(),
         Err(e) => {
-            tracing::warn!(channel = channel.name(), message = %id, error = %e, "HTTP inbound: request failed");
+            tracing::warn!(channel = channel.name(), message = %id, error = %Escaped(&e), "HTTP inbound: request failed");
             busy(
                 shared,
                 StatusCode::SERVICE_UNAVAILABLE,

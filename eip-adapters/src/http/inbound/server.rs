@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use eip_core::log::Escaped;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -53,7 +54,7 @@ impl HttpInboundServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         if let Err(e) = self.task.await {
-            tracing::error!(error = %e, "HTTP inbound server task failed");
+            tracing::error!(error = %Escaped(&e), "HTTP inbound server task failed");
         }
     }
 }
@@ -112,7 +113,7 @@ async fn next_connection(
             Ok((stream, _)) => return (stream, permit),
             Err(e) => {
                 // Out of file descriptors and the like: pause rather than spin.
-                tracing::warn!(error = %e, "HTTP inbound: accept failed");
+                tracing::warn!(error = %Escaped(&e), "HTTP inbound: accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -155,6 +156,6 @@ async fn serve(
     };
     if let Err(e) = result {
         // Header timeouts, resets and malformed requests: the client's doing, not ours.
-        tracing::debug!(error = %e, "HTTP inbound: connection ended with an error");
+        tracing::debug!(error = %Escaped(&e), "HTTP inbound: connection ended with an error");
     }
 }
