@@ -272,15 +272,21 @@ impl FlowErrors {
 
 /// `problem` with the file's secrets taken out of every text it shows.
 fn scrub_problem(secrets: &Secrets, problem: &mut Problem) {
-    problem.message = secrets.scrub(&problem.message);
+    let spans: Vec<std::ops::Range<usize>> = problem
+        .at
+        .iter()
+        .chain(problem.labels.iter().map(|l| &l.at))
+        .map(|at| at.offset..at.offset.saturating_add(at.len))
+        .collect();
+    problem.message = secrets.scrub(&problem.message, &spans);
     if let Some(help) = &mut problem.help {
-        *help = secrets.scrub(help);
+        *help = secrets.scrub(help, &spans);
     }
     if let Some(key) = &mut problem.key {
-        *key = secrets.scrub(key);
+        *key = secrets.scrub(key, &spans);
     }
     for label in &mut problem.labels {
-        label.message = secrets.scrub(&label.message);
+        label.message = secrets.scrub(&label.message, &spans);
     }
 }
 

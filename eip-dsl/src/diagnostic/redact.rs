@@ -20,15 +20,17 @@
 //! secret, so it is kept as written. The messages of problems (which may quote a value) have
 //! every secret found in the file replaced by `***`.
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 /// The secrets found in a flow file's text.
 #[derive(Debug, Default)]
 pub(crate) struct Secrets {
-    /// Byte ranges of the text, sorted, not overlapping, on character boundaries.
-    ranges: Vec<Range<usize>>,
-    /// The secrets' texts, longest first, for scrubbing messages.
-    words: Vec<String>,
+    /// Byte ranges of the text, sorted, not overlapping, on character boundaries, each with
+    /// the secret it holds.
+    found: Vec<(Range<usize>, String)>,
+    /// The secrets' texts.
+    words: HashSet<String>,
 }
 
 /// The last words that make a name a secret's.
@@ -62,22 +64,19 @@ impl Secrets {
             secret_pairs(text, line.clone(), &mut ranges);
         }
         secret_keys(text, &mut ranges);
-        let ranges = merged(text, ranges);
-        let mut words: Vec<String> = ranges
-            .iter()
-            .filter_map(|r| text.get(r.clone()))
-            .map(str::to_owned)
+        let found: Vec<(Range<usize>, String)> = merged(text, ranges)
+            .into_iter()
+            .filter_map(|r| Some((r.clone(), text.get(r)?.to_owned())))
             .collect();
-        words.sort_by_key(|w| std::cmp::Reverse(w.len()));
-        words.dedup();
-        Secrets { ranges, words }
+        let words = found.iter().map(|(_, w)| w.clone()).collect();
+        Secrets { found, words }
     }
 
     /// `text` (the text the secrets were found in) with each byte of each secret replaced
     /// by `*`: the same length, so every offset into it still holds.
     pub(crate) fn hide_in(&self, text: &str) -> String {
         let mut bytes = text.as_bytes().to_vec();
-        for range in &self.ranges {
+        for (range, _) in &self.found {
             if let Some(secret) = bytes.get_mut(range.clone()) {
                 secret.fill(b'*');
             }
@@ -87,10 +86,11 @@ impl Secrets {
         String::from_utf8(bytes).unwrap_or_else(|e| "*".repeat(e.as_bytes().len()))
     }
 
-    /// `message` with every secret found in the file replaced by `***`. A secret of one or
-    /// two characters is replaced only where it is the password of a URL, lest every such
-    /// letter of the message go.
-    pub(crate) fn scrub(&self, message: &str) -> String {
+    /// `message`, about the places `spans` of the file, with its secrets replaced by `***`:
+    /// a URL's password that is one of the file's secrets, and any secret found at those
+    /// places (a message quotes what is there). A secret of one or two characters is
+    /// replaced only as a URL's password, lest every such letter of the message go.
+    pub(crate) fn scrub(&self, message: &str, spans: &[Range<usize>]) -> String {
         let mut out = message.to_owned();
         let mut in_urls = Vec::new();
         for line in lines(message) {
@@ -99,15 +99,27 @@ impl Secrets {
         for range in merged(message, in_urls).iter().rev() {
             if message
                 .get(range.clone())
-                .is_some_and(|s| self.words.iter().any(|w| w == s))
+                .is_some_and(|s| self.words.contains(s))
             {
                 out.replace_range(range.clone(), "***");
             }
         }
-        for word in self.words.iter().filter(|w| w.len() >= 3) {
-            out = out.replace(word.as_str(), "***");
+        for word in spans.iter().flat_map(|span| self.within(span.clone())) {
+            if word.len() >= 3 {
+                out = out.replace(word, "***");
+            }
         }
         out
+    }
+
+    /// The secrets that overlap `span` of the file (an empty span: the byte it starts at).
+    fn within(&self, span: Range<usize>) -> impl Iterator<Item = &str> {
+        let end = span.end.max(span.start + 1);
+        let first = self.found.partition_point(|(r, _)| r.end <= span.start);
+        self.found[first..]
+            .iter()
+            .take_while(move |(r, _)| r.start < end)
+            .map(|(_, w)| w.as_str())
     }
 }
 
@@ -159,24 +171,26 @@ fn lines(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// The passwords of the URLs on `line`: after `://`, the user info runs to the last `@` of
-/// the line (a password may hold any character, so the widest reading is taken), and the
-/// password from its first `:` outside a `${...}`.
+/// The passwords of the URLs on `line`: after the first `://`, the user info runs to the
+/// last `@` of the line (a password may hold any character, so the widest reading is
+/// taken), and the password from its first `:` outside a `${...}`. A later URL's password
+/// lies inside that one, so one look per line finds them all.
 fn url_passwords(text: &str, line: Range<usize>, out: &mut Vec<Range<usize>>) {
     let Some(bytes) = text.as_bytes().get(line.clone()) else {
         return;
     };
-    let mut from = 0;
-    while let Some(found) = find(bytes, from, b"://") {
-        let start = found + 3;
-        from = start;
-        let Some(at) = bytes[start..].iter().rposition(|&b| b == b'@') else {
-            continue;
-        };
-        let info = start..start + at;
-        if let Some(colon) = top_level_colon(&bytes[info.clone()]) {
-            literal_parts(bytes, info.start + colon + 1..info.end, line.start, out);
-        }
+    let Some(start) = find(bytes, 0, b"://").map(|found| found + 3) else {
+        return;
+    };
+    let Some(at) = bytes
+        .iter()
+        .rposition(|&b| b == b'@')
+        .filter(|&at| at >= start)
+    else {
+        return;
+    };
+    if let Some(colon) = top_level_colon(&bytes[start..at]) {
+        literal_parts(bytes, start + colon + 1..at, line.start, out);
     }
 }
 
@@ -186,10 +200,16 @@ fn secret_pairs(text: &str, line: Range<usize>, out: &mut Vec<Range<usize>>) {
     let Some(bytes) = text.as_bytes().get(line.clone()) else {
         return;
     };
+    // Past a value already hidden, nothing needs looking at again: one pass per line.
+    let mut hidden_to = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let next = bytes.get(i + 1).copied();
         let before = i.checked_sub(1).and_then(|j| bytes.get(j)).copied();
-        if b != b'=' || matches!(next, Some(b'=' | b'~')) || matches!(before, Some(b'=' | b'!')) {
+        if b != b'='
+            || i < hidden_to
+            || matches!(next, Some(b'=' | b'~'))
+            || matches!(before, Some(b'=' | b'!'))
+        {
             continue;
         }
         let name_start = bytes[..i]
@@ -205,6 +225,7 @@ fn secret_pairs(text: &str, line: Range<usize>, out: &mut Vec<Range<usize>>) {
             .position(|&c| matches!(c, b'&' | b';') || c.is_ascii_whitespace())
             .map_or(bytes.len(), |p| i + 1 + p);
         literal_parts(bytes, i + 1..end, line.start, out);
+        hidden_to = end;
     }
 }
 
@@ -213,8 +234,10 @@ fn secret_pairs(text: &str, line: Range<usize>, out: &mut Vec<Range<usize>>) {
 fn secret_keys(text: &str, out: &mut Vec<Range<usize>>) {
     let all: Vec<Range<usize>> = lines(text).collect();
     let bytes = text.as_bytes();
+    // The lines of a value already hidden are not looked at again: one pass over the text.
+    let mut hidden_to_line = 0;
     for (n, line) in all.iter().enumerate() {
-        let Some(row) = bytes.get(line.clone()) else {
+        let Some(row) = bytes.get(line.clone()).filter(|_| n >= hidden_to_line) else {
             continue;
         };
         for (i, &b) in row.iter().enumerate() {
@@ -231,10 +254,12 @@ fn secret_keys(text: &str, out: &mut Vec<Range<usize>>) {
                 .map_or(row.len(), |p| i + 1 + p);
             let value = &row[value_start..];
             if value.is_empty() || value[0] == b'#' || is_block_indicator(value) {
-                hide_block_below(text, &all, n, out);
+                hidden_to_line = hide_block_below(text, &all, n, out);
             } else {
                 literal_parts(row, value_start..row.len(), line.start, out);
             }
+            // The rest of the line is hidden or ends the key's line: nothing more on it.
+            break;
         }
     }
 }
@@ -282,8 +307,13 @@ fn is_block_indicator(value: &[u8]) -> bool {
 }
 
 /// Hides the lines below line `n` that are more indented than it (blank ones included): a
-/// value written under its key.
-fn hide_block_below(text: &str, all: &[Range<usize>], n: usize, out: &mut Vec<Range<usize>>) {
+/// value written under its key. Returns the number of the first line not hidden.
+fn hide_block_below(
+    text: &str,
+    all: &[Range<usize>],
+    n: usize,
+    out: &mut Vec<Range<usize>>,
+) -> usize {
     let bytes = text.as_bytes();
     let indent = |r: &Range<usize>| {
         bytes
@@ -291,17 +321,18 @@ fn hide_block_below(text: &str, all: &[Range<usize>], n: usize, out: &mut Vec<Ra
             .map_or(0, |row| row.iter().take_while(|&&c| c == b' ').count())
     };
     let key_indent = indent(&all[n]);
-    for line in &all[n + 1..] {
+    for (below, line) in all.iter().enumerate().skip(n + 1) {
         let width = indent(line);
         if width == line.len() {
             continue;
         }
         if width <= key_indent {
-            break;
+            return below;
         }
         let row = &bytes[line.clone()];
         literal_parts(row, width..row.len(), line.start, out);
     }
+    all.len()
 }
 
 /// Pushes the parts of `bytes[range]` (shifted by `base`) that are not `${...}` references.
@@ -468,15 +499,25 @@ mod tests {
 
     #[test]
     fn messages_lose_the_secrets_of_the_file_and_keep_placeholders() {
-        let secrets = Secrets::find("url: amqp://guest:Hunter2@h\nx: nats://a:pw@h");
+        let text = "url: amqp://guest:Hunter2@h\nx: nats://a:pw@h";
+        let secrets = Secrets::find(text);
         assert_eq!(
-            secrets.scrub("unknown channel `amqp://guest:Hunter2@h`"),
+            secrets.scrub("unknown channel `amqp://guest:Hunter2@h`", &[]),
             "unknown channel `amqp://guest:***@h`"
         );
-        assert_eq!(secrets.scrub("see nats://a:pw@h"), "see nats://a:***@h");
-        assert_eq!(secrets.scrub("quoted: Hunter2."), "quoted: ***.");
         assert_eq!(
-            secrets.scrub("like `amqp://USER:PASSWORD@HOST`; pwned"),
+            secrets.scrub("see nats://a:pw@h", &[]),
+            "see nats://a:***@h"
+        );
+        let url_line = 5..text.find('\n').unwrap_or(0);
+        assert_eq!(
+            secrets.scrub("quoted: Hunter2.", &[url_line]),
+            "quoted: ***."
+        );
+        assert_eq!(secrets.scrub("quoted: Hunter2.", &[]), "quoted: Hunter2.");
+        let whole = 0..text.len();
+        assert_eq!(
+            secrets.scrub("like `amqp://USER:PASSWORD@HOST`; pwned", &[whole]),
             "like `amqp://USER:PASSWORD@HOST`; pwned"
         );
     }
@@ -495,6 +536,25 @@ mod tests {
             let secret = format!(":{password}@");
             proptest::prop_assert!(line.is_some_and(|l| !l.contains(&secret)));
         }
+    }
+
+    #[test]
+    fn hostile_lines_are_looked_at_once() {
+        // Each of these is quadratic when every match looks to the end of its line.
+        let long = |unit: &str| unit.repeat(400_000);
+        for text in [
+            long("password="),
+            long("password: "),
+            long("a://b:c"),
+            format!("{}@", long("x://")),
+        ] {
+            let shown = hidden(&text);
+            assert_eq!(shown.len(), text.len());
+        }
+        let nested: String = (0..3000)
+            .map(|i| format!("{}password:\n", " ".repeat(i)))
+            .collect();
+        assert_eq!(hidden(&nested).len(), nested.len());
     }
 
     #[test]
