@@ -146,8 +146,9 @@ impl FlowErrors {
     /// The text is kept with its secrets hidden: the password of any URL (under any key, a
     /// misspelt one included), the value of a `password=`-like parameter and of a key named
     /// like a secret (`password:`, `api-token:`) are overwritten with one `*` per byte, so
-    /// every position still points at the same place; `${NAME}` references are kept. The
-    /// problems' messages, help, key paths and labels have those secrets replaced by `***`.
+    /// every position still points at the same place; `${NAME}` references are kept. A
+    /// problem's message, help, key path and labels show `***` in place of the secrets at
+    /// the places it points to, and of a URL password that is one of the file's secrets.
     ///
     /// ```
     /// use eip_dsl::diagnostic::{FlowErrors, Problem};

@@ -17,8 +17,9 @@
 //! (`db-password`, `apiToken`), or it ends in `api-key`, `private-key`...; a name ending in
 //! `-env` (`password-env`) names an environment variable and is not one. A reference to an
 //! environment variable, `${NAME}` or `${NAME:-default}`, is how a flow is meant to name a
-//! secret, so it is kept as written. The messages of problems (which may quote a value) have
-//! every secret found in the file replaced by `***`.
+//! secret, so it is kept as written. The texts of a problem (which may quote a value) have
+//! `***` in place of each secret found at the problem's places, and of each URL password
+//! that is one of the file's secrets.
 
 use std::collections::HashSet;
 use std::ops::Range;
