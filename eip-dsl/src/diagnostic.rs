@@ -7,11 +7,19 @@
 //! file's text so they can be shown with a snippet: [`FlowErrors::render`] gives plain,
 //! deterministic text, and the [`miette::Diagnostic`] implementation lets a terminal
 //! front end draw them with colour.
+//!
+//! Secrets never reach that output: the text kept for snippets is a copy of the file with
+//! every password, token and the like overwritten by `*` (byte for byte, so positions still
+//! point where they did), and the problems' texts have them replaced by `***`; see
+//! [`FlowErrors::new`].
+
+mod redact;
 
 use std::fmt::{self, Write as _};
 
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 
+use self::redact::Secrets;
 use crate::spec::Position;
 
 /// One problem in a flow.
@@ -125,7 +133,7 @@ impl Diagnostic for Problem {
 pub struct FlowErrors {
     /// The file's name as given (or `<flow>` for a flow made in code).
     pub name: String,
-    /// The file's text, for snippets.
+    /// The file's text, for snippets, with its secrets hidden (see [`FlowErrors::new`]).
     pub source: Option<String>,
     /// The problems, in file order.
     pub problems: Vec<Problem>,
@@ -134,11 +142,31 @@ pub struct FlowErrors {
 impl FlowErrors {
     /// Problems of the flow `name` (with its text, when it came from a file), put in file
     /// order: by position, problems without one last, otherwise in the order found.
+    ///
+    /// The text is kept with its secrets hidden: the password of any URL (under any key, a
+    /// misspelt one included), the value of a `password=`-like parameter and of a key named
+    /// like a secret (`password:`, `api-token:`) are overwritten with one `*` per byte, so
+    /// every position still points at the same place; `${NAME}` references are kept. A
+    /// problem's message, help, key path and labels show `***` in place of the secrets at
+    /// the places it points to, and of a URL password that is one of the file's secrets.
+    ///
+    /// ```
+    /// use eip_dsl::diagnostic::{FlowErrors, Problem};
+    ///
+    /// let text = "urll: postgres://app:Hunter2@db/shop";
+    /// let errors = FlowErrors::new("f.yaml", Some(text.into()), vec![Problem::new("x", None)]);
+    /// assert_eq!(errors.source.as_deref(), Some("urll: postgres://app:*******@db/shop"));
+    /// ```
     pub fn new(
         name: impl Into<String>,
         source: Option<String>,
         mut problems: Vec<Problem>,
     ) -> Self {
+        let secrets = source.as_deref().map(Secrets::find).unwrap_or_default();
+        let source = source.map(|text| secrets.hide_in(&text));
+        for problem in &mut problems {
+            scrub_problem(&secrets, problem);
+        }
         problems.sort_by_key(|p| p.at.map_or((1, 0), |at| (0, at.offset)));
         FlowErrors {
             name: name.into(),
@@ -240,6 +268,26 @@ impl FlowErrors {
         if let Some(help) = &problem.help {
             let _ = writeln!(out, "{lead}= help: {}", one_line(help));
         }
+    }
+}
+
+/// `problem` with the file's secrets taken out of every text it shows.
+fn scrub_problem(secrets: &Secrets, problem: &mut Problem) {
+    let spans: Vec<std::ops::Range<usize>> = problem
+        .at
+        .iter()
+        .chain(problem.labels.iter().map(|l| &l.at))
+        .map(|at| at.offset..at.offset.saturating_add(at.len))
+        .collect();
+    problem.message = secrets.scrub(&problem.message, &spans);
+    if let Some(help) = &mut problem.help {
+        *help = secrets.scrub(help, &spans);
+    }
+    if let Some(key) = &mut problem.key {
+        *key = secrets.scrub(key, &spans);
+    }
+    for label in &mut problem.labels {
+        label.message = secrets.scrub(&label.message, &spans);
     }
 }
 

@@ -28,6 +28,7 @@
 //! ```
 
 mod adapters;
+mod file;
 mod flow;
 mod node;
 mod read;
@@ -37,6 +38,7 @@ use std::path::Path;
 
 use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 
+pub use self::file::{ReadError, read_text_file};
 use self::node::{Node, RawLocation};
 use self::read::Reader;
 pub(crate) use self::read::{name_path, suggest_key};
@@ -51,17 +53,20 @@ pub const MAX_FLOW_FILE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Reads and checks a flow file: Ok(plan) or every problem found.
 ///
-/// Schema files named by `datatype` are read relative to the flow file's directory.
+/// The file is read only if it is a regular file of at most [`MAX_FLOW_FILE_BYTES`] of UTF-8
+/// (see [`read_text_file`]). Schema files named by `datatype` are read relative to the flow
+/// file's directory, the same way.
 pub fn load_file(path: &Path) -> Result<Plan, FlowErrors> {
     let name = path.display().to_string();
-    let fail = |message: String| FlowErrors::new(&name, None, vec![Problem::new(message, None)]);
-    let bytes = std::fs::read(path)
-        .map_err(|e| fail(format!("can not read the flow file `{name}`: {e}")))?;
-    let source = String::from_utf8(bytes).map_err(|e| {
-        fail(format!(
-            "the flow file `{name}` is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
+    let source = read_text_file(path, MAX_FLOW_FILE_BYTES as u64).map_err(|e| {
+        FlowErrors::new(
+            &name,
+            None,
+            vec![Problem::new(
+                format!("can not read the flow file `{name}`: {e}"),
+                None,
+            )],
+        )
     })?;
     let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
     load_str(&source, &name, base_dir)

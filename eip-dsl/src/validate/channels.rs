@@ -1,7 +1,6 @@
 //! Channels: kinds, capacities, datatypes (JSON Schema files) with their invalid message
 //! channels, dead letter channels, time-to-live, redelivery and overflow.
 
-use std::io::Read as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -369,7 +368,7 @@ fn load_schema(
     let file = base_dir.join(&path.value);
     let tried = file.display();
     let problem = |message: String| Problem::new(message, path.at).with_key(key);
-    let text = match read_limited(&file) {
+    let text = match crate::load::read_text_file(&file, MAX_SCHEMA_BYTES) {
         Ok(text) => text,
         Err(e) => {
             check.report(
@@ -406,18 +405,4 @@ fn load_schema(
         return None;
     }
     Some(value)
-}
-
-/// A file's text, refusing anything larger than a schema can reasonably be.
-fn read_limited(file: &Path) -> std::io::Result<String> {
-    let mut text = String::new();
-    std::fs::File::open(file)?
-        .take(MAX_SCHEMA_BYTES + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_SCHEMA_BYTES {
-        return Err(std::io::Error::other(format!(
-            "larger than {MAX_SCHEMA_BYTES} bytes"
-        )));
-    }
-    Ok(text)
 }
