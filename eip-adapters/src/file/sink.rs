@@ -8,6 +8,12 @@
 //! leave the directory (through `..`, an absolute path, a separator in a header value, or a
 //! symlink in the directory pointing elsewhere) is refused with [`FileError::Escape`], and the
 //! consumer driving the sink dead-letters the message with that error.
+//!
+//! The temporary file's name, `.eip-PID-SEQ.tmp`, is at most 40 bytes whatever the final name,
+//! so every name the file system can hold can be written. A name it can never hold (a
+//! component longer than its limit, 255 bytes on most; a name it calls invalid) is
+//! [`FileError::Name`]: permanent, so the message is dead-lettered at once with the reason,
+//! not retried.
 
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
@@ -175,9 +181,9 @@ impl Inner {
         let relative = template.render(msg, SystemTime::now(), &self.config.dir)?;
         let path = self.contained(&relative)?;
         if append {
-            self.append(msg, &path)?;
+            self.append(msg, &relative, &path)?;
         } else {
-            self.write_atomically(msg.payload(), &path)?;
+            self.write_atomically(msg.payload(), &relative, &path)?;
         }
         Ok(path)
     }
@@ -194,7 +200,7 @@ impl Inner {
             .find(|a| a.exists())
             .unwrap_or(&self.root);
         self.inside(relative, existing)?;
-        fs::create_dir_all(parent).map_err(FileError::io(parent, "create"))?;
+        fs::create_dir_all(parent).map_err(self.name_error(relative, parent, "create"))?;
         let resolved = self.inside(relative, parent)?;
         let name = target
             .file_name()
@@ -216,12 +222,41 @@ impl Inner {
         }
     }
 
-    fn write_atomically(&self, payload: &[u8], path: &Path) -> Result<(), FileError> {
+    /// For an operation on `relative` (at `path`): an error no retry can mend (the name is too
+    /// long or invalid for the file system) is [`FileError::Name`], others [`FileError::Io`].
+    fn name_error<'a>(
+        &'a self,
+        relative: &'a Path,
+        path: &'a Path,
+        op: &'static str,
+    ) -> impl FnOnce(std::io::Error) -> FileError + 'a {
+        move |e| {
+            if !is_name_error(&e) {
+                return FileError::io(path, op)(e);
+            }
+            let longest = relative
+                .components()
+                .map(|c| c.as_os_str().len())
+                .max()
+                .unwrap_or(0);
+            FileError::Name {
+                dir: self.config.dir.clone(),
+                name: relative.display().to_string(),
+                reason: format!("{e}; its longest component is {longest} bytes"),
+            }
+        }
+    }
+
+    fn write_atomically(
+        &self,
+        payload: &[u8],
+        relative: &Path,
+        path: &Path,
+    ) -> Result<(), FileError> {
         let dir = path.parent().expect("a contained path has a parent");
-        let name = path.file_name().expect("a contained path has a name");
+        // Short and of bounded length: it fits wherever the final name fits.
         let temp = dir.join(format!(
-            ".{}.{}-{}.tmp",
-            name.to_string_lossy(),
+            ".eip-{}-{}.tmp",
             std::process::id(),
             TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
         ));
@@ -236,13 +271,17 @@ impl Inner {
             file.sync_all().map_err(FileError::io(&temp, "fsync"))?;
             if self.config.overwrite {
                 // rename replaces a symlink at `path` itself, never what it points to.
-                fs::rename(&temp, path).map_err(FileError::io(path, "rename into place"))
+                fs::rename(&temp, path).map_err(self.name_error(
+                    relative,
+                    path,
+                    "rename into place",
+                ))
             } else {
                 match fs::hard_link(&temp, path) {
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                         Err(FileError::Exists { path: path.into() })
                     }
-                    other => other.map_err(FileError::io(path, "link into place")),
+                    other => other.map_err(self.name_error(relative, path, "link into place")),
                 }
             }
         })();
@@ -252,7 +291,7 @@ impl Inner {
         sync_dir(dir)
     }
 
-    fn append(&self, msg: &Message, path: &Path) -> Result<(), FileError> {
+    fn append(&self, msg: &Message, relative: &Path, path: &Path) -> Result<(), FileError> {
         let value: serde_json::Value =
             serde_json::from_slice(msg.payload()).map_err(|e| FileError::Content {
                 path: path.into(),
@@ -261,7 +300,10 @@ impl Inner {
         let mut line = serde_json::to_vec(&value).expect("a JSON value serializes");
         line.push(b'\n');
         let _serial = self.append.lock().unwrap_or_else(|e| e.into_inner());
-        let mut file = open_append(path)?;
+        let mut file = open_append(path).map_err(|e| match e {
+            FileError::Io { source, path, op } => self.name_error(relative, &path, op)(source),
+            other => other,
+        })?;
         file.write_all(&line)
             .map_err(FileError::io(path, "append to"))?;
         file.sync_data().map_err(FileError::io(path, "fsync"))
@@ -288,6 +330,20 @@ fn open_append(path: &Path) -> Result<File, FileError> {
             FileError::io(path, "open for append")(e)
         }
     })
+}
+
+/// Whether `e` says the name itself can never work here, whatever is retried.
+#[cfg(unix)]
+fn is_name_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENAMETOOLONG | libc::EILSEQ | libc::EINVAL)
+    )
+}
+
+#[cfg(not(unix))]
+fn is_name_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::InvalidFilename
 }
 
 #[cfg(unix)]

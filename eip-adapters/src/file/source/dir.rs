@@ -1,161 +1,416 @@
-//! The adapter's directories held open while a batch is claimed, read and settled.
+//! The adapter's directories, held open while a batch is claimed, read and settled, and the
+//! rule for trusting them.
 //!
-//! Claims, reads and moves name a file relative to its directory's handle (`renameat`,
-//! `openat`), so the kernel looks up one name, not every component of the directory's path,
-//! for each of the three or four operations a file costs. A batch opens its handles afresh, so
-//! a directory replaced under the adapter is used from the next batch on. Where a handle can
-//! not be opened (or off Unix), the operations fall back to full paths.
+//! **What is trusted.** The watched directory is opened by the path the operator configured
+//! (a symlink in that path is the operator's and is followed) and may belong to anyone: a
+//! drop directory is often shared. The adapter's own directories (claim, done, error) are
+//! different: the adapter moves files into them and writes `NAME.error` notes there, so anyone
+//! who could swap one for a symlink could make the adapter move a file, or create one, where
+//! that user may not. Each of them is therefore opened, component by component below the
+//! watched directory (or below its configured parent if it lies elsewhere), with `O_NOFOLLOW`
+//! and `O_DIRECTORY`, and must be a directory owned by the adapter's effective user; anything
+//! else is [`FileError::Untrusted`] ("is a symbolic link", "is owned by uid 65534, not eip's
+//! uid 0"), and nothing is moved into it nor created there. Missing directories are made,
+//! when the adapter starts, by this user.
+//!
+//! Claims, reads and moves then name a file relative to its directory's handle (`openat`,
+//! `renameat`, `unlinkat`), so no path is looked up again between the check and the use. A
+//! batch opens and checks its handles afresh, so a directory swapped while the adapter runs is
+//! refused at its next use, and the files stay where they are.
 
-use std::fs::{self, File, OpenOptions};
+#[cfg(unix)]
+use std::fs::File;
+#[cfg(unix)]
 use std::io::{self, ErrorKind};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::config::{FileSourceConfig, WhenDone};
+use crate::file::FileError;
 
-/// A directory, by path and, where it could be opened, by handle.
+/// A directory, by path (for what is said of it) and by handle (for what is done in it).
 pub(super) struct Dir {
     path: PathBuf,
     #[cfg(unix)]
-    fd: Option<std::os::fd::OwnedFd>,
+    handle: File,
 }
 
-/// The watched, claim and done directories of one adapter, held open for a batch.
+/// The directories of one adapter, opened and checked for a batch.
 pub(super) struct Dirs {
     pub(super) watched: Dir,
     pub(super) claims: Dir,
     /// `None` when accepted files are deleted.
     pub(super) done: Option<Dir>,
+    pub(super) error: Dir,
+}
+
+/// Whether a missing directory is made (at start) or refused (while running).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Missing {
+    Create,
+    Refuse,
 }
 
 impl Dirs {
-    pub(super) fn open(config: &FileSourceConfig) -> Dirs {
-        Dirs {
-            watched: Dir::open(&config.dir),
-            claims: Dir::open(&config.claim_dir),
+    /// Opens the watched directory and opens and checks the adapter's own ones.
+    pub(super) fn open(config: &FileSourceConfig, missing: Missing) -> Result<Dirs, FileError> {
+        let watched = Dir::watched(&config.dir, missing)?;
+        let own = |path: &Path| Dir::own(&watched, path, missing);
+        Ok(Dirs {
+            claims: own(&config.claim_dir)?,
             done: match &config.when_done {
-                WhenDone::MoveTo(done) => Some(Dir::open(done)),
+                WhenDone::MoveTo(done) => Some(own(done)?),
                 WhenDone::Delete => None,
             },
-        }
+            error: own(&config.error_dir)?,
+            watched,
+        })
     }
 }
 
 impl Dir {
-    /// Opens `path` as a directory handle; without one, operations use full paths.
-    pub(super) fn open(path: &Path) -> Dir {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            let fd = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECTORY)
-                .open(path)
-                .map(std::os::fd::OwnedFd::from);
-            Dir {
-                path: path.to_owned(),
-                fd: fd.ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        Dir {
-            path: path.to_owned(),
-        }
-    }
-
-    /// The full path of `name` in this directory.
+    /// The full path of `name` in this directory, for what is said of it.
     pub(super) fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
+}
 
-    /// Opens `name` for reading without following a symlink and without blocking on a FIFO.
-    pub(super) fn open_file(&self, name: &str) -> io::Result<File> {
-        #[cfg(unix)]
-        if let Some(fd) = &self.fd {
-            use std::os::fd::{AsRawFd, FromRawFd};
-            let c_name = c_name(name)?;
-            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
-            // SAFETY: `fd` is an open directory handle and `c_name` a NUL-terminated name,
-            // both alive across the call.
-            let opened = unsafe { libc::openat(fd.as_raw_fd(), c_name.as_ptr(), flags) };
-            if opened < 0 {
+#[cfg(unix)]
+mod unix {
+    use std::ffi::CString;
+    use std::fs::{self, File};
+    use std::io::{self, ErrorKind};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::path::{Component, Path};
+
+    use super::{Dir, Missing, c_name, refused, split_below};
+    use crate::file::FileError;
+
+    impl Dir {
+        /// The watched directory, by its configured path; made if missing and so asked.
+        pub(in super::super) fn watched(path: &Path, missing: Missing) -> Result<Dir, FileError> {
+            if missing == Missing::Create {
+                fs::create_dir_all(path).map_err(FileError::io(path, "create"))?;
+            }
+            let handle = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+                .open(path)
+                .map_err(FileError::io(path, "open"))?;
+            Ok(Dir {
+                path: path.to_owned(),
+                handle,
+            })
+        }
+
+        /// One of the adapter's own directories: each component below `watched` (or below
+        /// the path's parent, for one elsewhere) opened without following a symlink, and
+        /// each a directory owned by this user.
+        pub(in super::super) fn own(
+            watched: &Dir,
+            path: &Path,
+            missing: Missing,
+        ) -> Result<Dir, FileError> {
+            let (base, rest) = split_below(&watched.path, path);
+            let mut dir = match base {
+                None => watched.try_clone()?,
+                Some(base) => Dir::watched(base, missing)?,
+            };
+            for component in rest.components() {
+                let Component::Normal(name) = component else {
+                    return Err(refused(path, "has a `.` or `..` component".into()));
+                };
+                let name = name
+                    .to_str()
+                    .ok_or_else(|| refused(path, "is not UTF-8".into()))?;
+                dir = dir.child(name, missing)?;
+            }
+            Ok(dir)
+        }
+
+        fn try_clone(&self) -> Result<Dir, FileError> {
+            Ok(Dir {
+                path: self.path.clone(),
+                handle: self
+                    .handle
+                    .try_clone()
+                    .map_err(FileError::io(&self.path, "open"))?,
+            })
+        }
+
+        /// `name` in this directory, opened without following a symlink and checked.
+        fn child(&self, name: &str, missing: Missing) -> Result<Dir, FileError> {
+            let path = self.path.join(name);
+            let c = c_name(name).map_err(FileError::io(&path, "open"))?;
+            let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            let mut opened = self.openat(&c, flags, 0);
+            if missing == Missing::Create
+                && opened
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == ErrorKind::NotFound)
+            {
+                // SAFETY: the handle is an open directory and `c` a NUL-terminated name.
+                let made = unsafe { libc::mkdirat(self.handle.as_raw_fd(), c.as_ptr(), 0o777) };
+                if made != 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != ErrorKind::AlreadyExists {
+                        return Err(FileError::io(&path, "create")(e));
+                    }
+                }
+                opened = self.openat(&c, flags, 0);
+            }
+            let handle = match opened {
+                Ok(handle) => handle,
+                Err(e) => return Err(self.why_not_a_dir(&c, &path, e)),
+            };
+            let meta = handle.metadata().map_err(FileError::io(&path, "stat"))?;
+            // SAFETY: geteuid has no preconditions and can not fail.
+            let euid = unsafe { libc::geteuid() };
+            if meta.uid() != euid {
+                let reason = format!("is owned by uid {}, not eip's uid {euid}", meta.uid());
+                return Err(refused(&path, reason));
+            }
+            Ok(Dir { path, handle })
+        }
+
+        /// Why `name` could not be opened as a directory: a symlink, not a directory, or the
+        /// system's error.
+        fn why_not_a_dir(&self, c: &CString, path: &Path, e: io::Error) -> FileError {
+            match e.raw_os_error() {
+                Some(libc::ELOOP) => refused(path, "is a symbolic link".into()),
+                Some(libc::ENOTDIR) => match self.lstat_mode(c) {
+                    Some(mode) if mode & libc::S_IFMT == libc::S_IFLNK => {
+                        refused(path, "is a symbolic link".into())
+                    }
+                    _ => refused(path, "is not a directory".into()),
+                },
+                _ => FileError::io(path, "open")(e),
+            }
+        }
+
+        fn lstat_mode(&self, c: &CString) -> Option<libc::mode_t> {
+            let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+            // SAFETY: the handle is an open directory, `c` a NUL-terminated name, and `stat`
+            // room for the answer, which is read only if the call succeeded.
+            let done = unsafe {
+                libc::fstatat(
+                    self.handle.as_raw_fd(),
+                    c.as_ptr(),
+                    stat.as_mut_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            // SAFETY: fstatat filled `stat` when it returned 0.
+            (done == 0).then(|| unsafe { stat.assume_init() }.st_mode)
+        }
+
+        fn openat(&self, c: &CString, flags: i32, mode: libc::c_uint) -> io::Result<File> {
+            // SAFETY: the handle is an open directory and `c` a NUL-terminated name, both
+            // alive across the call.
+            let fd = unsafe { libc::openat(self.handle.as_raw_fd(), c.as_ptr(), flags, mode) };
+            if fd < 0 {
                 return Err(io::Error::last_os_error());
             }
-            // SAFETY: `opened` is a fresh descriptor that nothing else owns.
-            return Ok(unsafe { File::from_raw_fd(opened) });
+            // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+            Ok(unsafe { File::from_raw_fd(fd) })
         }
-        let mut options = OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        options.open(self.join(name))
-    }
 
-    /// Renames `from` in this directory to `to` in `target`, replacing what is there.
-    pub(super) fn rename(&self, from: &str, target: &Dir, to: &str) -> io::Result<()> {
-        #[cfg(unix)]
-        if let (Some(from_fd), Some(to_fd)) = (&self.fd, &target.fd) {
-            use std::os::fd::AsRawFd;
+        /// Opens `name` for reading without following a symlink and without blocking on a
+        /// FIFO.
+        pub(in super::super) fn open_file(&self, name: &str) -> io::Result<File> {
+            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+            self.openat(&c_name(name)?, flags, 0)
+        }
+
+        /// Creates (or empties) the file `name` for writing, refusing a symlink there.
+        pub(in super::super) fn create_file(&self, name: &str) -> io::Result<File> {
+            let flags = libc::O_WRONLY
+                | libc::O_CREAT
+                | libc::O_TRUNC
+                | libc::O_NOFOLLOW
+                | libc::O_NONBLOCK
+                | libc::O_CLOEXEC;
+            self.openat(&c_name(name)?, flags, 0o666)
+        }
+
+        /// Whether something (a symlink included) is called `name` here.
+        pub(in super::super) fn exists(&self, name: &str) -> bool {
+            c_name(name).is_ok_and(|c| self.lstat_mode(&c).is_some())
+        }
+
+        /// Renames `from` in this directory to `to` in `target`, replacing what is there.
+        pub(in super::super) fn rename(
+            &self,
+            from: &str,
+            target: &Dir,
+            to: &str,
+        ) -> io::Result<()> {
             let (c_from, c_to) = (c_name(from)?, c_name(to)?);
             // SAFETY: both handles are open directories and both names NUL-terminated, all
             // alive across the call.
             let renamed = unsafe {
                 libc::renameat(
-                    from_fd.as_raw_fd(),
+                    self.handle.as_raw_fd(),
                     c_from.as_ptr(),
-                    to_fd.as_raw_fd(),
+                    target.handle.as_raw_fd(),
                     c_to.as_ptr(),
-                )
-            };
-            return if renamed == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            };
-        }
-        fs::rename(self.join(from), target.join(to))
-    }
-
-    /// Renames `from` in this directory to `to` in `target` unless `to` exists (then
-    /// `AlreadyExists`, and nothing moved). Atomic where the platform offers it (`renameat2`
-    /// with `RENAME_NOREPLACE` on Linux); elsewhere, or on a file system without it, a look
-    /// first and then the rename.
-    pub(super) fn rename_no_replace(&self, from: &str, target: &Dir, to: &str) -> io::Result<()> {
-        #[cfg(all(target_os = "linux", any(target_env = "gnu", target_env = "musl")))]
-        if let (Some(from_fd), Some(to_fd)) = (&self.fd, &target.fd) {
-            use std::os::fd::AsRawFd;
-            let (c_from, c_to) = (c_name(from)?, c_name(to)?);
-            // SAFETY: both handles are open directories and both names NUL-terminated, all
-            // alive across the call.
-            let renamed = unsafe {
-                libc::renameat2(
-                    from_fd.as_raw_fd(),
-                    c_from.as_ptr(),
-                    to_fd.as_raw_fd(),
-                    c_to.as_ptr(),
-                    libc::RENAME_NOREPLACE,
                 )
             };
             if renamed == 0 {
-                return Ok(());
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
             }
-            let e = io::Error::last_os_error();
-            if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
-                return Err(e);
-            }
-            // The file system (or kernel) does not know RENAME_NOREPLACE: look, then rename.
         }
-        if target.join(to).symlink_metadata().is_ok() {
-            return Err(ErrorKind::AlreadyExists.into());
-        }
-        self.rename(from, target, to)
-    }
 
-    /// Deletes `name` from this directory.
-    pub(super) fn remove(&self, name: &str) -> io::Result<()> {
-        fs::remove_file(self.join(name))
+        /// Renames `from` in this directory to `to` in `target` unless `to` exists (then
+        /// `AlreadyExists`, and nothing moved). Atomic where the platform offers it
+        /// (`renameat2` with `RENAME_NOREPLACE` on Linux); elsewhere, or on a file system
+        /// without it, a look first and then the rename.
+        pub(in super::super) fn rename_no_replace(
+            &self,
+            from: &str,
+            target: &Dir,
+            to: &str,
+        ) -> io::Result<()> {
+            #[cfg(all(target_os = "linux", any(target_env = "gnu", target_env = "musl")))]
+            {
+                let (c_from, c_to) = (c_name(from)?, c_name(to)?);
+                // SAFETY: both handles are open directories and both names NUL-terminated,
+                // all alive across the call.
+                let renamed = unsafe {
+                    libc::renameat2(
+                        self.handle.as_raw_fd(),
+                        c_from.as_ptr(),
+                        target.handle.as_raw_fd(),
+                        c_to.as_ptr(),
+                        libc::RENAME_NOREPLACE,
+                    )
+                };
+                if renamed == 0 {
+                    return Ok(());
+                }
+                let e = io::Error::last_os_error();
+                if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+                    return Err(e);
+                }
+                // The file system (or kernel) does not know RENAME_NOREPLACE: look, then rename.
+            }
+            if target.exists(to) {
+                return Err(ErrorKind::AlreadyExists.into());
+            }
+            self.rename(from, target, to)
+        }
+
+        /// Deletes `name` from this directory (a symlink itself, never what it points to).
+        pub(in super::super) fn remove(&self, name: &str) -> io::Result<()> {
+            let c = c_name(name)?;
+            // SAFETY: the handle is an open directory and `c` a NUL-terminated name.
+            if unsafe { libc::unlinkat(self.handle.as_raw_fd(), c.as_ptr(), 0) } == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod portable {
+    //! Off Unix there are no directory handles: operations go by path, and the adapter's own
+    //! directories are checked (a directory, not a symlink) when opened.
+    use std::fs::{self, File};
+    use std::io::{self, ErrorKind};
+    use std::path::Path;
+
+    use super::{Dir, Missing, refused};
+    use crate::file::FileError;
+
+    impl Dir {
+        pub(in super::super) fn watched(path: &Path, missing: Missing) -> Result<Dir, FileError> {
+            if missing == Missing::Create {
+                fs::create_dir_all(path).map_err(FileError::io(path, "create"))?;
+            }
+            Ok(Dir {
+                path: path.to_owned(),
+            })
+        }
+
+        pub(in super::super) fn own(
+            _watched: &Dir,
+            path: &Path,
+            missing: Missing,
+        ) -> Result<Dir, FileError> {
+            if missing == Missing::Create {
+                fs::create_dir_all(path).map_err(FileError::io(path, "create"))?;
+            }
+            let meta = fs::symlink_metadata(path).map_err(FileError::io(path, "stat"))?;
+            if meta.file_type().is_symlink() {
+                return Err(refused(path, "is a symbolic link".into()));
+            }
+            if !meta.is_dir() {
+                return Err(refused(path, "is not a directory".into()));
+            }
+            Ok(Dir {
+                path: path.to_owned(),
+            })
+        }
+
+        pub(in super::super) fn open_file(&self, name: &str) -> io::Result<File> {
+            File::open(self.join(name))
+        }
+
+        pub(in super::super) fn create_file(&self, name: &str) -> io::Result<File> {
+            File::create(self.join(name))
+        }
+
+        pub(in super::super) fn exists(&self, name: &str) -> bool {
+            self.join(name).symlink_metadata().is_ok()
+        }
+
+        pub(in super::super) fn rename(
+            &self,
+            from: &str,
+            target: &Dir,
+            to: &str,
+        ) -> io::Result<()> {
+            fs::rename(self.join(from), target.join(to))
+        }
+
+        pub(in super::super) fn rename_no_replace(
+            &self,
+            from: &str,
+            target: &Dir,
+            to: &str,
+        ) -> io::Result<()> {
+            if target.exists(to) {
+                return Err(ErrorKind::AlreadyExists.into());
+            }
+            self.rename(from, target, to)
+        }
+
+        pub(in super::super) fn remove(&self, name: &str) -> io::Result<()> {
+            fs::remove_file(self.join(name))
+        }
+    }
+}
+
+/// Where to start opening `path` from, and the components below: the watched directory's
+/// handle (`None`) when `path` lies under it, else the path's parent, trusted as configured.
+fn split_below<'a>(watched: &Path, path: &'a Path) -> (Option<&'a Path>, &'a Path) {
+    match path.strip_prefix(watched) {
+        Ok(rest) if rest.components().all(|c| matches!(c, Component::Normal(_))) => (None, rest),
+        _ => match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => (Some(parent), Path::new(name)),
+            _ => (Some(path), Path::new("")),
+        },
+    }
+}
+
+fn refused(path: &Path, reason: String) -> FileError {
+    FileError::Untrusted {
+        path: path.to_owned(),
+        reason,
     }
 }
 
@@ -164,9 +419,18 @@ fn c_name(name: &str) -> io::Result<std::ffi::CString> {
     std::ffi::CString::new(name).map_err(|e| io::Error::new(ErrorKind::InvalidInput, e))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
+    use std::fs;
+    use std::os::unix::fs::{chown, symlink};
+
     use super::*;
+
+    fn read_all(mut file: File) -> String {
+        let mut out = String::new();
+        io::Read::read_to_string(&mut file, &mut out).unwrap();
+        out
+    }
 
     fn scratch(label: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
@@ -178,10 +442,15 @@ mod tests {
         dir
     }
 
+    fn own(dir: &Path, sub: &str, missing: Missing) -> Result<Dir, FileError> {
+        let watched = Dir::watched(dir, Missing::Refuse).unwrap();
+        Dir::own(&watched, &dir.join(sub), missing)
+    }
+
     #[test]
     fn rename_no_replace_leaves_an_existing_target_alone() {
         let dir = scratch("noreplace");
-        let handle = Dir::open(&dir);
+        let handle = Dir::watched(&dir, Missing::Refuse).unwrap();
         fs::write(dir.join("a"), "a").unwrap();
         fs::write(dir.join("b"), "b").unwrap();
         let refused = handle.rename_no_replace("a", &handle, "b").unwrap_err();
@@ -190,32 +459,73 @@ mod tests {
         assert_eq!(fs::read_to_string(dir.join("b")).unwrap(), "b");
         handle.rename_no_replace("a", &handle, "c").unwrap();
         assert!(!dir.join("a").exists());
-        assert_eq!(fs::read_to_string(dir.join("c")).unwrap(), "a");
+        assert_eq!(read_all(handle.open_file("c").unwrap()), "a");
         fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn a_directory_that_can_not_be_opened_is_used_by_path() {
-        let dir = scratch("by-path");
-        let missing = Dir::open(&dir.join("not-yet"));
-        fs::create_dir_all(dir.join("not-yet")).unwrap();
-        let there = Dir::open(&dir);
-        fs::write(dir.join("a"), "a").unwrap();
-        there.rename("a", &missing, "b").unwrap();
-        assert_eq!(fs::read_to_string(dir.join("not-yet/b")).unwrap(), "a");
-        let mut read = String::new();
-        std::io::Read::read_to_string(&mut missing.open_file("b").unwrap(), &mut read).unwrap();
-        assert_eq!(read, "a");
+    fn own_directories_are_made_component_by_component_and_then_found() {
+        let dir = scratch("made");
+        let made = own(&dir, "state/claims", Missing::Create).unwrap();
+        assert!(dir.join("state/claims").is_dir());
+        fs::write(dir.join("state/claims/a"), "a").unwrap();
+        assert_eq!(read_all(made.open_file("a").unwrap()), "a");
+        assert!(own(&dir, "state/claims", Missing::Refuse).is_ok());
+        let missing = own(&dir, "not-yet", Missing::Refuse).err().unwrap();
+        assert!(matches!(missing, FileError::Io { .. }), "{missing:?}");
         fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[cfg(unix)]
+    #[test]
+    fn an_own_directory_that_is_a_symlink_or_another_user_s_is_refused() {
+        let dir = scratch("refused");
+        let elsewhere = scratch("refused-target");
+        symlink(&elsewhere, dir.join(".error")).unwrap();
+        let link = own(&dir, ".error", Missing::Create)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(link.contains("is a symbolic link"), "{link}");
+        // A symlinked component on the way is refused the same way.
+        symlink(&elsewhere, dir.join("state")).unwrap();
+        let on_the_way = own(&dir, "state/claims", Missing::Create).err().unwrap();
+        assert!(on_the_way.to_string().contains("is a symbolic link"));
+        assert!(
+            fs::read_dir(&elsewhere).unwrap().next().is_none(),
+            "nothing made there"
+        );
+
+        fs::create_dir(dir.join(".done")).unwrap();
+        chown(dir.join(".done"), Some(65534), Some(65534)).unwrap();
+        let theirs = own(&dir, ".done", Missing::Create)
+            .err()
+            .unwrap()
+            .to_string();
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert!(
+            theirs.contains(&format!("is owned by uid 65534, not eip's uid {euid}")),
+            "{theirs}"
+        );
+        fs::write(dir.join("plain"), "").unwrap();
+        let file = own(&dir, "plain", Missing::Create)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(file.contains("is not a directory"), "{file}");
+        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&elsewhere).unwrap();
+    }
+
     #[test]
     fn a_symlink_is_not_opened() {
         let dir = scratch("symlink");
         fs::write(dir.join("target"), "secret").unwrap();
-        std::os::unix::fs::symlink(dir.join("target"), dir.join("link")).unwrap();
-        assert!(Dir::open(&dir).open_file("link").is_err());
+        symlink(dir.join("target"), dir.join("link")).unwrap();
+        let handle = Dir::watched(&dir, Missing::Refuse).unwrap();
+        assert!(handle.open_file("link").is_err());
+        assert!(handle.create_file("link").is_err());
+        assert_eq!(fs::read_to_string(dir.join("target")).unwrap(), "secret");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -42,7 +42,7 @@ use tokio::sync::Notify;
 use tower::{Service, ServiceExt};
 
 use self::claim::{Candidate, Claimed, Owner, Taken};
-use self::dir::Dirs;
+use self::dir::{Dirs, Missing};
 use self::send::{Flow, closed};
 use self::settle::Settle;
 use self::watch::DirWatch;
@@ -108,6 +108,9 @@ struct Ahead {
 struct Read {
     taken: Vec<Taken>,
     held: VecDeque<Claimed>,
+    /// A directory was refused: nothing was claimed nor settled, and these settles wait for
+    /// the next try.
+    refused: Option<Vec<Settle>>,
 }
 
 impl FileSource {
@@ -160,7 +163,13 @@ where
         let owner = Arc::new(Owner::new());
         let mut settled = Vec::new();
         let ended = self.pump(&owner, &mut settled, shutdown).await;
-        flush(&self.config, settled).await;
+        let kept = flush(&self.config, settled).await;
+        if !kept.is_empty() {
+            tracing::error!(
+                files = kept.len(),
+                "stopping with files not settled: they stay claimed, and a later run takes them again"
+            );
+        }
         drop(owner); // only now may another run take what this one still held
         ended
     }
@@ -222,6 +231,10 @@ where
                     joined(task.read).await
                 };
                 held = read.held;
+                if let Some(unsettled) = read.refused {
+                    settled.extend(unsettled);
+                    break; // files stay where they are until the next pass
+                }
                 if read.taken.is_empty() {
                     continue; // others took them
                 }
@@ -243,7 +256,8 @@ where
                     (batch * 2).min(MAX_BATCH_FILES)
                 };
             }
-            flush(&self.config, std::mem::take(settled)).await;
+            let kept = flush(&self.config, std::mem::take(settled)).await;
+            settled.extend(kept);
             if took || watch.resume() {
                 continue; // look again at once
             }
@@ -293,15 +307,31 @@ where
         let jobs = std::mem::take(settled);
         let (moved_tx, moved) = tokio::sync::oneshot::channel();
         let read = tokio::task::spawn_blocking(move || {
-            let dirs = Dirs::open(&config);
-            settle::settle_all(&config, &dirs, jobs);
+            let dirs = match Dirs::open(&config, Missing::Refuse) {
+                Ok(dirs) => dirs,
+                Err(error) => {
+                    tracing::error!(%error, "file adapter: a directory is refused; nothing is claimed or moved until it is put right");
+                    let _ = moved_tx.send(VecDeque::new());
+                    let taken = Vec::new();
+                    return Read {
+                        taken,
+                        held,
+                        refused: Some(jobs),
+                    };
+                }
+            };
+            settle::settle_all(&dirs, jobs);
             let mut files = held;
             let room = max.saturating_sub(files.len());
             files.extend(claim::claim_batch(&owner, &dirs, &mut candidates, room));
             // The loop may be gone (stopping): then the candidates are not needed.
             let _ = moved_tx.send(candidates);
             let taken = claim::read_batch(&config, &dirs, &mut files, MAX_BATCH_BYTES);
-            Read { taken, held: files }
+            Read {
+                taken,
+                held: files,
+                refused: None,
+            }
         });
         Ahead { moved, read }
     }
@@ -326,7 +356,8 @@ where
         if let Some(room) = now {
             return room;
         }
-        flush(&self.config, std::mem::take(settled)).await;
+        let kept = flush(&self.config, std::mem::take(settled)).await;
+        settled.extend(kept);
         tokio::select! {
             biased;
             () = shutdown.as_mut() => Ok(Room::Shutdown),
@@ -338,13 +369,13 @@ where
     }
 }
 
-/// Carries out `jobs` on a blocking task.
-async fn flush(config: &Arc<FileSourceConfig>, jobs: Vec<Settle>) {
+/// Carries out `jobs` on a blocking task; hands back those it could not (a directory refused).
+async fn flush(config: &Arc<FileSourceConfig>, jobs: Vec<Settle>) -> Vec<Settle> {
     if jobs.is_empty() {
-        return;
+        return jobs;
     }
     let config = config.clone();
-    blocking(move || settle::settle_all(&config, &Dirs::open(&config), jobs)).await;
+    blocking(move || settle::settle_with_dirs(&config, jobs)).await
 }
 
 /// A running [`FileSource`].
