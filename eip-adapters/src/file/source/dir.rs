@@ -112,6 +112,9 @@ mod unix {
             missing: Missing,
         ) -> Result<Dir, FileError> {
             let (base, rest) = split_below(&watched.path, path);
+            if rest.as_os_str().is_empty() {
+                return Err(refused(path, "names no directory of its own".into()));
+            }
             let mut dir = match base {
                 None => watched.try_clone()?,
                 Some(base) => Dir::watched(base, missing)?,

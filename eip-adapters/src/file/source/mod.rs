@@ -190,15 +190,7 @@ where
         // Claimed by a batch that reached its byte budget before reading them: read next.
         let mut held: VecDeque<Claimed> = VecDeque::new();
         let ended = 'run: loop {
-            let scanned = blocking({
-                let config = config.clone();
-                move || claim::scan(&config)
-            })
-            .await;
-            let mut candidates = scanned.unwrap_or_else(|error| {
-                tracing::warn!(%error, "file adapter could not list its directories");
-                VecDeque::new()
-            });
+            let mut candidates = scan(&config).await;
             if !candidates.is_empty() {
                 watch.pause();
             }
@@ -268,13 +260,7 @@ where
                 () = tokio::time::sleep(config.poll_interval) => {}
             }
         };
-        // Stopping with a batch claimed ahead, or files held: none of them was sent.
-        if let Some(task) = ahead {
-            let read = joined(task.read).await;
-            let files = read.taken.into_iter().map(|file| file.claimed);
-            held.extend(files.chain(read.held));
-        }
-        settled.extend(held.into_iter().map(Settle::Release));
+        release_unsent(ahead, held, settled).await;
         ended
     }
 
@@ -367,6 +353,33 @@ where
             },
         }
     }
+}
+
+/// What there is to take (see [`claim::scan`]), listed on a blocking task; nothing if the
+/// directories can not be listed or are refused (logged).
+async fn scan(config: &Arc<FileSourceConfig>) -> VecDeque<Candidate> {
+    let config = config.clone();
+    blocking(move || claim::scan(&config))
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "file adapter could not list its directories");
+            VecDeque::new()
+        })
+}
+
+/// Notes, as the loop stops, that the files of a batch claimed ahead and those held go back:
+/// none of them was sent.
+async fn release_unsent(
+    ahead: Option<Ahead>,
+    mut held: VecDeque<Claimed>,
+    settled: &mut Vec<Settle>,
+) {
+    if let Some(task) = ahead {
+        let read = joined(task.read).await;
+        let files = read.taken.into_iter().map(|file| file.claimed);
+        held.extend(files.chain(read.held));
+    }
+    settled.extend(held.into_iter().map(Settle::Release));
 }
 
 /// Carries out `jobs` on a blocking task; hands back those it could not (a directory refused).
