@@ -77,9 +77,10 @@
 //!
 //! - No name made from a message leaves the sink's directory: templates are checked when
 //!   parsed (no absolute path, no `.` or `..` component), values put into them may not hold
-//!   `/`, `\` or NUL nor be `.`, `..` or empty, the directory a file goes to is resolved and
-//!   must lie under the sink's directory (a symlink leading out is refused), and a symlink at
-//!   the file's own place is replaced (write) or refused (append), never followed. A refused
+//!   `/`, `\` or NUL nor be `.`, `..` or empty, the directories below the sink's are opened
+//!   one by one without following a symlink (one there is refused, wherever it leads), and
+//!   the file is written relative to the last one's handle; a symlink at the file's own place
+//!   is replaced (write) or refused (append), never followed. A refused
 //!   name is [`FileError::Escape`]: the consumer driving the sink dead-letters the message
 //!   with it.
 //! - A name the file system can never hold (too long, invalid there) is [`FileError::Name`],
@@ -114,6 +115,7 @@
 //! # source.shutdown().await?; consumer.shutdown().await; Ok(()) }
 //! ```
 
+mod dir;
 mod error;
 mod sink;
 mod source;

@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use super::config::{FileSourceConfig, ReadMode};
-use super::dir::{Dir, Dirs, Missing};
+use super::dirs::Dirs;
 use super::read::{self, Contents};
 use crate::file::FileError;
+use crate::file::dir::{Dir, Missing};
 use eip_core::Message;
 
 /// The tokens of the adapter runs alive in this process.
@@ -118,7 +119,7 @@ pub(super) fn prepare(config: &FileSourceConfig) -> Result<(), FileError> {
 pub(super) fn scan(config: &FileSourceConfig) -> Result<VecDeque<Candidate>, FileError> {
     let mut found = VecDeque::new();
     // Listed only once checked: a claim directory swapped for a link is not read through it.
-    let watched = Dir::watched(&config.dir, Missing::Refuse)?;
+    let watched = Dir::by_path(&config.dir, Missing::Refuse)?;
     Dir::own(&watched, &config.claim_dir, Missing::Refuse)?;
     for (_, file_name) in list(&config.claim_dir)? {
         if let Some((pid, token, name)) = parse_claim(&file_name)

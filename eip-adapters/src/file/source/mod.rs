@@ -16,14 +16,14 @@
 //! batch's reads and sends. Renames in and out of the claim directory are so made by one task
 //! at a time (two would only contend for the directory's lock, and for the kernel's lock on
 //! renames across directories), while reading, sending and renaming run side by side. A task
-//! names files relative to the directories it holds open (see `dir.rs`), so the kernel looks
+//! names files relative to the directories it holds open (see `file/dir.rs`), so the kernel looks
 //! up one name per operation, not the whole path. A full channel with no consumer gets nothing
 //! claimed beyond what it took, and a busy one is fed by a blocking task per batch, not one per
 //! file operation.
 
 mod claim;
 mod config;
-mod dir;
+mod dirs;
 mod read;
 mod send;
 mod settle;
@@ -42,10 +42,11 @@ use tokio::sync::Notify;
 use tower::{Service, ServiceExt};
 
 use self::claim::{Candidate, Claimed, Owner, Taken};
-use self::dir::{Dirs, Missing};
+use self::dirs::Dirs;
 use self::send::{Flow, closed};
 use self::settle::Settle;
 use self::watch::DirWatch;
+use super::dir::Missing;
 use super::{FileError, blocking, joined};
 
 pub use config::{

@@ -15,9 +15,9 @@ use eip_core::Message;
 use eip_core::message::names;
 
 use super::claim::Claimed;
-use super::dir::Dir;
 use super::headers;
 use crate::file::FileError;
+use crate::file::dir::Dir;
 
 /// A file's bytes and what the headers say of it.
 pub(super) struct Contents {

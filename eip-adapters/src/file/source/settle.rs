@@ -11,8 +11,9 @@ use std::io::{ErrorKind, Write};
 
 use super::claim::Claimed;
 use super::config::FileSourceConfig;
-use super::dir::{Dir, Dirs, Missing};
+use super::dirs::Dirs;
 use crate::file::FileError;
+use crate::file::dir::{Dir, Missing};
 use crate::file::error::shortened;
 
 /// What becomes of a claimed file.

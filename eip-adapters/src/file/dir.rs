@@ -1,5 +1,7 @@
-//! The adapter's directories, held open while a batch is claimed, read and settled, and the
-//! rule for trusting them.
+//! Directories held open by handle, and the rule for trusting them.
+//!
+//! The inbound adapter holds its directories open while a batch is claimed, read and settled;
+//! the outbound one the directory it writes a file in.
 //!
 //! **What is trusted.** The watched directory is opened by the path the operator configured
 //! (a symlink in that path is the operator's and is followed) and may belong to anyone: a
@@ -24,7 +26,6 @@ use std::fs::File;
 use std::io::{self, ErrorKind};
 use std::path::{Component, Path, PathBuf};
 
-use super::config::{FileSourceConfig, WhenDone};
 use crate::file::FileError;
 
 /// A directory, by path (for what is said of it) and by handle (for what is done in it).
@@ -34,37 +35,11 @@ pub(super) struct Dir {
     handle: File,
 }
 
-/// The directories of one adapter, opened and checked for a batch.
-pub(super) struct Dirs {
-    pub(super) watched: Dir,
-    pub(super) claims: Dir,
-    /// `None` when accepted files are deleted.
-    pub(super) done: Option<Dir>,
-    pub(super) error: Dir,
-}
-
 /// Whether a missing directory is made (at start) or refused (while running).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Missing {
     Create,
     Refuse,
-}
-
-impl Dirs {
-    /// Opens the watched directory and opens and checks the adapter's own ones.
-    pub(super) fn open(config: &FileSourceConfig, missing: Missing) -> Result<Dirs, FileError> {
-        let watched = Dir::watched(&config.dir, missing)?;
-        let own = |path: &Path| Dir::own(&watched, path, missing);
-        Ok(Dirs {
-            claims: own(&config.claim_dir)?,
-            done: match &config.when_done {
-                WhenDone::MoveTo(done) => Some(own(done)?),
-                WhenDone::Delete => None,
-            },
-            error: own(&config.error_dir)?,
-            watched,
-        })
-    }
 }
 
 impl Dir {
@@ -83,12 +58,13 @@ mod unix {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     use std::path::{Component, Path};
 
-    use super::{Dir, Missing, c_name, refused, split_below};
+    use super::{Dir, Missing, answered, c_name, refused, split_below};
     use crate::file::FileError;
 
     impl Dir {
-        /// The watched directory, by its configured path; made if missing and so asked.
-        pub(in super::super) fn watched(path: &Path, missing: Missing) -> Result<Dir, FileError> {
+        /// A directory by its configured path (trusted as the operator gave it: a symlink in it
+        /// is followed); made if missing and so asked.
+        pub(in crate::file) fn by_path(path: &Path, missing: Missing) -> Result<Dir, FileError> {
             if missing == Missing::Create {
                 fs::create_dir_all(path).map_err(FileError::io(path, "create"))?;
             }
@@ -106,7 +82,7 @@ mod unix {
         /// One of the adapter's own directories: each component below `watched` (or below
         /// the path's parent, for one elsewhere) opened without following a symlink, and
         /// each a directory owned by this user.
-        pub(in super::super) fn own(
+        pub(in crate::file) fn own(
             watched: &Dir,
             path: &Path,
             missing: Missing,
@@ -117,7 +93,7 @@ mod unix {
             }
             let mut dir = match base {
                 None => watched.try_clone()?,
-                Some(base) => Dir::watched(base, missing)?,
+                Some(base) => Dir::by_path(base, missing)?,
             };
             for component in rest.components() {
                 let Component::Normal(name) = component else {
@@ -141,8 +117,30 @@ mod unix {
             })
         }
 
-        /// `name` in this directory, opened without following a symlink and checked.
+        /// `name` in this directory, opened without following a symlink, and owned by this
+        /// user.
         fn child(&self, name: &str, missing: Missing) -> Result<Dir, FileError> {
+            let dir = self.subdir(name, missing)?;
+            let meta = dir
+                .handle
+                .metadata()
+                .map_err(FileError::io(&dir.path, "stat"))?;
+            // SAFETY: geteuid has no preconditions and can not fail.
+            let euid = unsafe { libc::geteuid() };
+            if meta.uid() != euid {
+                let reason = format!("is owned by uid {}, not eip's uid {euid}", meta.uid());
+                return Err(refused(&dir.path, reason));
+            }
+            Ok(dir)
+        }
+
+        /// `name` in this directory, opened without following a symlink: a directory, made
+        /// if missing and so asked, whoever owns it.
+        pub(in crate::file) fn subdir(
+            &self,
+            name: &str,
+            missing: Missing,
+        ) -> Result<Dir, FileError> {
             let path = self.path.join(name);
             let c = c_name(name).map_err(FileError::io(&path, "open"))?;
             let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -153,27 +151,19 @@ mod unix {
                     .is_err_and(|e| e.kind() == ErrorKind::NotFound)
             {
                 // SAFETY: the handle is an open directory and `c` a NUL-terminated name.
-                let made = unsafe { libc::mkdirat(self.handle.as_raw_fd(), c.as_ptr(), 0o777) };
-                if made != 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != ErrorKind::AlreadyExists {
-                        return Err(FileError::io(&path, "create")(e));
-                    }
+                let made =
+                    answered(unsafe { libc::mkdirat(self.handle.as_raw_fd(), c.as_ptr(), 0o777) });
+                if let Err(e) = made
+                    && e.kind() != ErrorKind::AlreadyExists
+                {
+                    return Err(FileError::io(&path, "create")(e));
                 }
                 opened = self.openat(&c, flags, 0);
             }
-            let handle = match opened {
-                Ok(handle) => handle,
-                Err(e) => return Err(self.why_not_a_dir(&c, &path, e)),
-            };
-            let meta = handle.metadata().map_err(FileError::io(&path, "stat"))?;
-            // SAFETY: geteuid has no preconditions and can not fail.
-            let euid = unsafe { libc::geteuid() };
-            if meta.uid() != euid {
-                let reason = format!("is owned by uid {}, not eip's uid {euid}", meta.uid());
-                return Err(refused(&path, reason));
+            match opened {
+                Ok(handle) => Ok(Dir { path, handle }),
+                Err(e) => Err(self.why_not_a_dir(&c, &path, e)),
             }
-            Ok(Dir { path, handle })
         }
 
         /// Why `name` could not be opened as a directory: a symlink, not a directory, or the
@@ -220,13 +210,13 @@ mod unix {
 
         /// Opens `name` for reading without following a symlink and without blocking on a
         /// FIFO.
-        pub(in super::super) fn open_file(&self, name: &str) -> io::Result<File> {
+        pub(in crate::file) fn open_file(&self, name: &str) -> io::Result<File> {
             let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
             self.openat(&c_name(name)?, flags, 0)
         }
 
         /// Creates (or empties) the file `name` for writing, refusing a symlink there.
-        pub(in super::super) fn create_file(&self, name: &str) -> io::Result<File> {
+        pub(in crate::file) fn create_file(&self, name: &str) -> io::Result<File> {
             let flags = libc::O_WRONLY
                 | libc::O_CREAT
                 | libc::O_TRUNC
@@ -236,41 +226,63 @@ mod unix {
             self.openat(&c_name(name)?, flags, 0o666)
         }
 
+        /// Creates the file `name`, which must not exist, for writing.
+        pub(in crate::file) fn create_new(&self, name: &str) -> io::Result<File> {
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            self.openat(&c_name(name)?, flags, 0o666)
+        }
+
+        /// Opens `name` for appending, made if missing; a symlink there is refused (`ELOOP`).
+        pub(in crate::file) fn open_append(&self, name: &str) -> io::Result<File> {
+            let flags = libc::O_WRONLY
+                | libc::O_APPEND
+                | libc::O_CREAT
+                | libc::O_NOFOLLOW
+                | libc::O_NONBLOCK
+                | libc::O_CLOEXEC;
+            self.openat(&c_name(name)?, flags, 0o666)
+        }
+
+        /// Makes `to` in this directory a second name of `from`; `AlreadyExists` if taken.
+        pub(in crate::file) fn link(&self, from: &str, to: &str) -> io::Result<()> {
+            let (c_from, c_to) = (c_name(from)?, c_name(to)?);
+            let fd = self.handle.as_raw_fd();
+            // SAFETY: the handle is an open directory and both names NUL-terminated, all
+            // alive across the call.
+            answered(unsafe { libc::linkat(fd, c_from.as_ptr(), fd, c_to.as_ptr(), 0) })
+        }
+
+        /// Makes the renames and links made in this directory durable.
+        pub(in crate::file) fn sync(&self) -> io::Result<()> {
+            self.handle.sync_all()
+        }
+
         /// Whether something (a symlink included) is called `name` here.
-        pub(in super::super) fn exists(&self, name: &str) -> bool {
+        pub(in crate::file) fn exists(&self, name: &str) -> bool {
             c_name(name).is_ok_and(|c| self.lstat_mode(&c).is_some())
         }
 
         /// Renames `from` in this directory to `to` in `target`, replacing what is there.
-        pub(in super::super) fn rename(
-            &self,
-            from: &str,
-            target: &Dir,
-            to: &str,
-        ) -> io::Result<()> {
+        pub(in crate::file) fn rename(&self, from: &str, target: &Dir, to: &str) -> io::Result<()> {
             let (c_from, c_to) = (c_name(from)?, c_name(to)?);
             // SAFETY: both handles are open directories and both names NUL-terminated, all
             // alive across the call.
-            let renamed = unsafe {
+            answered(unsafe {
                 libc::renameat(
                     self.handle.as_raw_fd(),
                     c_from.as_ptr(),
                     target.handle.as_raw_fd(),
                     c_to.as_ptr(),
                 )
-            };
-            if renamed == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
+            })
         }
 
         /// Renames `from` in this directory to `to` in `target` unless `to` exists (then
         /// `AlreadyExists`, and nothing moved). Atomic where the platform offers it
         /// (`renameat2` with `RENAME_NOREPLACE` on Linux); elsewhere, or on a file system
         /// without it, a look first and then the rename.
-        pub(in super::super) fn rename_no_replace(
+        pub(in crate::file) fn rename_no_replace(
             &self,
             from: &str,
             target: &Dir,
@@ -281,7 +293,7 @@ mod unix {
                 let (c_from, c_to) = (c_name(from)?, c_name(to)?);
                 // SAFETY: both handles are open directories and both names NUL-terminated,
                 // all alive across the call.
-                let renamed = unsafe {
+                let renamed = answered(unsafe {
                     libc::renameat2(
                         self.handle.as_raw_fd(),
                         c_from.as_ptr(),
@@ -289,11 +301,10 @@ mod unix {
                         c_to.as_ptr(),
                         libc::RENAME_NOREPLACE,
                     )
-                };
-                if renamed == 0 {
+                });
+                let Err(e) = renamed else {
                     return Ok(());
-                }
-                let e = io::Error::last_os_error();
+                };
                 if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
                     return Err(e);
                 }
@@ -306,14 +317,10 @@ mod unix {
         }
 
         /// Deletes `name` from this directory (a symlink itself, never what it points to).
-        pub(in super::super) fn remove(&self, name: &str) -> io::Result<()> {
+        pub(in crate::file) fn remove(&self, name: &str) -> io::Result<()> {
             let c = c_name(name)?;
             // SAFETY: the handle is an open directory and `c` a NUL-terminated name.
-            if unsafe { libc::unlinkat(self.handle.as_raw_fd(), c.as_ptr(), 0) } == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
+            answered(unsafe { libc::unlinkat(self.handle.as_raw_fd(), c.as_ptr(), 0) })
         }
     }
 }
@@ -322,7 +329,7 @@ mod unix {
 mod portable {
     //! Off Unix there are no directory handles: operations go by path, and the adapter's own
     //! directories are checked (a directory, not a symlink) when opened.
-    use std::fs::{self, File};
+    use std::fs::{self, File, OpenOptions};
     use std::io::{self, ErrorKind};
     use std::path::Path;
 
@@ -330,7 +337,7 @@ mod portable {
     use crate::file::FileError;
 
     impl Dir {
-        pub(in super::super) fn watched(path: &Path, missing: Missing) -> Result<Dir, FileError> {
+        pub(in crate::file) fn by_path(path: &Path, missing: Missing) -> Result<Dir, FileError> {
             if missing == Missing::Create {
                 fs::create_dir_all(path).map_err(FileError::io(path, "create"))?;
             }
@@ -339,7 +346,7 @@ mod portable {
             })
         }
 
-        pub(in super::super) fn own(
+        pub(in crate::file) fn own(
             _watched: &Dir,
             path: &Path,
             missing: Missing,
@@ -359,28 +366,64 @@ mod portable {
             })
         }
 
-        pub(in super::super) fn open_file(&self, name: &str) -> io::Result<File> {
+        pub(in crate::file) fn open_file(&self, name: &str) -> io::Result<File> {
             File::open(self.join(name))
         }
 
-        pub(in super::super) fn create_file(&self, name: &str) -> io::Result<File> {
+        pub(in crate::file) fn create_file(&self, name: &str) -> io::Result<File> {
             File::create(self.join(name))
         }
 
-        pub(in super::super) fn exists(&self, name: &str) -> bool {
+        pub(in crate::file) fn exists(&self, name: &str) -> bool {
             self.join(name).symlink_metadata().is_ok()
         }
 
-        pub(in super::super) fn rename(
+        pub(in crate::file) fn subdir(
             &self,
-            from: &str,
-            target: &Dir,
-            to: &str,
-        ) -> io::Result<()> {
+            name: &str,
+            missing: Missing,
+        ) -> Result<Dir, FileError> {
+            let path = self.join(name);
+            if missing == Missing::Create {
+                fs::create_dir_all(&path).map_err(FileError::io(&path, "create"))?;
+            }
+            let meta = fs::symlink_metadata(&path).map_err(FileError::io(&path, "stat"))?;
+            if meta.file_type().is_symlink() {
+                return Err(refused(&path, "is a symbolic link".into()));
+            }
+            if !meta.is_dir() {
+                return Err(refused(&path, "is not a directory".into()));
+            }
+            Ok(Dir { path })
+        }
+
+        pub(in crate::file) fn create_new(&self, name: &str) -> io::Result<File> {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(self.join(name))
+        }
+
+        pub(in crate::file) fn open_append(&self, name: &str) -> io::Result<File> {
+            OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(self.join(name))
+        }
+
+        pub(in crate::file) fn link(&self, from: &str, to: &str) -> io::Result<()> {
+            fs::hard_link(self.join(from), self.join(to))
+        }
+
+        pub(in crate::file) fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+
+        pub(in crate::file) fn rename(&self, from: &str, target: &Dir, to: &str) -> io::Result<()> {
             fs::rename(self.join(from), target.join(to))
         }
 
-        pub(in super::super) fn rename_no_replace(
+        pub(in crate::file) fn rename_no_replace(
             &self,
             from: &str,
             target: &Dir,
@@ -392,7 +435,7 @@ mod portable {
             self.rename(from, target, to)
         }
 
-        pub(in super::super) fn remove(&self, name: &str) -> io::Result<()> {
+        pub(in crate::file) fn remove(&self, name: &str) -> io::Result<()> {
             fs::remove_file(self.join(name))
         }
     }
@@ -414,6 +457,16 @@ fn refused(path: &Path, reason: String) -> FileError {
     FileError::Untrusted {
         path: path.to_owned(),
         reason,
+    }
+}
+
+/// A system call's answer: 0 is success, anything else the error in `errno`.
+#[cfg(unix)]
+fn answered(ret: libc::c_int) -> io::Result<()> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
@@ -446,14 +499,14 @@ mod tests {
     }
 
     fn own(dir: &Path, sub: &str, missing: Missing) -> Result<Dir, FileError> {
-        let watched = Dir::watched(dir, Missing::Refuse).unwrap();
+        let watched = Dir::by_path(dir, Missing::Refuse).unwrap();
         Dir::own(&watched, &dir.join(sub), missing)
     }
 
     #[test]
     fn rename_no_replace_leaves_an_existing_target_alone() {
         let dir = scratch("noreplace");
-        let handle = Dir::watched(&dir, Missing::Refuse).unwrap();
+        let handle = Dir::by_path(&dir, Missing::Refuse).unwrap();
         fs::write(dir.join("a"), "a").unwrap();
         fs::write(dir.join("b"), "b").unwrap();
         let refused = handle.rename_no_replace("a", &handle, "b").unwrap_err();
@@ -525,7 +578,7 @@ mod tests {
         let dir = scratch("symlink");
         fs::write(dir.join("target"), "secret").unwrap();
         symlink(dir.join("target"), dir.join("link")).unwrap();
-        let handle = Dir::watched(&dir, Missing::Refuse).unwrap();
+        let handle = Dir::by_path(&dir, Missing::Refuse).unwrap();
         assert!(handle.open_file("link").is_err());
         assert!(handle.create_file("link").is_err());
         assert_eq!(fs::read_to_string(dir.join("target")).unwrap(), "secret");
