@@ -151,6 +151,30 @@ async fn a_message_whose_name_would_escape_is_dead_lettered_with_the_reason() {
 }
 
 #[tokio::test]
+async fn a_symlink_below_the_sink_s_directory_is_never_followed_even_one_leading_inside() {
+    let root = TempDir::new("inner-link");
+    let out = root.join("out");
+    fs::create_dir_all(out.join("real")).unwrap();
+    std::os::unix::fs::symlink(out.join("real"), out.join("inner")).unwrap();
+    let config = FileSink::builder(&out)
+        .name_template("inner/{id}")
+        .build()
+        .unwrap();
+    let mut sink = FileSink::new(config).unwrap();
+    let refused = write(&mut sink, Message::new("x")).await;
+    match refused {
+        Err(FileError::Escape { reason, .. }) => {
+            assert!(reason.contains("`inner` is a symbolic link"), "{reason}")
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert!(
+        names(&out.join("real")).is_empty(),
+        "nothing written through the link"
+    );
+}
+
+#[tokio::test]
 async fn the_sink_appends_one_fsynced_json_line_per_message() {
     let dir = TempDir::new("append");
     let config = FileSink::builder(dir.path())

@@ -20,8 +20,8 @@
 //!   stops), so an accepted file may sit in the claim directory a little longer; it is never
 //!   left there while the adapter waits for room or for new files, nor once `run_until`
 //!   returned. A file whose message can not be sent goes to the error directory (default
-//!   `.error`) with `NAME.error` beside it saying why: too large, JSON lines that are not
-//!   UTF-8, refused by the channel, or the channel closed (the adapter then stops with
+//!   `.error`) with `NAME.error` beside it saying why: too large, changed while read, a
+//!   symlink, JSON lines that are not UTF-8, refused by the channel, or the channel closed (the adapter then stops with
 //!   [`FileError::ChannelClosed`]). A name already taken in the done or error directory gets
 //!   the claim's tag appended (in the done directory decided by the rename itself, with
 //!   `RENAME_NOREPLACE` on Linux).
@@ -44,6 +44,10 @@
 //!   directory.
 //! - **Bounded memory.** A file larger than the size limit goes to the error directory
 //!   without being read; a file growing past it while read is refused too.
+//! - **Whole or not at all.** A file is delivered only as it was opened: as many bytes read as
+//!   its size then, and its size and modification time unchanged after the read. A file
+//!   truncated, grown or rewritten meanwhile goes to the error directory as
+//!   [`FileError::Changed`], never as a partial message.
 //!
 //! Two [modes](ReadMode). **Whole file**: one message, the file's bytes; content type
 //! `application/json` if the name ends in `.json`, none otherwise. **JSON lines**: each
@@ -73,13 +77,23 @@
 //!
 //! - No name made from a message leaves the sink's directory: templates are checked when
 //!   parsed (no absolute path, no `.` or `..` component), values put into them may not hold
-//!   `/`, `\` or NUL nor be `.`, `..` or empty, the directory a file goes to is resolved and
-//!   must lie under the sink's directory (a symlink leading out is refused), and a symlink at
-//!   the file's own place is replaced (write) or refused (append), never followed. A refused
+//!   `/`, `\` or NUL nor be `.`, `..` or empty, the directories below the sink's are opened
+//!   one by one without following a symlink (one there is refused, wherever it leads), and
+//!   the file is written relative to the last one's handle; a symlink at the file's own place
+//!   is replaced (write) or refused (append), never followed. A refused
 //!   name is [`FileError::Escape`]: the consumer driving the sink dead-letters the message
 //!   with it.
+//! - A name the file system can never hold (too long, invalid there) is [`FileError::Name`],
+//!   permanent: dead-lettered at once. The temporary name, `.eip-PID-SEQ.tmp`, fits wherever
+//!   the final name fits. Errors show overlong name components cut, with their length.
 //! - The inbound adapter reads only regular files, opened without following symlinks, and
-//!   never more than the size limit.
+//!   never more than the size limit. A symlink dropped in the watched directory goes to the
+//!   error directory unfollowed.
+//! - The watched directory is trusted as configured (it may be shared, and anyone's); the
+//!   claim, done and error directories must be directories owned by the adapter's effective
+//!   user, opened without following a symlink, or they are refused with
+//!   [`FileError::Untrusted`]: at start the adapter does not start; while running, nothing is
+//!   claimed or moved and the files stay where they are until the directory is put right.
 //!
 //! ```no_run
 //! use eip_adapters::file::{FileSink, FileSource, ReadMode};
@@ -101,6 +115,7 @@
 //! # source.shutdown().await?; consumer.shutdown().await; Ok(()) }
 //! ```
 
+mod dir;
 mod error;
 mod sink;
 mod source;

@@ -3,16 +3,24 @@
 //! Two modes. **Write** makes one file per message, atomically: the payload goes to a
 //! temporary file in the target directory (a dot name the inbound adapter never takes), which
 //! is fsynced, renamed to its name and the directory fsynced; a reader sees the whole file or
-//! none. **Append** adds the payload, which must be JSON, as one line to a JSON-lines file,
+//! none. Every directory below the sink's own is opened without following a symlink (and made
+//! if missing), and the file is created, renamed and appended to relative to that handle, so
+//! nothing swapped in on the way can lead a write elsewhere. **Append** adds the payload, which must be JSON, as one line to a JSON-lines file,
 //! fsynced before the call answers `Ok`. Names come from a [`NameTemplate`]; a name that would
 //! leave the directory (through `..`, an absolute path, a separator in a header value, or a
 //! symlink in the directory pointing elsewhere) is refused with [`FileError::Escape`], and the
 //! consumer driving the sink dead-letters the message with that error.
+//!
+//! The temporary file's name, `.eip-PID-SEQ.tmp`, is at most 40 bytes whatever the final name,
+//! so every name the file system can hold can be written. A name it can never hold (a
+//! component longer than its limit, 255 bytes on most; a name it calls invalid) is
+//! [`FileError::Name`]: permanent, so the message is dead-lettered at once with the reason,
+//! not retried.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::future::Future;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +29,8 @@ use std::time::SystemTime;
 
 use eip_core::Message;
 
+use super::dir::{Dir, Missing};
+use super::error::shortened;
 use super::{FileError, NameTemplate, blocking};
 
 /// How the sink writes messages.
@@ -107,7 +117,7 @@ pub struct FileSink {
 #[derive(Debug)]
 struct Inner {
     config: FileSinkConfig,
-    /// The directory, symlinks resolved: every file written must lie under it.
+    /// The directory, symlinks resolved: every file is written below it, through no symlink.
     root: PathBuf,
     /// Serializes appends within the process, so lines never interleave.
     append: Mutex<()>,
@@ -173,86 +183,135 @@ impl Inner {
             SinkMode::AppendJsonLines(t) => (t, true),
         };
         let relative = template.render(msg, SystemTime::now(), &self.config.dir)?;
-        let path = self.contained(&relative)?;
+        let dir = self.open_parent(&relative)?;
+        let name = relative
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| self.escape(&relative, "no file name".into()))?;
+        let path = self.root.join(&relative);
         if append {
-            self.append(msg, &path)?;
+            self.append(msg, &relative, &dir, name, &path)?;
         } else {
-            self.write_atomically(msg.payload(), &path)?;
+            self.write_atomically(msg.payload(), &relative, &dir, name, &path)?;
         }
         Ok(path)
     }
 
-    /// The absolute path for `relative`, its directory created, after checking that no symlink
-    /// on the way leads out of the root.
-    fn contained(&self, relative: &Path) -> Result<PathBuf, FileError> {
-        let target = self.root.join(relative);
-        let parent = target.parent().unwrap_or(&self.root);
-        // Checked before creating anything (no directory is made outside through a symlink),
-        // and again after.
-        let existing = parent
-            .ancestors()
-            .find(|a| a.exists())
-            .unwrap_or(&self.root);
-        self.inside(relative, existing)?;
-        fs::create_dir_all(parent).map_err(FileError::io(parent, "create"))?;
-        let resolved = self.inside(relative, parent)?;
-        let name = target
-            .file_name()
-            .expect("a rendered name has a last component");
-        Ok(resolved.join(name))
+    /// The directory `relative`'s file goes in, opened component by component below the root
+    /// without following a symlink, and made where missing: nothing on the way can lead out.
+    fn open_parent(&self, relative: &Path) -> Result<Dir, FileError> {
+        let mut dir = Dir::by_path(&self.root, Missing::Refuse)?;
+        let Some(parent) = relative.parent() else {
+            return Ok(dir);
+        };
+        for component in parent.components() {
+            let Some(name) = Some(component)
+                .filter(|c| matches!(c, Component::Normal(_)))
+                .and_then(|c| c.as_os_str().to_str())
+            else {
+                return Err(self.escape(relative, "not a plain relative path".into()));
+            };
+            dir = dir.subdir(name, Missing::Create).map_err(|e| match e {
+                FileError::Untrusted { reason, .. } => self.escape(
+                    relative,
+                    format!("`{}` {reason}: not followed", shortened(name)),
+                ),
+                FileError::Io { source, path, op } => self.name_error(relative, &path, op)(source),
+                other => other,
+            })?;
+        }
+        Ok(dir)
     }
 
-    /// `dir` with symlinks resolved, if that lies under the root.
-    fn inside(&self, relative: &Path, dir: &Path) -> Result<PathBuf, FileError> {
-        let resolved = fs::canonicalize(dir).map_err(FileError::io(dir, "resolve"))?;
-        if resolved.starts_with(&self.root) {
-            Ok(resolved)
-        } else {
-            Err(FileError::Escape {
-                dir: self.config.dir.clone(),
-                name: relative.display().to_string(),
-                reason: format!("a symlink leads to `{}`", resolved.display()),
-            })
+    fn escape(&self, relative: &Path, reason: String) -> FileError {
+        FileError::Escape {
+            dir: self.config.dir.clone(),
+            name: relative.display().to_string(),
+            reason,
         }
     }
 
-    fn write_atomically(&self, payload: &[u8], path: &Path) -> Result<(), FileError> {
-        let dir = path.parent().expect("a contained path has a parent");
-        let name = path.file_name().expect("a contained path has a name");
-        let temp = dir.join(format!(
-            ".{}.{}-{}.tmp",
-            name.to_string_lossy(),
+    /// For an operation on `relative` (at `path`): an error no retry can mend (the name is too
+    /// long or invalid for the file system) is [`FileError::Name`], others [`FileError::Io`].
+    fn name_error<'a>(
+        &'a self,
+        relative: &'a Path,
+        path: &'a Path,
+        op: &'static str,
+    ) -> impl FnOnce(std::io::Error) -> FileError + 'a {
+        move |e| {
+            if !is_name_error(&e) {
+                return FileError::io(path, op)(e);
+            }
+            let longest = relative
+                .components()
+                .map(|c| c.as_os_str().len())
+                .max()
+                .unwrap_or(0);
+            FileError::Name {
+                dir: self.config.dir.clone(),
+                name: relative.display().to_string(),
+                reason: format!("{e}; its longest component is {longest} bytes"),
+            }
+        }
+    }
+
+    /// Writes `payload` to a temporary file in `dir`, fsyncs it, renames (or links) it to
+    /// `name` and fsyncs `dir`.
+    fn write_atomically(
+        &self,
+        payload: &[u8],
+        relative: &Path,
+        dir: &Dir,
+        name: &str,
+        path: &Path,
+    ) -> Result<(), FileError> {
+        // Short and of bounded length: it fits wherever the final name fits.
+        let temp = format!(
+            ".eip-{}-{}.tmp",
             std::process::id(),
             TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
+        );
         let result = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)
-                .map_err(FileError::io(&temp, "create"))?;
+            let temp_path = dir.join(&temp);
+            let mut file = dir
+                .create_new(&temp)
+                .map_err(FileError::io(&temp_path, "create"))?;
             file.write_all(payload)
-                .map_err(FileError::io(&temp, "write"))?;
-            file.sync_all().map_err(FileError::io(&temp, "fsync"))?;
+                .map_err(FileError::io(&temp_path, "write"))?;
+            file.sync_all()
+                .map_err(FileError::io(&temp_path, "fsync"))?;
             if self.config.overwrite {
-                // rename replaces a symlink at `path` itself, never what it points to.
-                fs::rename(&temp, path).map_err(FileError::io(path, "rename into place"))
+                // rename replaces a symlink at `name` itself, never what it points to.
+                dir.rename(&temp, dir, name).map_err(self.name_error(
+                    relative,
+                    path,
+                    "rename into place",
+                ))
             } else {
-                match fs::hard_link(&temp, path) {
+                match dir.link(&temp, name) {
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                         Err(FileError::Exists { path: path.into() })
                     }
-                    other => other.map_err(FileError::io(path, "link into place")),
+                    other => other.map_err(self.name_error(relative, path, "link into place")),
                 }
             }
         })();
         // After a rename the temporary name is gone already; after a link it must go.
-        let _ = fs::remove_file(&temp);
+        let _ = dir.remove(&temp);
         result?;
-        sync_dir(dir)
+        let parent = path.parent().unwrap_or(path);
+        dir.sync().map_err(FileError::io(parent, "fsync directory"))
     }
 
-    fn append(&self, msg: &Message, path: &Path) -> Result<(), FileError> {
+    fn append(
+        &self,
+        msg: &Message,
+        relative: &Path,
+        dir: &Dir,
+        name: &str,
+        path: &Path,
+    ) -> Result<(), FileError> {
         let value: serde_json::Value =
             serde_json::from_slice(msg.payload()).map_err(|e| FileError::Content {
                 path: path.into(),
@@ -261,52 +320,41 @@ impl Inner {
         let mut line = serde_json::to_vec(&value).expect("a JSON value serializes");
         line.push(b'\n');
         let _serial = self.append.lock().unwrap_or_else(|e| e.into_inner());
-        let mut file = open_append(path)?;
+        // A symlink put where the file should be is refused, not followed out.
+        let mut file = dir.open_append(name).map_err(|e| {
+            if is_symlink_refused(&e) {
+                self.escape(relative, "the file is a symlink".into())
+            } else {
+                self.name_error(relative, path, "open for append")(e)
+            }
+        })?;
         file.write_all(&line)
             .map_err(FileError::io(path, "append to"))?;
         file.sync_data().map_err(FileError::io(path, "fsync"))
     }
 }
 
-fn open_append(path: &Path) -> Result<File, FileError> {
-    let mut options = OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // A symlink put where the file should be is refused, not followed out.
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    options.open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc_eloop()) {
-            FileError::Escape {
-                dir: path.parent().map(Path::to_owned).unwrap_or_default(),
-                name: path.display().to_string(),
-                reason: "the file is a symlink".into(),
-            }
-        } else {
-            FileError::io(path, "open for append")(e)
-        }
-    })
-}
-
+/// Whether `e` says the name itself can never work here, whatever is retried.
 #[cfg(unix)]
-fn libc_eloop() -> i32 {
-    libc::ELOOP
+fn is_name_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENAMETOOLONG | libc::EILSEQ | libc::EINVAL)
+    )
 }
 
 #[cfg(not(unix))]
-fn libc_eloop() -> i32 {
-    -1
+fn is_name_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::InvalidFilename
 }
 
-/// Makes a rename in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<(), FileError> {
-    #[cfg(unix)]
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(FileError::io(dir, "fsync directory"))?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+/// Whether an open with `O_NOFOLLOW` found a symlink.
+#[cfg(unix)]
+fn is_symlink_refused(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+#[cfg(not(unix))]
+fn is_symlink_refused(_e: &std::io::Error) -> bool {
+    false
 }

@@ -2,7 +2,7 @@
 //!
 //! A template is text with placeholders: `{id}` (the message id), `{header.NAME}` (a header's
 //! value), `{yyyy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}` (the time of writing, UTC); `{{` and `}}`
-//! are literal braces. `/` in the template's own text makes subdirectories. A template can not
+//! are literal braces, and a `{` without its `}` is refused. `/` in the template's own text makes subdirectories. A template can not
 //! leave its directory: it may not be absolute nor have an empty, `.` or `..` component, and a
 //! value put in a placeholder may not hold `/`, `\` or NUL nor be empty, `.` or `..`.
 
@@ -75,7 +75,19 @@ impl NameTemplate {
                 }
                 '}' => return Err(bad("unmatched `}` (write `}}` for a brace)")),
                 '{' => {
-                    let name: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                    let mut name = String::new();
+                    let closed = loop {
+                        match chars.next() {
+                            Some('}') => break true,
+                            Some(c) => name.push(c),
+                            None => break false,
+                        }
+                    };
+                    if !closed {
+                        return Err(bad(&format!(
+                            "unclosed placeholder `{{{name}` (a `{{` needs its `}}`; write `{{{{` for a brace)"
+                        )));
+                    }
                     let part = placeholder(&name).ok_or_else(|| {
                         bad(&format!(
                             "unknown placeholder `{{{name}}}` (known: id, header.NAME, yyyy, MM, dd, HH, mm, ss)"
@@ -272,6 +284,18 @@ mod tests {
         assert!(NameTemplate::parse("{nope}").is_err());
         assert!(NameTemplate::parse("a}").is_err());
         assert!(NameTemplate::parse("{header.}").is_err());
+    }
+
+    #[test]
+    fn an_unclosed_placeholder_is_refused_with_the_reason() {
+        for bad in ["{header.x", "out/{id", "a-{", "{{id}}-{yyyy"] {
+            let refused = NameTemplate::parse(bad).unwrap_err().to_string();
+            assert!(
+                refused.contains("unclosed placeholder"),
+                "{bad:?}: {refused}"
+            );
+        }
+        assert!(NameTemplate::parse("{header.x}").is_ok());
     }
 
     #[test]

@@ -16,10 +16,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use super::config::{FileSourceConfig, ReadMode, WhenDone};
-use super::dir::Dirs;
+use super::config::{FileSourceConfig, ReadMode};
+use super::dirs::Dirs;
 use super::read::{self, Contents};
 use crate::file::FileError;
+use crate::file::dir::{Dir, Missing};
 use eip_core::Message;
 
 /// The tokens of the adapter runs alive in this process.
@@ -108,21 +109,18 @@ fn live() -> std::sync::MutexGuard<'static, BTreeSet<u64>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Creates the claim, done and error directories.
+/// Creates the watched, claim, done and error directories that are missing, and checks that
+/// the adapter may trust them (see `dir.rs`): the adapter does not start otherwise.
 pub(super) fn prepare(config: &FileSourceConfig) -> Result<(), FileError> {
-    let mut dirs = vec![&config.dir, &config.claim_dir, &config.error_dir];
-    if let WhenDone::MoveTo(done) = &config.when_done {
-        dirs.push(done);
-    }
-    for dir in dirs {
-        fs::create_dir_all(dir).map_err(FileError::io(dir, "create"))?;
-    }
-    Ok(())
+    Dirs::open(config, Missing::Create).map(drop)
 }
 
 /// What there is to take: abandoned claims first, then new files in name order.
 pub(super) fn scan(config: &FileSourceConfig) -> Result<VecDeque<Candidate>, FileError> {
     let mut found = VecDeque::new();
+    // Listed only once checked: a claim directory swapped for a link is not read through it.
+    let watched = Dir::by_path(&config.dir, Missing::Refuse)?;
+    Dir::own(&watched, &config.claim_dir, Missing::Refuse)?;
     for (_, file_name) in list(&config.claim_dir)? {
         if let Some((pid, token, name)) = parse_claim(&file_name)
             && !owner_alive(pid, token)
@@ -141,9 +139,13 @@ pub(super) fn scan(config: &FileSourceConfig) -> Result<VecDeque<Candidate>, Fil
             continue;
         }
         // The type from the listing itself (no `stat` where the file system says it), not
-        // followed: a symlink is never taken, so nothing outside is read through it. The read
-        // checks again on the open file.
-        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+        // followed. A symlink is taken like a file, but its claim moves the link itself and
+        // the read refuses it (`O_NOFOLLOW`), so it goes to the error directory unfollowed.
+        // Directories and special files are left alone.
+        if !entry
+            .file_type()
+            .is_ok_and(|t| t.is_file() || t.is_symlink())
+        {
             continue;
         }
         if !config.min_age.is_zero() {

@@ -16,14 +16,14 @@
 //! batch's reads and sends. Renames in and out of the claim directory are so made by one task
 //! at a time (two would only contend for the directory's lock, and for the kernel's lock on
 //! renames across directories), while reading, sending and renaming run side by side. A task
-//! names files relative to the directories it holds open (see `dir.rs`), so the kernel looks
+//! names files relative to the directories it holds open (see `file/dir.rs`), so the kernel looks
 //! up one name per operation, not the whole path. A full channel with no consumer gets nothing
 //! claimed beyond what it took, and a busy one is fed by a blocking task per batch, not one per
 //! file operation.
 
 mod claim;
 mod config;
-mod dir;
+mod dirs;
 mod read;
 mod send;
 mod settle;
@@ -42,10 +42,11 @@ use tokio::sync::Notify;
 use tower::{Service, ServiceExt};
 
 use self::claim::{Candidate, Claimed, Owner, Taken};
-use self::dir::Dirs;
+use self::dirs::Dirs;
 use self::send::{Flow, closed};
 use self::settle::Settle;
 use self::watch::DirWatch;
+use super::dir::Missing;
 use super::{FileError, blocking, joined};
 
 pub use config::{
@@ -108,6 +109,9 @@ struct Ahead {
 struct Read {
     taken: Vec<Taken>,
     held: VecDeque<Claimed>,
+    /// A directory was refused: nothing was claimed nor settled, and these settles wait for
+    /// the next try.
+    refused: Option<Vec<Settle>>,
 }
 
 impl FileSource {
@@ -160,7 +164,13 @@ where
         let owner = Arc::new(Owner::new());
         let mut settled = Vec::new();
         let ended = self.pump(&owner, &mut settled, shutdown).await;
-        flush(&self.config, settled).await;
+        let kept = flush(&self.config, settled).await;
+        if !kept.is_empty() {
+            tracing::error!(
+                files = kept.len(),
+                "stopping with files not settled: they stay claimed, and a later run takes them again"
+            );
+        }
         drop(owner); // only now may another run take what this one still held
         ended
     }
@@ -181,15 +191,7 @@ where
         // Claimed by a batch that reached its byte budget before reading them: read next.
         let mut held: VecDeque<Claimed> = VecDeque::new();
         let ended = 'run: loop {
-            let scanned = blocking({
-                let config = config.clone();
-                move || claim::scan(&config)
-            })
-            .await;
-            let mut candidates = scanned.unwrap_or_else(|error| {
-                tracing::warn!(%error, "file adapter could not list its directories");
-                VecDeque::new()
-            });
+            let mut candidates = scan(&config).await;
             if !candidates.is_empty() {
                 watch.pause();
             }
@@ -222,6 +224,10 @@ where
                     joined(task.read).await
                 };
                 held = read.held;
+                if let Some(unsettled) = read.refused {
+                    settled.extend(unsettled);
+                    break; // files stay where they are until the next pass
+                }
                 if read.taken.is_empty() {
                     continue; // others took them
                 }
@@ -243,7 +249,8 @@ where
                     (batch * 2).min(MAX_BATCH_FILES)
                 };
             }
-            flush(&self.config, std::mem::take(settled)).await;
+            let kept = flush(&self.config, std::mem::take(settled)).await;
+            settled.extend(kept);
             if took || watch.resume() {
                 continue; // look again at once
             }
@@ -254,13 +261,7 @@ where
                 () = tokio::time::sleep(config.poll_interval) => {}
             }
         };
-        // Stopping with a batch claimed ahead, or files held: none of them was sent.
-        if let Some(task) = ahead {
-            let read = joined(task.read).await;
-            let files = read.taken.into_iter().map(|file| file.claimed);
-            held.extend(files.chain(read.held));
-        }
-        settled.extend(held.into_iter().map(Settle::Release));
+        release_unsent(ahead, held, settled).await;
         ended
     }
 
@@ -293,15 +294,31 @@ where
         let jobs = std::mem::take(settled);
         let (moved_tx, moved) = tokio::sync::oneshot::channel();
         let read = tokio::task::spawn_blocking(move || {
-            let dirs = Dirs::open(&config);
-            settle::settle_all(&config, &dirs, jobs);
+            let dirs = match Dirs::open(&config, Missing::Refuse) {
+                Ok(dirs) => dirs,
+                Err(error) => {
+                    tracing::error!(%error, "file adapter: a directory is refused; nothing is claimed or moved until it is put right");
+                    let _ = moved_tx.send(VecDeque::new());
+                    let taken = Vec::new();
+                    return Read {
+                        taken,
+                        held,
+                        refused: Some(jobs),
+                    };
+                }
+            };
+            settle::settle_all(&dirs, jobs);
             let mut files = held;
             let room = max.saturating_sub(files.len());
             files.extend(claim::claim_batch(&owner, &dirs, &mut candidates, room));
             // The loop may be gone (stopping): then the candidates are not needed.
             let _ = moved_tx.send(candidates);
             let taken = claim::read_batch(&config, &dirs, &mut files, MAX_BATCH_BYTES);
-            Read { taken, held: files }
+            Read {
+                taken,
+                held: files,
+                refused: None,
+            }
         });
         Ahead { moved, read }
     }
@@ -326,7 +343,8 @@ where
         if let Some(room) = now {
             return room;
         }
-        flush(&self.config, std::mem::take(settled)).await;
+        let kept = flush(&self.config, std::mem::take(settled)).await;
+        settled.extend(kept);
         tokio::select! {
             biased;
             () = shutdown.as_mut() => Ok(Room::Shutdown),
@@ -338,13 +356,40 @@ where
     }
 }
 
-/// Carries out `jobs` on a blocking task.
-async fn flush(config: &Arc<FileSourceConfig>, jobs: Vec<Settle>) {
+/// What there is to take (see [`claim::scan`]), listed on a blocking task; nothing if the
+/// directories can not be listed or are refused (logged).
+async fn scan(config: &Arc<FileSourceConfig>) -> VecDeque<Candidate> {
+    let config = config.clone();
+    blocking(move || claim::scan(&config))
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "file adapter could not list its directories");
+            VecDeque::new()
+        })
+}
+
+/// Notes, as the loop stops, that the files of a batch claimed ahead and those held go back:
+/// none of them was sent.
+async fn release_unsent(
+    ahead: Option<Ahead>,
+    mut held: VecDeque<Claimed>,
+    settled: &mut Vec<Settle>,
+) {
+    if let Some(task) = ahead {
+        let read = joined(task.read).await;
+        let files = read.taken.into_iter().map(|file| file.claimed);
+        held.extend(files.chain(read.held));
+    }
+    settled.extend(held.into_iter().map(Settle::Release));
+}
+
+/// Carries out `jobs` on a blocking task; hands back those it could not (a directory refused).
+async fn flush(config: &Arc<FileSourceConfig>, jobs: Vec<Settle>) -> Vec<Settle> {
     if jobs.is_empty() {
-        return;
+        return jobs;
     }
     let config = config.clone();
-    blocking(move || settle::settle_all(&config, &Dirs::open(&config), jobs)).await;
+    blocking(move || settle::settle_with_dirs(&config, jobs)).await
 }
 
 /// A running [`FileSource`].

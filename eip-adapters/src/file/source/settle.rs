@@ -7,14 +7,14 @@
 //! the file stays claimed by the run, whose [`Owner`](super::claim::Owner) outlives every
 //! settle.
 
-use std::fs;
-use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::io::{ErrorKind, Write};
 
 use super::claim::Claimed;
 use super::config::FileSourceConfig;
-use super::dir::Dirs;
+use super::dirs::Dirs;
 use crate::file::FileError;
+use crate::file::dir::{Dir, Missing};
+use crate::file::error::shortened;
 
 /// What becomes of a claimed file.
 pub(super) enum Settle {
@@ -35,23 +35,43 @@ pub(super) enum Settle {
 }
 
 /// Carries out `jobs` in order; a file that can not be moved is logged and stays claimed.
-pub(super) fn settle_all(config: &FileSourceConfig, dirs: &Dirs, jobs: Vec<Settle>) {
+pub(super) fn settle_all(dirs: &Dirs, jobs: Vec<Settle>) {
     for job in jobs {
-        settle(config, dirs, job);
+        settle(dirs, job);
     }
 }
 
-fn settle(config: &FileSourceConfig, dirs: &Dirs, job: Settle) {
+/// Opens the directories and carries out `jobs`; if a directory is refused, nothing is done
+/// and the jobs are handed back, for the next try.
+pub(super) fn settle_with_dirs(config: &FileSourceConfig, jobs: Vec<Settle>) -> Vec<Settle> {
+    match Dirs::open(config, Missing::Refuse) {
+        Ok(dirs) => {
+            settle_all(&dirs, jobs);
+            Vec::new()
+        }
+        Err(error) => {
+            tracing::error!(%error, files = jobs.len(), "files not settled: they stay claimed until the directory is put right");
+            jobs
+        }
+    }
+}
+
+fn settle(dirs: &Dirs, job: Settle) {
     match job {
         Settle::Done(claimed) => {
             if let Err(error) = settle_done(dirs, &claimed) {
-                tracing::error!(%error, "file accepted but not settled: it will be sent again by a later run");
+                let (gone, note) = not_settled(&error);
+                if gone {
+                    tracing::warn!(%error, "{note}");
+                } else {
+                    tracing::error!(%error, "{note}");
+                }
             }
         }
         Settle::Failed { claimed, reason } => {
-            tracing::warn!(file = %claimed.name, %reason, "file moved to the error directory");
-            if let Err(error) = settle_error(config, &claimed, &reason) {
-                tracing::error!(%error, "failed file could not be moved to the error directory");
+            tracing::warn!(file = %shortened(&claimed.name), %reason, "file moved to the error directory");
+            if let Err(error) = settle_error(dirs, &claimed, &reason) {
+                tracing::error!(%error, "failed file could not be moved to the error directory: it stays claimed");
             }
         }
         Settle::Rejects {
@@ -59,26 +79,45 @@ fn settle(config: &FileSourceConfig, dirs: &Dirs, job: Settle) {
             lines,
             reasons,
         } => {
-            if let Err(error) = write_rejects(config, &claimed, &lines, &reasons) {
+            if let Err(error) = write_rejects(dirs, &claimed, &lines, &reasons) {
                 tracing::error!(%error, "malformed JSON lines could not be written to the error directory");
             }
         }
-        Settle::Release(claimed) => {
-            let back = &dirs.watched;
-            match dirs
-                .claims
-                .rename_no_replace(&claimed.file_name, back, &claimed.name)
-            {
-                Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                    tracing::debug!(file = %claimed.name, "name taken again: the file stays claimed for a later run");
-                }
-                Err(e) => {
-                    let back = back.join(&claimed.name);
-                    let error = FileError::io(back, "move back from the claim directory")(e);
-                    tracing::warn!(%error, "the file stays claimed for a later run");
-                }
-            }
+        Settle::Release(claimed) => release(dirs, &claimed),
+    }
+}
+
+/// What a file whose messages were accepted and that could not be settled becomes: whether it
+/// is gone (deleted or moved from the claim directory by someone else: nothing will send it
+/// again), and the log line saying so.
+fn not_settled(error: &FileError) -> (bool, &'static str) {
+    match error {
+        FileError::Io { source, .. } if source.kind() == ErrorKind::NotFound => (
+            true,
+            "file delivered, then found gone from the claim directory (deleted or moved by someone else): nothing to settle, it will not be sent again",
+        ),
+        _ => (
+            false,
+            "file delivered but not settled: it stays claimed and a later run will send it again",
+        ),
+    }
+}
+
+/// Back into the watched directory under its name, or, if that is taken, left claimed.
+fn release(dirs: &Dirs, claimed: &Claimed) {
+    let back = &dirs.watched;
+    match dirs
+        .claims
+        .rename_no_replace(&claimed.file_name, back, &claimed.name)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            tracing::debug!(file = %shortened(&claimed.name), "name taken again: the file stays claimed for a later run");
+        }
+        Err(e) => {
+            let back = back.join(&claimed.name);
+            let error = FileError::io(back, "move back from the claim directory")(e);
+            tracing::warn!(%error, "the file stays claimed for a later run");
         }
     }
 }
@@ -101,60 +140,88 @@ fn settle_done(dirs: &Dirs, claimed: &Claimed) -> Result<(), FileError> {
             let tagged = tagged_name(claimed);
             dirs.claims
                 .rename(&claimed.file_name, done, &tagged)
-                .map_err(FileError::io(done.join(&tagged), "move to done"))
+                .map_err(FileError::io(&claimed.path, "move to done"))
         }
-        Err(e) => Err(FileError::io(done.join(&claimed.name), "move to done")(e)),
+        Err(e) => Err(FileError::io(&claimed.path, "move to done")(e)),
     }
 }
 
 /// Moves a failed file to the error directory with `NAME.error` beside it saying `reason`.
-fn settle_error(
-    config: &FileSourceConfig,
-    claimed: &Claimed,
-    reason: &str,
-) -> Result<(), FileError> {
-    let target = free_name(&config.error_dir, claimed);
-    write_reason(&target, reason)?;
-    fs::rename(&claimed.path, &target).map_err(FileError::io(target, "move to error"))
+fn settle_error(dirs: &Dirs, claimed: &Claimed, reason: &str) -> Result<(), FileError> {
+    let name = free_name(&dirs.error, claimed);
+    write_note(&dirs.error, &name, reason)?;
+    dirs.claims
+        .rename(&claimed.file_name, &dirs.error, &name)
+        .map_err(FileError::io(&claimed.path, "move to the error directory"))
 }
 
 /// Writes `content` (lines that could not be sent) to the error directory under the file's
 /// name, with `NAME.error` saying `reason`; the file itself went on.
 fn write_rejects(
-    config: &FileSourceConfig,
+    dirs: &Dirs,
     claimed: &Claimed,
     content: &[u8],
     reason: &str,
 ) -> Result<(), FileError> {
-    let target = free_name(&config.error_dir, claimed);
-    write_reason(&target, reason)?;
-    fs::write(&target, content).map_err(FileError::io(target, "write"))
+    let name = free_name(&dirs.error, claimed);
+    write_note(&dirs.error, &name, reason)?;
+    write_in(&dirs.error, &name, content)
 }
 
-fn write_reason(target: &Path, reason: &str) -> Result<(), FileError> {
-    let mut note = target.as_os_str().to_owned();
-    note.push(".error");
-    let note = PathBuf::from(note);
-    fs::write(&note, format!("{reason}\n")).map_err(FileError::io(note, "write"))
+fn write_note(dir: &Dir, name: &str, reason: &str) -> Result<(), FileError> {
+    write_in(
+        dir,
+        &format!("{name}.error"),
+        format!("{reason}\n").as_bytes(),
+    )
+}
+
+/// Writes `content` to `name` in `dir`, never through a symlink.
+fn write_in(dir: &Dir, name: &str, content: &[u8]) -> Result<(), FileError> {
+    let path = dir.join(name);
+    let mut file = dir
+        .create_file(name)
+        .map_err(FileError::io(&path, "create"))?;
+    file.write_all(content)
+        .map_err(FileError::io(path, "write"))
 }
 
 /// The file's own name in the error directory `dir` if neither it nor its `.error` note is
 /// taken, or else the name with its claim tag added.
-fn free_name(dir: &Path, claimed: &Claimed) -> PathBuf {
-    let plain = dir.join(&claimed.name);
-    let reason_taken = dir.join(format!("{}.error", claimed.name)).exists();
-    if plain.symlink_metadata().is_err() && !reason_taken {
-        plain
+fn free_name(dir: &Dir, claimed: &Claimed) -> String {
+    let note_taken = dir.exists(&format!("{}.error", claimed.name));
+    if !dir.exists(&claimed.name) && !note_taken {
+        claimed.name.clone()
     } else {
-        tagged(dir, claimed)
+        tagged_name(claimed)
     }
-}
-
-fn tagged(dir: &Path, claimed: &Claimed) -> PathBuf {
-    dir.join(tagged_name(claimed))
 }
 
 /// The file's name with its claim tag added, for a name already taken.
 fn tagged_name(claimed: &Claimed) -> String {
     format!("{}.{}", claimed.name, claimed.tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivered_file_found_gone_is_not_said_to_be_sent_again() {
+        let gone = FileError::io("/in/.claimed/x", "move to done")(ErrorKind::NotFound.into());
+        let (is_gone, note) = not_settled(&gone);
+        assert!(is_gone);
+        assert!(
+            note.contains("delivered") && note.contains("will not be sent again"),
+            "{note}"
+        );
+        let stuck =
+            FileError::io("/in/.claimed/x", "move to done")(ErrorKind::PermissionDenied.into());
+        let (is_gone, note) = not_settled(&stuck);
+        assert!(!is_gone);
+        assert!(
+            note.contains("stays claimed") && note.contains("send it again"),
+            "{note}"
+        );
+    }
 }
