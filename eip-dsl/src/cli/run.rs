@@ -18,14 +18,16 @@ pub struct RunArgs {
     /// The flow file.
     flow: PathBuf,
     /// Messages to send into the flow, one JSON line each (`-` for standard input), in the
-    /// format `eip route` reads. When it ends, the flow drains and eip exits. Without it, the
-    /// flow runs until SIGINT or SIGTERM.
+    /// format `eip route` reads. When it ends, the flow drains and eip exits (with status 3 if
+    /// any line was refused). Without it, the flow runs until SIGINT or SIGTERM.
     #[arg(long, short)]
     input: Option<PathBuf>,
     /// Seconds between counters lines (0: only the final one).
     #[arg(long, default_value_t = 5.0)]
     stats_interval: f64,
-    /// Seconds to wait, when stopping, for messages still moving through the flow.
+    /// Seconds to wait, when stopping, for messages still moving through the flow; then what
+    /// is still in progress or in a redelivery backoff is given back to its channel, and eip
+    /// exits.
     #[arg(long, default_value_t = 10.0)]
     drain_timeout: f64,
     /// Do not print the messages that reach output channels.
