@@ -182,7 +182,18 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     };
-    // Draining waits for the flow, within the drain timeout; a second signal stops waiting.
+    stop_flow(running, &mut signals, drain, started, code).await
+}
+
+/// Stops the flow (see [`finish`]) and exits with `code`, at most [`STOP_GRACE`] after the
+/// drain timeout whatever the flow waits for; a second signal stops waiting at once.
+async fn stop_flow(
+    running: RunningFlow,
+    signals: &mut Signals,
+    drain: Duration,
+    started: Instant,
+    code: ExitCode,
+) -> ExitCode {
     let finishing = tokio::time::timeout(drain + STOP_GRACE, finish(running, drain, started));
     tokio::select! {
         finished = finishing => {
