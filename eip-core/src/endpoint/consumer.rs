@@ -2,12 +2,14 @@ use std::fmt::Display;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tower::{Service, ServiceExt};
 
+use super::stop::{self, Phase, Stopped};
 use crate::channel::{Delivery, Receiver, RedeliveryPolicy, Subscriber};
 use crate::message::{DeathReason, Message};
 
@@ -83,15 +85,31 @@ where
         self
     }
 
-    /// Runs until the channel closes or `shutdown` completes, then drains: waits for every
-    /// message in processing to be settled.
-    pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) {
+    /// Runs until the channel closes or `shutdown` completes, then stops: takes no new
+    /// deliveries, gives back at once those waiting out a redelivery backoff, and waits until
+    /// every call in progress is settled. Says what it gave back.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Stopped {
+        self.run(shutdown, std::future::pending()).await
+    }
+
+    /// [`run_until`](Self::run_until), and once `abandon` completes, drops the calls still in
+    /// progress (their deliveries go back to their channel, unacknowledged).
+    async fn run(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        abandon: impl Future<Output = ()>,
+    ) -> Stopped {
         let mut shutdown = pin!(shutdown);
+        let mut abandon = pin!(abandon);
+        // Tells the deliveries waiting out a backoff that the consumer is stopping.
+        let (stopping, _) = watch::channel(false);
+        let stopping = &stopping;
         let mut in_flight = FuturesUnordered::new();
         let mut taking = true;
+        let mut stopped = Stopped::default();
         loop {
             if !taking && in_flight.is_empty() {
-                return;
+                return stopped;
             }
             let room = taking && in_flight.len() < self.concurrency;
             let next = async {
@@ -102,8 +120,22 @@ where
             };
             tokio::select! {
                 biased;
-                () = &mut shutdown, if taking => taking = false,
-                Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+                () = &mut shutdown, if taking => {
+                    taking = false;
+                    stopping.send_replace(true);
+                }
+                Some(settled) = in_flight.next(), if !in_flight.is_empty() => {
+                    if settled == Settled::GivenBack {
+                        stopped.given_back += 1;
+                    }
+                }
+                () = &mut abandon => {
+                    stopped.abandoned = in_flight.len();
+                    if stopped.abandoned > 0 {
+                        tracing::warn!(calls = stopped.abandoned, "consumer stopped with calls in progress: abandoned, their messages given back");
+                    }
+                    return stopped;
+                }
                 next = next, if room => match next {
                     Ok(Some(delivery)) => {
                         let call = self.service.call(delivery.message().clone());
@@ -117,7 +149,7 @@ where
                                 let permanent = permanent.as_ref().is_some_and(|p| p(&error));
                                 (error, permanent)
                             });
-                            settle(delivery, result, &policy).await;
+                            settle(delivery, result, &policy, stopping).await
                         });
                     }
                     Ok(None) => taking = false,
@@ -130,24 +162,35 @@ where
         }
     }
 
-    /// Runs on the current tokio runtime; the handle shuts it down.
+    /// Runs on the current tokio runtime; the handle stops it.
     pub fn spawn(self) -> ConsumerHandle
     where
         I: Send,
         S: Send,
     {
-        let stop = Arc::new(Notify::new());
-        let signal = stop.clone();
-        let task = tokio::spawn(self.run_until(async move { signal.notified().await }));
-        ConsumerHandle { stop, task }
+        let (phase, watching) = watch::channel(Phase::Running);
+        let shutdown = stop::reached(watching.clone(), Phase::Stopping);
+        let abandon = stop::reached(watching, Phase::Abandoning);
+        let task = tokio::spawn(self.run(shutdown, abandon));
+        ConsumerHandle { phase, task }
     }
+}
+
+/// How a delivery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Acked, dead-lettered, or nacked after its backoff.
+    Done,
+    /// Given back without waiting out its backoff: the consumer is stopping.
+    GivenBack,
 }
 
 async fn settle<R, E: Display>(
     delivery: Delivery,
     result: Result<R, (E, bool)>,
     policy: &RedeliveryPolicy,
-) {
+    stopping: &watch::Sender<bool>,
+) -> Settled {
     match result {
         Ok(_) => delivery.ack(),
         Err((error, true)) => {
@@ -162,35 +205,78 @@ async fn settle<R, E: Display>(
                 .saturating_add(1);
             if policy.allows_another(attempts) {
                 tracing::debug!(channel = delivery.channel(), message = %delivery.message().id(), attempts, %error, "processing failed: will redeliver");
-                tokio::time::sleep(policy.next_backoff(attempts)).await;
-                delivery.nack();
-            } else {
-                tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), attempts, %error, "processing failed: redeliveries exhausted");
-                delivery
-                    .dead_letter(DeathReason::MaxRedeliveries, Some(error.to_string()))
-                    .await;
+                return back_off(delivery, policy.next_backoff(attempts), stopping).await;
             }
+            tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), attempts, %error, "processing failed: redeliveries exhausted");
+            delivery
+                .dead_letter(DeathReason::MaxRedeliveries, Some(error.to_string()))
+                .await;
         }
     }
+    Settled::Done
+}
+
+/// Waits `backoff`, then nacks `delivery`; if the consumer is told to stop first (or already
+/// was), nacks it at once: the message waits in its channel, not in a stopping consumer.
+async fn back_off(
+    delivery: Delivery,
+    backoff: Duration,
+    stopping: &watch::Sender<bool>,
+) -> Settled {
+    let mut told = stopping.subscribe();
+    let settled = tokio::select! {
+        biased;
+        () = async { let _ = told.wait_for(|stop| *stop).await; } => {
+            tracing::debug!(channel = delivery.channel(), message = %delivery.message().id(), "consumer stopping: given back during its redelivery backoff");
+            Settled::GivenBack
+        }
+        () = tokio::time::sleep(backoff) => Settled::Done,
+    };
+    delivery.nack();
+    settled
 }
 
 /// A running consumer.
 pub struct ConsumerHandle {
-    stop: Arc<Notify>,
-    task: tokio::task::JoinHandle<()>,
+    phase: watch::Sender<Phase>,
+    task: tokio::task::JoinHandle<Stopped>,
 }
 
 impl ConsumerHandle {
-    /// Stops taking deliveries and waits until those in processing are settled.
-    pub async fn shutdown(self) {
-        self.stop.notify_one();
-        if let Err(e) = self.task.await {
-            tracing::error!(error = %e, "consumer task failed");
-        }
+    /// Stops: takes no new deliveries, gives back at once those waiting out a redelivery
+    /// backoff, and waits until every call in progress is settled, however long that takes
+    /// ([`shutdown_within`](Self::shutdown_within) bounds it).
+    pub async fn shutdown(self) -> Stopped {
+        self.phase.send_replace(Phase::Stopping);
+        joined(self.task.await)
+    }
+
+    /// Stops like [`shutdown`](Self::shutdown), waiting up to `limit` for the calls in
+    /// progress; those still running then are abandoned (dropped), their deliveries given back
+    /// to their channel unacknowledged. Returns soon after `limit` whatever the calls wait for.
+    pub async fn shutdown_within(mut self, limit: Duration) -> Stopped {
+        self.phase.send_replace(Phase::Stopping);
+        let result = match tokio::time::timeout(limit, &mut self.task).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.phase.send_replace(Phase::Abandoning);
+                (&mut self.task).await
+            }
+        };
+        joined(result)
     }
 
     /// Whether the consumer has stopped (its channel closed, or it was shut down).
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
+}
+
+/// What the consumer's task reported; nothing when it panicked (its deliveries were dropped,
+/// and so given back, as it unwound).
+fn joined(result: Result<Stopped, tokio::task::JoinError>) -> Stopped {
+    result.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "consumer task failed");
+        Stopped::default()
+    })
 }

@@ -7,11 +7,17 @@
 //! nacked and delivered again, and once the attempts are used up it goes to the dead letter
 //! channel with reason `max-redeliveries` and the last error's text. An error the consumer was told
 //! is permanent ([`Consumer::permanent_errors`]) is not retried: the message is rejected to the
-//! dead letter channel at once, with reason `rejected`. Shutting a consumer down
-//! stops taking deliveries and waits for those in progress to settle (drain).
+//! dead letter channel at once, with reason `rejected`.
+//!
+//! Shutting a consumer down is bounded whatever it waits for (see [`stop`]): it stops taking
+//! deliveries, gives back at once a delivery waiting out its redelivery backoff, lets the calls
+//! in progress settle (drain), and, past a limit, abandons those still running, their
+//! deliveries given back to their channel unacknowledged.
 
 mod consumer;
+pub mod stop;
 
 pub use consumer::{Consumer, ConsumerHandle, Inbox};
+pub use stop::Stopped;
 // The policy is a channel's configuration; consumers apply it. Re-exported where users look.
 pub use crate::channel::RedeliveryPolicy;

@@ -18,14 +18,16 @@ pub struct RunArgs {
     /// The flow file.
     flow: PathBuf,
     /// Messages to send into the flow, one JSON line each (`-` for standard input), in the
-    /// format `eip route` reads. When it ends, the flow drains and eip exits. Without it, the
-    /// flow runs until SIGINT or SIGTERM.
+    /// format `eip route` reads. When it ends, the flow drains and eip exits (with status 3 if
+    /// any line was refused). Without it, the flow runs until SIGINT or SIGTERM.
     #[arg(long, short)]
     input: Option<PathBuf>,
     /// Seconds between counters lines (0: only the final one).
     #[arg(long, default_value_t = 5.0)]
     stats_interval: f64,
-    /// Seconds to wait, when stopping, for messages still moving through the flow.
+    /// Seconds to wait, when stopping, for messages still moving through the flow; then what
+    /// is still in progress or in a redelivery backoff is given back to its channel, and eip
+    /// exits.
     #[arg(long, default_value_t = 10.0)]
     drain_timeout: f64,
     /// Do not print the messages that reach output channels.
@@ -48,6 +50,15 @@ const DEFAULT_DATA_DIR: &str = "eip-data";
 
 /// How long `eip run` waits for the channels kept in brokers to connect before it gives up.
 const BROKER_CONNECT_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long past `--drain-timeout` stopping may take before eip exits without waiting more:
+/// a bound whatever the flow is waiting for (stopping itself is bounded by the drain timeout;
+/// this guards the process against a wait nobody foresaw).
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// The exit status when every input line was read but some were refused (not messages, or not
+/// accepted by the flow), so a feeding program can tell.
+const INPUT_REFUSED: u8 = 3;
 
 pub fn run(args: RunArgs) -> ExitCode {
     let Some(plan) = super::load_flow(&args.flow) else {
@@ -151,29 +162,88 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
         "flow started"
     );
     let drain = Duration::from_secs_f64(args.drain_timeout.max(0.0));
+    let mut tally = Tally::default();
     let stop = tokio::select! {
-        reason = feed(&flow, args.input.as_ref(), args.receipts) => reason,
+        reason = feed(&flow, args.input.as_ref(), args.receipts, &mut tally) => reason,
         name = signals.next() => Stop::Signal(name),
         () = print_counters_every(&running, args.stats_interval, started) => Stop::Signal("stats"),
     };
+    if args.input.is_some() {
+        eprintln!("[eip] {tally}");
+    }
     let code = match stop {
-        Stop::InputEnded => ExitCode::SUCCESS,
+        Stop::InputEnded => tally.exit_code(),
         Stop::Signal(name) => {
             eprintln!("[eip] {name}: draining");
-            ExitCode::SUCCESS
+            tally.exit_code()
         }
         Stop::Failed(error) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
     };
-    // Draining waits for the flow; a second signal stops waiting.
+    stop_flow(running, &mut signals, drain, started, code).await
+}
+
+/// Stops the flow (see [`finish`]) and exits with `code`, at most [`STOP_GRACE`] after the
+/// drain timeout whatever the flow waits for; a second signal stops waiting at once.
+async fn stop_flow(
+    running: RunningFlow,
+    signals: &mut Signals,
+    drain: Duration,
+    started: Instant,
+    code: ExitCode,
+) -> ExitCode {
+    let finishing = tokio::time::timeout(drain + STOP_GRACE, finish(running, drain, started));
     tokio::select! {
-        () = finish(running, drain, started) => code,
+        finished = finishing => {
+            if finished.is_err() {
+                eprintln!("[eip] not stopped {STOP_GRACE:?} after the drain timeout: exiting");
+            }
+            code
+        }
         name = signals.next() => {
             eprintln!("[eip] {name} again: stopping without draining");
             ExitCode::from(130)
         }
+    }
+}
+
+/// What became of the input lines (blank lines aside).
+#[derive(Debug, Default)]
+struct Tally {
+    /// Lines read, blank ones not counted.
+    lines: u64,
+    /// Lines the flow accepted.
+    accepted: u64,
+    /// Lines that are not messages (not JSON, or not the input format).
+    malformed: u64,
+    /// Messages the flow refused (no such channel, the store full, the channel closed).
+    refused: u64,
+}
+
+impl Tally {
+    /// [`INPUT_REFUSED`] if any line was refused, else success.
+    fn exit_code(&self) -> ExitCode {
+        if self.malformed + self.refused > 0 {
+            ExitCode::from(INPUT_REFUSED)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "input: {} lines, {} accepted, {} refused ({} not messages, {} not accepted by the flow)",
+            self.lines,
+            self.accepted,
+            self.malformed + self.refused,
+            self.malformed,
+            self.refused
+        )
     }
 }
 
@@ -187,9 +257,9 @@ enum Stop {
     Failed(String),
 }
 
-/// Sends every input line into the flow, waiting for room (backpressure). Without an input,
-/// never completes.
-async fn feed(flow: &Flow, input: Option<&PathBuf>, receipts: bool) -> Stop {
+/// Sends every input line into the flow, waiting for room (backpressure), counting in `tally`
+/// what became of each. Without an input, never completes.
+async fn feed(flow: &Flow, input: Option<&PathBuf>, receipts: bool, tally: &mut Tally) -> Stop {
     let Some(path) = input else {
         return std::future::pending().await;
     };
@@ -213,19 +283,40 @@ async fn feed(flow: &Flow, input: Option<&PathBuf>, receipts: bool) -> Stop {
         if line.trim().is_empty() {
             continue;
         }
+        tally.lines += 1;
         let input = match InputMessage::parse(&line) {
             Ok(input) => input,
             Err(e) => {
-                tracing::warn!(line = n, error = %e, "input line skipped");
+                tracing::warn!(line = n, error = %e, "input line skipped: not a message");
+                tally.malformed += 1;
+                refusal_receipt(receipts, n, &e);
                 continue;
             }
         };
         let id = input.message.id();
         match flow.bus().publish(&input.to, input.message).await {
-            Ok(_) if receipts => println!("{}", serde_json::json!({"accepted": id.to_string()})),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(line = n, error = %e, "input message not accepted"),
+            Ok(_) => {
+                tally.accepted += 1;
+                if receipts {
+                    println!("{}", serde_json::json!({"accepted": id.to_string()}));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(line = n, error = %e, "input message not accepted");
+                tally.refused += 1;
+                refusal_receipt(receipts, n, &e);
+            }
         }
+    }
+}
+
+/// With `--receipts`, says on standard output that input line `line` was refused, and why.
+fn refusal_receipt(receipts: bool, line: usize, error: &dyn std::fmt::Display) {
+    if receipts {
+        println!(
+            "{}",
+            serde_json::json!({"refused": line, "error": error.to_string()})
+        );
     }
 }
 
@@ -291,11 +382,11 @@ fn print_counters(running: &RunningFlow, started: Instant) {
     }
 }
 
-/// Stops the inbound adapters, drains, stops every consumer, prints the final counters and
-/// what was left.
+/// Stops the inbound adapters and drains, both within `drain`; then stops every consumer at
+/// once (what is still in progress is abandoned, given back to its channel), prints the final
+/// counters and what was left.
 async fn finish(mut running: RunningFlow, drain: Duration, started: Instant) {
-    running.stop_inbound().await;
-    if !running.settle(drain).await {
+    if !running.drain(drain).await {
         eprintln!(
             "[eip] still busy after {:.1}s of draining: stopping anyway",
             drain.as_secs_f64()
@@ -303,8 +394,20 @@ async fn finish(mut running: RunningFlow, drain: Duration, started: Instant) {
     }
     print_counters(&running, started);
     let durable = running.durable_channels();
-    let left = running.stop(Duration::ZERO).await;
-    for (channel, depth) in left {
+    let left = running.shut_down(Duration::ZERO).await;
+    if left.given_back.given_back > 0 {
+        eprintln!(
+            "[eip] {} messages left in backoff: given back to their channels, unacknowledged",
+            left.given_back.given_back
+        );
+    }
+    if left.given_back.abandoned > 0 {
+        eprintln!(
+            "[eip] {} messages in processing abandoned: given back to their channels, unacknowledged",
+            left.given_back.abandoned
+        );
+    }
+    for (channel, depth) in left.channels {
         if durable.contains(&channel) {
             eprintln!("[eip] {channel}: {depth} messages left on disk, for the next run");
         } else {

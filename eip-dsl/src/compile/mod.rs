@@ -36,7 +36,7 @@ pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry};
 pub use input::{InputError, InputMessage};
 pub use route::{Route, RouteStats};
-pub use run::{ChannelCounters, Output, RunningFlow};
+pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was
 /// made by hand, or validation missed a case (please report it).

@@ -4,17 +4,25 @@
 //! that no route and no outbound adapter consumes is an output of the flow: the running flow
 //! hands each message arriving there to an [`Output`] callback (`eip run` prints it as a JSON
 //! line) and acknowledges it. Adapters are started apart, once connected
-//! ([`Flow::connect_adapters`], [`RunningFlow::attach`]). [`RunningFlow::stop`] stops gracefully: it waits (up to a
-//! limit) until no channel holds a message and nothing is in processing, then shuts every
-//! consumer down, each finishing the message it has in hand.
+//! ([`Flow::connect_adapters`], [`RunningFlow::attach`]).
+//!
+//! Stopping is bounded by the limit it is given, whatever a consumer waits for.
+//! [`RunningFlow::drain`] stops the inbound adapters and waits until no channel holds a message
+//! and nothing is in processing, or the limit has passed. [`RunningFlow::shut_down`] drains,
+//! then stops every consumer at once: a message waiting out a redelivery backoff is given back
+//! to its channel at once, a call still in progress when the limit passes is abandoned and its
+//! message given back too, unacknowledged (a durable channel delivers it again on the next run,
+//! marked redelivered; a memory channel's messages end with the process). [`Leftovers`] says
+//! what was left.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use eip_core::channel::{Channel, ChannelStats, PublishSubscribe, Subscriber};
-use eip_core::endpoint::{Consumer, ConsumerHandle};
+use eip_core::endpoint::{Consumer, ConsumerHandle, Stopped};
 use eip_core::message::Message;
+use tokio::time::Instant;
 
 use super::Flow;
 use super::adapters::InboundHandle;
@@ -159,7 +167,10 @@ impl RunningFlow {
     /// Waits until the flow is idle (twice in a row, a few milliseconds apart, so a message
     /// between two channels is not missed), or `limit` has passed. Whether it became idle.
     pub async fn settle(&self, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
+        self.settle_until(Instant::now() + limit).await
+    }
+
+    async fn settle_until(&self, deadline: Instant) -> bool {
         let mut idle_once = false;
         loop {
             let idle = self.is_idle();
@@ -167,34 +178,74 @@ impl RunningFlow {
                 return true;
             }
             idle_once = idle;
-            if tokio::time::Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
-    /// Stops the inbound adapters: nothing new enters the flow (an HTTP request in progress
-    /// is answered; a file or row being sent finishes). Stopping twice does nothing more.
+    /// Stops the inbound adapters, all at once: nothing new enters the flow (an HTTP request in
+    /// progress is answered; a file or row being sent finishes). Stopping twice does nothing
+    /// more.
     pub async fn stop_inbound(&mut self) {
-        for adapter in self.inbound.drain(..) {
-            adapter.shutdown().await;
-        }
+        futures::future::join_all(self.inbound.drain(..).map(InboundHandle::shutdown)).await;
     }
 
-    /// Stops gracefully: stops the inbound adapters, waits up to `limit` for the flow to
-    /// become idle, then shuts every consumer down (each settles the message in hand).
-    /// Returns the channels still holding messages, with how many.
-    pub async fn stop(mut self, limit: Duration) -> Vec<(String, usize)> {
-        self.stop_inbound().await;
-        self.settle(limit).await;
-        for consumer in self.consumers {
-            consumer.shutdown().await;
+    /// Stops the inbound adapters and waits until the flow is idle, both within `limit`: an
+    /// inbound adapter still stopping then (a file waiting for room in a full channel) is not
+    /// waited for. Whether the flow became idle.
+    pub async fn drain(&mut self, limit: Duration) -> bool {
+        self.drain_until(Instant::now() + limit).await
+    }
+
+    async fn drain_until(&mut self, deadline: Instant) -> bool {
+        if tokio::time::timeout_at(deadline, self.stop_inbound())
+            .await
+            .is_err()
+        {
+            tracing::warn!("inbound adapters still stopping when the time was up: not waited for");
         }
-        self.channels
+        self.settle_until(deadline).await
+    }
+
+    /// Stops gracefully within `limit`: [drains](Self::drain), then stops every consumer at
+    /// once, each settling the calls it has in progress if it can before the limit. Returns
+    /// the channels still holding messages, with how many.
+    pub async fn stop(self, limit: Duration) -> Vec<(String, usize)> {
+        self.shut_down(limit).await.channels
+    }
+
+    /// [`stop`](Self::stop), saying everything that was left: the channels still holding
+    /// messages, and what the consumers gave back unacknowledged (messages waiting out a
+    /// redelivery backoff, calls abandoned when the limit passed). Returns soon after `limit`
+    /// whatever the consumers were waiting for.
+    pub async fn shut_down(mut self, limit: Duration) -> Leftovers {
+        let deadline = Instant::now() + limit;
+        self.drain_until(deadline).await;
+        let rest = deadline.saturating_duration_since(Instant::now());
+        let consumers = std::mem::take(&mut self.consumers);
+        let stopping = consumers.into_iter().map(|c| c.shutdown_within(rest));
+        let given_back = futures::future::join_all(stopping).await.into_iter().sum();
+        let channels = self
+            .channels
             .iter()
             .map(|c| (c.name().to_owned(), c.stats().depth))
             .filter(|(_, depth)| *depth > 0)
-            .collect()
+            .collect();
+        Leftovers {
+            channels,
+            given_back,
+        }
     }
+}
+
+/// What a stopped flow left behind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    /// The channels still holding messages, with how many, in the order declared (messages
+    /// given back included).
+    pub channels: Vec<(String, usize)>,
+    /// What the consumers gave back to their channels unacknowledged.
+    pub given_back: Stopped,
 }
