@@ -11,6 +11,7 @@ use tower::{Service, ServiceExt};
 
 use super::stop::{self, Phase, Stopped};
 use crate::channel::{Delivery, Receiver, RedeliveryPolicy, Subscriber};
+use crate::log::Escaped;
 use crate::message::{DeathReason, Message};
 
 /// Where a consumer takes deliveries from: a channel's [`Receiver`] or a [`Subscriber`].
@@ -194,7 +195,7 @@ async fn settle<R, E: Display>(
     match result {
         Ok(_) => delivery.ack(),
         Err((error, true)) => {
-            tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), %error, "processing failed permanently: rejected");
+            tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), error = %Escaped(&error), "processing failed permanently: rejected");
             delivery.reject(error.to_string()).await;
         }
         Err((error, false)) => {
@@ -204,10 +205,10 @@ async fn settle<R, E: Display>(
                 .unwrap_or(0)
                 .saturating_add(1);
             if policy.allows_another(attempts) {
-                tracing::debug!(channel = delivery.channel(), message = %delivery.message().id(), attempts, %error, "processing failed: will redeliver");
+                tracing::debug!(channel = delivery.channel(), message = %delivery.message().id(), attempts, error = %Escaped(&error), "processing failed: will redeliver");
                 return back_off(delivery, policy.next_backoff(attempts), stopping).await;
             }
-            tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), attempts, %error, "processing failed: redeliveries exhausted");
+            tracing::warn!(channel = delivery.channel(), message = %delivery.message().id(), attempts, error = %Escaped(&error), "processing failed: redeliveries exhausted");
             delivery
                 .dead_letter(DeathReason::MaxRedeliveries, Some(error.to_string()))
                 .await;
@@ -276,7 +277,7 @@ impl ConsumerHandle {
 /// and so given back, as it unwound).
 fn joined(result: Result<Stopped, tokio::task::JoinError>) -> Stopped {
     result.unwrap_or_else(|e| {
-        tracing::error!(error = %e, "consumer task failed");
+        tracing::error!(error = %Escaped(&e), "consumer task failed");
         Stopped::default()
     })
 }

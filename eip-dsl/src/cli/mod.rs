@@ -108,7 +108,9 @@ fn compile_flow(path: &Path) -> Option<Flow> {
 
 /// The compiled flow, or `None` after printing why there is none.
 fn compiled(result: Result<Flow, CompileError>) -> Option<Flow> {
-    result.map_err(|e| eprintln!("error: {e}")).ok()
+    result
+        .map_err(|e| eprintln!("error: {}", eip_core::log::Escaped(&e)))
+        .ok()
 }
 
 /// The problems of a flow as miette draws them: in colour on a terminal, plain otherwise.

@@ -137,7 +137,7 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
     let adapters = match flow.connect_adapters().await {
         Ok(adapters) => adapters,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", eip_core::log::Escaped(&e));
             return ExitCode::FAILURE;
         }
     };
@@ -178,7 +178,7 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
             tally.exit_code()
         }
         Stop::Failed(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", eip_core::log::Escaped(&error));
             ExitCode::FAILURE
         }
     };

@@ -25,6 +25,7 @@ use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use super::Flow;
 use super::run::{RunningFlow, subscribe};
 use crate::plan::adapter::{AdapterConfig, AdapterPlan, OutboundPlan};
+use eip_core::log::Escaped;
 
 /// An adapter that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -88,12 +89,12 @@ impl InboundHandle {
         match self {
             InboundHandle::File(name, handle) => {
                 if let Err(error) = handle.shutdown().await {
-                    tracing::warn!(adapter = %name, %error, "file adapter stopped with an error");
+                    tracing::warn!(adapter = %name, error = %Escaped(&error), "file adapter stopped with an error");
                 }
             }
             InboundHandle::Bridge(name, handle) => {
                 if let Err(error) = handle.shutdown().await {
-                    tracing::warn!(adapter = %name, %error, "bridge stopped with an error");
+                    tracing::warn!(adapter = %name, error = %Escaped(&error), "bridge stopped with an error");
                 }
             }
             InboundHandle::Http(server) => server.shutdown().await,

@@ -22,6 +22,7 @@ use super::read::{self, Contents};
 use crate::file::FileError;
 use crate::file::dir::{Dir, Missing};
 use eip_core::Message;
+use eip_core::log::Escaped;
 
 /// The tokens of the adapter runs alive in this process.
 static LIVE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
@@ -216,7 +217,9 @@ pub(super) fn claim_batch(
         match owner.claim(candidate, dirs) {
             Ok(Some(file)) => claimed.push(file),
             Ok(None) => {} // another adapter took it
-            Err(error) => tracing::warn!(%error, "file adapter could not claim a file"),
+            Err(error) => {
+                tracing::warn!(error = %Escaped(&error), "file adapter could not claim a file")
+            }
         }
     }
     claimed

@@ -48,6 +48,7 @@ use self::settle::Settle;
 use self::watch::DirWatch;
 use super::dir::Missing;
 use super::{FileError, blocking, joined};
+use eip_core::log::Escaped;
 
 pub use config::{
     DEFAULT_MAX_SIZE, FileGlob, FileSourceBuilder, FileSourceConfig, ReadMode, WhenDone,
@@ -297,7 +298,7 @@ where
             let dirs = match Dirs::open(&config, Missing::Refuse) {
                 Ok(dirs) => dirs,
                 Err(error) => {
-                    tracing::error!(%error, "file adapter: a directory is refused; nothing is claimed or moved until it is put right");
+                    tracing::error!(error = %Escaped(&error), "file adapter: a directory is refused; nothing is claimed or moved until it is put right");
                     let _ = moved_tx.send(VecDeque::new());
                     let taken = Vec::new();
                     return Read {
@@ -363,7 +364,7 @@ async fn scan(config: &Arc<FileSourceConfig>) -> VecDeque<Candidate> {
     blocking(move || claim::scan(&config))
         .await
         .unwrap_or_else(|error| {
-            tracing::warn!(%error, "file adapter could not list its directories");
+            tracing::warn!(error = %Escaped(&error), "file adapter could not list its directories");
             VecDeque::new()
         })
 }

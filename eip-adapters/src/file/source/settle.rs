@@ -15,6 +15,7 @@ use super::dirs::Dirs;
 use crate::file::FileError;
 use crate::file::dir::{Dir, Missing};
 use crate::file::error::shortened;
+use eip_core::log::Escaped;
 
 /// What becomes of a claimed file.
 pub(super) enum Settle {
@@ -50,7 +51,7 @@ pub(super) fn settle_with_dirs(config: &FileSourceConfig, jobs: Vec<Settle>) -> 
             Vec::new()
         }
         Err(error) => {
-            tracing::error!(%error, files = jobs.len(), "files not settled: they stay claimed until the directory is put right");
+            tracing::error!(error = %Escaped(&error), files = jobs.len(), "files not settled: they stay claimed until the directory is put right");
             jobs
         }
     }
@@ -62,16 +63,16 @@ fn settle(dirs: &Dirs, job: Settle) {
             if let Err(error) = settle_done(dirs, &claimed) {
                 let (gone, note) = not_settled(&error);
                 if gone {
-                    tracing::warn!(%error, "{note}");
+                    tracing::warn!(error = %Escaped(&error), "{note}");
                 } else {
-                    tracing::error!(%error, "{note}");
+                    tracing::error!(error = %Escaped(&error), "{note}");
                 }
             }
         }
         Settle::Failed { claimed, reason } => {
-            tracing::warn!(file = %shortened(&claimed.name), %reason, "file moved to the error directory");
+            tracing::warn!(file = %shortened(&claimed.name), reason = %Escaped(&reason), "file moved to the error directory");
             if let Err(error) = settle_error(dirs, &claimed, &reason) {
-                tracing::error!(%error, "failed file could not be moved to the error directory: it stays claimed");
+                tracing::error!(error = %Escaped(&error), "failed file could not be moved to the error directory: it stays claimed");
             }
         }
         Settle::Rejects {
@@ -80,7 +81,7 @@ fn settle(dirs: &Dirs, job: Settle) {
             reasons,
         } => {
             if let Err(error) = write_rejects(dirs, &claimed, &lines, &reasons) {
-                tracing::error!(%error, "malformed JSON lines could not be written to the error directory");
+                tracing::error!(error = %Escaped(&error), "malformed JSON lines could not be written to the error directory");
             }
         }
         Settle::Release(claimed) => release(dirs, &claimed),
@@ -117,7 +118,7 @@ fn release(dirs: &Dirs, claimed: &Claimed) {
         Err(e) => {
             let back = back.join(&claimed.name);
             let error = FileError::io(back, "move back from the claim directory")(e);
-            tracing::warn!(%error, "the file stays claimed for a later run");
+            tracing::warn!(error = %Escaped(&error), "the file stays claimed for a later run");
         }
     }
 }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use eip_core::log::Escaped;
 use notify::Watcher;
 use tokio::sync::Notify;
 
@@ -38,7 +39,9 @@ impl DirWatch {
         if let Some(watcher) = self.watcher.as_mut().filter(|_| self.watching) {
             match watcher.unwatch(&self.dir) {
                 Ok(()) => self.watching = false,
-                Err(error) => tracing::debug!(%error, "file watcher could not pause"),
+                Err(error) => {
+                    tracing::debug!(error = %Escaped(&error), "file watcher could not pause")
+                }
             }
         }
     }
@@ -51,7 +54,7 @@ impl DirWatch {
         match watcher.watch(&self.dir, notify::RecursiveMode::NonRecursive) {
             Ok(()) => self.watching = true,
             Err(error) => {
-                tracing::warn!(dir = %self.dir.display(), %error, "file watcher stopped: polling only");
+                tracing::warn!(dir = %self.dir.display(), error = %Escaped(&error), "file watcher stopped: polling only");
                 self.watcher = None;
             }
         }
@@ -78,7 +81,7 @@ fn watcher(dir: &Path, wake: Arc<Notify>) -> Option<notify::RecommendedWatcher> 
     match started {
         Ok(watcher) => Some(watcher),
         Err(error) => {
-            tracing::warn!(dir = %dir.display(), %error, "no file watcher: polling only");
+            tracing::warn!(dir = %dir.display(), error = %Escaped(&error), "no file watcher: polling only");
             None
         }
     }
