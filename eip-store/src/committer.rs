@@ -1,6 +1,6 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
-//! Appends, acks, declarations and removals reach it through one channel. Each round it takes
+//! Appends, acks, records set aside, declarations and removals reach it through one channel. Each round it takes
 //! every job queued since the last commit (up to [`MAX_BATCH`]), writes them all in ONE redb write
 //! transaction, commits, and only then updates the queues in memory and answers the jobs. While
 //! one commit waits for its fsync, the next appends queue up and share the next commit: one
@@ -22,7 +22,6 @@
 //! back, acks are undone (their records will be read again), and memory is left as it was.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +35,7 @@ use tokio::sync::oneshot;
 use crate::StoreError;
 use crate::frame;
 use crate::queue::QueueState;
-use crate::schema::{self, QUEUES};
+use crate::schema::{self, QUARANTINE, QUEUES};
 use crate::space::Space;
 use crate::store::Registry;
 
@@ -57,6 +56,14 @@ pub(crate) enum Job {
     },
     /// Delete the record `seq` of `queue`.
     Ack { queue: Arc<QueueState>, seq: u64 },
+    /// Copy a damaged record into the quarantine; with `remove`, delete it from `queue` too.
+    SetAside {
+        queue: Arc<QueueState>,
+        seq: u64,
+        bytes: Bytes,
+        reason: String,
+        remove: bool,
+    },
     /// Create the queue `name` durably unless it exists.
     Declare {
         name: String,
@@ -96,6 +103,15 @@ enum Effect {
         /// Whether the record was still there to delete.
         deleted: bool,
     },
+    SetAside {
+        queue: Arc<QueueState>,
+        seq: u64,
+        bytes: Bytes,
+        reason: String,
+        remove: bool,
+        /// Whether the record was still there to delete.
+        deleted: bool,
+    },
     Declare {
         name: String,
         reply: SyncSender<Result<Arc<QueueState>, StoreError>>,
@@ -128,6 +144,20 @@ impl From<Job> for Effect {
             Job::Ack { queue, seq } => Effect::Ack {
                 queue,
                 seq,
+                deleted: false,
+            },
+            Job::SetAside {
+                queue,
+                seq,
+                bytes,
+                reason,
+                remove,
+            } => Effect::SetAside {
+                queue,
+                seq,
+                bytes,
+                reason,
+                remove,
                 deleted: false,
             },
             Job::Declare { name, reply } => Effect::Declare {
@@ -239,8 +269,8 @@ impl Committer {
             return self.apply(effects, Vec::new());
         }
         let file = self.file.clone();
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.write(&mut effects, durable)))
-            .unwrap_or_else(|panic| Err(StoreError::from_panic(&file, panic.as_ref())));
+        let outcome = crate::quiet::catch(|| self.write(&mut effects, durable))
+            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)));
         match outcome {
             Ok(touched) => {
                 self.counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -273,6 +303,7 @@ impl Committer {
                 txn: &txn,
                 queues: txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?,
                 tables: HashMap::new(),
+                quarantine: None,
                 names: HashMap::new(),
                 touched: &mut touched,
                 registry: &self.registry,
@@ -341,6 +372,17 @@ impl Committer {
                         queue.len.fetch_add(1, Ordering::AcqRel);
                     }
                 }
+                Effect::SetAside {
+                    queue,
+                    remove,
+                    deleted,
+                    ..
+                } => {
+                    if remove && !deleted {
+                        // set_aside() counted a record that was already gone
+                        queue.len.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
                 Effect::Declare {
                     name,
                     reply,
@@ -402,6 +444,17 @@ impl Committer {
                         queue.len.fetch_add(1, Ordering::AcqRel);
                     }
                 }
+                Effect::SetAside {
+                    queue, seq, remove, ..
+                } => {
+                    // Not set aside after all: the next read finds it again
+                    if queue.aside().remove(&seq) {
+                        queue.damaged.fetch_sub(1, Ordering::Relaxed);
+                        if remove {
+                            queue.len.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                }
                 Effect::Declare { reply, .. } => {
                     let _ = reply.send(Err(error.duplicate()));
                 }
@@ -421,6 +474,8 @@ struct Round<'txn, 'a> {
     txn: &'txn WriteTransaction,
     queues: Table<'txn, &'static str, (u32, u64, u64)>,
     tables: HashMap<u32, Table<'txn, u64, &'static [u8]>>,
+    /// The quarantine, once a record of this round is set aside.
+    quarantine: Option<Table<'txn, (&'static str, u64), (&'static [u8], &'static str, u64)>>,
     /// Queues declared (`Some`) or removed (`None`) earlier in this round, by name.
     names: HashMap<String, Option<Arc<QueueState>>>,
     touched: &'a mut HashMap<u32, Touched>,
@@ -459,6 +514,35 @@ impl<'txn> Round<'txn, '_> {
                     .map(|v| frame::payload_len(v.value()));
                 *deleted = freed.is_some();
                 self.touch(queue).freed_bytes += freed.unwrap_or(0);
+            }
+            Effect::SetAside {
+                queue,
+                seq,
+                bytes,
+                reason,
+                remove,
+                deleted,
+            } => {
+                if self.touch(queue).removed {
+                    return Ok(());
+                }
+                if *remove {
+                    let freed = self
+                        .table(queue)?
+                        .remove(*seq)?
+                        .map(|v| frame::payload_len(v.value()));
+                    *deleted = freed.is_some();
+                    self.touch(queue).freed_bytes += freed.unwrap_or(0);
+                }
+                let quarantine = match &mut self.quarantine {
+                    Some(table) => table,
+                    None => self.quarantine.insert(self.txn.open_table(QUARANTINE)?),
+                };
+                let at = crate::quarantine::now_ms();
+                quarantine.insert(
+                    (queue.name.as_str(), *seq),
+                    (bytes.as_ref(), reason.as_str(), at),
+                )?;
             }
             Effect::Declare {
                 name,
