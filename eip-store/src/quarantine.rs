@@ -44,7 +44,10 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// Every record in the quarantine of the database `file`, by queue and sequence number.
-pub(crate) fn list(txn: &ReadTransaction, file: &Path) -> Result<Vec<QuarantinedRecord>, StoreError> {
+pub(crate) fn list(
+    txn: &ReadTransaction,
+    file: &Path,
+) -> Result<Vec<QuarantinedRecord>, StoreError> {
     let read = || -> Result<Vec<QuarantinedRecord>, redb::Error> {
         let table = match txn.open_table(QUARANTINE) {
             Ok(table) => table,

@@ -110,7 +110,9 @@ pub fn salvage(dir: impl AsRef<Path>, into: impl AsRef<Path>) -> Result<StoreChe
     let txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
     let found = {
         let mut queues = txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;
-        let mut aside = txn.open_table(QUARANTINE).map_err(|e| redb_error(e.into()))?;
+        let mut aside = txn
+            .open_table(QUARANTINE)
+            .map_err(|e| redb_error(e.into()))?;
         let found = source.read(|queue, page| {
             let mut records = txn
                 .open_table(schema::records(&schema::records_table_name(queue.id)))
@@ -335,10 +337,9 @@ impl Drop for TempCopy {
 fn repaired_copy(file: &Path) -> Result<Readable, StoreError> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let copy = TempCopy(std::env::temp_dir().join(format!(
-        "eip-store-repair-{}-{n}.redb",
-        std::process::id()
-    )));
+    let copy = TempCopy(
+        std::env::temp_dir().join(format!("eip-store-repair-{}-{n}.redb", std::process::id())),
+    );
     std::fs::copy(file, &copy.0).map_err(|source| StoreError::Io {
         path: copy.0.clone(),
         source,

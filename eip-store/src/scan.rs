@@ -126,12 +126,14 @@ pub(crate) fn scan(
     Ok(scan)
 }
 
-/// Whether a redb error is damage to the file rather than a failure of the system.
+/// Whether a redb error is damage to the file rather than a failure of the system. A read past
+/// the end of the file is damage: a page pointer that leads out of the file.
 pub(crate) fn is_damage(error: &redb::Error) -> bool {
-    !matches!(
-        error,
-        redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::DatabaseClosed
-    )
+    match error {
+        redb::Error::Io(e) => e.kind() == std::io::ErrorKind::UnexpectedEof,
+        redb::Error::PreviousIo | redb::Error::DatabaseClosed => false,
+        _ => true,
+    }
 }
 
 /// The records table, or `None` if the queue has none (removed).

@@ -89,7 +89,12 @@ impl Drop for Shared {
         if let Some(committer) = self.committer.take() {
             let _ = committer.join();
         }
-        self.db.take();
+        // Closing writes redb's own bookkeeping, which a damaged page can make panic
+        let db = self.db.take();
+        if let Err(detail) = crate::quiet::catch(move || drop(db)) {
+            let error = StoreError::from_panic(&self.file, detail);
+            tracing::error!(%error, "eip-store: the store did not close cleanly");
+        }
         self.lock.take();
     }
 }
@@ -301,16 +306,24 @@ fn open_database(
                 other => redb_error(other.into()),
             })?;
         let len = records.len().map_err(|e| redb_error(e.into()))?;
-        let last = records.last().map_err(|e| redb_error(e.into()))?;
-        if let Some((seq, _)) = last
-            && seq.value() >= head
+        // A damaged last page is left to the reads, which work around it
+        let last = match crate::quiet::catch(|| records.last().map(|l| l.map(|(k, _)| k.value()))) {
+            Ok(Ok(last)) => last,
+            Ok(Err(e)) => {
+                let e = redb::Error::from(e);
+                if !crate::scan::is_damage(&e) {
+                    return Err(redb_error(e));
+                }
+                None
+            }
+            Err(_) => None,
+        };
+        if let Some(seq) = last
+            && seq >= head
         {
             return Err(StoreError::Damaged {
                 file: file.to_path_buf(),
-                reason: format!(
-                    "queue {name:?} holds record {} at or past its head {head}",
-                    seq.value()
-                ),
+                reason: format!("queue {name:?} holds record {seq} at or past its head {head}"),
             });
         }
         states.push(QueueState::new(name, id, head, len, bytes));
