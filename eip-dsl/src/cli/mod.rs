@@ -3,6 +3,7 @@
 
 mod route;
 mod run;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -47,6 +48,9 @@ enum Command {
     },
     /// Where would each message go? Reads JSON lines, prints one JSON line per input.
     Route(route::RouteArgs),
+    /// Checks a durable store's data directory for damage, or salvages it into a new one.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
 }
 
 pub fn main() -> ExitCode {
@@ -85,6 +89,7 @@ pub fn main() -> ExitCode {
             }
         }
         Command::Route(args) => route::route(args),
+        Command::Store(command) => store::store(command),
     }
 }
 
@@ -107,7 +112,14 @@ fn compile_flow(path: &Path) -> Option<Flow> {
 
 /// The compiled flow, or `None` after printing why there is none.
 fn compiled(result: Result<Flow, CompileError>) -> Option<Flow> {
-    result.map_err(|e| eprintln!("error: {e}")).ok()
+    result
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            if let Some(hint) = store::hint(&e) {
+                eprintln!("{hint}");
+            }
+        })
+        .ok()
 }
 
 /// The problems of a flow as miette draws them: in colour on a terminal, plain otherwise.
