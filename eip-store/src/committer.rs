@@ -475,7 +475,7 @@ struct Round<'txn, 'a> {
     queues: Table<'txn, &'static str, (u32, u64, u64)>,
     tables: HashMap<u32, Table<'txn, u64, &'static [u8]>>,
     /// The quarantine, once a record of this round is set aside.
-    quarantine: Option<Table<'txn, (&'static str, u64), (&'static [u8], &'static str, u64)>>,
+    quarantine: Option<Table<'txn, schema::QuarantineKey, schema::QuarantineValue>>,
     /// Queues declared (`Some`) or removed (`None`) earlier in this round, by name.
     names: HashMap<String, Option<Arc<QueueState>>>,
     touched: &'a mut HashMap<u32, Touched>,

@@ -67,12 +67,15 @@ pub struct QueueCheck {
     pub damaged: Vec<u64>,
     /// Sequence numbers on pages that can not be read: any record there is lost.
     pub unreadable: Vec<RangeInclusive<u64>>,
+    /// Records the queue's table counts but no read found, intact, damaged or unreadable: the
+    /// damage removed them from a page's list of entries.
+    pub missing: u64,
 }
 
 impl QueueCheck {
     /// Whether every record of the queue is intact.
     pub fn is_clean(&self) -> bool {
-        self.damaged.is_empty() && self.unreadable.is_empty()
+        self.damaged.is_empty() && self.unreadable.is_empty() && self.missing == 0
     }
 }
 
@@ -300,6 +303,7 @@ impl Source {
             intact: 0,
             damaged: Vec::new(),
             unreadable: Vec::new(),
+            missing: 0,
         };
         let skip = Default::default();
         let target = Target {
@@ -317,6 +321,13 @@ impl Source {
             check.damaged.extend(page.damaged.iter().map(|d| d.seq));
             check.unreadable.extend(page.unreadable.iter().cloned());
             if page.next <= next || page.next >= row.head && page.records.len() < PAGE {
+                let unreadable: u64 = check
+                    .unreadable
+                    .iter()
+                    .map(|r| r.end() - r.start() + 1)
+                    .sum();
+                let found = check.intact + check.damaged.len() as u64 + unreadable;
+                check.missing = check.records.unwrap_or(0).saturating_sub(found);
                 break Ok(check);
             }
             next = page.next;

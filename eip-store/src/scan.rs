@@ -137,8 +137,8 @@ pub(crate) fn is_damage(error: &redb::Error) -> bool {
 }
 
 /// The records table, or `None` if the queue has none (removed).
-fn open<'t>(
-    txn: &'t ReadTransaction,
+fn open(
+    txn: &ReadTransaction,
     target: &Target<'_>,
 ) -> Result<Option<ReadOnlyTable<u64, &'static [u8]>>, redb::Error> {
     match txn.open_table(schema::records(target.table)) {

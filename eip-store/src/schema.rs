@@ -38,6 +38,11 @@ pub(crate) fn records(name: &str) -> TableDefinition<'_, u64, &'static [u8]> {
     TableDefinition::new(name)
 }
 
+/// The key of a quarantined record: (queue name, sequence number).
+pub(crate) type QuarantineKey = (&'static str, u64);
+/// What the quarantine keeps of a record: (bytes, reason, time in ms since the epoch).
+pub(crate) type QuarantineValue = (&'static [u8], &'static str, u64);
+
 /// Damaged records set aside: (queue, seq) → (bytes, reason, time in ms since the epoch).
-pub(crate) const QUARANTINE: TableDefinition<(&str, u64), (&[u8], &str, u64)> =
+pub(crate) const QUARANTINE: TableDefinition<QuarantineKey, QuarantineValue> =
     TableDefinition::new("quarantine");

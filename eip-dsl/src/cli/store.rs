@@ -2,7 +2,8 @@
 //!
 //! - `eip store check DIR` reads every record of every queue, changing nothing, and prints per
 //!   queue how many records it holds, how many are intact, which are damaged (sequence numbers)
-//!   and which sequence numbers lie on pages that can not be read; then what the quarantine
+//!   and which sequence numbers lie on pages that can not be read (and, if the queue's length
+//!   says more than was found, how many are missing); then what the quarantine
 //!   holds. Exit status 0 if nothing is damaged, 1 if something is, 2 if the store can not be
 //!   read at all.
 //! - `eip store salvage DIR [--into NEW_DIR]` copies every intact record into a new store
@@ -117,9 +118,13 @@ fn describe(check: &StoreCheck) -> String {
                 .join(", ")
         };
         out.push_str(&format!(
-            "queue {:?}: {records}, {} intact, damaged: {damaged}, unreadable: {unreadable}\n",
+            "queue {:?}: {records}, {} intact, damaged: {damaged}, unreadable: {unreadable}",
             queue.name, queue.intact
         ));
+        if queue.missing > 0 {
+            out.push_str(&format!(", missing: {}", queue.missing));
+        }
+        out.push('\n');
     }
     out.push_str(&format!(
         "quarantine: {} record(s) set aside\n",
