@@ -5,10 +5,10 @@
 //! decode it and says so ([`QueueLog::quarantine`](crate::QueueLog::quarantine)). The commit
 //! that copies it here deletes it from its queue, so the queue goes on with the next record.
 //! Each entry keeps the queue's name, the record's sequence number, its bytes as found (after
-//! the checksum), the reason and the time. Entries stay until the store is salvaged into a new
-//! directory ([`salvage`](crate::salvage) copies them along): they are few, and they are what a
-//! user inspects (`eip store check`) to decide whether a damaged record can be repaired and sent
-//! again by hand.
+//! the checksum), the reason and the time. Entries stay (a [`salvage`](crate::salvage) copies
+//! them into the new store): they are few, and they are what a user inspects
+//! (`eip store check`) to decide whether a damaged record can be repaired and sent again by
+//! hand. Removing a queue leaves its entries.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

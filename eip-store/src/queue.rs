@@ -9,6 +9,8 @@
 //!   is on disk (fsynced). Dropping the ticket does not withdraw the record.
 //! - [`QueueLog::read`] returns committed records not yet acknowledged, in sequence order; it does
 //!   not remove them. Consumers acknowledge with [`QueueLog::ack`] once they are done with a record.
+//!   Damage does not stop a read: [`QueueLog::read_page`] sets aside records that fail their
+//!   checksum, reads around pages that can not be read, and says where to read on.
 //! - [`QueueLog::ack`] is lazy: the deletion rides with the next commit, or a timer commits it a
 //!   few milliseconds later. It is never waited on. A crash can lose an ack that was not yet
 //!   committed: the record is then read again after the restart (a redelivery, never a loss).
