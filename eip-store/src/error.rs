@@ -3,6 +3,8 @@
 //! Errors from redb are translated at the boundary ([`StoreError::from_redb`]): a checksum or
 //! structure failure becomes [`StoreError::Damaged`], an operating-system failure
 //! [`StoreError::Io`], a file redb does not recognise [`StoreError::Foreign`].
+//! [`StoreError::is_damage`] tells damage (worked around record by record) from a failure of the
+//! system (reported as it is).
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,20 @@ pub enum StoreError {
         file: PathBuf,
         /// What was found wrong.
         reason: String,
+    },
+    /// The data directory holds a store of a format this build does not read (a newer eip, or
+    /// a damaged `FORMAT` file).
+    #[error(
+        "{} says the store has format {found}; this build of eip reads format {supported} only",
+        file.display()
+    )]
+    UnsupportedFormat {
+        /// The file that holds the version (`FORMAT`, or the database's own record of it).
+        file: PathBuf,
+        /// The version found, as written there.
+        found: String,
+        /// The one version this build reads and writes.
+        supported: u64,
     },
     /// A file where the store expects its database is something else.
     #[error("{} is not an eip store database: {reason}", file.display())]
@@ -110,6 +126,12 @@ impl StoreError {
         }
     }
 
+    /// Whether this is damage to the files (a record, a page, a table), as opposed to the
+    /// operating system failing or the store being in use, full or closed.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, StoreError::Damaged { .. })
+    }
+
     /// A copy of this error for a second recipient (a batch's failure goes to every ticket).
     pub(crate) fn duplicate(&self) -> StoreError {
         match self {
@@ -121,6 +143,15 @@ impl StoreError {
             StoreError::Foreign { file, reason } => StoreError::Foreign {
                 file: file.clone(),
                 reason: reason.clone(),
+            },
+            StoreError::UnsupportedFormat {
+                file,
+                found,
+                supported,
+            } => StoreError::UnsupportedFormat {
+                file: file.clone(),
+                found: found.clone(),
+                supported: *supported,
             },
             StoreError::Full { dir, max_bytes } => StoreError::Full {
                 dir: dir.clone(),
@@ -147,13 +178,8 @@ impl StoreError {
         }
     }
 
-    /// The error for a panic caught inside redb while it read `file`.
-    pub(crate) fn from_panic(file: &Path, payload: &(dyn std::any::Any + Send)) -> StoreError {
-        let detail = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no detail".to_string());
+    /// The error for a panic caught inside redb while it read `file` (its message, `detail`).
+    pub(crate) fn from_panic(file: &Path, detail: String) -> StoreError {
         StoreError::Damaged {
             file: file.to_path_buf(),
             reason: format!("the storage engine failed reading it ({detail})"),

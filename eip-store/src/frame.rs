@@ -29,6 +29,12 @@ pub(crate) fn payload_len(frame: &[u8]) -> u64 {
     frame.len().saturating_sub(OVERHEAD) as u64
 }
 
+/// The bytes of a stored frame after its checksum: the payload as it was found, kept when the
+/// frame is damaged (all of the frame, if it is shorter than a checksum).
+pub(crate) fn payload_part(frame: &[u8]) -> &[u8] {
+    frame.get(OVERHEAD..).unwrap_or(frame)
+}
+
 /// CRC-32C (Castagnoli) of the queue id, the sequence number and the payload, one after the
 /// other; with the processor's CRC instructions where it has them (SSE 4.2, ARMv8).
 fn checksum(queue: u32, seq: u64, payload: &[u8]) -> u32 {

@@ -5,9 +5,10 @@
 //!   [`StoreError::InUse`]. The operating system drops the lock when the
 //!   process dies, so a crash leaves nothing to clean up.
 //! - `store.redb`: the redb database holding every queue and record.
-//! - `FORMAT`: written once the database is initialised. Its presence tells a later open that a
-//!   missing or empty `store.redb` is a lost database, not a new one, so records never vanish
-//!   without an error.
+//! - `FORMAT`: written once the database is initialised, `eip-store 1` and a newline. Its presence
+//!   tells a later open that a missing or empty `store.redb` is a lost database, not a new one, so
+//!   records never vanish without an error; its version must be the one this build reads
+//!   ([`check_format`]), so a store written by a later eip is refused before anything reads it.
 //!
 //! Before redb sees `store.redb`, its first bytes are checked for redb's magic number: anything
 //! else (a text file, random bytes) is [`StoreError::Foreign`].
@@ -17,6 +18,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::StoreError;
+use crate::schema::FORMAT_VERSION;
 
 /// The name of the lock file in the data directory.
 pub(crate) const LOCK_FILE: &str = "LOCK";
@@ -24,7 +26,8 @@ pub(crate) const LOCK_FILE: &str = "LOCK";
 pub(crate) const DATABASE_FILE: &str = "store.redb";
 /// The name of the marker written once the database exists.
 pub(crate) const FORMAT_FILE: &str = "FORMAT";
-const FORMAT_CONTENT: &[u8] = b"eip-store 1\n";
+/// What `FORMAT` holds: this word, a space, the format version, a newline.
+const FORMAT_WORD: &str = "eip-store";
 
 /// redb's magic number, the first bytes of every redb file.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -53,6 +56,33 @@ pub(crate) fn lock(dir: &Path) -> Result<File, StoreError> {
         }),
         Err(TryLockError::Error(source)) => Err(StoreError::Io { path, source }),
     }
+}
+
+/// Checks that `FORMAT`, if the directory has one, names the format this build reads: anything
+/// else (another version, other text) is [`StoreError::UnsupportedFormat`] naming the file, what
+/// it says and the version supported.
+pub(crate) fn check_format(dir: &Path) -> Result<(), StoreError> {
+    let path = dir.join(FORMAT_FILE);
+    let mut content = Vec::new();
+    match File::open(&path) {
+        // A few bytes say it all; a huge file is not read whole
+        Ok(file) => file.take(64).read_to_end(&mut content).map_err(io(&path))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(StoreError::Io { path, source }),
+    };
+    let text = String::from_utf8_lossy(&content);
+    let found = match text.trim_end().split_once(' ') {
+        Some((FORMAT_WORD, version)) => version.to_string(),
+        _ => format!("{:?}", text.trim_end()),
+    };
+    if found.parse::<u64>() == Ok(FORMAT_VERSION) {
+        return Ok(());
+    }
+    Err(StoreError::UnsupportedFormat {
+        file: path,
+        found,
+        supported: FORMAT_VERSION,
+    })
 }
 
 /// Checks, before redb opens it, that the database file is absent, empty and new, or starts like
@@ -118,7 +148,8 @@ pub(crate) fn mark_initialised(dir: &Path) -> Result<(), StoreError> {
         return Ok(());
     }
     let mut file = File::create(&path).map_err(io(&path))?;
-    file.write_all(FORMAT_CONTENT).map_err(io(&path))?;
+    let content = format!("{FORMAT_WORD} {FORMAT_VERSION}\n");
+    file.write_all(content.as_bytes()).map_err(io(&path))?;
     file.sync_all().map_err(io(&path))?;
     // The directory entry too, or a power loss could forget the file
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))

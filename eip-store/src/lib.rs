@@ -26,8 +26,15 @@
 //!   so it is larger than `max_bytes`: about twice the live bytes for records of 1 KiB.
 //! - **One opener.** A second open of the same directory, from this process or another, fails
 //!   with [`StoreError::InUse`] (an `flock` on `LOCK`, plus redb's own lock on the database).
-//! - **No panic on file content.** A file that is not a store is [`StoreError::Foreign`]; a
-//!   damaged, truncated or lost one is [`StoreError::Damaged`]; both name the file.
+//! - **No panic on file content.** A file that is not a store is [`StoreError::Foreign`], a
+//!   store of another format [`StoreError::UnsupportedFormat`]; one that can not be opened
+//!   (truncated, lost, its list of queues damaged) is [`StoreError::Damaged`]; each names the
+//!   file. A panic of the storage engine on a damaged page is caught, without a backtrace.
+//! - **Damage costs only what is damaged.** A read returns every intact record: one that fails
+//!   its checksum is set aside into the quarantine ([`DurableStore::quarantined`]) with its
+//!   bytes, a page that can not be read is read around ([`QueueLog::read_page`]), and both are
+//!   counted ([`QueueLog::damage`]). [`check`] reports the damage of a closed store; [`salvage`]
+//!   copies every intact record into a new one.
 //! - **Bounded memory.** Records live on disk. In memory each queue keeps its head, length and
 //!   live bytes, plus the acks not yet committed; redb's page cache is bounded by
 //!   [`StoreConfig::cache_bytes`].
@@ -46,13 +53,13 @@
 //!
 //! redb verifies page checksums only in that repair. So that damage done to a cleanly closed
 //! file is not read back as data, every record carries its own CRC-32C over queue, sequence
-//! number and payload; a mismatch fails the read with [`StoreError::Damaged`].
+//! number and payload; a record that fails it is set aside, never returned.
 //!
 //! ## Layout
 //!
 //! The data directory holds `LOCK`, `FORMAT` and `store.redb`; the tables of `store.redb` are
-//! one records table per queue (sequence number → record) and a `queues` table (name → id, head,
-//! live bytes), written together in each commit.
+//! one records table per queue (sequence number → record), a `queues` table (name → id, head,
+//! live bytes), written together in each commit, and the `quarantine` of damaged records.
 //!
 //! ## Example
 //!
@@ -81,12 +88,18 @@ mod config;
 mod error;
 mod frame;
 mod layout;
+mod quarantine;
 mod queue;
+mod quiet;
+mod repair;
+mod scan;
 mod schema;
 mod space;
 mod store;
 
 pub use config::StoreConfig;
 pub use error::StoreError;
-pub use queue::{AppendTicket, QueueLog};
+pub use quarantine::QuarantinedRecord;
+pub use queue::{AppendTicket, Damage, QueueLog, ReadPage};
+pub use repair::{QueueCheck, StoreCheck, check, salvage};
 pub use store::{DurableStore, StoreStats};

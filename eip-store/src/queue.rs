@@ -9,6 +9,8 @@
 //!   is on disk (fsynced). Dropping the ticket does not withdraw the record.
 //! - [`QueueLog::read`] returns committed records not yet acknowledged, in sequence order; it does
 //!   not remove them. Consumers acknowledge with [`QueueLog::ack`] once they are done with a record.
+//!   Damage does not stop a read: [`QueueLog::read_page`] sets aside records that fail their
+//!   checksum, reads around pages that can not be read, and says where to read on.
 //! - [`QueueLog::ack`] is lazy: the deletion rides with the next commit, or a timer commits it a
 //!   few milliseconds later. It is never waited on. A crash can lose an ack that was not yet
 //!   committed: the record is then read again after the restart (a redelivery, never a loss).
@@ -18,19 +20,18 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use redb::{ReadableDatabase, TableError};
+use redb::ReadableDatabase;
 use tokio::sync::{Notify, oneshot};
 
 use crate::StoreError;
 use crate::committer::Job;
-use crate::frame;
+use crate::scan::{self, Target};
 use crate::schema;
 use crate::store::Shared;
 
@@ -48,6 +49,11 @@ pub(crate) struct QueueState {
     pub(crate) bytes: AtomicU64,
     /// Acks handed to the committer and not yet committed: [`QueueLog::read`] skips them.
     pub(crate) acked: Mutex<HashSet<u64>>,
+    /// Records set aside as damaged since the store opened: reads pass over them.
+    pub(crate) aside: Mutex<HashSet<u64>>,
+    /// How many records were set aside, and how many sequence numbers could not be read.
+    pub(crate) damaged: AtomicU64,
+    pub(crate) unreadable: AtomicU64,
     pub(crate) removed: AtomicBool,
     /// Woken whenever the head advances, the queue is removed or the store closes.
     pub(crate) advanced: Notify,
@@ -63,6 +69,9 @@ impl QueueState {
             len: AtomicU64::new(len),
             bytes: AtomicU64::new(bytes),
             acked: Mutex::new(HashSet::new()),
+            aside: Mutex::new(HashSet::new()),
+            damaged: AtomicU64::new(0),
+            unreadable: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             advanced: Notify::new(),
         }
@@ -72,6 +81,32 @@ impl QueueState {
         // The set stays consistent whatever panicked while holding it
         self.acked.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    pub(crate) fn aside(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        self.aside.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One read of a queue: the intact records found, and where the next read goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadPage {
+    /// Intact records not yet acknowledged, in ascending sequence order.
+    pub records: Vec<(u64, Bytes)>,
+    /// Every sequence number before this (and at least `from`) has been looked at: read on
+    /// from here. At the queue's head when everything has been read.
+    pub next: u64,
+}
+
+/// What a queue met of damage since the store was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Damage {
+    /// Records set aside into the store's quarantine: they failed their checksum, or the
+    /// caller could not decode them ([`QueueLog::quarantine`]).
+    pub set_aside: u64,
+    /// Sequence numbers whose record could not be read at all (a damaged page): lost to the
+    /// damage, unless acknowledged before.
+    pub unreadable: u64,
 }
 
 /// A handle on one named queue of a [`DurableStore`](crate::DurableStore). Cheap to clone; keeps
@@ -206,53 +241,117 @@ impl QueueLog {
 
     /// The committed records not yet acknowledged with a sequence number of at least `from`, in
     /// ascending order, at most `max` of them. Reads do not remove records.
+    ///
+    /// Around damage a read may return fewer than `max` records although more follow: use
+    /// [`read_page`](Self::read_page) to learn where to go on.
     pub fn read(&self, from: u64, max: usize) -> Result<Vec<(u64, Bytes)>, StoreError> {
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        let file = &self.shared.file;
-        // A damaged page may make redb panic rather than fail: that is an error here, not a crash
-        catch_unwind(AssertUnwindSafe(|| self.read_committed(from, max)))
-            .unwrap_or_else(|panic| Err(StoreError::from_panic(file, panic.as_ref())))
+        Ok(self.read_page(from, max)?.records)
     }
 
-    fn read_committed(&self, from: u64, max: usize) -> Result<Vec<(u64, Bytes)>, StoreError> {
-        let file = &self.shared.file;
-        let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
-        let acked = self.state.acked().clone();
-        let txn = self
-            .shared
-            .database()?
-            .begin_read()
-            .map_err(|e| redb_error(e.into()))?;
-        let table = match txn.open_table(schema::records(&self.state.table)) {
-            Ok(table) => table,
-            // Created by the commit that declared the queue; absent only once removed
-            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(redb_error(e.into())),
-        };
-        let mut records = Vec::with_capacity(max.min(1024));
-        for entry in table.range(from..).map_err(|e| redb_error(e.into()))? {
-            let (seq, record) = entry.map_err(|e| redb_error(e.into()))?;
-            let seq = seq.value();
-            if acked.contains(&seq) {
-                continue;
-            }
-            let payload = frame::decode(self.state.id, seq, record.value()).ok_or_else(|| {
-                StoreError::Damaged {
-                    file: file.clone(),
-                    reason: format!(
-                        "record {seq} of queue {:?} fails its checksum",
-                        self.state.name
-                    ),
-                }
-            })?;
-            records.push((seq, Bytes::copy_from_slice(payload)));
-            if records.len() == max {
-                break;
-            }
+    /// Like [`read`](Self::read), and says where the next read goes on. Damage does not fail
+    /// it: a record that fails its checksum is set aside into the store's quarantine (kept,
+    /// counted in [`damage`](Self::damage), logged once) and the read goes on past it; a page
+    /// the storage engine can not read is read around, and the sequence numbers it hid are
+    /// counted as unreadable and logged. Fails only when the system does (I/O, a closed store).
+    pub fn read_page(&self, from: u64, max: usize) -> Result<ReadPage, StoreError> {
+        if max == 0 {
+            return Ok(ReadPage {
+                records: Vec::new(),
+                next: from,
+            });
         }
-        Ok(records)
+        let file = &self.shared.file;
+        let head = self.head();
+        let mut skip = self.state.acked().clone();
+        skip.extend(self.state.aside().iter().copied());
+        let db = self.shared.database()?;
+        let txn = crate::quiet::catch(|| db.begin_read())
+            .map_err(|detail| StoreError::from_panic(file, detail))?
+            .map_err(|e| StoreError::from_redb(file, e))?;
+        let target = Target {
+            file,
+            id: self.state.id,
+            table: &self.state.table,
+            head,
+            skip: &skip,
+        };
+        let found = scan::scan(&txn, &target, from, max)?;
+        drop(txn);
+        for damaged in found.damaged {
+            let reason = format!(
+                "record {} of queue {:?} fails its checksum",
+                damaged.seq, self.state.name
+            );
+            self.set_aside(damaged.seq, damaged.bytes, reason, damaged.in_order);
+        }
+        for range in found.unreadable {
+            let count = range.end() - range.start() + 1;
+            self.state.unreadable.fetch_add(count, Ordering::Relaxed);
+            tracing::error!(
+                file = %file.display(),
+                queue = %self.state.name,
+                first = range.start(),
+                last = range.end(),
+                "records on a damaged page of the store can not be read: counted as lost"
+            );
+        }
+        Ok(ReadPage {
+            records: found.records,
+            next: found.next,
+        })
+    }
+
+    /// Sets the record `seq` aside: it is moved, with `bytes` and `reason`, into the store's
+    /// quarantine (deleted from the queue in the same commit), reads pass over it from now on,
+    /// and it is counted in [`damage`](Self::damage). For a record the caller read but can not
+    /// use (it does not decode): its bytes stay available for inspection and replay, unlike
+    /// with [`ack`](Self::ack). Never waits; a second call for the same record is ignored.
+    pub fn quarantine(&self, seq: u64, bytes: Bytes, reason: impl Into<String>) {
+        if seq < self.head() {
+            self.set_aside(seq, bytes, reason.into(), true);
+        }
+    }
+
+    /// What this queue met of damage since the store was opened.
+    pub fn damage(&self) -> Damage {
+        Damage {
+            set_aside: self.state.damaged.load(Ordering::Relaxed),
+            unreadable: self.state.unreadable.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Hands a damaged record to the committer for the quarantine; `remove` deletes it from the
+    /// queue too (only when its key is certainly its own).
+    fn set_aside(&self, seq: u64, bytes: Bytes, reason: String, remove: bool) {
+        let state = &self.state;
+        if state.removed.load(Ordering::Acquire) || !state.aside().insert(seq) {
+            return;
+        }
+        state.damaged.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(
+            file = %self.shared.file.display(),
+            queue = %state.name,
+            seq,
+            %reason,
+            "damaged record set aside in the store's quarantine"
+        );
+        if remove {
+            let _ = state
+                .len
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |len| {
+                    Some(len.saturating_sub(1))
+                });
+        }
+        let job = Job::SetAside {
+            queue: state.clone(),
+            seq,
+            bytes,
+            reason,
+            remove,
+        };
+        if self.shared.send(job).is_err() && remove {
+            state.len.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// How many records are committed and not yet acknowledged (an [`ack`](Self::ack) counts at

@@ -9,6 +9,10 @@
 //! - `records/<id>` (`u64 → &[u8]`), one per queue: sequence number → record, framed with a
 //!   checksum ([`frame`](crate::frame)). Its length, which
 //!   redb keeps in the table's root, is the queue's length, so an open reads no payloads.
+//! - `quarantine` (`(&str, u64) → (&[u8], &str, u64)`): (queue name, sequence number) → (the
+//!   record's bytes as found, why it was set aside, when: milliseconds since the Unix epoch).
+//!   Records that failed their checksum or could not be decoded, kept for inspection and replay
+//!   ([`quarantine`](crate::quarantine)). Created by the first record set aside.
 //!
 //! Every commit writes a queue's records and its `queues` row in the same transaction, so the
 //! row always agrees with the table.
@@ -33,3 +37,12 @@ pub(crate) fn records_table_name(id: u32) -> String {
 pub(crate) fn records(name: &str) -> TableDefinition<'_, u64, &'static [u8]> {
     TableDefinition::new(name)
 }
+
+/// The key of a quarantined record: (queue name, sequence number).
+pub(crate) type QuarantineKey = (&'static str, u64);
+/// What the quarantine keeps of a record: (bytes, reason, time in ms since the epoch).
+pub(crate) type QuarantineValue = (&'static [u8], &'static str, u64);
+
+/// Damaged records set aside: (queue, seq) → (bytes, reason, time in ms since the epoch).
+pub(crate) const QUARANTINE: TableDefinition<QuarantineKey, QuarantineValue> =
+    TableDefinition::new("quarantine");

@@ -10,18 +10,20 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableError};
+use redb::{
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableError,
+};
 use tokio::sync::oneshot;
 
 use crate::committer::{Committer, Counters, Job};
 use crate::layout;
+use crate::quarantine::QuarantinedRecord;
 use crate::queue::{QueueLog, QueueState};
 use crate::schema::{self, FORMAT_KEY, FORMAT_VERSION, META, QUEUES};
 use crate::space::Space;
@@ -87,7 +89,12 @@ impl Drop for Shared {
         if let Some(committer) = self.committer.take() {
             let _ = committer.join();
         }
-        self.db.take();
+        // Closing writes redb's own bookkeeping, which a damaged page can make panic
+        let db = self.db.take();
+        if let Err(detail) = crate::quiet::catch(move || drop(db)) {
+            let error = StoreError::from_panic(&self.file, detail);
+            tracing::error!(%error, "eip-store: the store did not close cleanly");
+        }
         self.lock.take();
     }
 }
@@ -119,9 +126,10 @@ impl DurableStore {
     pub fn open(dir: impl AsRef<Path>, config: StoreConfig) -> Result<DurableStore, StoreError> {
         let dir = dir.as_ref().to_path_buf();
         let lock_file = layout::lock(&dir)?;
+        layout::check_format(&dir)?;
         let file = layout::check_database_file(&dir)?;
-        let (db, queues) = catch_unwind(AssertUnwindSafe(|| open_database(&file, &config)))
-            .unwrap_or_else(|panic| Err(StoreError::from_panic(&file, panic.as_ref())))?;
+        let (db, queues) = crate::quiet::catch(|| open_database(&file, &config))
+            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
         layout::mark_initialised(&dir)?;
 
         let used: u64 = queues
@@ -247,6 +255,17 @@ impl DurableStore {
         answer.await.map_err(|_| self.shared.closed_error())?
     }
 
+    /// Every record set aside as damaged, in any queue, by queue name and sequence number
+    /// (see [`QueueLog::read_page`]).
+    pub fn quarantined(&self) -> Result<Vec<QuarantinedRecord>, StoreError> {
+        let file = &self.shared.file;
+        let db = self.shared.database()?;
+        let txn = crate::quiet::catch(|| db.begin_read())
+            .map_err(|detail| StoreError::from_panic(file, detail))?
+            .map_err(|e| StoreError::from_redb(file, e))?;
+        crate::quarantine::list(&txn, file)
+    }
+
     /// What the committer has done since the store was opened.
     pub fn stats(&self) -> StoreStats {
         let counters = &self.shared.counters;
@@ -287,16 +306,24 @@ fn open_database(
                 other => redb_error(other.into()),
             })?;
         let len = records.len().map_err(|e| redb_error(e.into()))?;
-        let last = records.last().map_err(|e| redb_error(e.into()))?;
-        if let Some((seq, _)) = last
-            && seq.value() >= head
+        // A damaged last page is left to the reads, which work around it
+        let last = match crate::quiet::catch(|| records.last().map(|l| l.map(|(k, _)| k.value()))) {
+            Ok(Ok(last)) => last,
+            Ok(Err(e)) => {
+                let e = redb::Error::from(e);
+                if !crate::scan::is_damage(&e) {
+                    return Err(redb_error(e));
+                }
+                None
+            }
+            Err(_) => None,
+        };
+        if let Some(seq) = last
+            && seq >= head
         {
             return Err(StoreError::Damaged {
                 file: file.to_path_buf(),
-                reason: format!(
-                    "queue {name:?} holds record {} at or past its head {head}",
-                    seq.value()
-                ),
+                reason: format!("queue {name:?} holds record {seq} at or past its head {head}"),
             });
         }
         states.push(QueueState::new(name, id, head, len, bytes));
@@ -306,28 +333,46 @@ fn open_database(
     Ok((db, states))
 }
 
-/// Creates the store's tables in a new database; refuses a redb database of another program.
-fn initialise(db: &Database, file: &Path) -> Result<(), StoreError> {
+/// The format version the database records, if it has the store's metadata table.
+fn recorded_format(txn: &ReadTransaction, file: &Path) -> Result<Option<u64>, StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
-    let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
-    let format = match txn.open_table(META) {
-        Ok(meta) => meta
+    match txn.open_table(META) {
+        Ok(meta) => Ok(meta
             .get(FORMAT_KEY)
             .map_err(|e| redb_error(e.into()))?
-            .map(|v| v.value()),
-        Err(TableError::TableDoesNotExist(_)) => None,
-        Err(e) => return Err(redb_error(e.into())),
-    };
-    match format {
+            .map(|v| v.value())),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(redb_error(e.into())),
+    }
+}
+
+fn unsupported(file: &Path, found: u64) -> StoreError {
+    StoreError::UnsupportedFormat {
+        file: file.to_path_buf(),
+        found: found.to_string(),
+        supported: FORMAT_VERSION,
+    }
+}
+
+/// Checks that an existing database is a store of the format this build reads.
+pub(crate) fn check_format_table(txn: &ReadTransaction, file: &Path) -> Result<(), StoreError> {
+    match recorded_format(txn, file)? {
+        Some(FORMAT_VERSION) => Ok(()),
+        Some(other) => Err(unsupported(file, other)),
+        None => Err(StoreError::Foreign {
+            file: file.to_path_buf(),
+            reason: "a redb database without eip-store's metadata table".into(),
+        }),
+    }
+}
+
+/// Creates the store's tables in a new database; refuses a redb database of another program.
+pub(crate) fn initialise(db: &Database, file: &Path) -> Result<(), StoreError> {
+    let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
+    let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
+    match recorded_format(&txn, file)? {
         Some(FORMAT_VERSION) => return Ok(()),
-        Some(other) => {
-            return Err(StoreError::Foreign {
-                file: file.to_path_buf(),
-                reason: format!(
-                    "a store of format {other}; this build reads format {FORMAT_VERSION}"
-                ),
-            });
-        }
+        Some(other) => return Err(unsupported(file, other)),
         None => {}
     }
     let tables = txn.list_tables().map_err(|e| redb_error(e.into()))?.count();

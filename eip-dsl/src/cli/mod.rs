@@ -4,6 +4,7 @@
 mod log;
 mod route;
 mod run;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -48,6 +49,9 @@ enum Command {
     },
     /// Where would each message go? Reads JSON lines, prints one JSON line per input.
     Route(route::RouteArgs),
+    /// Checks a durable store's data directory for damage, or salvages it into a new one.
+    #[command(subcommand)]
+    Store(store::StoreCommand),
 }
 
 pub fn main() -> ExitCode {
@@ -86,6 +90,7 @@ pub fn main() -> ExitCode {
             }
         }
         Command::Route(args) => route::route(args),
+        Command::Store(command) => store::store(command),
     }
 }
 
@@ -109,7 +114,12 @@ fn compile_flow(path: &Path) -> Option<Flow> {
 /// The compiled flow, or `None` after printing why there is none.
 fn compiled(result: Result<Flow, CompileError>) -> Option<Flow> {
     result
-        .map_err(|e| eprintln!("error: {}", eip_core::log::Escaped(&e)))
+        .map_err(|e| {
+            eprintln!("error: {}", eip_core::log::Escaped(&e));
+            if let Some(hint) = store::hint(&e) {
+                eprintln!("{hint}");
+            }
+        })
         .ok()
 }
 

@@ -1,6 +1,8 @@
 //! Helpers shared by the store's tests: scratch directories and child processes.
 #![allow(dead_code)]
 
+pub mod damage;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 

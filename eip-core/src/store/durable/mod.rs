@@ -17,6 +17,11 @@
 //! - **Disk cap**: with `max_bytes` set, a push that would pass it waits for acknowledgements to
 //!   free room, then fails with an error naming the directory and the limit. Nothing already
 //!   accepted is dropped.
+//! - **Damage**: a message whose record fails its checksum, or does not decode, is set aside
+//!   into the store's quarantine with its bytes (see [`Durable::store`] and
+//!   `quarantined`) and the channel goes on with the next one; records on a page that can not be
+//!   read are counted and logged. [`check`] and [`salvage`] (`eip store check|salvage`) report
+//!   and repair a damaged directory.
 //! - **Memory**: messages waiting stay on disk; a queue keeps a window of at most a few hundred
 //!   in memory (a selective consumer looks at most [`SELECTOR_WINDOW`] messages ahead).
 //!
@@ -42,7 +47,9 @@ mod queue;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use eip_store::{StoreConfig, StoreError};
+pub use eip_store::{
+    QuarantinedRecord, QueueCheck, StoreCheck, StoreConfig, StoreError, check, salvage,
+};
 pub use queue::{DurableQueue, SELECTOR_WINDOW};
 
 use super::{Backend, BackendError, MessageStore, Overflow, StoreFailure, Waiting};

@@ -71,9 +71,9 @@ impl DurableQueue {
     pub(crate) fn new(log: QueueLog, capacity: usize, overflow: Overflow) -> Self {
         let head = log.head();
         let first = log
-            .read(0, 1)
+            .read_page(0, 1)
             .ok()
-            .and_then(|r| r.first().map(|(seq, _)| *seq));
+            .map(|page| page.records.first().map_or(page.next, |(seq, _)| *seq));
         DurableQueue {
             capacity,
             overflow,
@@ -134,46 +134,48 @@ impl DurableQueue {
     }
 
     /// Reads up to `want` more records into the window (the pushes' messages first); false if
-    /// there were none.
+    /// there were none. Damage costs only the damaged records: the log sets aside those that
+    /// fail their checksum and reads around pages it can not read, and a record that does not
+    /// decode as a message is set aside here, its bytes kept in the store's quarantine.
     fn read_more(&self, state: &mut State, want: usize) -> bool {
         if Self::take_arrived(state) {
             return true;
         }
-        if state.next_read >= self.log.head() {
-            return false;
-        }
-        let records = match self.log.read(state.next_read, want.max(1)) {
-            Ok(records) => records,
-            Err(error) => {
-                tracing::error!(queue = self.log.name(), %error, "could not read the durable queue");
+        loop {
+            if state.next_read >= self.log.head() {
                 return false;
             }
-        };
-        let Some(&(last, _)) = records.last() else {
-            state.next_read = self.log.head();
-            state.arrived.clear();
-            return false;
-        };
-        for (seq, record) in records {
-            match codec::decode(&record) {
-                Ok(mut msg) => {
-                    if seq < state.recovered {
-                        // Found on disk after a restart: it may have been delivered before.
-                        msg.mark_redelivered();
-                    }
-                    state.window.push_back((seq, msg));
-                }
+            let page = match self.log.read_page(state.next_read, want.max(1)) {
+                Ok(page) => page,
                 Err(error) => {
-                    // Nothing to deliver or dead-letter: say so loudly, and move past it.
-                    tracing::error!(queue = self.log.name(), seq, %error, "damaged record skipped");
-                    self.log.ack(seq);
+                    tracing::error!(queue = self.log.name(), %error, "could not read the durable queue");
+                    return false;
+                }
+            };
+            // Past damage a page may hold nothing yet not be the end: read on from its `next`
+            state.next_read = state.next_read.max(page.next);
+            let before = state.window.len();
+            for (seq, record) in page.records {
+                match codec::decode(&record) {
+                    Ok(mut msg) => {
+                        if seq < state.recovered {
+                            // Found on disk after a restart: it may have been delivered before.
+                            msg.mark_redelivered();
+                        }
+                        state.window.push_back((seq, msg));
+                    }
+                    Err(error) => {
+                        let reason = format!("not a message: {error}");
+                        self.log.quarantine(seq, record, reason);
+                    }
                 }
             }
+            // Read from disk, so no longer needed aside.
+            state.arrived = state.arrived.split_off(&state.next_read);
+            if state.window.len() > before || Self::take_arrived(state) {
+                return true;
+            }
         }
-        state.next_read = last + 1;
-        // Read from disk, so no longer needed aside.
-        state.arrived = state.arrived.split_off(&state.next_read);
-        true
     }
 
     fn wake_readers(&self, state: &State) {

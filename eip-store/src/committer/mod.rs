@@ -1,6 +1,6 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
-//! Appends, acks, declarations and removals reach it through one channel. Each round it takes
+//! Appends, acks, records set aside, declarations and removals reach it through one channel. Each round it takes
 //! every job queued since the last commit (up to [`MAX_BATCH`]), writes them all in ONE redb write
 //! transaction, commits, and only then updates the queues in memory and answers the jobs. While
 //! one commit waits for its fsync, the next appends queue up and share the next commit: one
@@ -22,7 +22,6 @@
 //! back, acks are undone (their records will be read again), and memory is left as it was.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,13 +29,16 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use redb::{Database, Durability, ReadableTableMetadata, Table, WriteTransaction};
+use redb::{Database, Durability};
 use tokio::sync::oneshot;
 
+mod round;
+
+use round::Round;
+
 use crate::StoreError;
-use crate::frame;
 use crate::queue::QueueState;
-use crate::schema::{self, QUEUES};
+use crate::schema::QUEUES;
 use crate::space::Space;
 use crate::store::Registry;
 
@@ -57,6 +59,14 @@ pub(crate) enum Job {
     },
     /// Delete the record `seq` of `queue`.
     Ack { queue: Arc<QueueState>, seq: u64 },
+    /// Copy a damaged record into the quarantine; with `remove`, delete it from `queue` too.
+    SetAside {
+        queue: Arc<QueueState>,
+        seq: u64,
+        bytes: Bytes,
+        reason: String,
+        remove: bool,
+    },
     /// Create the queue `name` durably unless it exists.
     Declare {
         name: String,
@@ -96,6 +106,15 @@ enum Effect {
         /// Whether the record was still there to delete.
         deleted: bool,
     },
+    SetAside {
+        queue: Arc<QueueState>,
+        seq: u64,
+        bytes: Bytes,
+        reason: String,
+        remove: bool,
+        /// Whether the record was still there to delete.
+        deleted: bool,
+    },
     Declare {
         name: String,
         reply: SyncSender<Result<Arc<QueueState>, StoreError>>,
@@ -128,6 +147,20 @@ impl From<Job> for Effect {
             Job::Ack { queue, seq } => Effect::Ack {
                 queue,
                 seq,
+                deleted: false,
+            },
+            Job::SetAside {
+                queue,
+                seq,
+                bytes,
+                reason,
+                remove,
+            } => Effect::SetAside {
+                queue,
+                seq,
+                bytes,
+                reason,
+                remove,
                 deleted: false,
             },
             Job::Declare { name, reply } => Effect::Declare {
@@ -239,8 +272,8 @@ impl Committer {
             return self.apply(effects, Vec::new());
         }
         let file = self.file.clone();
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.write(&mut effects, durable)))
-            .unwrap_or_else(|panic| Err(StoreError::from_panic(&file, panic.as_ref())));
+        let outcome = crate::quiet::catch(|| self.write(&mut effects, durable))
+            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)));
         match outcome {
             Ok(touched) => {
                 self.counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -273,6 +306,7 @@ impl Committer {
                 txn: &txn,
                 queues: txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?,
                 tables: HashMap::new(),
+                quarantine: None,
                 names: HashMap::new(),
                 touched: &mut touched,
                 registry: &self.registry,
@@ -341,6 +375,17 @@ impl Committer {
                         queue.len.fetch_add(1, Ordering::AcqRel);
                     }
                 }
+                Effect::SetAside {
+                    queue,
+                    remove,
+                    deleted,
+                    ..
+                } => {
+                    if remove && !deleted {
+                        // set_aside() counted a record that was already gone
+                        queue.len.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
                 Effect::Declare {
                     name,
                     reply,
@@ -402,6 +447,17 @@ impl Committer {
                         queue.len.fetch_add(1, Ordering::AcqRel);
                     }
                 }
+                Effect::SetAside {
+                    queue, seq, remove, ..
+                } => {
+                    // Not set aside after all: the next read finds it again
+                    if queue.aside().remove(&seq) {
+                        queue.damaged.fetch_sub(1, Ordering::Relaxed);
+                        if remove {
+                            queue.len.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                }
                 Effect::Declare { reply, .. } => {
                     let _ = reply.send(Err(error.duplicate()));
                 }
@@ -413,135 +469,5 @@ impl Committer {
                 }
             }
         }
-    }
-}
-
-/// The open tables and bookkeeping of one write transaction.
-struct Round<'txn, 'a> {
-    txn: &'txn WriteTransaction,
-    queues: Table<'txn, &'static str, (u32, u64, u64)>,
-    tables: HashMap<u32, Table<'txn, u64, &'static [u8]>>,
-    /// Queues declared (`Some`) or removed (`None`) earlier in this round, by name.
-    names: HashMap<String, Option<Arc<QueueState>>>,
-    touched: &'a mut HashMap<u32, Touched>,
-    registry: &'a Registry,
-}
-
-impl<'txn> Round<'txn, '_> {
-    fn write(&mut self, effect: &mut Effect, next_id: &mut u32) -> Result<(), redb::Error> {
-        match effect {
-            Effect::Append {
-                queue, record, seq, ..
-            } => {
-                if self.touch(queue).removed {
-                    return Ok(());
-                }
-                let head = self.touch(queue).head;
-                let frame = frame::encode(queue.id, head, record);
-                self.table(queue)?.insert(head, frame.as_slice())?;
-                *seq = Some(head);
-                let t = self.touch(queue);
-                t.head += 1;
-                t.appended += 1;
-                t.added_bytes += record.len() as u64;
-            }
-            Effect::Ack {
-                queue,
-                seq,
-                deleted,
-            } => {
-                if self.touch(queue).removed {
-                    return Ok(());
-                }
-                let freed = self
-                    .table(queue)?
-                    .remove(*seq)?
-                    .map(|v| frame::payload_len(v.value()));
-                *deleted = freed.is_some();
-                self.touch(queue).freed_bytes += freed.unwrap_or(0);
-            }
-            Effect::Declare {
-                name,
-                state,
-                created,
-                ..
-            } => {
-                if let Some(existing) = self.find(name) {
-                    *state = Some(existing);
-                    return Ok(());
-                }
-                let id = *next_id;
-                *next_id = id.checked_add(1).ok_or_else(|| {
-                    redb::Error::Corrupted("no queue id left (2^32 queues declared)".into())
-                })?;
-                let queue = Arc::new(QueueState::new(name.clone(), id, 0, 0, 0));
-                self.queues.insert(name.as_str(), (id, 0, 0))?;
-                self.table(&queue)?;
-                self.names.insert(name.clone(), Some(queue.clone()));
-                *state = Some(queue);
-                *created = true;
-            }
-            Effect::Remove { name, removed, .. } => {
-                let Some(queue) = self.find(name) else {
-                    return Ok(());
-                };
-                let count = self.table(&queue)?.len()?;
-                self.tables.remove(&queue.id);
-                self.txn.delete_table(schema::records(&queue.table))?;
-                self.queues.remove(name.as_str())?;
-                self.touch(&queue).removed = true;
-                self.names.insert(name.clone(), None);
-                *removed = Some((queue, count));
-            }
-            Effect::Flush { .. } => {}
-        }
-        Ok(())
-    }
-
-    /// The queue `name` as this round sees it.
-    fn find(&self, name: &str) -> Option<Arc<QueueState>> {
-        match self.names.get(name) {
-            Some(state) => state.clone(),
-            None => crate::store::lock(self.registry).get(name).cloned(),
-        }
-    }
-
-    fn touch(&mut self, queue: &Arc<QueueState>) -> &mut Touched {
-        self.touched.entry(queue.id).or_insert_with(|| Touched {
-            queue: queue.clone(),
-            head: queue.head.load(Ordering::Acquire),
-            appended: 0,
-            added_bytes: 0,
-            freed_bytes: 0,
-            removed: queue.removed.load(Ordering::Acquire),
-        })
-    }
-
-    fn table(
-        &mut self,
-        queue: &QueueState,
-    ) -> Result<&mut Table<'txn, u64, &'static [u8]>, redb::Error> {
-        if !self.tables.contains_key(&queue.id) {
-            let table = self.txn.open_table(schema::records(&queue.table))?;
-            self.tables.insert(queue.id, table);
-        }
-        self.tables
-            .get_mut(&queue.id)
-            .ok_or_else(|| redb::Error::Corrupted("a table just opened is gone".into()))
-    }
-
-    /// Writes the `queues` row of every queue this round changed.
-    fn write_queue_rows(&mut self) -> Result<(), redb::Error> {
-        for t in self.touched.values() {
-            if t.removed || (t.appended == 0 && t.freed_bytes == 0) {
-                continue;
-            }
-            let queue = &t.queue;
-            let bytes =
-                (queue.bytes.load(Ordering::Acquire) + t.added_bytes).saturating_sub(t.freed_bytes);
-            self.queues
-                .insert(queue.name.as_str(), (queue.id, t.head, bytes))?;
-        }
-        Ok(())
     }
 }

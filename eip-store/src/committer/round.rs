@@ -1,0 +1,182 @@
+//! One round of the committer: every job of the round written into one write transaction.
+//!
+//! A round opens each table it needs once, writes its effects in order (appends at the queue's
+//! head, acks and set-asides as deletions, declarations and removals), and notes per queue what
+//! changed ([`Touched`]); the committer applies that to memory only once the commit succeeded.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use redb::{ReadableTableMetadata, Table, WriteTransaction};
+
+use super::{Effect, Touched};
+use crate::frame;
+use crate::queue::QueueState;
+use crate::schema::{self, QUARANTINE};
+use crate::store::Registry;
+
+/// The open tables and bookkeeping of one write transaction.
+pub(super) struct Round<'txn, 'a> {
+    pub(super) txn: &'txn WriteTransaction,
+    pub(super) queues: Table<'txn, &'static str, (u32, u64, u64)>,
+    pub(super) tables: HashMap<u32, Table<'txn, u64, &'static [u8]>>,
+    /// The quarantine, once a record of this round is set aside.
+    pub(super) quarantine: Option<Table<'txn, schema::QuarantineKey, schema::QuarantineValue>>,
+    /// Queues declared (`Some`) or removed (`None`) earlier in this round, by name.
+    pub(super) names: HashMap<String, Option<Arc<QueueState>>>,
+    pub(super) touched: &'a mut HashMap<u32, Touched>,
+    pub(super) registry: &'a Registry,
+}
+
+impl<'txn> Round<'txn, '_> {
+    pub(super) fn write(
+        &mut self,
+        effect: &mut Effect,
+        next_id: &mut u32,
+    ) -> Result<(), redb::Error> {
+        match effect {
+            Effect::Append {
+                queue, record, seq, ..
+            } => {
+                if self.touch(queue).removed {
+                    return Ok(());
+                }
+                let head = self.touch(queue).head;
+                let frame = frame::encode(queue.id, head, record);
+                self.table(queue)?.insert(head, frame.as_slice())?;
+                *seq = Some(head);
+                let t = self.touch(queue);
+                t.head += 1;
+                t.appended += 1;
+                t.added_bytes += record.len() as u64;
+            }
+            Effect::Ack {
+                queue,
+                seq,
+                deleted,
+            } => {
+                if self.touch(queue).removed {
+                    return Ok(());
+                }
+                let freed = self
+                    .table(queue)?
+                    .remove(*seq)?
+                    .map(|v| frame::payload_len(v.value()));
+                *deleted = freed.is_some();
+                self.touch(queue).freed_bytes += freed.unwrap_or(0);
+            }
+            Effect::SetAside {
+                queue,
+                seq,
+                bytes,
+                reason,
+                remove,
+                deleted,
+            } => {
+                if self.touch(queue).removed {
+                    return Ok(());
+                }
+                if *remove {
+                    let freed = self
+                        .table(queue)?
+                        .remove(*seq)?
+                        .map(|v| frame::payload_len(v.value()));
+                    *deleted = freed.is_some();
+                    self.touch(queue).freed_bytes += freed.unwrap_or(0);
+                }
+                let quarantine = match &mut self.quarantine {
+                    Some(table) => table,
+                    None => self.quarantine.insert(self.txn.open_table(QUARANTINE)?),
+                };
+                let at = crate::quarantine::now_ms();
+                quarantine.insert(
+                    (queue.name.as_str(), *seq),
+                    (bytes.as_ref(), reason.as_str(), at),
+                )?;
+            }
+            Effect::Declare {
+                name,
+                state,
+                created,
+                ..
+            } => {
+                if let Some(existing) = self.find(name) {
+                    *state = Some(existing);
+                    return Ok(());
+                }
+                let id = *next_id;
+                *next_id = id.checked_add(1).ok_or_else(|| {
+                    redb::Error::Corrupted("no queue id left (2^32 queues declared)".into())
+                })?;
+                let queue = Arc::new(QueueState::new(name.clone(), id, 0, 0, 0));
+                self.queues.insert(name.as_str(), (id, 0, 0))?;
+                self.table(&queue)?;
+                self.names.insert(name.clone(), Some(queue.clone()));
+                *state = Some(queue);
+                *created = true;
+            }
+            Effect::Remove { name, removed, .. } => {
+                let Some(queue) = self.find(name) else {
+                    return Ok(());
+                };
+                let count = self.table(&queue)?.len()?;
+                self.tables.remove(&queue.id);
+                self.txn.delete_table(schema::records(&queue.table))?;
+                self.queues.remove(name.as_str())?;
+                self.touch(&queue).removed = true;
+                self.names.insert(name.clone(), None);
+                *removed = Some((queue, count));
+            }
+            Effect::Flush { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The queue `name` as this round sees it.
+    fn find(&self, name: &str) -> Option<Arc<QueueState>> {
+        match self.names.get(name) {
+            Some(state) => state.clone(),
+            None => crate::store::lock(self.registry).get(name).cloned(),
+        }
+    }
+
+    fn touch(&mut self, queue: &Arc<QueueState>) -> &mut Touched {
+        self.touched.entry(queue.id).or_insert_with(|| Touched {
+            queue: queue.clone(),
+            head: queue.head.load(Ordering::Acquire),
+            appended: 0,
+            added_bytes: 0,
+            freed_bytes: 0,
+            removed: queue.removed.load(Ordering::Acquire),
+        })
+    }
+
+    fn table(
+        &mut self,
+        queue: &QueueState,
+    ) -> Result<&mut Table<'txn, u64, &'static [u8]>, redb::Error> {
+        if !self.tables.contains_key(&queue.id) {
+            let table = self.txn.open_table(schema::records(&queue.table))?;
+            self.tables.insert(queue.id, table);
+        }
+        self.tables
+            .get_mut(&queue.id)
+            .ok_or_else(|| redb::Error::Corrupted("a table just opened is gone".into()))
+    }
+
+    /// Writes the `queues` row of every queue this round changed.
+    pub(super) fn write_queue_rows(&mut self) -> Result<(), redb::Error> {
+        for t in self.touched.values() {
+            if t.removed || (t.appended == 0 && t.freed_bytes == 0) {
+                continue;
+            }
+            let queue = &t.queue;
+            let bytes =
+                (queue.bytes.load(Ordering::Acquire) + t.added_bytes).saturating_sub(t.freed_bytes);
+            self.queues
+                .insert(queue.name.as_str(), (queue.id, t.head, bytes))?;
+        }
+        Ok(())
+    }
+}
