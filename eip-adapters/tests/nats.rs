@@ -1,9 +1,8 @@
 //! The NATS JetStream bridge against the real server on 127.0.0.1:4222 (`NATS_URL` to change
 //! it): both ways with every header, backpressure, redelivery of what was not acked, poison
 //! messages dead-lettered (and a window of one that keeps pulling past them), a missing stream
-//! named, and connections cut mid-stream through a proxy
-//! the test controls. A server that is down fails each test naming it; `EIP_SKIP_BROKERS=1`
-//! skips them and says so. Each test makes its own stream and deletes it at the end.
+//! named, and connections cut mid-stream through a proxy the test controls. A server that is
+//! down fails each test naming it; `EIP_SKIP_BROKERS=1` skips them and says so. Each test makes its own stream and deletes it at the end.
 
 #[path = "support/faults.rs"]
 mod faults;
