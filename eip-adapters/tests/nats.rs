@@ -1,8 +1,8 @@
 //! The NATS JetStream bridge against the real server on 127.0.0.1:4222 (`NATS_URL` to change
-//! it): both ways with every header, backpressure, redelivery of what was not acked, a poison
-//! message dead-lettered, a missing stream named, and connections cut mid-stream through a proxy
-//! the test controls. A server that is down fails each test naming it; `EIP_SKIP_BROKERS=1`
-//! skips them and says so. Each test makes its own stream and deletes it at the end.
+//! it): both ways with every header, backpressure, redelivery of what was not acked, poison
+//! messages dead-lettered (and a window of one that keeps pulling past them), a missing stream
+//! named, and connections cut mid-stream through a proxy the test controls. A server that is
+//! down fails each test naming it; `EIP_SKIP_BROKERS=1` skips them and says so. Each test makes its own stream and deletes it at the end.
 
 #[path = "support/faults.rs"]
 mod faults;
@@ -210,25 +210,108 @@ async fn what_was_not_acked_when_a_bridge_stopped_comes_again_with_its_id() {
     delete_stream(&url, &stream).await;
 }
 
+/// The headers of a poison message: `n` said to be an integer, and it is not.
+fn poison() -> async_nats::HeaderMap {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("eip-types", "n=i");
+    headers.insert("n", "x");
+    headers
+}
+
+/// `dead_letter` is a poison message as it came, dead-lettered as invalid naming its header.
+fn assert_is_the_poison_message(dead_letter: &Message) {
+    assert_eq!(dead_letter.payload().as_ref(), b"poison");
+    let death = dead_letter.death().unwrap().expect("a death record");
+    assert_eq!(death.reason.to_string(), "invalid");
+    assert!(
+        death.error.as_deref().unwrap_or("").contains("`n`"),
+        "{death:?}"
+    );
+}
+
+/// A stream made for a test, on its own subjects.
+async fn create_stream(js: &async_nats::jetstream::Context, stream: &str, prefix: &str) {
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: stream.to_owned(),
+        subjects: vec![format!("{prefix}.>")],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+}
+
+/// An inbox whose dead letters go to the channel returned with it.
+fn inbox_with_dead_letters(capacity: usize) -> (PointToPoint, PointToPoint) {
+    let dead = PointToPoint::new("dead", capacity).unwrap();
+    let inbox = PointToPoint::builder("inbox")
+        .capacity(capacity)
+        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
+        .build()
+        .unwrap();
+    (inbox, dead)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_of_one_asks_again_after_every_message_poison_or_not() {
+    let Some(url) = server("window of one").await else {
+        return;
+    };
+    let (stream, prefix) = unique("windowone");
+    let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+    create_stream(&js, &stream, &prefix).await;
+    const MESSAGES: usize = 10_000;
+    const EVERY: usize = 50;
+    // Published in rounds: the client holds at most 5000 publishes waiting for their acks.
+    for round in (0..MESSAGES).collect::<Vec<_>>().chunks(1000) {
+        let mut acks = Vec::with_capacity(round.len());
+        for &i in round {
+            let subject = format!("{prefix}.m");
+            acks.push(if i % EVERY == 0 {
+                js.publish_with_headers(subject, poison(), "poison".into())
+                    .await
+                    .unwrap()
+            } else {
+                js.publish(subject, format!("{i}").into()).await.unwrap()
+            });
+        }
+        for ack in acks {
+            ack.await.unwrap();
+        }
+    }
+    let (inbox, dead) = inbox_with_dead_letters(MESSAGES);
+    let mut config = source(&url, &stream, &prefix);
+    // A pull the bridge believed outstanding, and the server did not, would stall it until
+    // two heartbeats were missed: a minute here, far past the bound below.
+    config.heartbeat = Duration::from_secs(30);
+    let bridge = JetStreamSource::new(config)
+        .unwrap()
+        .bridge(inbox.clone(), 1)
+        .spawn();
+    let poisoned = MESSAGES.div_ceil(EVERY);
+    let good = take(&inbox, MESSAGES - poisoned, Duration::from_secs(50)).await;
+    let mut numbers: Vec<usize> = good
+        .iter()
+        .map(|m| std::str::from_utf8(m.payload()).unwrap().parse().unwrap())
+        .collect();
+    numbers.sort_unstable();
+    let want: Vec<usize> = (0..MESSAGES).filter(|i| i % EVERY != 0).collect();
+    assert_eq!(numbers, want, "each good message once");
+    for dead_letter in take(&dead, poisoned, Duration::from_secs(5)).await {
+        assert_is_the_poison_message(&dead_letter);
+    }
+    bridge.shutdown().await.unwrap();
+    let _ = js.delete_stream(&stream).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_message_is_dead_lettered_and_does_not_block_those_behind_it() {
     let Some(url) = server("poison").await else {
         return;
     };
     let (stream, prefix) = unique("poison");
-    let client = async_nats::connect(&url).await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    js.create_stream(async_nats::jetstream::stream::Config {
-        name: stream.clone(),
-        subjects: vec![format!("{prefix}.>")],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let mut poison = async_nats::HeaderMap::new();
-    poison.insert("eip-types", "n=i");
-    poison.insert("n", "x");
-    js.publish_with_headers(format!("{prefix}.bad"), poison, "poison".into())
+    let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+    create_stream(&js, &stream, &prefix).await;
+    js.publish_with_headers(format!("{prefix}.bad"), poison(), "poison".into())
         .await
         .unwrap()
         .await
@@ -240,12 +323,7 @@ async fn a_poison_message_is_dead_lettered_and_does_not_block_those_behind_it() 
             .await
             .unwrap();
     }
-    let dead = PointToPoint::new("dead", 10).unwrap();
-    let inbox = PointToPoint::builder("inbox")
-        .capacity(10)
-        .dead_letter_channel(DeadLetterChannel::from(dead.clone()))
-        .build()
-        .unwrap();
+    let (inbox, dead) = inbox_with_dead_letters(10);
     let bridge = JetStreamSource::new(source(&url, &stream, &prefix))
         .unwrap()
         .bridge(inbox.clone(), 1)
@@ -258,14 +336,7 @@ async fn a_poison_message_is_dead_lettered_and_does_not_block_those_behind_it() 
             Some(format!("{prefix}.good").as_str())
         );
     }
-    let dead_letters = take(&dead, 1, Duration::from_secs(5)).await;
-    assert_eq!(dead_letters[0].payload().as_ref(), b"poison");
-    let death = dead_letters[0].death().unwrap().expect("a death record");
-    assert_eq!(death.reason.to_string(), "invalid");
-    assert!(
-        death.error.as_deref().unwrap_or("").contains("`n`"),
-        "{death:?}"
-    );
+    assert_is_the_poison_message(&take(&dead, 1, Duration::from_secs(5)).await[0]);
     bridge.shutdown().await.unwrap();
     let _ = js.delete_stream(&stream).await;
 }

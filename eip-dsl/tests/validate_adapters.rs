@@ -317,3 +317,35 @@ fn nested_mappings_are_checked_key_by_key() {
         ]
     );
 }
+
+#[test]
+fn a_routing_key_with_a_placeholder_other_than_the_whole_subject_is_refused() {
+    for key in [
+        "'{header.x'",
+        "'orders.{header.region}'",
+        "'orders.{subject}'",
+    ] {
+        let all: Vec<String> = CHANNELS
+            .iter()
+            .map(|l| (*l).to_owned())
+            .chain([
+                "bridges:".to_owned(),
+                format!(
+                    "  out: {{kind: rabbitmq-out, from: orders, url: 'amqp://127.0.0.1', exchange: x, routing-key: {key}}}"
+                ),
+            ])
+            .collect();
+        let p = only(&lines(&all));
+        assert_eq!(
+            p.key.as_deref(),
+            Some(r#"bridges["out"].routing-key"#),
+            "{key}"
+        );
+        assert!(
+            p.message.starts_with("invalid `routing-key`: ")
+                && p.message.contains("the only placeholder is `{subject}`"),
+            "{key}: {}",
+            p.message
+        );
+    }
+}

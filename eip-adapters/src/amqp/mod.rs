@@ -124,6 +124,34 @@ pub enum RoutingKey {
     Subject,
 }
 
+/// Why a routing key as written can not be one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("routing key `{key}`: {reason}")]
+pub struct RoutingKeyError {
+    /// The key as written.
+    pub key: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl RoutingKey {
+    /// `{subject}` alone, or a fixed key. A brace anywhere else is a placeholder this key can
+    /// not fill (`{header.x}`, `orders.{subject}`, or one left unclosed): refused, rather than
+    /// published as a literal key no binding expects.
+    pub fn parse(key: &str) -> Result<Self, RoutingKeyError> {
+        if key == "{subject}" {
+            return Ok(RoutingKey::Subject);
+        }
+        if key.contains(['{', '}']) {
+            return Err(RoutingKeyError {
+                key: key.to_owned(),
+                reason: "the only placeholder is `{subject}`, standing alone for the whole key",
+            });
+        }
+        Ok(RoutingKey::Fixed(key.to_owned()))
+    }
+}
+
 /// An exchange the outbound adapter declares before publishing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExchangeDeclaration {
@@ -738,6 +766,27 @@ fn long_string(s: &LongString) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_routing_key_is_fixed_text_or_the_subject_and_no_other_placeholder() {
+        assert_eq!(RoutingKey::parse("{subject}"), Ok(RoutingKey::Subject));
+        assert_eq!(
+            RoutingKey::parse("orders.eu"),
+            Ok(RoutingKey::Fixed("orders.eu".to_owned()))
+        );
+        for bad in [
+            "{header.x",
+            "orders.{header.region",
+            "{header.region}",
+            "orders.{subject}",
+            "{subject",
+            "orders}",
+        ] {
+            let e = RoutingKey::parse(bad).unwrap_err();
+            assert!(e.to_string().contains(bad), "{e}");
+            assert!(e.to_string().contains("`{subject}`"), "{e}");
+        }
+    }
 
     #[test]
     fn a_url_is_shown_without_its_password() {

@@ -20,6 +20,7 @@
 
 mod connection;
 mod outbound;
+mod pull;
 mod source;
 mod subject;
 

@@ -4,7 +4,9 @@
 //! At each connection [`JetStreamSource`] creates the stream if it is missing (when it was
 //! given subjects) and creates or updates its durable consumer: explicit acks, at most `window`
 //! messages delivered and not acknowledged (`max_ack_pending`), and `ack_wait` before JetStream
-//! delivers again a message nobody acknowledged. Then it pulls, `window` at a time.
+//! delivers again a message nobody acknowledged. Then it pulls, `window` at a time, one pull
+//! request outstanding whenever the bridge asks for a message ([`pull`](super::pull): a request
+//! is counted exactly, so a window of one never waits for a message nobody asked for).
 //!
 //! Each delivery becomes an eip message through [`envelope::from_text`] over its NATS headers
 //! (the `Nats-…` headers are JetStream's and stay out); without a `subject` header the NATS
@@ -19,9 +21,9 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::{AckPolicy, pull};
 use async_nats::jetstream::{self, AckKind};
 use eip_core::message::{Message, names};
-use futures::StreamExt;
 
 use super::connection::{self, Link, LinkSettings, StreamDeclaration};
+use super::pull::Puller;
 use crate::bridge::envelope::{self, EnvelopeError};
 use crate::bridge::{BridgeError, Delivery, Source};
 
@@ -140,7 +142,7 @@ pub struct JetStreamSource {
 
 struct Reading {
     link: Link,
-    messages: pull::Stream,
+    puller: Puller,
 }
 
 impl std::fmt::Debug for JetStreamSource {
@@ -224,15 +226,10 @@ impl Source for JetStreamSource {
                 reason: e.to_string(),
                 permanent: false,
             })?;
-        let messages = consumer
-            .stream()
-            .max_messages_per_batch(window)
-            .heartbeat(config.heartbeat)
-            .expires(config.heartbeat * 6)
-            .messages()
+        let puller = Puller::open(&link.js, consumer, window, config.heartbeat)
             .await
             .map_err(|e| self.lost(format!("pulling from consumer {}: {e}", config.consumer)))?;
-        self.reading = Some(Reading { link, messages });
+        self.reading = Some(Reading { link, puller });
         Ok(())
     }
 
@@ -243,11 +240,8 @@ impl Source for JetStreamSource {
         let next = tokio::select! {
             biased;
             () = reading.link.lost() => Err("the connection was lost".to_owned()),
-            next = reading.messages.next() => match next {
-                Some(Ok(message)) => Ok(message),
-                Some(Err(e)) => Err(format!("reading consumer {}: {e}", self.config.consumer)),
-                None => Err(format!("consumer {} stopped delivering", self.config.consumer)),
-            },
+            next = reading.puller.next() => next
+                .map_err(|e| format!("reading consumer {}: {e}", self.config.consumer)),
         };
         match next {
             Ok(message) => Ok(JetStreamDelivery {

@@ -208,10 +208,15 @@ mod tests {
             SubjectTemplate::parse("{subject}.{subject}"),
             Err(SubjectError::Template { .. })
         ));
-        assert!(matches!(
-            SubjectTemplate::parse("a.{subject"),
-            Err(SubjectError::Template { .. })
-        ));
+        for unclosed in ["a.{subject", "a.{header.x", "a.{header.x.{subject}"] {
+            assert!(
+                matches!(
+                    SubjectTemplate::parse(unclosed),
+                    Err(SubjectError::Template { .. })
+                ),
+                "{unclosed}"
+            );
+        }
         assert!(matches!(
             SubjectTemplate::parse(""),
             Err(SubjectError::Invalid { .. })

@@ -781,11 +781,16 @@ fn rabbitmq_out(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<AmqpOu
         .map_or(String::new(), |e| e.value);
     let mut config = AmqpOutboundConfig::new(url.0, exchange);
     if let Some(key) = settings.text(check, "routing-key") {
-        config.routing_key = if key.value == "{subject}" {
-            RoutingKey::Subject
-        } else {
-            RoutingKey::Fixed(key.value)
-        };
+        match RoutingKey::parse(&key.value) {
+            Ok(routing_key) => config.routing_key = routing_key,
+            Err(e) => settings.report_value(
+                check,
+                "routing-key",
+                &key,
+                format!("invalid `routing-key`: {e}"),
+                Some("a fixed routing key, or `{subject}` for each message's subject"),
+            ),
+        }
     }
     if let Some(kind) = settings.one_of(
         check,

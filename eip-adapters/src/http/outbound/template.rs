@@ -57,13 +57,18 @@ impl UrlTemplate {
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
-            let close = rest[open..].find('}').ok_or_else(|| {
+            let unclosed = || {
                 error(format!(
                     "`{{` at {} is not closed",
                     template.len() - rest.len() + open
                 ))
-            })?;
+            };
+            let close = rest[open..].find('}').ok_or_else(unclosed)?;
             let name = &rest[open + 1..open + close];
+            // `{header.x/{id}`: the first brace was left open, the `}` closes the second.
+            if name.contains('{') {
+                return Err(unclosed());
+            }
             parts.push(match name {
                 "id" => Part::Id,
                 _ => match name.strip_prefix("header.") {
@@ -179,6 +184,8 @@ mod tests {
         for (bad, why) in [
             ("http://h/{nope}", "unknown placeholder"),
             ("http://h/{id", "not closed"),
+            ("http://h/{header.x", "`{` at 9 is not closed"),
+            ("http://h/{header.x/{id}", "`{` at 9 is not closed"),
             ("ftp://h/{id}", "scheme"),
             ("not a url", "relative URL"),
         ] {
