@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 
 use super::envelope::EnvelopeError;
 use super::{Backoff, BridgeError};
+use eip_core::log::Escaped;
 
 /// How long a stopping bridge waits for the deliveries in hand.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -103,7 +104,7 @@ impl<S: Source> InboundBridge<S> {
                     }
                     Err(error) => {
                         let wait = self.backoff.next_wait();
-                        tracing::warn!(source = %what, %error, ?wait, "bridge: connecting failed");
+                        tracing::warn!(source = %what, error = %Escaped(&error), ?wait, "bridge: connecting failed");
                         tokio::select! {
                             biased;
                             () = &mut shutdown => return Ok(()),
@@ -117,7 +118,7 @@ impl<S: Source> InboundBridge<S> {
                 Consumed::Closed(channel) => return Err(BridgeError::ChannelClosed(channel)),
                 Consumed::Lost(error) => {
                     let wait = self.backoff.next_wait();
-                    tracing::warn!(source = %what, %error, ?wait, "bridge: connection lost, reconnecting");
+                    tracing::warn!(source = %what, error = %Escaped(&error), ?wait, "bridge: connection lost, reconnecting");
                     tokio::select! {
                         biased;
                         () = &mut shutdown => return Ok(()),
@@ -154,7 +155,7 @@ impl<S: Source> InboundBridge<S> {
             let finish = async {
                 while let Some(done) = in_flight.next().await {
                     if let Forwarded::Failed(error) = done {
-                        tracing::debug!(%error, "bridge: an acknowledgement failed while stopping");
+                        tracing::debug!(error = %Escaped(&error), "bridge: an acknowledgement failed while stopping");
                     }
                 }
             };
@@ -218,7 +219,7 @@ async fn dead_letter<D: Delivery>(
     match channel.dead_letter_channel() {
         Some(dead_letters) => dead_letters.send(dead).await.map(drop),
         None => {
-            tracing::error!(channel = channel.name(), %error, "bridge: a message that can not be read was dropped (the channel has no dead letter channel)");
+            tracing::error!(channel = channel.name(), error = %Escaped(&error), "bridge: a message that can not be read was dropped (the channel has no dead letter channel)");
             Ok(())
         }
     }

@@ -17,6 +17,7 @@ use eip_store::QueueLog;
 use tokio::sync::Notify;
 
 use super::codec;
+use crate::log::Escaped;
 use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, Overflow, Push, Select, StoreFailure, StoreStats, Take, Waiting};
 
@@ -148,7 +149,7 @@ impl DurableQueue {
             let page = match self.log.read_page(state.next_read, want.max(1)) {
                 Ok(page) => page,
                 Err(error) => {
-                    tracing::error!(queue = self.log.name(), %error, "could not read the durable queue");
+                    tracing::error!(queue = self.log.name(), error = %Escaped(&error), "could not read the durable queue");
                     return false;
                 }
             };
@@ -368,7 +369,7 @@ impl MessageStore for DurableQueue {
                 Ok(())
             }
             Err(error) => {
-                tracing::error!(queue = self.log.name(), %error, "message not stored");
+                tracing::error!(queue = self.log.name(), error = %Escaped(&error), "message not stored");
                 Err(msg)
             }
         }
