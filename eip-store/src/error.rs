@@ -2,7 +2,8 @@
 //!
 //! Errors from redb are translated at the boundary ([`StoreError::from_redb`]): a checksum or
 //! structure failure becomes [`StoreError::Damaged`], an operating-system failure
-//! [`StoreError::Io`], a file redb does not recognise [`StoreError::Foreign`].
+//! [`StoreError::Io`], a file redb does not recognise [`StoreError::Foreign`], a handle that
+//! latched an earlier failure [`StoreError::Unusable`] (the store reopens the file then).
 //! [`StoreError::is_damage`] tells damage (worked around record by record) from a failure of the
 //! system (reported as it is).
 
@@ -86,6 +87,17 @@ pub enum StoreError {
         /// The removed queue.
         name: String,
     },
+    /// The storage engine's handle on the file failed and stays failed: an earlier write to it
+    /// failed, or it panicked on a damaged page while it held a lock of its own. The store
+    /// reopens the file and tries once more before this reaches the caller; it means that
+    /// reopening did not help (yet).
+    #[error("the store file {} can not be used: {reason}", file.display())]
+    Unusable {
+        /// The database file.
+        file: PathBuf,
+        /// What failed.
+        reason: String,
+    },
     /// The store's committer has stopped, after a fatal error; nothing more can be written.
     #[error("the store in {} is closed", dir.display())]
     Closed {
@@ -106,11 +118,13 @@ impl StoreError {
                 path: file.to_path_buf(),
                 source,
             },
-            redb::Error::PreviousIo => StoreError::Io {
-                path: file.to_path_buf(),
-                source: std::io::Error::other(
-                    "an earlier write failed; the store must be reopened",
-                ),
+            redb::Error::PreviousIo => StoreError::Unusable {
+                file: file.to_path_buf(),
+                reason: "an earlier write to it failed".into(),
+            },
+            redb::Error::LockPoisoned(location) => StoreError::Unusable {
+                file: file.to_path_buf(),
+                reason: format!("the storage engine panicked while it held a lock ({location})"),
             },
             redb::Error::DatabaseAlreadyOpen => StoreError::InUse {
                 dir: file.parent().unwrap_or(file).to_path_buf(),
@@ -173,6 +187,10 @@ impl StoreError {
             StoreError::QueueRemoved { dir, name } => StoreError::QueueRemoved {
                 dir: dir.clone(),
                 name: name.clone(),
+            },
+            StoreError::Unusable { file, reason } => StoreError::Unusable {
+                file: file.clone(),
+                reason: reason.clone(),
             },
             StoreError::Closed { dir } => StoreError::Closed { dir: dir.clone() },
         }

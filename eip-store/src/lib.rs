@@ -35,6 +35,13 @@
 //!   bytes, a page that can not be read is read around ([`QueueLog::read_page`]), and both are
 //!   counted ([`QueueLog::damage`]). [`check`] reports the damage of a closed store; [`salvage`]
 //!   copies every intact record into a new one.
+//! - **A failed write does not stop the store.** redb latches a write that failed (an I/O error,
+//!   a full disk, a panic on a damaged page while it held a lock of its own): its handle refuses
+//!   every later operation. The store then reopens the file, deletes again the acks a reopen may
+//!   have lost, and tries the failed commit once more (a damaged record whose deletion failed
+//!   stays in its table, passed over); a read that met the broken handle is run again on the
+//!   new one. Reopens are at least a second apart, so a disk that stays full fails appends
+//!   quickly instead of reopening in a loop; once room is made, appends succeed again.
 //! - **Bounded memory.** Records live on disk. In memory each queue keeps its head, length and
 //!   live bytes, plus the acks not yet committed; redb's page cache is bounded by
 //!   [`StoreConfig::cache_bytes`].
@@ -83,6 +90,7 @@
 //! # }
 //! ```
 
+mod backend;
 mod committer;
 mod config;
 mod error;
@@ -94,6 +102,7 @@ mod quiet;
 mod repair;
 mod scan;
 mod schema;
+mod slot;
 mod space;
 mod store;
 

@@ -54,6 +54,9 @@ pub(crate) struct QueueState {
     /// How many records were set aside, and how many sequence numbers could not be read.
     pub(crate) damaged: AtomicU64,
     pub(crate) unreadable: AtomicU64,
+    /// The most entries one sweep of the table could not reach (every sweep counts the same
+    /// ones again, so only an increase is added to `unreadable`).
+    pub(crate) unreachable: AtomicU64,
     pub(crate) removed: AtomicBool,
     /// Woken whenever the head advances, the queue is removed or the store closes.
     pub(crate) advanced: Notify,
@@ -72,6 +75,7 @@ impl QueueState {
             aside: Mutex::new(HashSet::new()),
             damaged: AtomicU64::new(0),
             unreadable: AtomicU64::new(0),
+            unreachable: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             advanced: Notify::new(),
         }
@@ -264,10 +268,6 @@ impl QueueLog {
         let head = self.head();
         let mut skip = self.state.acked().clone();
         skip.extend(self.state.aside().iter().copied());
-        let db = self.shared.database()?;
-        let txn = crate::quiet::catch(|| db.begin_read())
-            .map_err(|detail| StoreError::from_panic(file, detail))?
-            .map_err(|e| StoreError::from_redb(file, e))?;
         let target = Target {
             file,
             id: self.state.id,
@@ -275,8 +275,12 @@ impl QueueLog {
             head,
             skip: &skip,
         };
-        let found = scan::scan(&txn, &target, from, max)?;
-        drop(txn);
+        let found = self.shared.with_database(|db| {
+            let txn = crate::quiet::catch(|| db.begin_read())
+                .map_err(|detail| StoreError::from_panic(file, detail))?
+                .map_err(|e| StoreError::from_redb(file, e))?;
+            scan::scan(&txn, &target, from, max)
+        })?;
         for damaged in found.damaged {
             let reason = format!(
                 "record {} of queue {:?} fails its checksum",
@@ -293,6 +297,21 @@ impl QueueLog {
                 first = range.start(),
                 last = range.end(),
                 "records on a damaged page of the store can not be read: counted as lost"
+            );
+        }
+        let before = self
+            .state
+            .unreachable
+            .fetch_max(found.unreachable, Ordering::Relaxed);
+        if found.unreachable > before {
+            let count = found.unreachable - before;
+            self.state.unreadable.fetch_add(count, Ordering::Relaxed);
+            tracing::error!(
+                file = %file.display(),
+                queue = %self.state.name,
+                count,
+                "records behind a damaged page of the store can not be reached: counted as lost; \
+                 `eip store salvage` may recover them"
             );
         }
         Ok(ReadPage {

@@ -26,6 +26,7 @@ use crate::layout;
 use crate::quarantine::QuarantinedRecord;
 use crate::queue::{QueueLog, QueueState};
 use crate::schema::{self, FORMAT_KEY, FORMAT_VERSION, META, QUEUES};
+use crate::slot::Slot;
 use crate::space::Space;
 use crate::{StoreConfig, StoreError};
 
@@ -57,7 +58,7 @@ pub(crate) struct Shared {
     registry: Arc<Registry>,
     counters: Arc<Counters>,
     jobs: Option<Sender<Job>>,
-    db: Option<Arc<Database>>,
+    pub(crate) slot: Arc<Slot>,
     committer: Option<JoinHandle<()>>,
     /// Held (locked) for as long as the store is open; dropped last.
     lock: Option<File>,
@@ -77,8 +78,35 @@ impl Shared {
         }
     }
 
-    pub(crate) fn database(&self) -> Result<&Database, StoreError> {
-        self.db.as_deref().ok_or_else(|| self.closed_error())
+    /// The current handle on the database file, and its generation.
+    pub(crate) fn database(&self) -> Result<(Arc<Database>, u64), StoreError> {
+        self.slot.get()
+    }
+
+    /// Runs `read` on the current handle; if the handle turns out broken
+    /// ([`StoreError::Unusable`]), has the committer reopen the file and runs it once more.
+    pub(crate) fn with_database<T>(
+        &self,
+        read: impl Fn(&Database) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (db, generation) = self.database()?;
+        match read(&db) {
+            Err(StoreError::Unusable { .. }) => {
+                drop(db);
+                self.heal(generation)?;
+                let (db, _) = self.database()?;
+                read(&db)
+            }
+            outcome => outcome,
+        }
+    }
+
+    /// Has the committer reopen the file whose handle of generation `seen` broke, and waits.
+    fn heal(&self, seen: u64) -> Result<(), StoreError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.send(Job::Reopen { seen, reply })
+            .map_err(|()| self.closed_error())?;
+        answer.recv().map_err(|_| self.closed_error())?
     }
 }
 
@@ -89,12 +117,7 @@ impl Drop for Shared {
         if let Some(committer) = self.committer.take() {
             let _ = committer.join();
         }
-        // Closing writes redb's own bookkeeping, which a damaged page can make panic
-        let db = self.db.take();
-        if let Err(detail) = crate::quiet::catch(move || drop(db)) {
-            let error = StoreError::from_panic(&self.file, detail);
-            tracing::error!(%error, "eip-store: the store did not close cleanly");
-        }
+        self.slot.close();
         self.lock.take();
     }
 }
@@ -149,10 +172,10 @@ impl DurableStore {
                 .collect::<BTreeMap<_, _>>(),
         ));
         let counters = Arc::new(Counters::default());
-        let db = Arc::new(db);
+        let slot = Arc::new(Slot::new(&file, &dir, config.cache_bytes, db));
         let (jobs, receiver) = mpsc::channel();
         let committer = Committer {
-            db: db.clone(),
+            slot: slot.clone(),
             file: file.clone(),
             dir: dir.clone(),
             registry: registry.clone(),
@@ -161,6 +184,7 @@ impl DurableStore {
             jobs: receiver,
             next_id,
             unsynced_commits: 0,
+            unsynced_acks: Vec::new(),
         };
         let committer = std::thread::Builder::new()
             .name("eip-store-committer".into())
@@ -178,7 +202,7 @@ impl DurableStore {
                 registry,
                 counters,
                 jobs: Some(jobs),
-                db: Some(db),
+                slot,
                 committer: Some(committer),
                 lock: Some(lock_file),
             }),
@@ -259,11 +283,12 @@ impl DurableStore {
     /// (see [`QueueLog::read_page`]).
     pub fn quarantined(&self) -> Result<Vec<QuarantinedRecord>, StoreError> {
         let file = &self.shared.file;
-        let db = self.shared.database()?;
-        let txn = crate::quiet::catch(|| db.begin_read())
-            .map_err(|detail| StoreError::from_panic(file, detail))?
-            .map_err(|e| StoreError::from_redb(file, e))?;
-        crate::quarantine::list(&txn, file)
+        self.shared.with_database(|db| {
+            let txn = crate::quiet::catch(|| db.begin_read())
+                .map_err(|detail| StoreError::from_panic(file, detail))?
+                .map_err(|e| StoreError::from_redb(file, e))?;
+            crate::quarantine::list(&txn, file)
+        })
     }
 
     /// What the committer has done since the store was opened.
@@ -283,10 +308,9 @@ fn open_database(
     config: &StoreConfig,
 ) -> Result<(Database, Vec<QueueState>), StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
-    let db = Database::builder()
-        .set_cache_size(config.cache_bytes)
-        .create(file)
-        .map_err(|e| redb_error(e.into()))?;
+    let mut builder = Database::builder();
+    builder.set_cache_size(config.cache_bytes);
+    let db = crate::backend::open(&builder, file).map_err(|e| redb_error(e.into()))?;
     initialise(&db, file)?;
     let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
     let queues = txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;

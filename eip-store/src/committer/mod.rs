@@ -29,16 +29,20 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use redb::{Database, Durability};
+use redb::Durability;
 use tokio::sync::oneshot;
 
+mod effect;
+mod reopen;
 mod round;
 
+use effect::{Effect, ReopenRequest};
 use round::Round;
 
 use crate::StoreError;
 use crate::queue::QueueState;
 use crate::schema::QUEUES;
+use crate::slot::Slot;
 use crate::space::Space;
 use crate::store::Registry;
 
@@ -81,6 +85,11 @@ pub(crate) enum Job {
     Flush {
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Reopen the database file: its handle of generation `seen` broke under a reader.
+    Reopen {
+        seen: u64,
+        reply: SyncSender<Result<(), StoreError>>,
+    },
 }
 
 /// The store's counters, for tests and monitoring.
@@ -89,94 +98,6 @@ pub(crate) struct Counters {
     pub(crate) commits: AtomicU64,
     pub(crate) records: AtomicU64,
     pub(crate) acks: AtomicU64,
-}
-
-/// A job while its round is written: the job plus what the write found out.
-enum Effect {
-    Append {
-        queue: Arc<QueueState>,
-        record: Bytes,
-        reply: oneshot::Sender<Result<u64, StoreError>>,
-        /// Given by the write; `None` if the queue was removed first.
-        seq: Option<u64>,
-    },
-    Ack {
-        queue: Arc<QueueState>,
-        seq: u64,
-        /// Whether the record was still there to delete.
-        deleted: bool,
-    },
-    SetAside {
-        queue: Arc<QueueState>,
-        seq: u64,
-        bytes: Bytes,
-        reason: String,
-        remove: bool,
-        /// Whether the record was still there to delete.
-        deleted: bool,
-    },
-    Declare {
-        name: String,
-        reply: SyncSender<Result<Arc<QueueState>, StoreError>>,
-        state: Option<Arc<QueueState>>,
-        created: bool,
-    },
-    Remove {
-        name: String,
-        reply: oneshot::Sender<Result<u64, StoreError>>,
-        removed: Option<(Arc<QueueState>, u64)>,
-    },
-    Flush {
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-}
-
-impl From<Job> for Effect {
-    fn from(job: Job) -> Effect {
-        match job {
-            Job::Append {
-                queue,
-                record,
-                reply,
-            } => Effect::Append {
-                queue,
-                record,
-                reply,
-                seq: None,
-            },
-            Job::Ack { queue, seq } => Effect::Ack {
-                queue,
-                seq,
-                deleted: false,
-            },
-            Job::SetAside {
-                queue,
-                seq,
-                bytes,
-                reason,
-                remove,
-            } => Effect::SetAside {
-                queue,
-                seq,
-                bytes,
-                reason,
-                remove,
-                deleted: false,
-            },
-            Job::Declare { name, reply } => Effect::Declare {
-                name,
-                reply,
-                state: None,
-                created: false,
-            },
-            Job::Remove { name, reply } => Effect::Remove {
-                name,
-                reply,
-                removed: None,
-            },
-            Job::Flush { reply } => Effect::Flush { reply },
-        }
-    }
 }
 
 /// What one round does to one queue, applied to memory once the commit succeeded.
@@ -191,7 +112,7 @@ struct Touched {
 
 /// The committer thread's state.
 pub(crate) struct Committer {
-    pub(crate) db: Arc<Database>,
+    pub(crate) slot: Arc<Slot>,
     pub(crate) file: PathBuf,
     pub(crate) dir: PathBuf,
     pub(crate) registry: Arc<Registry>,
@@ -200,6 +121,9 @@ pub(crate) struct Committer {
     pub(crate) jobs: Receiver<Job>,
     pub(crate) next_id: u32,
     pub(crate) unsynced_commits: u32,
+    /// Acks committed without an fsync since the last durable commit: a reopen of the file may
+    /// lose them, so it deletes them again.
+    pub(crate) unsynced_acks: Vec<(Arc<QueueState>, u64)>,
 }
 
 impl Committer {
@@ -263,39 +187,90 @@ impl Committer {
             .collect()
     }
 
-    /// Writes one round, commits it, then applies it to memory and answers every job.
+    /// Writes one round, commits it, then applies it to memory and answers every job; reopens
+    /// the file where a reader asked for it.
     fn commit(&mut self, jobs: Vec<Job>, durable: bool) {
-        let mut effects: Vec<Effect> = jobs.into_iter().map(Effect::from).collect();
+        let mut effects = Vec::with_capacity(jobs.len());
+        let mut reopens = Vec::new();
+        for job in jobs {
+            match Effect::of(job) {
+                Ok(effect) => effects.push(effect),
+                Err(reopen) => reopens.push(reopen),
+            }
+        }
         let writes = effects.iter().any(|e| !matches!(e, Effect::Flush { .. }));
         let syncs = durable && self.unsynced_commits > 0;
-        if !(writes || syncs) {
-            return self.apply(effects, Vec::new());
+        if writes || syncs {
+            self.commit_effects(effects, durable);
+        } else {
+            self.apply(effects, Vec::new());
         }
-        let file = self.file.clone();
-        let outcome = crate::quiet::catch(|| self.write(&mut effects, durable))
-            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)));
-        match outcome {
-            Ok(touched) => {
-                self.counters.commits.fetch_add(1, Ordering::Relaxed);
-                self.unsynced_commits = if durable {
-                    0
-                } else {
-                    self.unsynced_commits + 1
-                };
-                self.apply(effects, touched);
-            }
+        for ReopenRequest { seen, reply } in reopens {
+            let _ = reply.send(self.reopen(seen));
+        }
+    }
+
+    /// Commits `effects`; if the commit fails, reopens the file and tries once more before the
+    /// round's jobs are answered with the failure.
+    fn commit_effects(&mut self, mut effects: Vec<Effect>, durable: bool) {
+        let generation = self.slot.generation();
+        let error = match self.try_write(&mut effects, durable) {
+            Ok(touched) => return self.committed(effects, touched, durable),
+            Err(error) => error,
+        };
+        tracing::error!(%error, "eip-store: a commit failed; reopening the database file to try once more");
+        if let Err(reopen) = self.reopen(generation) {
+            tracing::error!(error = %reopen, "eip-store: the database file could not be reopened");
+            return self.fail(effects, error);
+        }
+        effects.iter_mut().for_each(Effect::prepare_retry);
+        match self.try_write(&mut effects, true) {
+            Ok(touched) => self.committed(effects, touched, true),
             Err(error) => {
-                tracing::error!(%error, "eip-store: a commit failed");
+                tracing::error!(%error, "eip-store: the commit failed again on the reopened file");
                 self.fail(effects, error);
             }
         }
+    }
+
+    /// Writes `effects`, with a panic of the storage engine as an error.
+    fn try_write(
+        &mut self,
+        effects: &mut [Effect],
+        durable: bool,
+    ) -> Result<Vec<Touched>, StoreError> {
+        let file = self.file.clone();
+        crate::quiet::catch(|| self.write(effects, durable))
+            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))
+    }
+
+    /// After a successful commit: the counters, the acks a reopen would have to repeat, memory.
+    fn committed(&mut self, effects: Vec<Effect>, touched: Vec<Touched>, durable: bool) {
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        if durable {
+            self.unsynced_commits = 0;
+            self.unsynced_acks.clear();
+        } else {
+            self.unsynced_commits += 1;
+            self.unsynced_acks
+                .extend(effects.iter().filter_map(|effect| match effect {
+                    Effect::Ack {
+                        queue,
+                        seq,
+                        deleted: true,
+                    } => Some((queue.clone(), *seq)),
+                    _ => None,
+                }));
+        }
+        self.apply(effects, touched);
     }
 
     /// Writes every effect in one transaction and commits it.
     fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Vec<Touched>, StoreError> {
         let file = self.file.clone();
         let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
-        let mut txn = self.db.begin_write().map_err(|e| redb_error(e.into()))?;
+        let (db, _) = self.slot.get()?;
+        let mut txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
         if !durable {
             txn.set_durability(Durability::None)
                 .map_err(|e| redb_error(e.into()))?;
@@ -377,10 +352,21 @@ impl Committer {
                 }
                 Effect::SetAside {
                     queue,
+                    seq,
                     remove,
+                    keep,
                     deleted,
                     ..
                 } => {
+                    if keep {
+                        tracing::warn!(
+                            file = %self.file.display(),
+                            queue = %queue.name,
+                            seq,
+                            "eip-store: a damaged record could not be deleted from its queue (its page is damaged too): \
+                             it stays in the file, passed over until the store is reopened; `eip store salvage` copies the store without it"
+                        );
+                    }
                     if remove && !deleted {
                         // set_aside() counted a record that was already gone
                         queue.len.fetch_add(1, Ordering::AcqRel);

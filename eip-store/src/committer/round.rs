@@ -72,12 +72,13 @@ impl<'txn> Round<'txn, '_> {
                 bytes,
                 reason,
                 remove,
+                keep,
                 deleted,
             } => {
                 if self.touch(queue).removed {
                     return Ok(());
                 }
-                if *remove {
+                if *remove && !*keep {
                     let freed = self
                         .table(queue)?
                         .remove(*seq)?

@@ -19,7 +19,8 @@ pub fn payload(i: u64, len: usize) -> Bytes {
     Bytes::from(bytes)
 }
 
-/// A store in `dir` holding `count` records of `len` bytes in queue "q", closed cleanly.
+/// A store in `dir` holding `count` records of `len` bytes in queue "q", closed cleanly; the
+/// same file on every run.
 pub fn store_with(dir: &Path, count: u64, len: usize) -> Vec<(u64, Bytes)> {
     let store = DurableStore::open(dir, StoreConfig::default()).expect("the store opens");
     let queue = store.queue("q").expect("queue q");
@@ -27,13 +28,14 @@ pub fn store_with(dir: &Path, count: u64, len: usize) -> Vec<(u64, Bytes)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
+    // One commit per record, so that the file's layout is the same on every run
     runtime.block_on(async {
-        let tickets: Vec<_> = records
-            .iter()
-            .map(|r| queue.append(r.clone()).expect("append"))
-            .collect();
-        for ticket in tickets {
-            ticket.await.expect("durable");
+        for record in &records {
+            queue
+                .append(record.clone())
+                .expect("append")
+                .await
+                .expect("durable");
         }
     });
     records
