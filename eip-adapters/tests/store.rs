@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use eip_adapters::store::{JetStream, RabbitMq};
-use eip_core::channel::{PointToPoint, PublishSubscribe, Receiver, Subscriber};
+use eip_core::channel::{Channel, PointToPoint, PublishSubscribe, Receiver, Subscriber, all_ready};
 use eip_core::message::{HeaderValue, Message, MessageId};
 use eip_core::store::Backend;
 
@@ -429,6 +429,81 @@ async fn a_fan_out_store_is_refused_for_a_point_to_point_channel() {
     assert!(refused.contains("publish-subscribe"), "{refused}");
 }
 
+/// Where no broker listens: a store there never connects.
+const NOWHERE_AMQP: &str = "amqp://guest:guest@127.0.0.1:1/%2f";
+const NOWHERE_NATS: &str = "nats://127.0.0.1:1";
+
+/// Two flows in one process, one whose broker is away: each waits on its own stores, and
+/// the one that can not connect names its store.
+async fn flows_wait_on_their_own(reachable: Arc<dyn Backend>, away: Arc<dyn Backend>, label: &str) {
+    let here = PublishSubscribe::builder("prices")
+        .store(reachable)
+        .build()
+        .expect("a channel on the broker");
+    let there = PublishSubscribe::builder("quotes")
+        .store(away)
+        .build()
+        .expect("a channel on a broker that is away");
+    let _there_audit = there.durable_subscribe("audit");
+    let _here_audit = here.durable_subscribe("audit");
+    let started = std::time::Instant::now();
+    let flow_a = [Channel::from(here.clone())];
+    all_ready(&flow_a, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("{label}: the reachable flow is ready: {e}"));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{label}: the reachable flow waited {:?}, as if for the other flow's store",
+        started.elapsed()
+    );
+    let flow_b = [Channel::from(there.clone())];
+    let late = all_ready(&flow_b, Duration::from_millis(500))
+        .await
+        .expect_err("the store that can not connect is reported");
+    assert_eq!(late.waiting.len(), 1, "{label}: {late}");
+    let named = &late.waiting[0];
+    assert!(
+        named.contains("channel `quotes` subscription `audit`") && named.contains("127.0.0.1:1"),
+        "{label}: the late store is named with its channel and broker: {named}"
+    );
+    assert!(
+        !named.contains("guest:guest"),
+        "{label}: no password in {named}"
+    );
+    let ready = here.ready(Duration::from_secs(1)).await;
+    assert_eq!(ready, Ok(()), "{label}: ready stays ready");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_flows_wait_only_on_their_own_stores() {
+    if !brokers("rabbitmq_flows_wait_only_on_their_own_stores").await {
+        return;
+    }
+    let exchange = unique("own");
+    flows_wait_on_their_own(
+        Arc::new(RabbitMq::exchange(RABBITMQ, &exchange)),
+        Arc::new(RabbitMq::exchange(NOWHERE_AMQP, &exchange)),
+        "rabbitmq",
+    )
+    .await;
+    clean_up(&[format!("{exchange}.audit")], Some(&exchange), None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jetstream_flows_wait_only_on_their_own_stores() {
+    if !brokers("jetstream_flows_wait_only_on_their_own_stores").await {
+        return;
+    }
+    let stream = unique("OWN");
+    flows_wait_on_their_own(
+        Arc::new(JetStream::fan_out(NATS, &stream).expect("a stream name")),
+        Arc::new(JetStream::fan_out(NOWHERE_NATS, &stream).expect("a stream name")),
+        "jetstream",
+    )
+    .await;
+    clean_up(&[], None, Some(&stream)).await;
+}
+
 /// A publish-subscribe channel `name` in the JetStream stream `stream`: one process's view.
 fn in_stream(name: &str, stream: &str) -> PublishSubscribe {
     PublishSubscribe::builder(name)
@@ -492,15 +567,16 @@ async fn joins_across_processes_keep_hop_counts_and_store_once_per_channel() {
         .create()
         .expect("chain2 -> chain3");
     // A third process watches what each channel stores.
-    let watch = |name: &str, stream: &str| in_stream(name, stream).durable_subscribe("observer");
-    let watchers = [
-        watch("loop1", l1),
-        watch("loop2", l2),
-        watch("chain1", c1),
-        watch("chain2", c2),
-        watch("chain3", c3),
+    let watched = [
+        in_stream("loop1", l1),
+        in_stream("loop2", l2),
+        in_stream("chain1", c1),
+        in_stream("chain2", c2),
+        in_stream("chain3", c3),
     ];
-    eip_adapters::store::connected(Duration::from_secs(10))
+    let watchers = watched.clone().map(|c| c.durable_subscribe("observer"));
+    let watched = watched.map(Channel::from);
+    all_ready(&watched, Duration::from_secs(10))
         .await
         .expect("every subscription is made");
     let mut sent = Vec::new();

@@ -9,7 +9,7 @@ use eip_core::store::{
 };
 use futures::future::BoxFuture;
 
-use super::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, Limits, Publish, Reading};
+use super::broker::{self, BrokerStore, Limits, Publish, Reading};
 use crate::bridge::BridgeError;
 use crate::nats::{
     JetStreamOutbound, JetStreamOutboundConfig, JetStreamSource, JetStreamSourceConfig, Retention,
@@ -79,10 +79,7 @@ impl JetStream {
             stream,
             subject,
             fan_out,
-            limits: Limits {
-                publish_window: DEFAULT_PUBLISH_WINDOW,
-                retry_for: DEFAULT_RETRY_FOR,
-            },
+            limits: Limits::default(),
             ack_wait: Duration::from_secs(30),
         })
     }
@@ -229,7 +226,7 @@ impl Backend for JetStream {
         }
         let consumer = match name {
             Some(name) => consumer_name(name),
-            None => super::passing_name("eip"),
+            None => broker::passing_name("eip"),
         };
         let mut config = self.source(&consumer);
         // A subscription sees what is published after it began.
@@ -258,7 +255,7 @@ impl Backend for JetStream {
         let name = name.to_owned();
         Box::pin(async move {
             // Only a durable subscription's consumer is removed: the stream is shared.
-            let Some(subscription) = super::subscription_of(&name).filter(|_| self.fan_out) else {
+            let Some(subscription) = broker::subscription_of(&name).filter(|_| self.fan_out) else {
                 return Ok(());
             };
             crate::nats::delete_consumer(

@@ -10,7 +10,7 @@ use eip_core::store::{
 };
 use futures::future::BoxFuture;
 
-use super::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, Limits, Publish, Reading};
+use super::broker::{self, BrokerStore, Limits, Publish, Reading};
 use crate::amqp::{
     AmqpOutbound, AmqpOutboundConfig, AmqpSource, AmqpSourceConfig, AmqpUrl, ExchangeDeclaration,
     QueueBinding, RoutingKey,
@@ -67,10 +67,7 @@ impl RabbitMq {
         RabbitMq {
             url: AmqpUrl(url.into()),
             shape,
-            limits: Limits {
-                publish_window: DEFAULT_PUBLISH_WINDOW,
-                retry_for: DEFAULT_RETRY_FOR,
-            },
+            limits: Limits::default(),
             connect_timeout: Duration::from_secs(5),
         }
     }
@@ -197,7 +194,7 @@ impl Backend for RabbitMq {
         };
         let queue = match name {
             Some(name) => format!("{exchange}.{name}"),
-            None => super::passing_name(&format!("{exchange}.eip")),
+            None => broker::passing_name(&format!("{exchange}.eip")),
         };
         let mut config = self.source(&queue);
         config.exclusive = name.is_none();
@@ -231,7 +228,7 @@ impl Backend for RabbitMq {
             // Only a durable subscription's queue is removed: a channel's queue or exchange is
             // shared with other processes.
             let (Shape::Exchange(exchange), Some(subscription)) =
-                (&self.shape, super::subscription_of(&name))
+                (&self.shape, broker::subscription_of(&name))
             else {
                 return Ok(());
             };

@@ -142,9 +142,6 @@ pub const SUBSCRIPTION_PREFETCH: usize = 32;
 
 impl Receiver {
     pub(crate) fn new(queue: Arc<Lane>, selector: Option<Selector>) -> Self {
-        if selector.is_some() {
-            queue.store.add_selective(1);
-        }
         Receiver {
             queue,
             selector,
@@ -281,9 +278,6 @@ impl Receiver {
 impl Drop for Receiver {
     fn drop(&mut self) {
         self.return_prefetched();
-        if self.selector.is_some() {
-            self.queue.store.add_selective(-1);
-        }
     }
 }
 

@@ -36,6 +36,7 @@
 
 pub mod durable;
 pub mod memory;
+mod parking;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -47,6 +48,8 @@ use std::task::{Context, Poll};
 use crate::message::Message;
 
 pub use memory::Overflow;
+pub use parking::Parking;
+pub(crate) use parking::{Parked, take_parked};
 
 /// What separates a publish-subscribe channel's name from a durable subscription's in the name
 /// of the subscription's store (`prices#audit`): a backend's [`Backend::remove`] and
@@ -166,6 +169,20 @@ pub struct StoreStats {
 /// One bounded, acknowledging FIFO queue of messages: what a channel (or one subscription)
 /// keeps its messages in. See the [module](self) for the guarantees.
 ///
+/// A store implements what a store is: room ([`capacity`](Self::capacity),
+/// [`accepts_now`](Self::accepts_now), [`writable`](Self::writable)), putting in
+/// ([`try_push`](Self::try_push), [`force_push`](Self::force_push)), taking out
+/// ([`try_take`](Self::try_take), [`take`](Self::take)), settling
+/// ([`settle`](Self::settle), [`requeue`](Self::requeue)), [`purge`](Self::purge),
+/// [`close`](Self::close), [`is_closed`](Self::is_closed) and [`stats`](Self::stats). The
+/// rest has a default that is right for any store, and a store overrides it only to do it
+/// cheaper or to count it apart: a waiting [`push`](Self::push) built on `try_push` and
+/// `writable`, [`release`](Self::release) as `settle`, [`unprefetch`](Self::unprefetch) as
+/// requeues, [`ready`](Self::ready) at once. How a receiver waits is the channel's: a store
+/// that wants its receivers to park without a boxed wait says where, with
+/// [`parking`](Self::parking); which receivers select is the receivers' own business (a
+/// parked selective receiver counts itself where the store's `Parking` says).
+///
 /// The hot paths ([`push`](Self::push) when there is room, [`try_take`](Self::try_take),
 /// [`settle`](Self::settle)) are plain calls; only waiting is boxed.
 pub trait MessageStore: Send + Sync + 'static {
@@ -177,6 +194,13 @@ pub trait MessageStore: Send + Sync + 'static {
         false
     }
 
+    /// Waits until the store can take and give messages: one that connects in the
+    /// background (a broker's subscription) has connected and declared what it reads, so it
+    /// sees what is published from then on. Ready at once by default.
+    fn ready(&self) -> Waiting<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
     /// Stores `msg` if that needs no waiting. A durable store queues the write and returns
     /// before it is on disk: for copies that may be lost (wire taps) and for paths that can not
     /// wait.
@@ -185,7 +209,22 @@ pub trait MessageStore: Send + Sync + 'static {
     /// Stores the message in `slot`, waiting for room; completes once it is stored (on disk,
     /// for a durable store). Cancel-safe: the message leaves `slot` only once it is stored (or
     /// it is handed back in the result).
-    fn push<'a>(&'a self, slot: &'a mut Option<Message>) -> Pushing<'a>;
+    ///
+    /// By default: [`try_push`](Self::try_push), and while it finds the store full,
+    /// [`writable`](Self::writable) and again (right for a store whose `try_push` stores it
+    /// for good).
+    fn push<'a>(&'a self, slot: &'a mut Option<Message>) -> Pushing<'a> {
+        let Some(msg) = slot.take() else {
+            return Pushing::ready(Push::Stored);
+        };
+        match self.try_push(msg) {
+            Push::Full(msg) => {
+                *slot = Some(msg);
+                Pushing::waiting(push_when_writable(self, slot))
+            }
+            pushed => Pushing::ready(pushed),
+        }
+    }
 
     /// Stores `msg` ignoring the capacity, without waiting: for paths that can not wait (drop
     /// handlers), where losing the message would be worse than holding one more than the bound.
@@ -215,35 +254,41 @@ pub trait MessageStore: Send + Sync + 'static {
         into: &'a mut VecDeque<Message>,
     ) -> Waiting<'a, bool>;
 
-    /// Where a taker may park inline (no boxed wait) when [`try_take`](Self::try_take) found
-    /// nothing: the `Notify` woken when a message may have arrived, and the count of parked
-    /// takers the store reads before it wakes anyone (the taker keeps it raised while it
-    /// parks). Before each look the taker calls [`rearm`](Self::rearm). `None` (the default):
-    /// the taker waits through [`take`](Self::take).
-    fn parking(&self) -> Option<(&tokio::sync::Notify, &std::sync::atomic::AtomicUsize)> {
+    /// Where a receiver may park inline (no boxed wait) when [`try_take`](Self::try_take)
+    /// found nothing; see [`Parking`]. `None` (the default): the receiver waits through
+    /// [`take`](Self::take).
+    fn parking(&self) -> Option<Parking<'_>> {
         None
     }
 
-    /// A parked taker is about to look again (see [`parking`](Self::parking)).
-    fn rearm(&self) {}
-
     /// Messages taken and never handed to a consumer, given back to the head in their order
     /// (no redelivery counted). Returns those it could not take back (the store is closed).
-    fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message>;
+    ///
+    /// By default each is [requeued](Self::requeue), the last first (so the store counts them
+    /// as requeued).
+    fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message> {
+        let mut orphans = Vec::new();
+        while let Some(msg) = messages.pop_back() {
+            if let Err(msg) = self.requeue(msg) {
+                orphans.push(msg);
+            }
+        }
+        orphans.reverse();
+        orphans
+    }
 
     /// A taken message was acknowledged: it is gone.
     fn settle(&self, msg: &Message);
 
-    /// A taken message left without an ack (dead-lettered, discarded).
-    fn release(&self, msg: &Message);
+    /// A taken message left without an ack (dead-lettered, discarded). By default as
+    /// [`settle`](Self::settle) (counted as acknowledged).
+    fn release(&self, msg: &Message) {
+        self.settle(msg);
+    }
 
     /// A taken message goes back to the head, to be taken again; `Err` gives it back when the
     /// store is closed. The caller has raised its redelivery count.
     fn requeue(&self, msg: Message) -> Result<(), Message>;
-
-    /// A selective taker came (`1`) or went (`-1`): the store may need to wake every waiting
-    /// taker for a new message, not just one.
-    fn add_selective(&self, delta: isize);
 
     /// Removes the waiting messages `select` selects (all without one); how many.
     fn purge(&self, select: Option<&dyn Select>) -> usize;
@@ -256,6 +301,23 @@ pub trait MessageStore: Send + Sync + 'static {
 
     /// Its counters.
     fn stats(&self) -> StoreStats;
+}
+
+/// The default [`MessageStore::push`]'s wait: room, then `try_push`, until it is stored.
+async fn push_when_writable<S: MessageStore + ?Sized>(
+    store: &S,
+    slot: &mut Option<Message>,
+) -> Push {
+    loop {
+        store.writable().await;
+        let Some(msg) = slot.take() else {
+            return Push::Stored;
+        };
+        match store.try_push(msg) {
+            Push::Full(msg) => *slot = Some(msg),
+            pushed => return pushed,
+        }
+    }
 }
 
 /// Where the stores of the channels built on it live: memory, a data directory, a broker.
@@ -323,47 +385,6 @@ pub struct BackendError {
     pub location: String,
     /// Why.
     pub cause: StoreFailure,
-}
-
-/// Counts a parked taker or pusher for as long as it lives: a store reads the count before it
-/// pays for a wake-up.
-pub(crate) struct Parked<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> Parked<'a> {
-    pub(crate) fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
-        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Parked(count)
-    }
-}
-
-impl Drop for Parked<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// Takes from `store` like [`MessageStore::take`], parked on the place its
-/// [`parking`](MessageStore::parking) gave: the wait of every store that has one, awaited
-/// inline by receivers (no allocation) and boxed by the store's own `take`.
-pub(crate) async fn take_parked(
-    store: &(impl MessageStore + ?Sized),
-    (readable, parked): (&tokio::sync::Notify, &std::sync::atomic::AtomicUsize),
-    select: Option<&dyn Select>,
-    max: usize,
-    into: &mut VecDeque<Message>,
-) -> bool {
-    let _parked = Parked::new(parked);
-    loop {
-        let notified = readable.notified();
-        let mut notified = std::pin::pin!(notified);
-        notified.as_mut().enable();
-        store.rearm();
-        match store.try_take(select, max, into) {
-            Take::Taken => return true,
-            Take::Closed => return false,
-            Take::Empty => notified.await,
-        }
-    }
 }
 
 /// The memory backend: what channels are built on unless told otherwise.

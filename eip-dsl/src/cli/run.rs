@@ -146,11 +146,12 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
     }
     let mut running = flow.start(output);
     // The channels kept in brokers have their queues, bindings and consumers before anything
-    // is sent: a subscription sees what is published after it is made.
-    if let Err(late) = eip_adapters::store::connected(BROKER_CONNECT_LIMIT).await {
+    // is sent: a subscription sees what is published after it is made. The flow waits on its
+    // own channels' stores only.
+    if let Err(late) = eip_core::channel::all_ready(flow.channels(), BROKER_CONNECT_LIMIT).await {
         eprintln!(
             "error: not connected within {BROKER_CONNECT_LIMIT:?}: {}",
-            late.join("; ")
+            late.waiting.join("; ")
         );
         return ExitCode::FAILURE;
     }

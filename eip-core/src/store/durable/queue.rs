@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use eip_store::QueueLog;
@@ -19,7 +19,9 @@ use tokio::sync::Notify;
 use super::codec;
 use crate::log::Escaped;
 use crate::message::{Message, MessageId};
-use crate::store::{MessageStore, Overflow, Push, Select, StoreFailure, StoreStats, Take, Waiting};
+use crate::store::{
+    MessageStore, Overflow, Parked, Push, Select, StoreFailure, StoreStats, Take, Waiting,
+};
 
 /// How many records the window reads from disk at a time.
 const READ_BATCH: usize = 256;
@@ -38,6 +40,8 @@ pub struct DurableQueue {
     readable: Notify,
     /// Pushers waiting for room park here: woken by a settle.
     writable: Notify,
+    /// Takers with a selector waiting in `take`.
+    selective_waiting: AtomicUsize,
     counters: Counters,
 }
 
@@ -65,7 +69,6 @@ struct State {
     /// Pushes handed to the disk and not yet committed: they count against the capacity.
     pushing: usize,
     delivered: u64,
-    selective: usize,
 }
 
 impl DurableQueue {
@@ -87,11 +90,11 @@ impl DurableQueue {
                 in_flight_count: 0,
                 pushing: 0,
                 delivered: 0,
-                selective: 0,
             }),
             closed: AtomicBool::new(false),
             readable: Notify::new(),
             writable: Notify::new(),
+            selective_waiting: AtomicUsize::new(0),
             counters: Counters::default(),
             log,
         }
@@ -179,8 +182,10 @@ impl DurableQueue {
         }
     }
 
-    fn wake_readers(&self, state: &State) {
-        if state.selective > 0 {
+    fn wake_readers(&self) {
+        // A selective taker waiting counts itself (see `wait_take`): it needs every waiter
+        // woken, since the one woken might not select the new message.
+        if self.selective_waiting.load(Ordering::SeqCst) > 0 {
             self.readable.notify_waiters();
         } else {
             self.readable.notify_one();
@@ -238,7 +243,7 @@ impl DurableQueue {
                 {
                     let mut state = self.lock();
                     Self::arrive(&mut state, seq, msg);
-                    self.wake_readers(&state);
+                    self.wake_readers();
                 }
                 match dropped {
                     Some(oldest) => Push::StoredDropping(oldest),
@@ -255,6 +260,7 @@ impl DurableQueue {
         max: usize,
         into: &mut VecDeque<Message>,
     ) -> bool {
+        let _selective = select.map(|_| Parked::new(&self.selective_waiting));
         loop {
             let notified = self.readable.notified();
             let mut notified = pin!(notified);
@@ -347,7 +353,7 @@ impl MessageStore for DurableQueue {
                 // Written by the committer without anyone waiting; takers learn of it
                 // through the log.
                 self.counters.accepted.fetch_add(1, Ordering::Relaxed);
-                self.wake_readers(&state);
+                self.wake_readers();
                 Push::Stored
             }
             Err(error) => Push::Failed(msg, StoreFailure::new(error)),
@@ -463,7 +469,7 @@ impl MessageStore for DurableQueue {
             }
         }
         orphans.reverse();
-        self.wake_readers(&state);
+        self.wake_readers();
         orphans
     }
 
@@ -489,13 +495,8 @@ impl MessageStore for DurableQueue {
         }
         state.window.push_front((seq, msg));
         self.counters.requeued.fetch_add(1, Ordering::Relaxed);
-        self.wake_readers(&state);
+        self.wake_readers();
         Ok(())
-    }
-
-    fn add_selective(&self, delta: isize) {
-        let mut state = self.lock();
-        state.selective = state.selective.saturating_add_signed(delta);
     }
 
     fn purge(&self, select: Option<&dyn Select>) -> usize {

@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 use super::shared_log::SharedLog;
 use crate::message::Message;
 use crate::store::{
-    MessageStore, Parked, Push, Pushing, Select, StoreStats, Take, Waiting, take_parked,
+    MessageStore, Parked, Parking, Push, Pushing, Select, StoreStats, Take, Waiting, take_parked,
 };
 
 /// What a full queue does with one more message.
@@ -38,9 +38,6 @@ pub enum Overflow {
 struct State {
     ready: VecDeque<Message>,
     closed: bool,
-    /// Receivers with a selector: they need every waiter woken, since a notify_one could pick a
-    /// receiver that does not select the new message.
-    selective: usize,
     /// Counted under the lock already held, saving atomic operations per message.
     accepted: u64,
     /// Messages handed to receivers and not put back (requeue, unprefetch): with `settled`,
@@ -70,6 +67,9 @@ pub struct Queue {
     readable: Notify,
     writable: Notify,
     readers_waiting: AtomicUsize,
+    /// Parked receivers with a selector: they need every waiter woken, since a notify_one
+    /// could pick a receiver that does not select the new message.
+    selective_waiting: AtomicUsize,
     writers_waiting: AtomicUsize,
     counters: Counters,
     /// The log this queue reads from, for a fed subscription.
@@ -107,7 +107,6 @@ impl Queue {
             state: Mutex::new(State {
                 ready: VecDeque::with_capacity(capacity.min(1024)),
                 closed: false,
-                selective: 0,
                 accepted: 0,
                 taken: 0,
                 delivered: 0,
@@ -119,6 +118,7 @@ impl Queue {
             readable: Notify::new(),
             writable: Notify::new(),
             readers_waiting: AtomicUsize::new(0),
+            selective_waiting: AtomicUsize::new(0),
             writers_waiting: AtomicUsize::new(0),
             counters: Counters::default(),
             feed: None,
@@ -175,6 +175,16 @@ impl Queue {
         }
     }
 
+    /// Where consumers park, as they see it: a fed queue's with every other subscription's
+    /// on the log (which wakes them all), an own queue's on its `Notify`.
+    fn parking_place(&self) -> Parking<'_> {
+        match &self.feed {
+            Some(log) => Parking::new(log.readable(), log.readers_waiting()).woken(log.woken()),
+            None => Parking::new(&self.readable, &self.readers_waiting)
+                .selective(&self.selective_waiting),
+        }
+    }
+
     /// A fed queue reads what it has not read yet, at most `max` (all with `None`).
     fn read_feed(&self, state: &mut State, max: Option<usize>) {
         if let Some(log) = &self.feed {
@@ -225,12 +235,14 @@ impl Queue {
         room(state)
     }
 
-    fn wake_readers(&self, all: bool) {
+    fn wake_readers(&self) {
         let (readable, waiting) = self.readable();
         if waiting.load(Ordering::SeqCst) > 0 {
             // A fed queue's consumers park with every other subscription's: wake them all, so
-            // this queue's are among them (only a requeue gets here, which is rare).
-            if all || self.feed.is_some() {
+            // this queue's are among them (only a requeue gets here, which is rare). A
+            // selective receiver parks counted in `selective_waiting` before `waiting`, so
+            // one seen parked is seen selecting.
+            if self.feed.is_some() || self.selective_waiting.load(Ordering::SeqCst) > 0 {
                 readable.notify_waiters();
             } else {
                 readable.notify_one();
@@ -343,9 +355,8 @@ impl MessageStore for Queue {
         }
         state.ready.push_back(msg);
         state.accepted += 1;
-        let wake_all = state.selective > 0;
         drop(state);
-        self.wake_readers(wake_all);
+        self.wake_readers();
         match dropped {
             Some(d) => Push::StoredDropping(d),
             None => Push::Stored,
@@ -374,9 +385,8 @@ impl MessageStore for Queue {
         }
         state.ready.push_back(msg);
         state.accepted += 1;
-        let wake_all = state.selective > 0;
         drop(state);
-        self.wake_readers(wake_all);
+        self.wake_readers();
         Ok(())
     }
 
@@ -440,17 +450,11 @@ impl MessageStore for Queue {
         max: usize,
         into: &'a mut VecDeque<Message>,
     ) -> Waiting<'a, bool> {
-        Box::pin(take_parked(self, self.readable(), select, max, into))
+        Box::pin(take_parked(self, self.parking_place(), select, max, into))
     }
 
-    fn parking(&self) -> Option<(&Notify, &AtomicUsize)> {
-        Some(self.readable())
-    }
-
-    fn rearm(&self) {
-        if let Some(log) = &self.feed {
-            log.rearm();
-        }
+    fn parking(&self) -> Option<Parking<'_>> {
+        Some(self.parking_place())
     }
 
     fn unprefetch(&self, messages: &mut VecDeque<Message>) -> Vec<Message> {
@@ -490,16 +494,10 @@ impl MessageStore for Queue {
             return Err(msg);
         }
         state.ready.push_front(msg);
-        let wake_all = state.selective > 0;
         drop(state);
         self.counters.requeued.fetch_add(1, Ordering::Relaxed);
-        self.wake_readers(wake_all);
+        self.wake_readers();
         Ok(())
-    }
-
-    fn add_selective(&self, delta: isize) {
-        let mut state = self.lock();
-        state.selective = state.selective.saturating_add_signed(delta);
     }
 
     fn purge(&self, select: Option<&dyn Select>) -> usize {

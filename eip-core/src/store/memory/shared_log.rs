@@ -54,7 +54,7 @@ pub(crate) struct SharedLog {
     readable: Notify,
     readers_waiting: AtomicUsize,
     /// A publish woke the parked consumers and none has looked at the log since: later
-    /// publishes need not wake them again (see [`rearm`](Self::rearm)).
+    /// publishes need not wake them again (see [`woken`](Self::woken)).
     woken: AtomicBool,
     /// Where the last look for room found a full subscription.
     scan_from: AtomicUsize,
@@ -106,11 +106,11 @@ impl SharedLog {
         &self.readers_waiting
     }
 
-    /// A parked consumer, registered for the next wake-up, is about to look at the log: a
-    /// publish after this must wake it. (One wake-up per look is enough: every consumer
-    /// registered before it is woken by it.)
-    pub(crate) fn rearm(&self) {
-        self.woken.store(false, Ordering::SeqCst);
+    /// What a parked consumer, registered for the next wake-up, clears before it looks at
+    /// the log: a publish after this must wake it. (One wake-up per look is enough: every
+    /// consumer registered before it is woken by it.)
+    pub(crate) fn woken(&self) -> &AtomicBool {
+        &self.woken
     }
 
     /// Attaches the subscription `make` builds from the current head (where it starts

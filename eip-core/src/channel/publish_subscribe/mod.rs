@@ -29,27 +29,33 @@
 //! A publish cancelled while waiting for room (its future dropped) has reached no subscription of
 //! this channel. (A bus wildcard subscription, or a `DropOldest` channel's subscriptions, take
 //! their copies one after another: a cancelled publish may have reached only some of those.)
+//!
+//! The channel's parts: its subscriptions and durable subscribers (`subscriptions`), the
+//! joins leaving it (`joins`), and the [`Subscriber`] handle (`subscriber`).
 
-use std::collections::HashMap;
+mod joins;
+mod subscriber;
+mod subscriptions;
+
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use super::builder::{ChannelBuilder, ChannelConfig};
-use super::delivery::{Receiver, SUBSCRIPTION_PREFETCH};
 use super::error::{ChannelError, SendError};
 use super::lane::{Lane, Refused};
-use super::outgoing::{Follow, Join, JoinId, Joins};
+use super::outgoing::Follow;
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Mode, Outcome, Rules, Stored};
-use crate::log::Escaped;
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::SharedLog;
-use crate::store::{Overflow, Push, SUBSCRIPTION_SEPARATOR, Select};
+use crate::store::{Overflow, Push, Select};
+use subscriptions::{Current, Subscriptions};
+
+pub use subscriber::Subscriber;
 
 /// A channel whose every message goes to each of its subscribers.
 #[derive(Clone)]
@@ -82,44 +88,6 @@ impl Drop for Inner {
         if let Some(log) = &self.log {
             log.release_subscriptions();
         }
-    }
-}
-
-#[derive(Default)]
-struct Subscriptions {
-    /// Replaced (not changed) on every change, so a publish takes it with one
-    /// reference-count increment.
-    current: Arc<Current>,
-    durable: HashMap<String, Arc<Lane>>,
-    /// On a channel kept in a broker: the joins leaving it, each followed by a task reading a
-    /// subscription of its own, stopped by its `Notify`.
-    through_broker: HashMap<JoinId, (Arc<Join>, Arc<tokio::sync::Notify>)>,
-    closed: bool,
-}
-
-#[derive(Default, Clone)]
-struct Current {
-    /// The channel's own subscriptions (reading the log, if there is one).
-    own: Vec<Arc<Lane>>,
-    /// Queues attached from outside (bus wildcard subscriptions spanning several channels): a
-    /// publish pushes to each; deleting this channel detaches them but must not close them.
-    foreign: Vec<Arc<Lane>>,
-    /// The joins leaving this channel.
-    joins: Joins,
-}
-
-impl Current {
-    fn all(&self) -> impl Iterator<Item = &Arc<Lane>> {
-        self.own.iter().chain(&self.foreign)
-    }
-}
-
-impl Subscriptions {
-    /// Replaces the current set with `change` applied to a copy of it.
-    fn change(&mut self, change: impl FnOnce(&mut Current)) {
-        let mut next = Current::clone(&self.current);
-        change(&mut next);
-        self.current = Arc::new(next);
     }
 }
 
@@ -240,6 +208,12 @@ impl PublishSubscribe {
                 Err(msg) => Stored::Refused(Refused::Closed(msg)),
             };
         }
+        self.store_in_each(msg, loops).await
+    }
+
+    /// [`store`](Self::store) when a publish does more than append to the log: foreign
+    /// queues, joins, a broker's fan-out, a durable store, or `DropOldest`.
+    async fn store_in_each(&self, msg: Message, loops: Option<Instant>) -> Stored {
         let current = self.snapshot();
         let deleted = current.is_none();
         let msg = match self.rules().admit(msg, deleted, Mode::Store { loops }) {
@@ -259,21 +233,33 @@ impl PublishSubscribe {
                 return Stored::Refused(Refused::Closed(copy));
             }
         }
+        if let Err(refused) = self.push_copies(&current, &msg).await {
+            return Stored::Refused(refused);
+        }
+        if current.joins.is_empty() {
+            Stored::Yes
+        } else {
+            Stored::Forward(msg, current.joins.clone())
+        }
+    }
+
+    /// Pushes `msg` where a publish pushes it (the log aside): once to a broker's fan-out,
+    /// else a copy into each subscription's store; bus wildcard subscriptions in this process
+    /// get their copies either way.
+    async fn push_copies(&self, current: &Current, msg: &Message) -> Result<(), Refused> {
         if let Some(fan_out) = &self.inner.fan_out {
             let mut slot = Some(msg.clone());
-            if let Err(refused) = Box::pin(fan_out.push(&mut slot)).await {
-                return Stored::Refused(refused);
-            }
+            Box::pin(fan_out.push(&mut slot)).await?;
             // Bus wildcard subscriptions in this process still get their copies here.
             for queue in &current.foreign {
                 let _ = Box::pin(queue.push(&mut Some(msg.clone()))).await;
             }
         } else if self.inner.config.backend.is_durable() {
-            if let Some(cause) = Box::pin(self.push_durably(&current, &msg)).await {
-                return Stored::Refused(Refused::Failed(msg, cause));
+            if let Some(cause) = Box::pin(self.push_durably(current, msg)).await {
+                return Err(Refused::Failed(msg.clone(), cause));
             }
         } else {
-            for queue in self.pushed_to(&current) {
+            for queue in self.pushed_to(current) {
                 // A subscription closed since the snapshot has just unsubscribed: skipping it
                 // is exactly what would have happened a moment later.
                 match queue.store.try_push(msg.clone()) {
@@ -292,11 +278,7 @@ impl PublishSubscribe {
                 }
             }
         }
-        if current.joins.is_empty() {
-            Stored::Yes
-        } else {
-            Stored::Forward(msg, current.joins.clone())
-        }
+        Ok(())
     }
 
     /// Pushes a copy to every subscription at once, so that a durable store writes them in one
@@ -317,100 +299,6 @@ impl PublishSubscribe {
                 Err(Refused::Failed(_, cause)) => Some(cause),
                 _ => None,
             })
-    }
-
-    /// The joins leaving this channel, as of now.
-    pub fn joins(&self) -> Arc<[Arc<Join>]> {
-        let subs = self.lock();
-        if subs.through_broker.is_empty() {
-            return subs.current.joins.clone();
-        }
-        let mut remote: Vec<&Arc<Join>> = subs.through_broker.values().map(|(j, _)| j).collect();
-        remote.sort_by_key(|j| j.id);
-        subs.current.joins.iter().chain(remote).cloned().collect()
-    }
-
-    /// On a channel kept in a broker (one that fans out) a publish does not follow the joins
-    /// leaving it in the publishing process: each join reads a durable subscription of its
-    /// own, `join-DESTINATION`, shared by every process that has the same join, so each
-    /// message published on the channel, in whatever process, crosses the join once, with the
-    /// hop budget it carries. False without a tokio runtime to read it on.
-    fn join_through_broker(&self, subs: &mut Subscriptions, join: Join, follow: Follow) -> bool {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(channel = %self.name(), "a join from a channel kept in a broker needs a tokio runtime");
-            return false;
-        };
-        let name = format!("join-{}", join.destination.name());
-        let store = self.subscription_store(&name);
-        let lane = match subs.durable.get(&name) {
-            Some(lane) => lane.clone(),
-            None => {
-                let lane = self.new_subscription(subs, Some(&store));
-                subs.durable.insert(name.clone(), lane.clone());
-                lane
-            }
-        };
-        let mut subscriber = Subscriber::new(
-            Receiver::new(lane, None).with_prefetch(SUBSCRIPTION_PREFETCH),
-            None,
-        );
-        let join = Arc::new(join);
-        let stop = Arc::new(tokio::sync::Notify::new());
-        subs.through_broker
-            .insert(join.id, (join.clone(), stop.clone()));
-        let joins: Joins = Arc::from([join]);
-        let channel = self.clone();
-        runtime.spawn(async move {
-            loop {
-                let delivery = tokio::select! {
-                    biased;
-                    () = stop.notified() => break,
-                    delivery = subscriber.recv() => delivery,
-                };
-                let Some(delivery) = delivery else { break };
-                let message = delivery.message().clone();
-                follow(&channel, joins.clone(), message, None).await;
-                delivery.ack();
-            }
-        });
-        true
-    }
-
-    /// Attaches a join, which publishes from now on carry on over with `follow` (the join
-    /// module's); false if the channel is deleted.
-    pub(crate) fn add_join(&self, join: Join, follow: Follow) -> bool {
-        let mut subs = self.lock();
-        if subs.closed {
-            return false;
-        }
-        if self.inner.fan_out.is_some() {
-            return self.join_through_broker(&mut subs, join, follow);
-        }
-        // Before the set changes: a publish that sees the join sees how to follow it.
-        self.inner.follow.get_or_init(|| follow);
-        self.change(&mut subs, |c| {
-            c.joins = c.joins.iter().cloned().chain([Arc::new(join)]).collect()
-        });
-        true
-    }
-
-    /// Removes the join `id`; returns whether it was there. Publishes that start after this
-    /// returns no longer follow it.
-    pub fn remove_join(&self, id: JoinId) -> bool {
-        let mut subs = self.lock();
-        if let Some((_, stop)) = subs.through_broker.remove(&id) {
-            // This process stops following it; its subscription stays on the broker for the
-            // other processes that have the same join.
-            stop.notify_one();
-            return true;
-        }
-        if !subs.current.joins.iter().any(|j| j.id == id) {
-            return false;
-        }
-        self.change(&mut subs, |c| {
-            c.joins = c.joins.iter().filter(|j| j.id != id).cloned().collect()
-        });
-        true
     }
 
     pub(crate) fn loop_guard(&self) -> &LoopGuard {
@@ -464,146 +352,6 @@ impl PublishSubscribe {
                 Some(full) => full.store.writable().await,
                 None => return,
             }
-        }
-    }
-
-    /// A new lane for an own subscription, in the set; on a deleted channel, a closed one (its
-    /// consumers see the end at once). A durable subscription (`durable` names its store)
-    /// lives in the channel's backend; any other in memory.
-    fn new_subscription(&self, subs: &mut Subscriptions, durable: Option<&str>) -> Arc<Lane> {
-        let config = &self.inner.config;
-        let memory = || Arc::new(config.lane_over(Arc::new(config.memory_queue())));
-        if subs.closed {
-            let closed = memory();
-            closed.store.close();
-            return closed;
-        }
-        let lane = match (&self.inner.log, durable) {
-            _ if self.inner.fan_out.is_some() => {
-                let name = durable.and_then(|store| store.split_once(SUBSCRIPTION_SEPARATOR));
-                match config.backend.open_subscription(
-                    &config.name,
-                    name.map(|(_, name)| name),
-                    config.capacity,
-                    config.overflow,
-                ) {
-                    Ok(store) => Arc::new(config.lane_over(store)),
-                    Err(e) => {
-                        // Only a broker refusing what the subscription needs gets here: the
-                        // subscriber sees the end at once rather than waiting for nothing.
-                        tracing::error!(channel = %config.name, error = %Escaped(&e), "subscription could not be opened");
-                        let closed = memory();
-                        closed.store.close();
-                        closed
-                    }
-                }
-            }
-            (_, Some(store)) if config.backend.is_durable() => match config.lane(store) {
-                Ok(lane) => Arc::new(lane),
-                Err(e) => {
-                    // The channel's backend opened when the channel was built: only a disk
-                    // failure since gets here. The subscription works, in memory.
-                    tracing::error!(channel = %config.name, error = %Escaped(&e), "durable subscription kept in memory");
-                    memory()
-                }
-            },
-            (Some(log), _) => {
-                match log.attach(|head| config.memory_queue().reading(log.clone(), head)) {
-                    Some(fed) => Arc::new(config.lane_over(fed)),
-                    // The log closes only after the set is marked deleted, under the lock held here.
-                    None => memory(),
-                }
-            }
-            (None, _) => memory(),
-        };
-        self.change(subs, |c| c.own.push(lane.clone()));
-        lane
-    }
-
-    /// The name of the store of the durable subscription `name`.
-    fn subscription_store(&self, name: &str) -> String {
-        format!("{}{SUBSCRIPTION_SEPARATOR}{name}", self.name())
-    }
-
-    /// A new non-durable subscription; it ends when the returned [`Subscriber`] is dropped.
-    pub fn subscribe(&self) -> Subscriber {
-        let queue = self.new_subscription(&mut self.lock(), None);
-        let channel = self.clone();
-        let detach_queue = queue.clone();
-        Subscriber::new(
-            Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH),
-            Some(Box::new(move || {
-                channel.detach(&detach_queue);
-                detach_queue.store.close();
-            })),
-        )
-    }
-
-    /// Attaches to the durable subscription `name`, creating it on first use. Its messages are
-    /// kept while no consumer is attached; several attached consumers compete for them.
-    pub fn durable_subscribe(&self, name: &str) -> Subscriber {
-        let mut subs = self.lock();
-        let queue = match subs.durable.get(name) {
-            Some(q) => q.clone(),
-            None => {
-                let store = self.subscription_store(name);
-                let q = self.new_subscription(&mut subs, Some(&store));
-                if !subs.closed {
-                    subs.durable.insert(name.to_owned(), q.clone());
-                }
-                q
-            }
-        };
-        drop(subs);
-        Subscriber::new(
-            Receiver::new(queue, None).with_prefetch(SUBSCRIPTION_PREFETCH),
-            None,
-        )
-    }
-
-    /// Ends the durable subscription `name`. What it still held goes to the dead letter channel
-    /// with reason `channel-deleted`; returns how many, or `None` if there was no such
-    /// subscription.
-    pub async fn unsubscribe(&self, name: &str) -> Option<usize> {
-        let queue = self.lock().durable.remove(name)?;
-        self.detach(&queue);
-        let n = queue.close().await;
-        if queue.store.is_durable() {
-            let store = self.subscription_store(name);
-            if let Err(e) = self.inner.config.backend.remove(&store).await {
-                tracing::error!(channel = %self.name(), subscription = name, error = %Escaped(&e), "could not remove the durable subscription's store");
-            }
-        }
-        Some(n)
-    }
-
-    /// The names of the durable subscriptions.
-    pub fn durable_subscriptions(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.lock().durable.keys().cloned().collect();
-        names.sort();
-        names
-    }
-
-    /// How many subscriptions there are (durable ones included, attached or not).
-    pub fn subscriber_count(&self) -> usize {
-        self.lock().current.all().count()
-    }
-
-    /// Attaches a subscription queue owned elsewhere (a bus wildcard subscription).
-    pub(crate) fn attach_foreign(&self, queue: Arc<Lane>) {
-        let mut subs = self.lock();
-        if !subs.closed {
-            self.change(&mut subs, |c| c.foreign.push(queue));
-        }
-    }
-
-    pub(crate) fn detach(&self, queue: &Arc<Lane>) {
-        let mut subs = self.lock();
-        if subs.current.all().any(|q| Arc::ptr_eq(q, queue)) {
-            self.change(&mut subs, |c| {
-                c.own.retain(|q| !Arc::ptr_eq(q, queue));
-                c.foreign.retain(|q| !Arc::ptr_eq(q, queue));
-            });
         }
     }
 
@@ -710,24 +458,6 @@ impl ChannelBuilder<PublishSubscribe> {
     }
 }
 
-impl PublishSubscribe {
-    /// Brings back the durable subscriptions the channel's backend holds (after a restart).
-    fn reopen_durable_subscriptions(&self) -> Result<(), ChannelError> {
-        let config = &self.inner.config;
-        let prefix = format!("{}{SUBSCRIPTION_SEPARATOR}", self.name());
-        let mut subs = self.lock();
-        for store in config.backend.names(&prefix) {
-            let Some(name) = store.strip_prefix(&prefix) else {
-                continue;
-            };
-            let lane = Arc::new(config.lane(&store)?);
-            self.change(&mut subs, |c| c.own.push(lane.clone()));
-            subs.durable.insert(name.to_owned(), lane);
-        }
-        Ok(())
-    }
-}
-
 impl fmt::Debug for PublishSubscribe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PublishSubscribe")
@@ -735,56 +465,6 @@ impl fmt::Debug for PublishSubscribe {
             .field("capacity", &self.capacity())
             .field("overflow", &self.overflow())
             .field("subscribers", &self.subscriber_count())
-            .finish()
-    }
-}
-
-/// A subscriber's handle: a [`Receiver`] over its subscription (it derefs to one).
-pub struct Subscriber {
-    receiver: Receiver,
-    detach: Option<Box<dyn FnOnce() + Send + Sync>>,
-}
-
-impl Subscriber {
-    pub(crate) fn new(receiver: Receiver, detach: Option<Box<dyn FnOnce() + Send + Sync>>) -> Self {
-        Subscriber { receiver, detach }
-    }
-
-    /// Whether the subscription outlives this handle.
-    pub fn is_durable(&self) -> bool {
-        self.detach.is_none()
-    }
-}
-
-impl Deref for Subscriber {
-    type Target = Receiver;
-    fn deref(&self) -> &Receiver {
-        &self.receiver
-    }
-}
-
-impl DerefMut for Subscriber {
-    fn deref_mut(&mut self) -> &mut Receiver {
-        &mut self.receiver
-    }
-}
-
-impl Drop for Subscriber {
-    fn drop(&mut self) {
-        if let Some(detach) = self.detach.take() {
-            // Back into the subscription first, so ending it discards them with the rest
-            // rather than finding them in a closed queue later.
-            self.receiver.return_prefetched();
-            detach();
-        }
-    }
-}
-
-impl fmt::Debug for Subscriber {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subscriber")
-            .field("channel", &self.receiver.channel())
-            .field("durable", &self.is_durable())
             .finish()
     }
 }

@@ -1,0 +1,101 @@
+//! Where a receiver waits for a store: parked inline on the store's `Notify`, no boxed wait.
+//!
+//! Waiting for a message is the receiver's side of a channel; knowing when one may have
+//! arrived is the store's. A store that can say *where* its receivers wait gives a
+//! [`Parking`]: the `Notify` it wakes when a message may have arrived, the count of parked
+//! receivers it reads before it pays for a wake-up, and, if it wakes one receiver at a time,
+//! the count of parked *selective* receivers (which need every waiter woken: the one woken
+//! might not select the new message). The receiver raises those counts while it parks, so a
+//! store never needs to be told who its receivers are.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use tokio::sync::Notify;
+
+use super::{MessageStore, Select, Take};
+use crate::message::Message;
+
+/// Where a receiver parks on a store; see the [module](self).
+#[derive(Clone, Copy)]
+pub struct Parking<'a> {
+    readable: &'a Notify,
+    parked: &'a AtomicUsize,
+    selective: Option<&'a AtomicUsize>,
+    woken: Option<&'a AtomicBool>,
+}
+
+impl<'a> Parking<'a> {
+    /// Receivers park on `readable`, counted in `parked` while they do. The store wakes them
+    /// all, or reads [`selective`](Self::selective) before it wakes just one.
+    pub fn new(readable: &'a Notify, parked: &'a AtomicUsize) -> Self {
+        Parking {
+            readable,
+            parked,
+            selective: None,
+            woken: None,
+        }
+    }
+
+    /// Parked receivers that select are counted in `selective` too (before they count in
+    /// `parked`, so a store that sees one parked sees whether it selects).
+    pub fn selective(mut self, selective: &'a AtomicUsize) -> Self {
+        self.selective = Some(selective);
+        self
+    }
+
+    /// Before each look a parked receiver clears `woken`: a store that wakes everyone once
+    /// per arrival and skips the wake-ups until someone looked (a shared log's subscriptions)
+    /// sets it when it wakes them.
+    pub fn woken(mut self, woken: &'a AtomicBool) -> Self {
+        self.woken = Some(woken);
+        self
+    }
+}
+
+/// Counts a parked taker or pusher for as long as it lives: a store reads the count before it
+/// pays for a wake-up.
+pub(crate) struct Parked<'a>(&'a AtomicUsize);
+
+impl<'a> Parked<'a> {
+    pub(crate) fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Parked(count)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Takes from `store` like [`MessageStore::take`], parked where its
+/// [`parking`](MessageStore::parking) says: the wait of every store that has one, awaited
+/// inline by receivers (no allocation) and boxed by the store's own `take`.
+pub(crate) async fn take_parked(
+    store: &(impl MessageStore + ?Sized),
+    parking: Parking<'_>,
+    select: Option<&dyn Select>,
+    max: usize,
+    into: &mut VecDeque<Message>,
+) -> bool {
+    let _selective = parking
+        .selective
+        .filter(|_| select.is_some())
+        .map(Parked::new);
+    let _parked = Parked::new(parking.parked);
+    loop {
+        let notified = parking.readable.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(woken) = parking.woken {
+            woken.store(false, Ordering::SeqCst);
+        }
+        match store.try_take(select, max, into) {
+            Take::Taken => return true,
+            Take::Closed => return false,
+            Take::Empty => notified.await,
+        }
+    }
+}
