@@ -391,7 +391,7 @@ async fn joins_across_two_eip_runs_keep_hop_counts_and_store_once_per_channel() 
     )
     .expect("flow b");
     // The watchers first: a subscription sees what is published after it is made.
-    let watchers: Vec<_> = names
+    let views: Vec<PublishSubscribe> = names
         .iter()
         .zip(&streams)
         .map(|(name, stream)| {
@@ -401,12 +401,17 @@ async fn joins_across_two_eip_runs_keep_hop_counts_and_store_once_per_channel() 
                 ))
                 .build()
                 .expect("a watching view")
-                .durable_subscribe("observer")
         })
         .collect();
-    eip_adapters::store::connected(Duration::from_secs(10))
-        .await
-        .expect("the watchers' subscriptions are made");
+    let watchers: Vec<_> = views
+        .iter()
+        .map(|view| view.durable_subscribe("observer"))
+        .collect();
+    for view in &views {
+        view.ready(Duration::from_secs(10))
+            .await
+            .expect("the watchers' subscriptions are made");
+    }
     let b = Run::start(&flow_b);
     let started = Instant::now();
     while !b.is_connected() {

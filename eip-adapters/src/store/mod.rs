@@ -43,14 +43,12 @@
 //! confirm, and a [`Source`](crate::bridge::Source) to read.
 
 mod broker;
-mod compat;
 #[cfg(feature = "nats")]
 mod jetstream;
 #[cfg(feature = "amqp")]
 mod rabbitmq;
 
 pub use broker::{BrokerStore, DEFAULT_PUBLISH_WINDOW, DEFAULT_RETRY_FOR, ENVELOPE_ERROR};
-pub use compat::connected;
 #[cfg(feature = "nats")]
 pub use jetstream::JetStream;
 #[cfg(feature = "amqp")]

@@ -142,7 +142,6 @@ impl<D: Delivery> BrokerStore<D> {
         if let Some((source, reading)) = source {
             let (ready, first) = watch::channel(false);
             if reading == Reading::AtOnce {
-                super::compat::opening(&shared.describe, &first);
                 connected = Some(first);
             }
             runtime.spawn(reading::read(shared.clone(), source, stopped, ready));
