@@ -3,7 +3,8 @@
 //! A bridge is a pair of channel adapters whose outside system is another messaging system.
 //! Every broker module (`amqp`, `nats`, `mqtt`, `redis`, one cargo feature each) provides the
 //! same two halves:
-//! - **outbound**, channel → broker: a `tower::Service<Message>` that publishes and answers
+//! - **outbound**, channel → broker: an [`Outbound`] (a `tower::Service<Message>`) over the
+//!   broker's [`Publisher`], which publishes and answers
 //!   `Ok` only once the broker confirmed (publisher confirm, JetStream ack, PUBACK, the `XADD`
 //!   reply), driven by a consumer endpoint like any outbound adapter (`Err` is redelivered
 //!   with the channel's backoff, then dead-lettered); it owns its connection and reconnects
@@ -20,10 +21,12 @@ pub mod envelope;
 
 mod backoff;
 mod inbound;
+mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
+pub use outbound::{Outbound, Publisher};
 pub use reconnect::Reconnect;
 
 /// What can go wrong in a bridge.
