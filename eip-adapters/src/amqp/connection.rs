@@ -87,12 +87,7 @@ pub(crate) fn lost(url: &AmqpUrl, e: impl std::fmt::Display) -> BridgeError {
 /// The broker refused `what` (a declaration, a binding, a consumer): permanent, since asking
 /// again gets the same answer.
 pub(crate) fn refused(url: &AmqpUrl, what: String, e: impl std::fmt::Display) -> BridgeError {
-    BridgeError::Refused {
-        broker: url.broker(),
-        what,
-        reason: e.to_string(),
-        permanent: true,
-    }
+    BridgeError::refused(url.broker(), what, e, true)
 }
 
 /// An exchange a bridge declares before publishing to it or binding to it.

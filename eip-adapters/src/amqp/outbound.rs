@@ -179,14 +179,12 @@ impl Publisher for AmqpPublisher {
         let config = &self.config;
         let (generation, channel) = self.channel().await?;
         let key = config.routing_key.for_message(msg);
-        let refused = |reason: String| BridgeError::Refused {
-            broker: config.url.broker(),
-            what: format!(
+        let refused = |reason: String| {
+            let what = format!(
                 "a publish to exchange `{}` with key `{key}`",
                 config.exchange
-            ),
-            reason,
-            permanent: false,
+            );
+            BridgeError::refused(config.url.broker(), what, reason, false)
         };
         let options = BasicPublishOptions {
             mandatory: config.mandatory,

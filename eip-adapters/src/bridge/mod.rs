@@ -70,6 +70,22 @@ pub enum BridgeError {
 }
 
 impl BridgeError {
+    /// `broker` refused `what` with `reason`; `permanent` when asking again gets the same
+    /// answer.
+    pub fn refused(
+        broker: impl Into<String>,
+        what: impl Into<String>,
+        reason: impl std::fmt::Display,
+        permanent: bool,
+    ) -> Self {
+        BridgeError::Refused {
+            broker: broker.into(),
+            what: what.into(),
+            reason: reason.to_string(),
+            permanent,
+        }
+    }
+
     /// Whether trying again would fail the same way.
     pub fn is_permanent(&self) -> bool {
         matches!(
