@@ -16,7 +16,7 @@ use lapin::{Confirmation, Connection};
 
 use super::connection::{self, AmqpUrl, ExchangeDeclaration, lost};
 use super::properties::properties;
-use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect};
+use crate::bridge::{Backoff, BridgeError, DestinationTemplate, Outbound, Publisher, Reconnect};
 
 /// The routing key of each published message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,20 +38,23 @@ pub struct RoutingKeyError {
 }
 
 impl RoutingKey {
-    /// `{subject}` alone, or a fixed key. A brace anywhere else is a placeholder this key can
-    /// not fill (`{header.x}`, `orders.{subject}`, or one left unclosed): refused, rather than
-    /// published as a literal key no binding expects.
+    /// `{subject}` alone, or a fixed key (a [`DestinationTemplate`] of those two shapes). A
+    /// brace anywhere else is a placeholder this key can not fill (`{header.x}`,
+    /// `orders.{subject}`, or one left unclosed): refused, rather than published as a literal
+    /// key no binding expects.
     pub fn parse(key: &str) -> Result<Self, RoutingKeyError> {
-        if key == "{subject}" {
-            return Ok(RoutingKey::Subject);
+        let refused = || RoutingKeyError {
+            key: key.to_owned(),
+            reason: "the only placeholder is `{subject}`, standing alone for the whole key",
+        };
+        let template = DestinationTemplate::parse(key).map_err(|_| refused())?;
+        if !template.uses_subject() {
+            Ok(RoutingKey::Fixed(key.to_owned()))
+        } else if template.literal_text().all(str::is_empty) {
+            Ok(RoutingKey::Subject)
+        } else {
+            Err(refused())
         }
-        if key.contains(['{', '}']) {
-            return Err(RoutingKeyError {
-                key: key.to_owned(),
-                reason: "the only placeholder is `{subject}`, standing alone for the whole key",
-            });
-        }
-        Ok(RoutingKey::Fixed(key.to_owned()))
     }
 
     /// The key `msg` is published with.

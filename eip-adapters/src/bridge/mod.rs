@@ -20,11 +20,13 @@
 pub mod envelope;
 
 mod backoff;
+mod destination;
 mod inbound;
 mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
+pub use destination::{DestinationTemplate, TemplateError};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
 pub use outbound::{Outbound, Publisher};
 pub use reconnect::Reconnect;
