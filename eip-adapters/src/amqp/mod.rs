@@ -19,8 +19,10 @@
 //! (`expiration`, the milliseconds left when published) so RabbitMQ drops what expires while
 //! queued; every other header (`subject`, `hop-budget`, your own) is a typed entry of the
 //! headers table (strings, 64-bit integers, doubles, booleans, byte arrays). Coming in, the
-//! routing key becomes the `subject` when the message has none, and a header of another AMQP
-//! type (a nested table, an array, a timestamp) arrives as text.
+//! routing key becomes the `subject` when the message has none. From a producer that is not
+//! eip: a `message_id` that is not an eip id is kept in the header `external-id`; a TTL
+//! counts from the message's AMQP `timestamp` when it has one; a decimal header arrives as a
+//! float, a timestamp as an integer, an array or a table as its JSON text (`[1,"two",[3]]`).
 //!
 //! Both halves make a fresh connection after a lost one, with
 //! [`Backoff`](crate::bridge::Backoff), rather than lean on lapin's own recovery.
@@ -33,6 +35,7 @@ mod connection;
 mod outbound;
 mod properties;
 mod source;
+mod values;
 
 pub(crate) use connection::delete_queue;
 pub use connection::{AmqpUrl, ExchangeDeclaration};

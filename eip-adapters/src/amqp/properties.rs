@@ -9,11 +9,18 @@
 //! 64-bit integers, doubles, booleans, byte arrays).
 //!
 //! In: the same, the other way; the routing key becomes the `subject` when the message has
-//! none.
+//! none. A producer that is not eip may set a `message_id` that is not an eip id: the message
+//! gets an id of its own, and the producer's is kept in the header `external-id` so a consumer
+//! can correlate. Its TTL counts from when it was published (its `timestamp`), not from when
+//! eip received it; see [`expires_at`]. Header values of AMQP's other types: see
+//! [`values`](super::values).
 
-use eip_core::message::{HeaderValue, Message, MessageId, names, now_millis};
+use eip_core::message::{HeaderValue, Headers, Message, MessageId, names, now_millis};
 use lapin::BasicProperties;
-use lapin::types::{AMQPValue, FieldTable, LongString};
+use lapin::types::FieldTable;
+
+use super::values::{amqp_value, header_value};
+use crate::bridge::envelope::EXTERNAL_ID;
 
 /// The AMQP properties carrying `msg`'s id and headers.
 pub(super) fn properties(msg: &Message, broker_expiration: bool) -> BasicProperties {
@@ -50,31 +57,42 @@ pub(super) fn properties(msg: &Message, broker_expiration: bool) -> BasicPropert
     props.with_headers(table)
 }
 
-fn amqp_value(value: &HeaderValue) -> AMQPValue {
-    match value {
-        HeaderValue::Str(s) => AMQPValue::LongString(s.as_str().into()),
-        HeaderValue::Int(i) => AMQPValue::LongLongInt(*i),
-        HeaderValue::Float(f) => AMQPValue::Double(*f),
-        HeaderValue::Bool(b) => AMQPValue::Boolean(*b),
-        HeaderValue::Bytes(b) => AMQPValue::ByteArray(b.to_vec().into()),
-    }
-}
-
 /// The eip message a delivery carries.
 pub(super) fn message(delivery: &lapin::message::Delivery, subject_header: bool) -> Message {
     let props = &delivery.properties;
-    let id = props
-        .message_id()
-        .as_ref()
-        .and_then(|id| id.as_str().parse::<MessageId>().ok())
-        .unwrap_or_default();
-    let mut msg = Message::builder(delivery.data.clone()).id(id).build();
+    let foreign_id = props.message_id().as_ref().map(|id| id.as_str());
+    let id = foreign_id.and_then(|id| id.parse::<MessageId>().ok());
+    let mut msg = Message::builder(delivery.data.clone())
+        .id(id.unwrap_or_default())
+        .build();
     let headers = msg.headers_mut();
     if let Some(table) = props.headers() {
         for (name, value) in table.inner() {
             headers.insert(name.as_str().to_owned(), header_value(value));
         }
     }
+    if id.is_none()
+        && let Some(foreign_id) = foreign_id
+        && !headers.contains(EXTERNAL_ID)
+    {
+        headers.insert(EXTERNAL_ID, foreign_id);
+    }
+    read_properties(props, headers);
+    if subject_header
+        && !headers.contains(names::SUBJECT)
+        && !delivery.routing_key.as_str().is_empty()
+    {
+        headers.insert(names::SUBJECT, delivery.routing_key.as_str());
+    }
+    if delivery.redelivered {
+        msg.mark_redelivered();
+    }
+    msg
+}
+
+/// The headers the AMQP properties of the same meaning give, and `expires-at` from the TTL
+/// when the headers table did not carry it.
+fn read_properties(props: &BasicProperties, headers: &mut Headers) {
     if let Some(v) = props.correlation_id() {
         headers.insert(names::CORRELATION_ID, v.as_str());
     }
@@ -88,46 +106,24 @@ pub(super) fn message(delivery: &lapin::message::Delivery, subject_header: bool)
         headers.insert(names::PRIORITY, i64::from(*p));
     }
     if !headers.contains(names::EXPIRES_AT)
-        && let Some(ttl) = props
-            .expiration()
-            .as_ref()
-            .and_then(|e| e.as_str().parse::<u64>().ok())
+        && let Some(at) = expires_at(props, now_millis())
     {
-        headers.insert(names::EXPIRES_AT, (now_millis() + ttl) as i64);
-    }
-    if subject_header
-        && !headers.contains(names::SUBJECT)
-        && !delivery.routing_key.as_str().is_empty()
-    {
-        headers.insert(names::SUBJECT, delivery.routing_key.as_str());
-    }
-    if delivery.redelivered {
-        msg.mark_redelivered();
-    }
-    msg
-}
-
-fn header_value(value: &AMQPValue) -> HeaderValue {
-    match value {
-        AMQPValue::Boolean(b) => HeaderValue::Bool(*b),
-        AMQPValue::ShortShortInt(i) => HeaderValue::Int(i64::from(*i)),
-        AMQPValue::ShortShortUInt(i) => HeaderValue::Int(i64::from(*i)),
-        AMQPValue::ShortInt(i) => HeaderValue::Int(i64::from(*i)),
-        AMQPValue::ShortUInt(i) => HeaderValue::Int(i64::from(*i)),
-        AMQPValue::LongInt(i) => HeaderValue::Int(i64::from(*i)),
-        AMQPValue::LongUInt(i) => HeaderValue::Int(i64::from(*i)),
-        AMQPValue::LongLongInt(i) => HeaderValue::Int(*i),
-        AMQPValue::Float(f) => HeaderValue::Float(f64::from(*f)),
-        AMQPValue::Double(f) => HeaderValue::Float(*f),
-        AMQPValue::ShortString(s) => HeaderValue::Str(s.as_str().to_owned()),
-        AMQPValue::LongString(s) => HeaderValue::Str(long_string(s)),
-        AMQPValue::ByteArray(b) => HeaderValue::Bytes(bytes::Bytes::copy_from_slice(b.as_slice())),
-        other => HeaderValue::Str(format!("{other:?}")),
+        headers.insert(names::EXPIRES_AT, i64::try_from(at).unwrap_or(i64::MAX));
     }
 }
 
-fn long_string(s: &LongString) -> String {
-    String::from_utf8_lossy(s.as_bytes()).into_owned()
+/// When a message with a per-message TTL (`expiration`) expires: its TTL after it was
+/// published, which is its AMQP `timestamp` (seconds) when it has one that is not later than
+/// `now`, else `now` (when eip received it). A timestamp in the future (a clock ahead of
+/// eip's, or one written in milliseconds) is not trusted: it would make the message live
+/// longer than its TTL.
+fn expires_at(props: &BasicProperties, now: u64) -> Option<u64> {
+    let ttl = props.expiration().as_ref()?.as_str().parse::<u64>().ok()?;
+    let published = match props.timestamp() {
+        Some(seconds) => seconds.saturating_mul(1000).min(now),
+        None => now,
+    };
+    Some(published.saturating_add(ttl))
 }
 
 #[cfg(test)]
@@ -199,5 +195,22 @@ mod tests {
         );
         let expires = msg.expires_at().unwrap().expect("an expiry");
         assert!(expires > now_millis() && expires <= now_millis() + 1000);
+    }
+
+    #[test]
+    fn a_ttl_counts_from_the_timestamp_unless_it_is_missing_or_in_the_future() {
+        let now = 1_700_000_060_000;
+        let ttl = BasicProperties::default().with_expiration("60000".into());
+        assert_eq!(expires_at(&ttl, now), Some(now + 60_000), "no timestamp");
+        let published = ttl.clone().with_timestamp(1_700_000_054);
+        assert_eq!(expires_at(&published, now), Some(1_700_000_114_000));
+        let ahead = ttl.clone().with_timestamp(1_700_000_070);
+        assert_eq!(expires_at(&ahead, now), Some(now + 60_000), "a clock ahead");
+        let millis = ttl.with_timestamp(1_700_000_054_000);
+        assert_eq!(expires_at(&millis, now), Some(now + 60_000), "milliseconds");
+        let no_ttl = BasicProperties::default().with_timestamp(1_700_000_054);
+        assert_eq!(expires_at(&no_ttl, now), None);
+        let bad = BasicProperties::default().with_expiration("soon".into());
+        assert_eq!(expires_at(&bad, now), None);
     }
 }
