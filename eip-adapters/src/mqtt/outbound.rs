@@ -261,7 +261,7 @@ impl Connection {
                     Ok((client, eventloop)) => {
                         self.backoff.reset();
                         stalled = self.install(client);
-                        tracing::info!(broker = %self.broker.describe(), "mqtt outbound reconnected");
+                        tracing::warn!(broker = %self.broker.describe(), "mqtt outbound reconnected");
                         break eventloop;
                     }
                     Err(error) => {
