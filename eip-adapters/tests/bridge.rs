@@ -155,8 +155,12 @@ async fn an_outbound_bridge_says_reconnected_as_loudly_as_it_said_lost() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(
+        warned(&["connection lost", &port], Duration::from_secs(1)).await,
+        "the loss is warned of"
+    );
+    assert!(
         warned(&["bridge reconnected", &port], Duration::from_secs(1)).await,
-        "the reconnection is warned of"
+        "the reconnection is warned of too"
     );
     let _ = delete_queue(&queue).await;
 }

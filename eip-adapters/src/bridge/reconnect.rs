@@ -109,6 +109,7 @@ impl<T> Reconnect<T> {
     pub async fn forget(&self, generation: u64) {
         let mut state = self.state.lock().await;
         if matches!(&state.live, Some((g, _)) if *g == generation) {
+            tracing::warn!(broker = %self.broker, "bridge: connection lost, reconnecting");
             state.live = None;
             state.down = true;
         }
