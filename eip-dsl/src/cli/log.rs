@@ -104,8 +104,7 @@ mod tests {
             tracing::info!(target: "eip_adapters::bridge::inbound", "bridge connected");
             tracing::warn!(target: "eip::run", "stopping");
         });
-        let events = seen.0.lock().map(|e| e.clone()).unwrap_or_default();
-        events
+        seen.0.lock().map(|e| e.clone()).unwrap_or_default()
     }
 
     fn targets(events: &[(String, Level)]) -> Vec<&str> {
