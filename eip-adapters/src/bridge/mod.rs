@@ -22,6 +22,7 @@
 pub mod envelope;
 
 mod backoff;
+pub(crate) mod config;
 mod destination;
 mod inbound;
 mod outbound;

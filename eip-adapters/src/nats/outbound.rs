@@ -21,7 +21,7 @@ use eip_core::Message;
 
 use super::connection::{self, Link, LinkSettings, StreamDeclaration};
 use super::subject::SubjectTemplate;
-use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect, envelope};
+use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect, config, envelope};
 
 /// Where and how a [`JetStreamOutbound`] publishes. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -64,19 +64,14 @@ impl JetStreamOutboundConfig {
         if let Some(stream) = &self.stream {
             stream.problems(&mut problems);
         }
-        if self.connect_timeout.is_zero() {
-            problems.push("connect_timeout is zero".to_owned());
-        }
-        if self.publish_timeout.is_zero() {
-            problems.push("publish_timeout is zero".to_owned());
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "jetstream outbound: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("connect_timeout", self.connect_timeout),
+                ("publish_timeout", self.publish_timeout),
+            ],
+        );
+        config::checked("jetstream outbound", problems)
     }
 }
 

@@ -27,7 +27,7 @@ use eip_core::message::{Message, names};
 use super::connection::{self, Link, LinkSettings, StreamDeclaration};
 use super::pull::Puller;
 use crate::bridge::envelope::{self, EnvelopeError};
-use crate::bridge::{BridgeError, Delivery, Source};
+use crate::bridge::{BridgeError, Delivery, Source, config};
 
 /// Where a [`JetStreamSource`] reads. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -98,23 +98,16 @@ impl JetStreamSourceConfig {
                 self.consumer
             ));
         }
-        for (what, d) in [
-            ("ack_wait", self.ack_wait),
-            ("connect_timeout", self.connect_timeout),
-            ("request_timeout", self.request_timeout),
-            ("heartbeat", self.heartbeat),
-        ] {
-            if d.is_zero() {
-                problems.push(format!("{what} is zero"));
-            }
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "jetstream source: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("ack_wait", self.ack_wait),
+                ("connect_timeout", self.connect_timeout),
+                ("request_timeout", self.request_timeout),
+                ("heartbeat", self.heartbeat),
+            ],
+        );
+        config::checked("jetstream source", problems)
     }
 }
 

@@ -24,7 +24,7 @@ use eip_core::Message;
 use super::PAYLOAD;
 use super::connection::{self, LinkSettings};
 use super::key::StreamKey;
-use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect, envelope};
+use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect, config, envelope};
 
 /// Where and how a [`RedisStreamOutbound`] appends. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -65,19 +65,14 @@ impl RedisStreamOutboundConfig {
         if self.max_len == Some(0) {
             problems.push("max_len is zero".to_owned());
         }
-        if self.connect_timeout.is_zero() {
-            problems.push("connect_timeout is zero".to_owned());
-        }
-        if self.response_timeout.is_zero() {
-            problems.push("response_timeout is zero".to_owned());
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "redis stream outbound: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("connect_timeout", self.connect_timeout),
+                ("response_timeout", self.response_timeout),
+            ],
+        );
+        config::checked("redis stream outbound", problems)
     }
 }
 
