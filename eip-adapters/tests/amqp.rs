@@ -23,6 +23,7 @@ use eip_core::channel::{DeadLetterChannel, PointToPoint, RedeliveryPolicy};
 use eip_core::endpoint::Consumer;
 use eip_core::message::{HeaderValue, Message};
 use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
+use lapin::types::{AMQPValue, DecimalValue, FieldTable};
 use lapin::{Connection, ConnectionProperties};
 
 fn url() -> String {
@@ -318,4 +319,143 @@ async fn cut_and_stalled_connections_lose_nothing_either_way() {
     consumer.shutdown().await;
     bridge.shutdown().await.unwrap();
     clean_up(&url, &queue, Some(&exchange)).await;
+}
+
+/// Publishes one message as a producer that is not eip would (with `properties`) straight to
+/// `queue`, and brings it in through an inbound bridge.
+async fn foreign(url: &str, queue: &str, properties: lapin::BasicProperties) -> Message {
+    let connection = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .expect("a connection");
+    let channel = connection.create_channel().await.expect("a channel");
+    channel
+        .queue_declare(
+            queue.into(),
+            lapin::options::QueueDeclareOptions {
+                durable: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .expect("the queue is declared");
+    channel
+        .basic_publish(
+            "".into(),
+            queue.into(),
+            lapin::options::BasicPublishOptions::default(),
+            b"{}",
+            properties,
+        )
+        .await
+        .expect("published")
+        .await
+        .expect("sent");
+    let _ = connection.close(200, "done".into()).await;
+    let inbox = PointToPoint::new("inbox", 10).unwrap();
+    let bridge = InboundBridge::new(
+        AmqpSource::new(AmqpSourceConfig::new(url, queue)),
+        inbox.clone(),
+        4,
+    )
+    .spawn();
+    let got = take(&inbox, 1, Duration::from_secs(10)).await;
+    bridge.shutdown().await.unwrap();
+    clean_up(url, queue, None).await;
+    got.into_iter().next().expect("one message")
+}
+
+fn long(s: &str) -> AMQPValue {
+    AMQPValue::LongString(s.into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_arrays_tables_decimals_and_timestamps_arrive_as_json_numbers_and_integers() {
+    let Some(url) = broker("foreign header types").await else {
+        return;
+    };
+    let mut table = FieldTable::default();
+    table.insert(
+        "list".into(),
+        AMQPValue::FieldArray(
+            vec![
+                AMQPValue::LongInt(1),
+                long("two"),
+                AMQPValue::FieldArray(vec![AMQPValue::LongInt(3)].into()),
+            ]
+            .into(),
+        ),
+    );
+    let mut nested = FieldTable::default();
+    nested.insert("b".into(), long("x \"quoted\""));
+    nested.insert("a".into(), AMQPValue::Boolean(true));
+    nested.insert(
+        "d".into(),
+        AMQPValue::DecimalValue(DecimalValue {
+            scale: 2,
+            value: 12_345,
+        }),
+    );
+    nested.insert("t".into(), AMQPValue::Timestamp(1_700_000_000));
+    nested.insert("v".into(), AMQPValue::Void);
+    table.insert("table".into(), AMQPValue::FieldTable(nested));
+    table.insert(
+        "price".into(),
+        AMQPValue::DecimalValue(DecimalValue {
+            scale: 3,
+            value: 1_250,
+        }),
+    );
+    table.insert("at".into(), AMQPValue::Timestamp(1_700_000_000));
+    let properties = lapin::BasicProperties::default().with_headers(table);
+    let msg = foreign(&url, &unique("types"), properties).await;
+    let headers = msg.headers();
+    assert_eq!(
+        headers.get("list"),
+        Some(&HeaderValue::Str(r#"[1,"two",[3]]"#.into()))
+    );
+    assert_eq!(
+        headers.get("table"),
+        Some(&HeaderValue::Str(
+            r#"{"a":true,"b":"x \"quoted\"","d":123.45,"t":1700000000,"v":null}"#.into()
+        ))
+    );
+    assert_eq!(headers.get("price"), Some(&HeaderValue::Float(1.25)));
+    assert_eq!(headers.get("at"), Some(&HeaderValue::Int(1_700_000_000)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_message_id_that_is_not_an_eip_id_is_kept_as_external_id() {
+    let Some(url) = broker("foreign message id").await else {
+        return;
+    };
+    let properties = lapin::BasicProperties::default().with_message_id("order-17".into());
+    let msg = foreign(&url, &unique("id"), properties).await;
+    assert_eq!(
+        msg.headers().get("external-id"),
+        Some(&HeaderValue::Str("order-17".into()))
+    );
+    assert_ne!(
+        msg.id().to_string(),
+        "order-17",
+        "the message has an id of its own"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_ttl_counts_from_the_amqp_timestamp_not_from_arrival() {
+    let Some(url) = broker("foreign ttl").await else {
+        return;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // Published 6 s ago with a 60 s TTL: 54 s are left, not 60.
+    let properties = lapin::BasicProperties::default()
+        .with_expiration("60000".into())
+        .with_timestamp(now - 6);
+    let msg = foreign(&url, &unique("ttl"), properties).await;
+    let expires = msg.expires_at().unwrap().expect("an expiry");
+    assert_eq!(expires, (now - 6) * 1000 + 60_000);
 }

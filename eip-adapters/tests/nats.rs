@@ -342,6 +342,35 @@ async fn a_poison_message_is_dead_lettered_and_does_not_block_those_behind_it() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_nats_msg_id_is_kept_as_external_id() {
+    let Some(url) = server("foreign msg id").await else {
+        return;
+    };
+    let (stream, prefix) = unique("externalid");
+    let js = async_nats::jetstream::new(async_nats::connect(&url).await.unwrap());
+    create_stream(&js, &stream, &prefix).await;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(async_nats::header::NATS_MESSAGE_ID, "order-17");
+    js.publish_with_headers(format!("{prefix}.m"), headers, "{}".into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let inbox = PointToPoint::new("inbox", 10).unwrap();
+    let bridge = JetStreamSource::new(source(&url, &stream, &prefix))
+        .unwrap()
+        .bridge(inbox.clone(), 4)
+        .spawn();
+    let got = take(&inbox, 1, Duration::from_secs(10)).await;
+    assert_eq!(
+        got[0].headers().get("external-id"),
+        Some(&HeaderValue::Str("order-17".into()))
+    );
+    bridge.shutdown().await.unwrap();
+    let _ = js.delete_stream(&stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_stream_is_an_error_naming_the_subject() {
     let Some(url) = server("missing stream").await else {
         return;

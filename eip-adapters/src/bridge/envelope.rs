@@ -23,6 +23,10 @@ use eip_core::message::{HeaderValue, Message, MessageId, names};
 pub const ID: &str = "eip-id";
 /// The header listing the headers that are not strings, and their types.
 pub const TYPES: &str = "eip-types";
+/// The header holding the id a producer that is not eip gave its message (an AMQP
+/// `message_id` that is not an eip id, a `Nats-Msg-Id`), so that a consumer can correlate:
+/// the eip message has an id of its own.
+pub const EXTERNAL_ID: &str = "external-id";
 
 /// Why a broker message could not become an eip message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

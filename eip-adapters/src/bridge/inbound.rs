@@ -11,7 +11,9 @@
 //!   goes to the channel's dead letter channel with reason `invalid` and the error, then is
 //!   acknowledged, so it never blocks the bridge;
 //! - when the connection is lost, what was not acknowledged is the broker's to deliver again
-//!   (a duplicate, never a loss): the bridge reconnects with backoff and resumes.
+//!   (a duplicate, never a loss): the bridge reconnects with backoff and resumes. The loss is
+//!   a warning, and so is the reconnection that ends it (`bridge reconnected`), so the default
+//!   log level shows both ends of an outage.
 
 use std::future::Future;
 use std::pin::pin;
@@ -93,16 +95,23 @@ impl<S: Source> InboundBridge<S> {
     ) -> Result<(), BridgeError> {
         let mut shutdown = pin!(shutdown);
         let what = self.source.describe();
+        // Whether a loss or a failed attempt was warned of: its end is said as loudly.
+        let mut reconnecting = false;
         loop {
             tokio::select! {
                 biased;
                 () = &mut shutdown => return Ok(()),
                 connected = self.source.connect(self.window) => match connected {
+                    Ok(()) if reconnecting => {
+                        tracing::warn!(source = %what, channel = self.channel.name(), "bridge reconnected");
+                        self.backoff.reset();
+                    }
                     Ok(()) => {
                         tracing::info!(source = %what, channel = self.channel.name(), "bridge connected");
                         self.backoff.reset();
                     }
                     Err(error) => {
+                        reconnecting = true;
                         let wait = self.backoff.next_wait();
                         tracing::warn!(source = %what, error = %Escaped(&error), ?wait, "bridge: connecting failed");
                         tokio::select! {
@@ -117,6 +126,7 @@ impl<S: Source> InboundBridge<S> {
                 Consumed::Shutdown => return Ok(()),
                 Consumed::Closed(channel) => return Err(BridgeError::ChannelClosed(channel)),
                 Consumed::Lost(error) => {
+                    reconnecting = true;
                     let wait = self.backoff.next_wait();
                     tracing::warn!(source = %what, error = %Escaped(&error), ?wait, "bridge: connection lost, reconnecting");
                     tokio::select! {

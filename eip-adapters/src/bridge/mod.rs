@@ -3,11 +3,14 @@
 //! A bridge is a pair of channel adapters whose outside system is another messaging system.
 //! Every broker module (`amqp`, `nats`, `mqtt`, `redis`, one cargo feature each) provides the
 //! same two halves:
-//! - **outbound**, channel → broker: a `tower::Service<Message>` that publishes and answers
-//!   `Ok` only once the broker confirmed (publisher confirm, JetStream ack, PUBACK, the `XADD`
-//!   reply), driven by a consumer endpoint like any outbound adapter (`Err` is redelivered
-//!   with the channel's backoff, then dead-lettered); it owns its connection and reconnects
-//!   after a failure, so a broker restart costs retries, not messages;
+//! - **outbound**, channel → broker: an [`Outbound`], the `tower::Service<Message>` over the
+//!   broker's [`Publisher`], which publishes and answers `Ok` only once the broker confirmed
+//!   (publisher confirm, JetStream ack, PUBACK, the `XADD` reply), driven by a consumer
+//!   endpoint like any outbound adapter (`Err` is redelivered with the channel's backoff, then
+//!   dead-lettered); the publisher owns its connection ([`Reconnect`], or MQTT's own task)
+//!   and reconnects after a failure, so a broker restart costs retries, not messages; where
+//!   it publishes is a [`DestinationTemplate`] (fixed, or made from the message's
+//!   `{subject}`);
 //! - **inbound**, broker → channel: a [`Source`] run by [`InboundBridge`], which acknowledges
 //!   to the broker only once the channel accepted the message, keeps at most a window of
 //!   deliveries unacknowledged, and reconnects with [`Backoff`].
@@ -19,11 +22,16 @@
 pub mod envelope;
 
 mod backoff;
+pub(crate) mod config;
+mod destination;
 mod inbound;
+mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
+pub use destination::{DestinationTemplate, TemplateError};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
+pub use outbound::{Outbound, Publisher};
 pub use reconnect::Reconnect;
 
 /// What can go wrong in a bridge.
@@ -67,6 +75,22 @@ pub enum BridgeError {
 }
 
 impl BridgeError {
+    /// `broker` refused `what` with `reason`; `permanent` when asking again gets the same
+    /// answer.
+    pub fn refused(
+        broker: impl Into<String>,
+        what: impl Into<String>,
+        reason: impl std::fmt::Display,
+        permanent: bool,
+    ) -> Self {
+        BridgeError::Refused {
+            broker: broker.into(),
+            what: what.into(),
+            reason: reason.to_string(),
+            permanent,
+        }
+    }
+
     /// Whether trying again would fail the same way.
     pub fn is_permanent(&self) -> bool {
         matches!(

@@ -14,7 +14,8 @@ use super::{Backoff, BridgeError};
 /// a call that saw its connection fail [`forget`](Self::forget)s that generation, so one failure
 /// does not throw away a newer connection another call already made. After an open fails, calls
 /// fail at once ("next attempt in …") until the backoff's wait is over: a broker that is down
-/// costs a retry of the message, not a storm of connection attempts.
+/// costs a retry of the message, not a storm of connection attempts. A connection made after a
+/// loss or a failed attempt is logged as a warning (`bridge reconnected`), like the loss.
 pub struct Reconnect<T> {
     broker: String,
     state: Mutex<State<T>>,
@@ -25,6 +26,9 @@ struct State<T> {
     generation: u64,
     backoff: Backoff,
     retry_at: Option<Instant>,
+    /// A connection was lost or an attempt failed since the last one made: the next one made
+    /// is a reconnection, said at the level the loss was.
+    down: bool,
 }
 
 impl<T> std::fmt::Debug for Reconnect<T> {
@@ -45,6 +49,7 @@ impl<T> Reconnect<T> {
                 generation: 0,
                 backoff,
                 retry_at: None,
+                down: false,
             }),
         }
     }
@@ -68,6 +73,7 @@ impl<T> Reconnect<T> {
             }
             tracing::warn!(broker = %self.broker, "bridge: connection lost, reconnecting");
             state.live = None;
+            state.down = true;
         }
         if let Some(at) = state.retry_at
             && Instant::now() < at
@@ -79,6 +85,9 @@ impl<T> Reconnect<T> {
         }
         match open().await {
             Ok(live) => {
+                if std::mem::take(&mut state.down) {
+                    tracing::warn!(broker = %self.broker, "bridge reconnected");
+                }
                 state.backoff.reset();
                 state.retry_at = None;
                 state.generation += 1;
@@ -90,6 +99,7 @@ impl<T> Reconnect<T> {
             Err(error) => {
                 let wait = state.backoff.next_wait();
                 state.retry_at = Some(Instant::now() + wait);
+                state.down = true;
                 Err(error)
             }
         }
@@ -99,7 +109,9 @@ impl<T> Reconnect<T> {
     pub async fn forget(&self, generation: u64) {
         let mut state = self.state.lock().await;
         if matches!(&state.live, Some((g, _)) if *g == generation) {
+            tracing::warn!(broker = %self.broker, "bridge: connection lost, reconnecting");
             state.live = None;
+            state.down = true;
         }
     }
 }

@@ -47,6 +47,6 @@ mod topic;
 
 pub use broker::MqttBroker;
 pub use error::TopicError;
-pub use outbound::{MqttOutbound, MqttOutboundConfig};
+pub use outbound::{MqttOutbound, MqttOutboundConfig, MqttPublisher};
 pub use source::{MqttDelivery, MqttSource, MqttSourceConfig};
 pub use topic::{TopicTemplate, subject_to_topic, topic_to_subject};

@@ -22,10 +22,7 @@
 //! subject, a subject with a wildcard): permanent.
 
 use std::collections::{HashMap, VecDeque};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use eip_core::Message;
@@ -38,7 +35,7 @@ use tokio::sync::{Notify, Semaphore, oneshot};
 use super::broker::MqttBroker;
 use super::properties::to_properties;
 use super::topic::TopicTemplate;
-use crate::bridge::{Backoff, BridgeError};
+use crate::bridge::{Backoff, BridgeError, Outbound, Publisher};
 use eip_core::log::Escaped;
 
 /// The outbound bridge's settings: plain data.
@@ -101,12 +98,10 @@ impl MqttOutboundConfig {
 }
 
 /// Publishes messages to an MQTT topic at QoS 1; see the [module](self).
-#[derive(Clone)]
-pub struct MqttOutbound {
-    shared: Arc<Shared>,
-}
+pub type MqttOutbound = Outbound<MqttPublisher>;
 
-struct Shared {
+/// How an [`MqttOutbound`] publishes: its connection task and the calls waiting for a PUBACK.
+pub struct MqttPublisher {
     broker: String,
     topic: TopicTemplate,
     retain: bool,
@@ -116,7 +111,7 @@ struct Shared {
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Drop for Shared {
+impl Drop for MqttPublisher {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -135,15 +130,6 @@ struct Link {
 
 type Waiter = oneshot::Sender<Result<(), BridgeError>>;
 
-impl std::fmt::Debug for MqttOutbound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MqttOutbound")
-            .field("broker", &self.shared.broker)
-            .field("topic", &self.shared.topic.as_str())
-            .finish()
-    }
-}
-
 impl MqttOutbound {
     /// Connects (the first connection must succeed, so a wrong address shows at once) and
     /// starts the connection task on the current tokio runtime; later losses are reconnected.
@@ -161,43 +147,43 @@ impl MqttOutbound {
         // Set before the first call can be made: the outbound is connected when it is returned.
         let stalled = connection.install(client);
         let task = tokio::spawn(connection.run(eventloop, stalled));
-        Ok(MqttOutbound {
-            shared: Arc::new(Shared {
-                broker: config.broker.describe(),
-                topic: config.topic,
-                retain: config.retain,
-                ack_timeout: config.ack_timeout,
-                permits: Arc::new(Semaphore::new(in_flight)),
-                link,
-                task,
-            }),
-        })
+        Ok(Outbound::from_publisher(MqttPublisher {
+            broker: config.broker.describe(),
+            topic: config.topic,
+            retain: config.retain,
+            ack_timeout: config.ack_timeout,
+            permits: Arc::new(Semaphore::new(in_flight)),
+            link,
+            task,
+        }))
     }
 
     /// Whether a connection to the broker is up now.
     pub fn is_connected(&self) -> bool {
-        lock(&self.shared.link).client.is_some()
+        lock(&self.get_ref().link).client.is_some()
     }
+}
 
-    /// Publishes `msg` and waits for its PUBACK.
-    pub async fn publish(&self, msg: &Message) -> Result<(), BridgeError> {
-        let shared = &self.shared;
-        let topic = shared
+impl Publisher for MqttPublisher {
+    type Receipt = ();
+
+    async fn publish(&self, msg: &Message) -> Result<(), BridgeError> {
+        let topic = self
             .topic
             .topic_for(msg)
-            .map_err(|e| e.into_bridge_error(&shared.broker))?;
+            .map_err(|e| e.into_bridge_error(&self.broker))?;
         let properties = to_properties(msg);
-        let _permit = shared
+        let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|e| BridgeError::Task(e.to_string()))?;
         let (done, acked) = oneshot::channel();
         let stalled = {
-            let mut link = lock(&shared.link);
+            let mut link = lock(&self.link);
             let Some(client) = link.client.as_ref() else {
                 return Err(BridgeError::Connection {
-                    broker: shared.broker.clone(),
+                    broker: self.broker.clone(),
                     reason: "not connected (reconnecting)".to_owned(),
                 });
             };
@@ -205,47 +191,35 @@ impl MqttOutbound {
                 .try_publish_with_properties(
                     topic.as_str(),
                     QoS::AtLeastOnce,
-                    shared.retain,
+                    self.retain,
                     msg.payload().clone(),
                     properties,
                 )
                 .map_err(|e| BridgeError::Connection {
-                    broker: shared.broker.clone(),
+                    broker: self.broker.clone(),
                     reason: format!("publish to {topic}: {e}"),
                 })?;
             link.queued.push_back(done);
             link.stalled.clone()
         };
-        match tokio::time::timeout(shared.ack_timeout, acked).await {
+        match tokio::time::timeout(self.ack_timeout, acked).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(BridgeError::Connection {
-                broker: shared.broker.clone(),
+                broker: self.broker.clone(),
                 reason: format!("the connection closed before the PUBACK for {topic}"),
             }),
             Err(_) => {
                 stalled.notify_one();
                 Err(BridgeError::Connection {
-                    broker: shared.broker.clone(),
-                    reason: format!("no PUBACK for {topic} within {:?}", shared.ack_timeout),
+                    broker: self.broker.clone(),
+                    reason: format!("no PUBACK for {topic} within {:?}", self.ack_timeout),
                 })
             }
         }
     }
-}
 
-impl tower::Service<Message> for MqttOutbound {
-    type Response = ();
-    type Error = BridgeError;
-    type Future = Pin<Box<dyn Future<Output = Result<(), BridgeError>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
-        // Room for another publish is waited for in the call: a bounded in-flight window.
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, msg: Message) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move { this.publish(&msg).await })
+    fn describe(&self) -> String {
+        format!("{} topic {}", self.broker, self.topic)
     }
 }
 
@@ -287,7 +261,7 @@ impl Connection {
                     Ok((client, eventloop)) => {
                         self.backoff.reset();
                         stalled = self.install(client);
-                        tracing::info!(broker = %self.broker.describe(), "mqtt outbound reconnected");
+                        tracing::warn!(broker = %self.broker.describe(), "mqtt outbound reconnected");
                         break eventloop;
                     }
                     Err(error) => {

@@ -6,11 +6,12 @@ use std::str::FromStr;
 use eip_core::Message;
 
 use super::error::TopicError;
+use crate::bridge::DestinationTemplate;
 
 /// Where the outbound bridge publishes: a fixed topic, or one built from each message's
 /// subject.
 ///
-/// A template is a topic name in which `{subject}` stands for the message's subject with its
+/// A template ([`DestinationTemplate`]) is a topic name in which one `{subject}` stands for the message's subject with its
 /// dots turned into slashes: with `sensors/{subject}`, a message with subject `room1.temp` goes
 /// to `sensors/room1/temp`. Parsed once, when the bridge is configured.
 ///
@@ -23,18 +24,7 @@ use super::error::TopicError;
 /// assert_eq!(template.topic_for(&msg).unwrap(), "sensors/room1/temp");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicTemplate {
-    template: String,
-    parts: Vec<Part>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    Text(String),
-    Subject,
-}
-
-const SUBJECT: &str = "{subject}";
+pub struct TopicTemplate(DestinationTemplate);
 
 impl TopicTemplate {
     /// A template: text, with `{subject}` where the message's subject goes.
@@ -46,30 +36,18 @@ impl TopicTemplate {
         if template.is_empty() {
             return Err(bad("a topic name can not be empty"));
         }
-        let mut parts = Vec::new();
-        for (i, text) in template.split(SUBJECT).enumerate() {
-            if i > 0 {
-                parts.push(Part::Subject);
-            }
+        let parsed = DestinationTemplate::parse(template).map_err(|e| bad(e.reason()))?;
+        for text in parsed.literal_text() {
             if text.contains(['+', '#']) {
                 return Err(bad(
                     "`+` and `#` are wildcards, not allowed in a topic name",
                 ));
             }
-            if text.contains(['{', '}']) {
-                return Err(bad("the only placeholder is `{subject}`"));
-            }
             if text.contains('\0') {
                 return Err(bad("a topic name can not hold NUL"));
             }
-            if !text.is_empty() {
-                parts.push(Part::Text(text.to_owned()));
-            }
         }
-        Ok(TopicTemplate {
-            template: template.to_owned(),
-            parts,
-        })
+        Ok(TopicTemplate(parsed))
     }
 
     /// A fixed topic, whatever the message.
@@ -86,41 +64,32 @@ impl TopicTemplate {
 
     /// The topic the message's subject names: `{subject}`.
     pub fn from_subject() -> Self {
-        TopicTemplate {
-            template: SUBJECT.to_owned(),
-            parts: vec![Part::Subject],
-        }
+        TopicTemplate(DestinationTemplate::subject())
     }
 
     /// Whether every message goes to the same topic.
     pub fn is_fixed(&self) -> bool {
-        !self.parts.contains(&Part::Subject)
+        !self.0.uses_subject()
     }
 
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.template
+        self.0.as_str()
     }
 
     /// The topic `msg` goes to.
     pub fn topic_for(&self, msg: &Message) -> Result<String, TopicError> {
-        let mut topic = String::new();
-        for part in &self.parts {
-            match part {
-                Part::Text(text) => topic.push_str(text),
-                Part::Subject => {
-                    let subject =
-                        msg.subject()
-                            .ok()
-                            .flatten()
-                            .ok_or_else(|| TopicError::NoSubject {
-                                template: self.template.clone(),
-                            })?;
-                    topic.push_str(&subject_to_topic(subject)?);
-                }
-            }
+        if self.is_fixed() {
+            return Ok(self.0.fill(""));
         }
-        Ok(topic)
+        let subject = msg
+            .subject()
+            .ok()
+            .flatten()
+            .ok_or_else(|| TopicError::NoSubject {
+                template: self.as_str().to_owned(),
+            })?;
+        Ok(self.0.fill(&subject_to_topic(subject)?))
     }
 }
 
@@ -134,7 +103,7 @@ impl FromStr for TopicTemplate {
 
 impl fmt::Display for TopicTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.template)
+        f.write_str(self.as_str())
     }
 }
 
@@ -200,6 +169,7 @@ mod tests {
     fn a_template_with_a_wildcard_or_an_unknown_placeholder_does_not_parse() {
         assert!(TopicTemplate::parse("a/#").is_err());
         assert!(TopicTemplate::parse("a/{id}").is_err());
+        assert!(TopicTemplate::parse("{subject}/{subject}").is_err());
         assert!(TopicTemplate::parse("").is_err());
         assert!(TopicTemplate::fixed("a/{subject}").is_err());
     }

@@ -26,6 +26,6 @@ mod subject;
 
 pub use connection::{Retention, StreamDeclaration};
 pub(crate) use connection::{delete_consumer, describe as describe_url};
-pub use outbound::{JetStreamOutbound, JetStreamOutboundConfig, Published};
+pub use outbound::{JetStreamOutbound, JetStreamOutboundConfig, JetStreamPublisher, Published};
 pub use source::{JetStreamDelivery, JetStreamSource, JetStreamSourceConfig};
 pub use subject::{SubjectError, SubjectTemplate};

@@ -13,10 +13,6 @@
 //! once until the [`Backoff`] wait is over, so a broker that is down costs the channel's
 //! redeliveries, not a connection attempt per message.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_nats::header::{HeaderMap, HeaderName, HeaderValue, NATS_MESSAGE_ID};
@@ -25,7 +21,7 @@ use eip_core::Message;
 
 use super::connection::{self, Link, LinkSettings, StreamDeclaration};
 use super::subject::SubjectTemplate;
-use crate::bridge::{Backoff, BridgeError, Reconnect, envelope};
+use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect, config, envelope};
 
 /// Where and how a [`JetStreamOutbound`] publishes. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -68,19 +64,14 @@ impl JetStreamOutboundConfig {
         if let Some(stream) = &self.stream {
             stream.problems(&mut problems);
         }
-        if self.connect_timeout.is_zero() {
-            problems.push("connect_timeout is zero".to_owned());
-        }
-        if self.publish_timeout.is_zero() {
-            problems.push("publish_timeout is zero".to_owned());
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "jetstream outbound: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("connect_timeout", self.connect_timeout),
+                ("publish_timeout", self.publish_timeout),
+            ],
+        );
+        config::checked("jetstream outbound", problems)
     }
 }
 
@@ -116,25 +107,7 @@ pub struct Published {
 /// # consumer.shutdown().await;
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
-pub struct JetStreamOutbound {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    config: JetStreamOutboundConfig,
-    broker: String,
-    link: Reconnect<Link>,
-}
-
-impl std::fmt::Debug for JetStreamOutbound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JetStreamOutbound")
-            .field("broker", &self.inner.broker)
-            .field("subject", &self.inner.config.subject.as_str())
-            .finish()
-    }
-}
+pub type JetStreamOutbound = Outbound<JetStreamPublisher>;
 
 impl JetStreamOutbound {
     /// An adapter for `config` (checked whole); it connects at the first call.
@@ -142,27 +115,27 @@ impl JetStreamOutbound {
         config.check()?;
         let broker = connection::describe(&config.url);
         let backoff = config.backoff.clone();
-        Ok(JetStreamOutbound {
-            inner: Arc::new(Inner {
-                config,
-                link: Reconnect::new(broker.clone(), backoff),
-                broker,
-            }),
-        })
+        Ok(Outbound::from_publisher(JetStreamPublisher {
+            config,
+            link: Reconnect::new(broker.clone(), backoff),
+            broker,
+        }))
     }
 
     /// Connects now (and declares the stream) rather than at the first call.
     pub async fn connect(&self) -> Result<(), BridgeError> {
-        self.inner.context().await.map(drop)
-    }
-
-    /// Publishes `msg` and waits for JetStream's ack.
-    pub async fn publish(&self, msg: &Message) -> Result<Published, BridgeError> {
-        self.inner.publish(msg).await
+        self.get_ref().context().await.map(drop)
     }
 }
 
-impl Inner {
+/// How a [`JetStreamOutbound`] publishes: its configuration and its connection.
+pub struct JetStreamPublisher {
+    config: JetStreamOutboundConfig,
+    broker: String,
+    link: Reconnect<Link>,
+}
+
+impl JetStreamPublisher {
     /// The live connection's JetStream context, connecting if there is none.
     async fn context(&self) -> Result<(u64, jetstream::Context), BridgeError> {
         self.link
@@ -186,10 +159,36 @@ impl Inner {
         Ok(live)
     }
 
-    /// Drops connection `generation` (unless a newer one replaced it already).
-    async fn forget(&self, generation: u64) {
-        self.link.forget(generation).await;
+    fn refused(&self, what: &str, reason: String, permanent: bool) -> BridgeError {
+        BridgeError::refused(&self.broker, what, reason, permanent)
     }
+}
+
+/// The NATS headers carrying `msg`: [`envelope::to_text`], and `Nats-Msg-Id` = its id. A
+/// header whose name or text NATS can not carry (a `:` in the name, a line break in the
+/// value) is an error naming it.
+pub(crate) fn headers(msg: &Message) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    for (name, text) in envelope::to_text(msg) {
+        let header: HeaderName = name
+            .parse()
+            .map_err(|_| format!("header name `{name}` can not be a NATS header name"))?;
+        let value: HeaderValue = text
+            .parse()
+            .map_err(|_| format!("header `{name}` has a line break, NATS headers can not"))?;
+        headers.insert(header, value);
+    }
+    let id: HeaderValue = msg
+        .id()
+        .to_string()
+        .parse()
+        .map_err(|_| "the message id is not a header value".to_owned())?;
+    headers.insert(NATS_MESSAGE_ID, id);
+    Ok(headers)
+}
+
+impl Publisher for JetStreamPublisher {
+    type Receipt = Published;
 
     async fn publish(&self, msg: &Message) -> Result<Published, BridgeError> {
         let subject = self
@@ -230,7 +229,7 @@ impl Inner {
                     | PublishErrorKind::MaxAckPending => self.refused(&what, e.to_string(), false),
                     // No ack in time, a broken pipe: the connection is suspect, make another.
                     _ => {
-                        self.forget(generation).await;
+                        self.link.forget(generation).await;
                         BridgeError::Connection {
                             broker: self.broker.clone(),
                             reason: format!("{what}: {e}"),
@@ -241,54 +240,8 @@ impl Inner {
         }
     }
 
-    fn refused(&self, what: &str, reason: String, permanent: bool) -> BridgeError {
-        BridgeError::Refused {
-            broker: self.broker.clone(),
-            what: what.to_owned(),
-            reason,
-            permanent,
-        }
-    }
-}
-
-/// The NATS headers carrying `msg`: [`envelope::to_text`], and `Nats-Msg-Id` = its id. A
-/// header whose name or text NATS can not carry (a `:` in the name, a line break in the
-/// value) is an error naming it.
-pub(crate) fn headers(msg: &Message) -> Result<HeaderMap, String> {
-    let mut headers = HeaderMap::new();
-    for (name, text) in envelope::to_text(msg) {
-        let header: HeaderName = name
-            .parse()
-            .map_err(|_| format!("header name `{name}` can not be a NATS header name"))?;
-        let value: HeaderValue = text
-            .parse()
-            .map_err(|_| format!("header `{name}` has a line break, NATS headers can not"))?;
-        headers.insert(header, value);
-    }
-    let id: HeaderValue = msg
-        .id()
-        .to_string()
-        .parse()
-        .map_err(|_| "the message id is not a header value".to_owned())?;
-    headers.insert(NATS_MESSAGE_ID, id);
-    Ok(headers)
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl tower::Service<Message> for JetStreamOutbound {
-    type Response = Published;
-    type Error = BridgeError;
-    type Future = BoxFuture<Result<Published, BridgeError>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // Publishes in flight are bounded by the consumer's concurrency.
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, message: Message) -> Self::Future {
-        let inner = self.inner.clone();
-        Box::pin(async move { inner.publish(&message).await })
+    fn describe(&self) -> String {
+        format!("{} subject {}", self.broker, self.config.subject)
     }
 }
 

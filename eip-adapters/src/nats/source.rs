@@ -9,8 +9,9 @@
 //! is counted exactly, so a window of one never waits for a message nobody asked for).
 //!
 //! Each delivery becomes an eip message through [`envelope::from_text`] over its NATS headers
-//! (the `Nats-…` headers are JetStream's and stay out); without a `subject` header the NATS
-//! subject it was published to becomes the eip `subject`. A delivery JetStream makes again
+//! (the `Nats-…` headers are JetStream's and stay out, but a `Nats-Msg-Id` that is not the
+//! message's eip id, set by a producer that is not eip, is kept as `external-id`); without a
+//! `subject` header the NATS subject it was published to becomes the eip `subject`. A delivery JetStream makes again
 //! keeps its eip id (it is in the message's `eip-id` header) and has its eip redelivery count
 //! raised by the deliveries before it. [`ack`](Delivery::ack) is a double ack: it completes
 //! once the server confirmed it, so an ack lost with a connection is seen as an error (the
@@ -18,6 +19,7 @@
 
 use std::time::Duration;
 
+use async_nats::header::NATS_MESSAGE_ID;
 use async_nats::jetstream::consumer::{AckPolicy, pull};
 use async_nats::jetstream::{self, AckKind};
 use eip_core::message::{Message, names};
@@ -25,7 +27,7 @@ use eip_core::message::{Message, names};
 use super::connection::{self, Link, LinkSettings, StreamDeclaration};
 use super::pull::Puller;
 use crate::bridge::envelope::{self, EnvelopeError};
-use crate::bridge::{BridgeError, Delivery, Source};
+use crate::bridge::{BridgeError, Delivery, Source, config};
 
 /// Where a [`JetStreamSource`] reads. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -96,23 +98,16 @@ impl JetStreamSourceConfig {
                 self.consumer
             ));
         }
-        for (what, d) in [
-            ("ack_wait", self.ack_wait),
-            ("connect_timeout", self.connect_timeout),
-            ("request_timeout", self.request_timeout),
-            ("heartbeat", self.heartbeat),
-        ] {
-            if d.is_zero() {
-                problems.push(format!("{what} is zero"));
-            }
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "jetstream source: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("ack_wait", self.ack_wait),
+                ("connect_timeout", self.connect_timeout),
+                ("request_timeout", self.request_timeout),
+                ("heartbeat", self.heartbeat),
+            ],
+        );
+        config::checked("jetstream source", problems)
     }
 }
 
@@ -327,18 +322,32 @@ impl Delivery for JetStreamDelivery {
 }
 
 /// The eip message a JetStream delivery carries: its headers without JetStream's own
-/// (`Nats-…`), and its NATS subject as `subject` when the headers give none.
+/// (`Nats-…`), and its NATS subject as `subject` when the headers give none. A
+/// `Nats-Msg-Id` that is not the message's eip id (a producer that is not eip set it) is kept
+/// in the header `external-id`, unless the headers give one.
 pub(crate) fn to_message<'a>(
     headers: impl Iterator<Item = (&'a str, &'a str)>,
     subject: Option<&str>,
     payload: bytes::Bytes,
 ) -> Result<Message, EnvelopeError> {
-    let pairs = headers.filter(|(name, _)| !is_jetstream_header(name));
+    let mut nats_id = None;
+    let pairs = headers.filter(|(name, value)| {
+        if name.eq_ignore_ascii_case(NATS_MESSAGE_ID.as_ref()) {
+            nats_id = Some(*value);
+        }
+        !is_jetstream_header(name)
+    });
     let mut msg = envelope::from_text(pairs, payload)?;
     if let Some(subject) = subject
         && msg.headers().get(names::SUBJECT).is_none()
     {
         msg.headers_mut().insert(names::SUBJECT, subject.to_owned());
+    }
+    if let Some(nats_id) = nats_id
+        && nats_id != msg.id().to_string()
+        && !msg.headers().contains(envelope::EXTERNAL_ID)
+    {
+        msg.headers_mut().insert(envelope::EXTERNAL_ID, nats_id);
     }
     Ok(msg)
 }
@@ -374,6 +383,15 @@ mod tests {
     }
 
     #[test]
+    fn the_nats_msg_id_eip_set_to_its_own_id_is_no_external_id() {
+        let id = eip_core::MessageId::new().to_string();
+        let pairs = [("Nats-Msg-Id", id.as_str()), (envelope::ID, id.as_str())];
+        let msg = to_message(pairs.into_iter(), None, bytes::Bytes::new()).unwrap();
+        assert_eq!(msg.id().to_string(), id);
+        assert!(msg.headers().get("external-id").is_none());
+    }
+
+    #[test]
     fn jetstream_s_own_headers_stay_out_of_the_message() {
         let msg = to_message(
             [
@@ -391,7 +409,12 @@ mod tests {
             names.contains(&"n") && names.contains(&"subject"),
             "{names:?}"
         );
-        assert_eq!(names.len(), 2, "{names:?}");
+        assert_eq!(
+            msg.headers().get("external-id"),
+            Some(&HeaderValue::Str("abc".to_owned())),
+            "a foreign Nats-Msg-Id is kept for correlation"
+        );
+        assert_eq!(names.len(), 3, "{names:?}");
         assert_eq!(
             msg.headers().get("n"),
             Some(&HeaderValue::Str("1".to_owned()))

@@ -5,8 +5,7 @@ use std::fmt;
 
 use eip_core::Message;
 
-/// The placeholder replaced by the message's `subject` header.
-const PLACEHOLDER: &str = "{subject}";
+use crate::bridge::DestinationTemplate;
 
 /// Why a subject template, or the subject it made for a message, is not a NATS subject.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,83 +35,59 @@ pub enum SubjectError {
     },
 }
 
-/// A NATS subject to publish to: fixed text, or text with the placeholder `{subject}` taking
-/// the message's `subject` header (`{subject}` alone maps routing keys one to one;
-/// `eip.{subject}` puts them under a prefix). Parsed once; rendering never re-parses.
+/// A NATS subject to publish to: a [`DestinationTemplate`], fixed text or text with the
+/// placeholder `{subject}` taking the message's `subject` header (`{subject}` alone maps
+/// routing keys one to one; `eip.{subject}` puts them under a prefix), whose result must be a
+/// subject one can publish to. Parsed once; rendering never re-parses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubjectTemplate {
-    template: String,
-    /// The text before and after the placeholder, when there is one.
-    parts: Option<(String, String)>,
-}
+pub struct SubjectTemplate(DestinationTemplate);
 
 impl SubjectTemplate {
     /// A fixed subject, or a template with one `{subject}` placeholder.
     pub fn parse(template: &str) -> Result<Self, SubjectError> {
-        let wrong = |reason: &str| SubjectError::Template {
+        let parsed = DestinationTemplate::parse(template).map_err(|e| SubjectError::Template {
             template: template.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let parts = match template.find(PLACEHOLDER) {
-            Some(at) => {
-                let (before, after) = (&template[..at], &template[at + PLACEHOLDER.len()..]);
-                if after.contains(PLACEHOLDER) {
-                    return Err(wrong("`{subject}` may appear only once"));
-                }
-                Some((before.to_owned(), after.to_owned()))
-            }
-            None => None,
-        };
-        let literal = match &parts {
-            Some((before, after)) => format!("{before}{after}"),
-            None => template.to_owned(),
-        };
-        if literal.contains(['{', '}']) {
-            return Err(wrong("the only placeholder is `{subject}`"));
+            reason: e.reason().to_owned(),
+        })?;
+        if !parsed.uses_subject() {
+            check_subject(template)?;
         }
-        let template = SubjectTemplate {
-            template: template.to_owned(),
-            parts,
-        };
-        if template.parts.is_none() {
-            check_subject(template.as_str())?;
-        }
-        Ok(template)
+        Ok(SubjectTemplate(parsed))
     }
 
     /// A fixed subject.
     pub fn fixed(subject: &str) -> Result<Self, SubjectError> {
-        check_subject(subject)?;
-        Ok(SubjectTemplate {
-            template: subject.to_owned(),
-            parts: None,
-        })
+        let template = Self::parse(subject)?;
+        match template.uses_message_subject() {
+            false => Ok(template),
+            true => Err(SubjectError::Template {
+                template: subject.to_owned(),
+                reason: "a fixed subject has no `{subject}`".to_owned(),
+            }),
+        }
     }
 
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.template
+        self.0.as_str()
     }
 
     /// Whether the subject depends on the message.
     pub fn uses_message_subject(&self) -> bool {
-        self.parts.is_some()
+        self.0.uses_subject()
     }
 
     /// The subject `msg` is published to.
     pub fn render(&self, msg: &Message) -> Result<String, SubjectError> {
-        let Some((before, after)) = &self.parts else {
-            return Ok(self.template.clone());
+        if !self.0.uses_subject() {
+            return Ok(self.0.fill(""));
+        }
+        let Ok(Some(subject)) = msg.subject() else {
+            return Err(SubjectError::MissingSubject {
+                template: self.as_str().to_owned(),
+            });
         };
-        let subject = match msg.subject() {
-            Ok(Some(subject)) => subject,
-            _ => {
-                return Err(SubjectError::MissingSubject {
-                    template: self.template.clone(),
-                });
-            }
-        };
-        let made = format!("{before}{subject}{after}");
+        let made = self.0.fill(subject);
         check_subject(&made)?;
         Ok(made)
     }
@@ -120,7 +95,7 @@ impl SubjectTemplate {
 
 impl fmt::Display for SubjectTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.template)
+        f.write_str(self.as_str())
     }
 }
 
@@ -222,5 +197,6 @@ mod tests {
             Err(SubjectError::Invalid { .. })
         ));
         assert!(SubjectTemplate::fixed("orders.>").is_err());
+        assert!(SubjectTemplate::fixed("orders.{subject}").is_err());
     }
 }

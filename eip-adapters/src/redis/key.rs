@@ -5,8 +5,7 @@ use std::fmt;
 
 use eip_core::Message;
 
-/// The placeholder replaced by the message's `subject` header.
-const PLACEHOLDER: &str = "{subject}";
+use crate::bridge::DestinationTemplate;
 
 /// Why a stream key template, or the key it made for a message, can not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,14 +27,10 @@ pub enum StreamKeyError {
     },
 }
 
-/// A stream key: fixed text, or text with one `{subject}` taking the message's `subject`
-/// header. Parsed once; rendering never re-parses.
+/// A stream key: a [`DestinationTemplate`], fixed text or text with one `{subject}` taking
+/// the message's `subject` header. Parsed once; rendering never re-parses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamKey {
-    template: String,
-    /// The text before and after the placeholder, when there is one.
-    parts: Option<(String, String)>,
-}
+pub struct StreamKey(DestinationTemplate);
 
 impl StreamKey {
     /// A fixed key, or a template with one `{subject}` placeholder.
@@ -47,43 +42,25 @@ impl StreamKey {
         if template.is_empty() {
             return Err(wrong("it is empty"));
         }
-        let parts = match template.find(PLACEHOLDER) {
-            Some(at) => {
-                let (before, after) = (&template[..at], &template[at + PLACEHOLDER.len()..]);
-                if after.contains(PLACEHOLDER) {
-                    return Err(wrong("`{subject}` may appear only once"));
-                }
-                Some((before.to_owned(), after.to_owned()))
-            }
-            None => None,
-        };
-        let literal = match &parts {
-            Some((before, after)) => format!("{before}{after}"),
-            None => template.to_owned(),
-        };
-        if literal.contains(['{', '}']) {
-            return Err(wrong("the only placeholder is `{subject}`"));
-        }
-        Ok(StreamKey {
-            template: template.to_owned(),
-            parts,
-        })
+        DestinationTemplate::parse(template)
+            .map(StreamKey)
+            .map_err(|e| wrong(e.reason()))
     }
 
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.template
+        self.0.as_str()
     }
 
     /// The key `msg` is appended to.
     pub fn render(&self, msg: &Message) -> Result<String, StreamKeyError> {
-        let Some((before, after)) = &self.parts else {
-            return Ok(self.template.clone());
-        };
+        if !self.0.uses_subject() {
+            return Ok(self.0.fill(""));
+        }
         match msg.subject() {
-            Ok(Some(subject)) if !subject.is_empty() => Ok(format!("{before}{subject}{after}")),
+            Ok(Some(subject)) if !subject.is_empty() => Ok(self.0.fill(subject)),
             _ => Err(StreamKeyError::MissingSubject {
-                template: self.template.clone(),
+                template: self.as_str().to_owned(),
             }),
         }
     }
@@ -91,7 +68,7 @@ impl StreamKey {
 
 impl fmt::Display for StreamKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.template)
+        f.write_str(self.as_str())
     }
 }
 

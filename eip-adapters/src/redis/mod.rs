@@ -25,7 +25,9 @@ mod outbound;
 mod source;
 
 pub use key::{StreamKey, StreamKeyError};
-pub use outbound::{Appended, RedisStreamOutbound, RedisStreamOutboundConfig};
+pub use outbound::{
+    Appended, RedisStreamOutbound, RedisStreamOutboundConfig, RedisStreamPublisher,
+};
 pub use source::{GroupStart, RedisStreamDelivery, RedisStreamSource, RedisStreamSourceConfig};
 
 /// The stream field holding an eip message's payload.

@@ -16,10 +16,6 @@
 //! [`Backoff`] wait is over, so a server that is down costs the channel's redeliveries, not a
 //! connection attempt per message.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
@@ -28,7 +24,7 @@ use eip_core::Message;
 use super::PAYLOAD;
 use super::connection::{self, LinkSettings};
 use super::key::StreamKey;
-use crate::bridge::{Backoff, BridgeError, Reconnect, envelope};
+use crate::bridge::{Backoff, BridgeError, Outbound, Publisher, Reconnect, config, envelope};
 
 /// Where and how a [`RedisStreamOutbound`] appends. Plain data: a flow file can fill it.
 #[derive(Debug, Clone)]
@@ -69,19 +65,14 @@ impl RedisStreamOutboundConfig {
         if self.max_len == Some(0) {
             problems.push("max_len is zero".to_owned());
         }
-        if self.connect_timeout.is_zero() {
-            problems.push("connect_timeout is zero".to_owned());
-        }
-        if self.response_timeout.is_zero() {
-            problems.push("response_timeout is zero".to_owned());
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "redis stream outbound: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("connect_timeout", self.connect_timeout),
+                ("response_timeout", self.response_timeout),
+            ],
+        );
+        config::checked("redis stream outbound", problems)
     }
 }
 
@@ -116,25 +107,7 @@ pub struct Appended {
 /// # consumer.shutdown().await;
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
-pub struct RedisStreamOutbound {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    config: RedisStreamOutboundConfig,
-    broker: String,
-    link: Reconnect<MultiplexedConnection>,
-}
-
-impl std::fmt::Debug for RedisStreamOutbound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStreamOutbound")
-            .field("broker", &self.inner.broker)
-            .field("stream", &self.inner.config.stream.as_str())
-            .finish()
-    }
-}
+pub type RedisStreamOutbound = Outbound<RedisStreamPublisher>;
 
 impl RedisStreamOutbound {
     /// An adapter for `config` (checked whole); it connects at the first call.
@@ -142,27 +115,32 @@ impl RedisStreamOutbound {
         config.check()?;
         let broker = connection::describe(&config.url);
         let backoff = config.backoff.clone();
-        Ok(RedisStreamOutbound {
-            inner: Arc::new(Inner {
-                config,
-                link: Reconnect::new(broker.clone(), backoff),
-                broker,
-            }),
-        })
+        Ok(Outbound::from_publisher(RedisStreamPublisher {
+            config,
+            link: Reconnect::new(broker.clone(), backoff),
+            broker,
+        }))
     }
 
     /// Connects now rather than at the first call.
     pub async fn connect(&self) -> Result<(), BridgeError> {
-        self.inner.connection().await.map(drop)
+        self.get_ref().connection().await.map(drop)
     }
 
-    /// Appends `msg` and waits for Redis's answer.
+    /// Appends `msg` and waits for Redis's answer (what [`publish`](Outbound::publish) does).
     pub async fn append(&self, msg: &Message) -> Result<Appended, BridgeError> {
-        self.inner.append(msg).await
+        self.publish(msg).await
     }
 }
 
-impl Inner {
+/// How a [`RedisStreamOutbound`] appends: its configuration and its connection.
+pub struct RedisStreamPublisher {
+    config: RedisStreamOutboundConfig,
+    broker: String,
+    link: Reconnect<MultiplexedConnection>,
+}
+
+impl RedisStreamPublisher {
     /// The live connection, connecting if there is none.
     async fn connection(&self) -> Result<(u64, MultiplexedConnection), BridgeError> {
         let config = &self.config;
@@ -180,41 +158,8 @@ impl Inner {
         self.link.get(|_| false, Clone::clone, open).await
     }
 
-    /// Drops connection `generation` (unless a newer one replaced it already).
-    async fn forget(&self, generation: u64) {
-        self.link.forget(generation).await;
-    }
-
-    async fn append(&self, msg: &Message) -> Result<Appended, BridgeError> {
-        let stream = self
-            .config
-            .stream
-            .render(msg)
-            .map_err(|e| self.refused("XADD", e.to_string(), true))?;
-        let what = format!("XADD to stream {stream}");
-        let command = xadd(&stream, self.config.max_len, msg)
-            .map_err(|reason| self.refused(&what, reason, true))?;
-        let (generation, mut connection) = self.connection().await?;
-        match command.query_async::<String>(&mut connection).await {
-            Ok(id) => Ok(Appended { stream, id }),
-            // Redis answered with an error (a key of another type, out of memory): the
-            // connection is fine; trying again may work once someone fixes the server.
-            Err(e) if connection::is_reply(&e) => Err(self.refused(&what, e.to_string(), false)),
-            // No answer in time, a broken pipe: the connection is suspect, make another.
-            Err(e) => {
-                self.forget(generation).await;
-                Err(connection::lost(&self.broker, &what, &e))
-            }
-        }
-    }
-
     fn refused(&self, what: &str, reason: String, permanent: bool) -> BridgeError {
-        BridgeError::Refused {
-            broker: self.broker.clone(),
-            what: what.to_owned(),
-            reason,
-            permanent,
-        }
+        BridgeError::refused(&self.broker, what, reason, permanent)
     }
 }
 
@@ -243,21 +188,34 @@ pub(crate) fn xadd(
     Ok(command)
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+impl Publisher for RedisStreamPublisher {
+    type Receipt = Appended;
 
-impl tower::Service<Message> for RedisStreamOutbound {
-    type Response = Appended;
-    type Error = BridgeError;
-    type Future = BoxFuture<Result<Appended, BridgeError>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // Appends in flight are bounded by the consumer's concurrency.
-        Poll::Ready(Ok(()))
+    async fn publish(&self, msg: &Message) -> Result<Appended, BridgeError> {
+        let stream = self
+            .config
+            .stream
+            .render(msg)
+            .map_err(|e| self.refused("XADD", e.to_string(), true))?;
+        let what = format!("XADD to stream {stream}");
+        let command = xadd(&stream, self.config.max_len, msg)
+            .map_err(|reason| self.refused(&what, reason, true))?;
+        let (generation, mut connection) = self.connection().await?;
+        match command.query_async::<String>(&mut connection).await {
+            Ok(id) => Ok(Appended { stream, id }),
+            // Redis answered with an error (a key of another type, out of memory): the
+            // connection is fine; trying again may work once someone fixes the server.
+            Err(e) if connection::is_reply(&e) => Err(self.refused(&what, e.to_string(), false)),
+            // No answer in time, a broken pipe: the connection is suspect, make another.
+            Err(e) => {
+                self.link.forget(generation).await;
+                Err(connection::lost(&self.broker, &what, &e))
+            }
+        }
     }
 
-    fn call(&mut self, message: Message) -> Self::Future {
-        let inner = self.inner.clone();
-        Box::pin(async move { inner.append(&message).await })
+    fn describe(&self) -> String {
+        format!("{} stream {}", self.broker, self.config.stream)
     }
 }
 

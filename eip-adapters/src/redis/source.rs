@@ -40,7 +40,7 @@ use super::PAYLOAD;
 use super::connection::{self, LinkSettings};
 use super::entry::{self, Entry};
 use crate::bridge::envelope::{self, EnvelopeError};
-use crate::bridge::{BridgeError, Delivery, Source};
+use crate::bridge::{BridgeError, Delivery, Source, config};
 
 /// Where a consumer group the bridge creates starts reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,28 +114,21 @@ impl RedisStreamSourceConfig {
                 problems.push(format!("the {what} name is empty"));
             }
         }
-        for (what, d) in [
-            ("block", self.block),
-            ("connect_timeout", self.connect_timeout),
-            ("response_timeout", self.response_timeout),
-        ] {
-            if d.is_zero() {
-                problems.push(format!("{what} is zero"));
-            }
-        }
+        config::zero_durations(
+            &mut problems,
+            &[
+                ("block", self.block),
+                ("connect_timeout", self.connect_timeout),
+                ("response_timeout", self.response_timeout),
+            ],
+        );
         if self
             .claim_idle
             .is_some_and(|d| d < Duration::from_millis(1))
         {
             problems.push("claim_idle is shorter than a millisecond".to_owned());
         }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(BridgeError::Config(format!(
-                "redis stream source: {}",
-                problems.join("; ")
-            ))),
-        }
+        config::checked("redis stream source", problems)
     }
 }
 
