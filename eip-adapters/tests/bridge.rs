@@ -208,3 +208,44 @@ async fn an_mqtt_outbound_says_reconnected_as_loudly_as_it_said_lost() {
         "the reconnection is warned of"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_kept_in_rabbitmq_says_reconnected_as_loudly_as_it_said_lost() {
+    let Some((proxy, url, port)) = rabbitmq_through_proxy("broker store reconnected").await
+    else {
+        return;
+    };
+    let queue = format!("eip-test-store-reconnect-{}", std::process::id());
+    let store = eip_adapters::store::RabbitMq::queue(&url, queue.clone());
+    let channel = PointToPoint::builder("orders")
+        .capacity(8)
+        .store(std::sync::Arc::new(store))
+        .build()
+        .expect("a channel kept in RabbitMQ");
+    let mut receiver = channel.receiver();
+    channel
+        .send(Message::new("before"))
+        .await
+        .expect("confirmed by the broker");
+    let first = tokio::time::timeout(Duration::from_secs(10), receiver.recv())
+        .await
+        .expect("received within 10 s")
+        .expect("a delivery");
+    first.ack();
+    let reading = tokio::spawn(async move {
+        let next = receiver.recv().await;
+        (receiver, next)
+    });
+    proxy.cut();
+    assert!(
+        warned(&["reading again after a wait", &port], Duration::from_secs(10)).await,
+        "the loss is warned of"
+    );
+    assert!(
+        warned(&["reconnected", "reading again", &port], Duration::from_secs(15)).await,
+        "the reconnection is warned of too"
+    );
+    reading.abort();
+    drop(channel);
+    let _ = delete_queue(&queue).await;
+}

@@ -18,8 +18,11 @@
 //! The thread is a plain `std::thread`, so fsyncs never block an async runtime; answers go back
 //! through `tokio::sync::oneshot`, which needs no runtime.
 //!
-//! If a commit fails, every job of the round fails with the same error: appended bytes are given
-//! back, acks are undone (their records will be read again), and memory is left as it was.
+//! If a commit fails, the file is reopened and the round tried once more (`reopen`, for the
+//! storage engine refuses everything after a failed write); if that fails too, every job of the
+//! round fails with the same error: appended bytes are given back, acks are undone (their
+//! records will be read again after the next open), a damaged record stays in its queue (still
+//! counted and passed over), and memory is left as it was.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -436,12 +439,17 @@ impl Committer {
                 Effect::SetAside {
                     queue, seq, remove, ..
                 } => {
-                    // Not set aside after all: the next read finds it again
-                    if queue.aside().remove(&seq) {
-                        queue.damaged.fetch_sub(1, Ordering::Relaxed);
-                        if remove {
-                            queue.len.fetch_add(1, Ordering::AcqRel);
-                        }
+                    // Still damaged, and still counted and passed over; but not in the
+                    // quarantine, and still in its queue: the next open finds it again
+                    tracing::warn!(
+                        file = %self.file.display(),
+                        queue = %queue.name,
+                        seq,
+                        "eip-store: a damaged record could not be copied into the quarantine: \
+                         it stays in its queue, passed over until the store is reopened"
+                    );
+                    if remove {
+                        queue.len.fetch_add(1, Ordering::AcqRel);
                     }
                 }
                 Effect::Declare { reply, .. } => {

@@ -68,11 +68,18 @@ pub(super) async fn read<S: Source>(
             () = shared.demand.notified() => {}
         }
     }
+    let mut reconnecting = false;
     loop {
-        let lost = match read_once(&shared, &mut source, &mut stopped, &ready, &mut backoff).await {
+        let context = Reading {
+            shared: &shared,
+            ready: &ready,
+            reconnecting,
+        };
+        let lost = match read_once(context, &mut source, &mut stopped, &mut backoff).await {
             Ended::Stopped => break,
             Ended::Lost(error) => error,
         };
+        reconnecting = true;
         let wait = backoff.next_wait();
         tracing::warn!(store = %shared.describe, error = %Escaped(&lost), ?wait, "broker store: reading again after a wait");
         tokio::select! {
@@ -90,14 +97,28 @@ pub(super) async fn read<S: Source>(
     drop(source);
 }
 
+/// What one connection's reading needs of the store.
+struct Reading<'a, D> {
+    shared: &'a Shared<D>,
+    /// Set at the first connection.
+    ready: &'a watch::Sender<bool>,
+    /// Whether a connection was lost before: a connection that works is then said at the
+    /// level its loss was.
+    reconnecting: bool,
+}
+
 /// Connects once and reads until the connection is lost or the store stops.
 async fn read_once<S: Source>(
-    shared: &Shared<S::Delivery>,
+    context: Reading<'_, S::Delivery>,
     source: &mut S,
     stopped: &mut watch::Receiver<bool>,
-    ready: &watch::Sender<bool>,
     backoff: &mut Backoff,
 ) -> Ended {
+    let Reading {
+        shared,
+        ready,
+        reconnecting,
+    } = context;
     let connected = tokio::select! {
         biased;
         _ = stopped.wait_for(|stop| *stop) => return Ended::Stopped,
@@ -108,7 +129,11 @@ async fn read_once<S: Source>(
     }
     backoff.reset();
     ready.send_replace(true);
-    tracing::debug!(store = %shared.describe, "broker store reading");
+    if reconnecting {
+        tracing::warn!(store = %shared.describe, "broker store: reconnected, reading again");
+    } else {
+        tracing::debug!(store = %shared.describe, "broker store reading");
+    }
     loop {
         let next = tokio::select! {
             biased;
