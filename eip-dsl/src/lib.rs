@@ -10,9 +10,12 @@
 pub mod builder;
 pub mod compile;
 pub mod diagnostic;
+pub mod flow_file;
 pub mod graph;
+pub mod kind;
 pub mod load;
 pub mod plan;
+mod settings;
 pub mod spec;
 pub mod validate;
 

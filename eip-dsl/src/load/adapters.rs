@@ -1,16 +1,18 @@
 //! Reading `adapters:`: each entry's kind, its channel and its redelivery policy typed, every
 //! other key kept as written for [validation](crate::validate) to interpret.
 //!
-//! Which keys a kind has is known here (an unknown key is reported with the closest key of
-//! that kind, and dropped); what a key's value must be is validation's business, so that a
-//! flow made in code is checked the same way.
+//! Which keys a kind has is its [kind](crate::kind)'s to say (an unknown key is reported with
+//! the closest key of that kind, and dropped); what a key's value must be is validation's
+//! business, so that a flow made in code is checked the same way. A kind this `eip` was built
+//! without is reported with the cargo feature that builds it.
 
 use super::flow::read_redelivery;
 use super::node::{Node, Value};
-use super::read::{Reader, field_path, name_path};
+use super::read::Reader;
 use super::routes::required_name;
-use crate::spec::{AdapterKind, AdapterSpec, Located, Setting, SettingValue};
-use crate::validate::{Damage, adapter_keys, all_adapter_keys};
+use crate::diagnostic::{Damage, Problem, field_path, name_path};
+use crate::kind;
+use crate::spec::{AdapterSpec, Located, Setting, SettingValue};
 
 /// One entry `name: {kind: ..., ...}`; `None` when its kind can not be read (the entry is then
 /// recorded as damaged by the caller).
@@ -28,10 +30,7 @@ pub(super) fn read_adapter(
         ("adapters", format!("adapter `{name}`"))
     };
     let path = name_path(section, name);
-    let kinds: Vec<(&str, AdapterKind)> = AdapterKind::ALL
-        .into_iter()
-        .filter(|(_, kind)| kind.is_bridge() == bridge)
-        .collect();
+    let kinds = kind::choices(bridge);
     let kind_help = kinds
         .iter()
         .map(|(word, _)| format!("`{word}`"))
@@ -53,12 +52,13 @@ pub(super) fn read_adapter(
     };
     let kind = match kind_node {
         // Every kind is read here; one declared in the wrong section is validation's to report.
-        Some(v) => reader.one_of(v, "kind", &field_path(&path, "kind"), &AdapterKind::ALL),
+        Some(v) if not_built(reader, v, &field_path(&path, "kind")) => None,
+        Some(v) => reader.one_of(v, "kind", &field_path(&path, "kind"), &kind::all_choices()),
         None => None,
     };
     let allowed = match &kind {
-        Some(kind) => adapter_keys(kind.value),
-        None => all_adapter_keys(bridge),
+        Some(kind) => kind::keys(kind.value),
+        None => kind::all_keys(bridge),
     };
     let before = reader.problems.len();
     let fields = reader.fields(node, name, &path, &what, &allowed)?;
@@ -122,6 +122,26 @@ pub(super) fn read_adapter(
         }
     }
     Some(spec)
+}
+
+/// Whether `node` names a kind this `eip` was built without; if so, reports it.
+fn not_built(reader: &mut Reader<'_>, node: &Node, path: &str) -> bool {
+    let Value::Str(name) = &node.value else {
+        return false;
+    };
+    let Some(feature) = kind::missing_feature(name) else {
+        return false;
+    };
+    let problem = Problem::new(
+        format!("kind `{name}` is not built into this eip: its cargo feature `{feature}` is off"),
+        Some(reader.pos(node)),
+    )
+    .with_key(path)
+    .with_help(format!(
+        "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds every kind)"
+    ));
+    reader.report(problem);
+    true
 }
 
 /// A key and its value as written.

@@ -4,9 +4,9 @@
 use eip_core::channel::{ChannelKind, Overflow};
 
 use super::Check;
-use super::adapters::{Settings, broker_url};
 use crate::diagnostic::Problem;
 use crate::plan::{BrokerPlace, BrokerStorePlan};
+use crate::settings::{Settings, broker_url};
 use crate::spec::{ChannelSpec, SettingValue};
 
 const BROKERS: &[&str] = &["rabbitmq", "jetstream"];
