@@ -1,7 +1,6 @@
 //! `file-out`: messages become files (or JSON lines) in a directory, each written atomically,
 //! never outside it.
 
-
 use eip_adapters::file::{FileError, FileSink, FileSinkConfig, NameTemplate};
 use futures::future::BoxFuture;
 use tower::BoxError;

@@ -1,7 +1,6 @@
 //! `file-in`: the files of a directory become messages, each claimed by a rename so two
 //! adapters never take the same file.
 
-
 use eip_adapters::file::{FileGlob, FileSource, FileSourceConfig, FileSourceHandle, ReadMode};
 use eip_core::channel::{Channel, InvalidMessageChannel};
 use eip_core::log::Escaped;

@@ -1,6 +1,5 @@
 //! `http-out`: messages are `POST`ed (or `PUT`) to a URL filled from each message.
 
-
 use eip_adapters::http::{HttpOutbound, HttpOutboundConfig, OutboundMethod, UrlTemplate};
 use futures::future::BoxFuture;
 use tower::BoxError;

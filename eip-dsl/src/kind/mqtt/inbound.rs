@@ -1,6 +1,5 @@
 //! `mqtt-in`: an MQTT subscription (QoS 1, a persistent session) feeds the channel.
 
-
 use eip_adapters::mqtt::{MqttSource, MqttSourceConfig};
 use futures::future::BoxFuture;
 use tower::BoxError;

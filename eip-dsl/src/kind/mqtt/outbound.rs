@@ -1,7 +1,6 @@
 //! `mqtt-out`: messages are published to MQTT topics at QoS 1 (by default each message's
 //! subject, its dots as slashes).
 
-
 use eip_adapters::mqtt::{MqttOutbound, MqttOutboundConfig, TopicTemplate};
 use futures::future::BoxFuture;
 use tower::BoxError;

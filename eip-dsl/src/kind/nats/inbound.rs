@@ -1,7 +1,6 @@
 //! `nats-in`: a JetStream durable consumer feeds the channel; bridges with one consumer name
 //! share its messages.
 
-
 use eip_adapters::env::redact_url;
 use eip_adapters::nats::{JetStreamSource, JetStreamSourceConfig};
 use futures::future::BoxFuture;

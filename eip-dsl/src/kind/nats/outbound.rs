@@ -1,7 +1,6 @@
 //! `nats-out`: messages are published to a JetStream subject (by default each message's
 //! subject).
 
-
 use eip_adapters::env::redact_url;
 use eip_adapters::nats::{JetStreamOutbound, JetStreamOutboundConfig, SubjectTemplate};
 use futures::future::BoxFuture;

@@ -1,6 +1,5 @@
 //! `rabbitmq-in`: a RabbitMQ queue (declared and bound when asked) feeds the channel.
 
-
 use eip_adapters::amqp::{AmqpSource, AmqpSourceConfig, QueueBinding};
 use futures::future::BoxFuture;
 use tower::BoxError;

@@ -1,7 +1,6 @@
 //! `rabbitmq-out`: messages are published to a RabbitMQ exchange, each acked once the broker
 //! confirmed it.
 
-
 use eip_adapters::amqp::{AmqpOutbound, AmqpOutboundConfig, ExchangeDeclaration, RoutingKey};
 use futures::future::BoxFuture;
 use tower::BoxError;

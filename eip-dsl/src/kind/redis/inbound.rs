@@ -1,7 +1,6 @@
 //! `redis-in`: a Redis Streams consumer group feeds the channel; a consumer's pending entries
 //! come back to it after a restart.
 
-
 use eip_adapters::env::redact_url;
 use eip_adapters::redis::{RedisStreamSource, RedisStreamSourceConfig};
 use futures::future::BoxFuture;

@@ -1,7 +1,6 @@
 //! `redis-out`: messages are appended to a Redis stream (`XADD`), its key filled from each
 //! message.
 
-
 use eip_adapters::env::redact_url;
 use eip_adapters::redis::{RedisStreamOutbound, RedisStreamOutboundConfig, StreamKey};
 use futures::future::BoxFuture;

@@ -1,7 +1,6 @@
 //! `sql-in`: a query polled at an interval; each row it selects becomes a message, and is
 //! marked taken (`done`) once its channel accepted it.
 
-
 use eip_adapters::sql::{Claim, ClaimColumns, SqlInbound, SqlInboundConfig, SqlInboundHandle};
 use eip_core::channel::Channel;
 use futures::future::BoxFuture;

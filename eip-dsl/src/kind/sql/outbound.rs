@@ -1,6 +1,5 @@
 //! `sql-out`: each message becomes a row (or rows), through a parameterized statement.
 
-
 use eip_adapters::sql::{SqlOutbound, SqlOutboundConfig};
 use futures::future::BoxFuture;
 use tower::BoxError;
