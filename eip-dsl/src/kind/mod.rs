@@ -33,6 +33,8 @@ pub mod rabbitmq;
 pub mod redis;
 #[cfg(feature = "sql")]
 pub mod sql;
+#[cfg(feature = "timer")]
+pub mod timer;
 
 use std::any::Any;
 use std::fmt;
@@ -132,6 +134,7 @@ kinds! {
     "http", "http-out" => http::OUTBOUND,
     "sql", "sql-in" => sql::INBOUND,
     "sql", "sql-out" => sql::OUTBOUND,
+    "timer", "timer" => timer::TIMER,
     "amqp", "rabbitmq-in" => rabbitmq::INBOUND,
     "amqp", "rabbitmq-out" => rabbitmq::OUTBOUND,
     "nats", "nats-in" => nats::INBOUND,
