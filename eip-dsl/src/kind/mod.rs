@@ -44,9 +44,9 @@ use futures::future::BoxFuture;
 use tower::BoxError;
 
 pub use self::connect::{Endpoint, Inbound, Site, Started};
-use crate::diagnostic::Check;
+use crate::diagnostic::{Check, Problem};
 use crate::settings::Settings;
-use crate::spec::AdapterKind;
+use crate::spec::{AdapterKind, Position};
 
 /// One kind of adapter or bridge: everything the flow-file tools need to know about it.
 pub struct Kind {
@@ -178,6 +178,22 @@ pub fn missing_feature(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(known, _)| *known == name)
         .map(|(_, feature)| *feature)
+}
+
+/// The problem of a flow that names `name`, a kind `eip` knows but this build is without;
+/// `None` if it is built or unknown.
+pub(crate) fn not_built(name: &str, at: Option<Position>, key: &str) -> Option<Problem> {
+    let feature = missing_feature(name)?;
+    Some(
+        Problem::new(
+            format!("kind `{name}` is not built into this eip: its cargo feature `{feature}` is off"),
+            at,
+        )
+        .with_key(key)
+        .with_help(format!(
+            "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds every kind)"
+        )),
+    )
 }
 
 /// The keys an adapter of `kind` has.

@@ -10,7 +10,7 @@ use super::flow::read_redelivery;
 use super::node::{Node, Value};
 use super::read::Reader;
 use super::routes::required_name;
-use crate::diagnostic::{Damage, Problem, field_path, name_path};
+use crate::diagnostic::{Damage, field_path, name_path};
 use crate::kind;
 use crate::spec::{AdapterSpec, Located, Setting, SettingValue};
 
@@ -50,14 +50,18 @@ pub(super) fn read_adapter(
             .map(|(_, v)| v),
         _ => None,
     };
+    let unbuilt = kind_node.is_some_and(|v| not_built(reader, v, &field_path(&path, "kind")));
     let kind = match kind_node {
         // Every kind is read here; one declared in the wrong section is validation's to report.
-        Some(v) if not_built(reader, v, &field_path(&path, "kind")) => None,
-        Some(v) => reader.one_of(v, "kind", &field_path(&path, "kind"), &kind::all_choices()),
-        None => None,
+        Some(v) if !unbuilt => {
+            reader.one_of(v, "kind", &field_path(&path, "kind"), &kind::all_choices())
+        }
+        _ => None,
     };
     let allowed = match &kind {
         Some(kind) => kind::keys(kind.value),
+        // The keys of a kind that is not built are not known here: none is reported.
+        None if unbuilt => written_keys(node),
         None => kind::all_keys(bridge),
     };
     let before = reader.problems.len();
@@ -107,7 +111,10 @@ pub(super) fn read_adapter(
     };
     let mut spec = AdapterSpec {
         at: Some(at),
-        kind,
+        kind: Located {
+            value: kind.value.as_str().to_owned(),
+            at: kind.at,
+        },
         channel,
         redelivery: None,
         settings: Vec::new(),
@@ -129,19 +136,27 @@ fn not_built(reader: &mut Reader<'_>, node: &Node, path: &str) -> bool {
     let Value::Str(name) = &node.value else {
         return false;
     };
-    let Some(feature) = kind::missing_feature(name) else {
-        return false;
-    };
-    let problem = Problem::new(
-        format!("kind `{name}` is not built into this eip: its cargo feature `{feature}` is off"),
-        Some(reader.pos(node)),
-    )
-    .with_key(path)
-    .with_help(format!(
-        "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds every kind)"
-    ));
-    reader.report(problem);
-    true
+    match kind::not_built(name, Some(reader.pos(node)), path) {
+        Some(problem) => {
+            reader.report(problem);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The keys written in an entry.
+fn written_keys(node: &Node) -> Vec<&str> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .filter_map(|(k, _)| match &k.value {
+                Value::Str(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A key and its value as written.

@@ -58,7 +58,7 @@ impl AdapterPlan {
     }
 
     /// Its configuration as the type its kind made, if it is a `T`: a
-    /// [`FileSourceConfig`](eip_adapters::file::FileSourceConfig) for a `file-in` adapter, say.
+    /// `eip_adapters::file::FileSourceConfig` for a `file-in` adapter, say.
     pub fn config_as<T: 'static>(&self) -> Option<&T> {
         // Through the trait object, not the `Arc` (which is `Any` too).
         AsAny::as_any(&*self.config).downcast_ref::<T>()

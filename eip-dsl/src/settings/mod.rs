@@ -155,14 +155,6 @@ pub(crate) fn broker_url(
     Some(url.value)
 }
 
-pub(crate) fn describe(value: &SettingValue) -> String {
-    match value {
-        SettingValue::Text(s) => format!("`{s}`"),
-        SettingValue::Number(n) => format!("`{n}`"),
-        other => other.describe().to_owned(),
-    }
-}
-
 /// The settings of one adapter (or one mapping inside it), read by key with their type.
 pub(crate) struct Settings<'a> {
     /// The key path of the entry (`adapters.orders-in`, `adapters.db.claim`).

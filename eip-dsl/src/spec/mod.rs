@@ -151,8 +151,9 @@ impl AdapterKind {
 pub struct AdapterSpec {
     /// Where the adapter's entry starts (its name).
     pub at: Option<Position>,
-    /// `kind:` (required).
-    pub kind: Located<AdapterKind>,
+    /// `kind:` (required): its name, as written (`file-in`); [validation](crate::validate)
+    /// finds the [kind](crate::kind) it names.
+    pub kind: Located<String>,
     /// The channel: `to:` of an inbound adapter, `from:` of an outbound one (required).
     pub channel: Located<String>,
     /// `redelivery:` of an outbound adapter: how its consumer retries a failed message,

@@ -12,11 +12,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::names::Names;
-use crate::diagnostic::{Check, Problem, name_path};
+use crate::diagnostic::{Check, Problem, name_path, suggest_key};
 use crate::kind::{self, Entry};
 use crate::plan::adapter::{AdapterPlan, OutboundPlan};
 use crate::settings::{Settings, redelivery};
-use crate::spec::{AdapterSpec, FlowSpec};
+use crate::spec::{AdapterKind, AdapterSpec, FlowSpec};
 
 /// The keys of `rate-limit:`.
 const RATE: &[&str] = &["requests", "per"];
@@ -102,9 +102,9 @@ fn check_adapter(
     spec: &AdapterSpec,
     damaged: bool,
 ) -> Option<AdapterPlan> {
-    let kind = spec.kind.value;
     let name = entry.name;
     let path = name_path(entry.section, name);
+    let kind = known_kind(check, entry, spec, &path)?;
     if kind.is_bridge() != (entry.section == "bridges") {
         let (here, there) = if kind.is_bridge() {
             ("a messaging bridge", "bridges")
@@ -137,8 +137,14 @@ fn check_adapter(
             channel_key,
             &format!("{path}.{channel_key}"),
         );
+    } else if !damaged {
+        // Reading reports a missing channel of a file; this is one made in code.
+        check.report(
+            Problem::new(format!("{} has no `{channel_key}`", settings.what), spec.at)
+                .with_key(format!("{path}.{channel_key}"))
+                .with_help(format!("add `{channel_key}: CHANNEL`")),
+        );
     }
-    // A kind is in the plan only if it is built: reading found it in the table.
     let config =
         kind::of(kind).and_then(|k| (k.check)(check, &settings, &Entry { name, base_dir }));
     let outbound = if kind.is_inbound() {
@@ -156,6 +162,32 @@ fn check_adapter(
         config: Arc::from(config?),
         outbound,
     })
+}
+
+/// The kind `spec` names, or a problem: one this `eip` was built without, or none at all (a
+/// flow made in code; reading reports a file's).
+fn known_kind(
+    check: &mut Check<'_>,
+    entry: Declared<'_>,
+    spec: &AdapterSpec,
+    path: &str,
+) -> Option<AdapterKind> {
+    let written = &spec.kind;
+    if let Some(kind) = kind::named(&written.value) {
+        return Some(kind.id);
+    }
+    let key = format!("{path}.kind");
+    let problem = kind::not_built(&written.value, written.at, &key).unwrap_or_else(|| {
+        let names: Vec<&str> = kind::choices(entry.section == "bridges")
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        Problem::new(format!("`kind` can not be `{}`", written.value), written.at)
+            .with_key(key)
+            .with_help(suggest_key(&written.value, &names))
+    });
+    check.report(problem);
+    None
 }
 
 fn outbound(check: &mut Check<'_>, settings: &Settings<'_>, spec: &AdapterSpec) -> OutboundPlan {

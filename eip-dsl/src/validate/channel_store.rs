@@ -87,6 +87,21 @@ pub(super) fn check_store(
             Some("remove `overflow`: publishers wait for the broker's confirm"),
         );
     }
+    let (broker, feature, built) = if outer.get("rabbitmq").is_some() {
+        ("rabbitmq", "amqp", cfg!(feature = "amqp"))
+    } else {
+        ("jetstream", "nats", cfg!(feature = "nats"))
+    };
+    if !built {
+        outer.report_entry(
+            check,
+            format!("`{broker}` is not built into this eip: its cargo feature `{feature}` is off"),
+            Some(&format!(
+                "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds every broker)"
+            )),
+        );
+        return None;
+    }
     let before = check.problems.len();
     let plan = if outer.get("rabbitmq").is_some() {
         let settings = outer.map(check, "rabbitmq", RABBITMQ)?;

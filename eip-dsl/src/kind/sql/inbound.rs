@@ -9,7 +9,7 @@ use tower::BoxError;
 use super::{DATABASE, connection, setup};
 use crate::diagnostic::Check;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Site, Started};
-use crate::settings::{Settings, describe};
+use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction, SettingValue};
 
 /// `sql-in`
@@ -142,5 +142,14 @@ struct Polling(SqlInboundHandle);
 impl Started for Polling {
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(self.0.shutdown())
+    }
+}
+
+/// A value for "found ...": text and numbers as written, anything else by its type.
+fn describe(value: &SettingValue) -> String {
+    match value {
+        SettingValue::Text(s) => format!("`{s}`"),
+        SettingValue::Number(n) => format!("`{n}`"),
+        other => other.describe().to_owned(),
     }
 }
