@@ -17,8 +17,9 @@
 use std::path::Path;
 
 use crate::diagnostic::{FlowErrors, Problem};
-use crate::load::{self, MAX_FLOW_FILE_BYTES, read_text_file};
+use crate::load::{self, MAX_FLOW_FILE_BYTES};
 use crate::plan::Plan;
+use crate::text_file::read_text_file;
 use crate::validate;
 
 /// Reads and checks a flow file: Ok(plan) or every problem found.

@@ -29,7 +29,6 @@
 //! ```
 
 mod adapters;
-mod file;
 mod flow;
 mod node;
 mod read;
@@ -37,12 +36,12 @@ mod routes;
 
 use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 
-pub use self::file::{ReadError, read_text_file};
 use self::node::{Node, RawLocation};
 use self::read::Reader;
 use crate::diagnostic::{Damage, FlowErrors, Problem};
 pub use crate::flow_file::{load_file, load_str};
 use crate::spec::FlowSpec;
+pub use crate::text_file::{ReadError, read_text_file};
 
 /// The largest flow file read, in bytes. A flow is a page or two of YAML; anything near this
 /// is not one.

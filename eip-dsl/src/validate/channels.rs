@@ -257,7 +257,7 @@ fn load_schema(
     let file = base_dir.join(&path.value);
     let tried = file.display();
     let problem = |message: String| Problem::new(message, path.at).with_key(key);
-    let text = match crate::load::read_text_file(&file, MAX_SCHEMA_BYTES) {
+    let text = match crate::text_file::read_text_file(&file, MAX_SCHEMA_BYTES) {
         Ok(text) => text,
         Err(e) => {
             check.report(
