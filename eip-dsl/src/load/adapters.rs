@@ -8,11 +8,11 @@
 
 use super::flow::read_redelivery;
 use super::node::{Node, Value};
-use super::read::Reader;
+use super::read::{Fields, Reader};
 use super::routes::required_name;
 use crate::diagnostic::{Damage, field_path, name_path};
 use crate::kind;
-use crate::spec::{AdapterSpec, Located, Setting, SettingValue};
+use crate::spec::{AdapterKind, AdapterSpec, Located, Position, Setting, SettingValue};
 
 /// One entry `name: {kind: ..., ...}`; `None` when its kind can not be read (the entry is then
 /// recorded as damaged by the caller).
@@ -29,88 +29,31 @@ pub(super) fn read_adapter(
     } else {
         ("adapters", format!("adapter `{name}`"))
     };
-    let path = name_path(section, name);
-    let kinds = kind::choices(bridge);
-    let kind_help = kinds
+    let entry = Written {
+        path: name_path(section, name),
+        what,
+        at: reader.pos(key),
+    };
+    let kind_help = kind::choices(bridge)
         .iter()
         .map(|(word, _)| format!("`{word}`"))
         .collect::<Vec<_>>()
         .join(", ");
     let kind_help = format!("add `kind:` with one of {kind_help}");
-    let at = reader.pos(key);
     if node.value == Value::Null {
-        reader.missing(at, &what, "kind", &path, &kind_help);
+        reader.missing(entry.at, &entry.what, "kind", &entry.path, &kind_help);
         return None;
     }
-    // The kind decides the keys: read it first, from the raw mapping.
-    let kind_node = match &node.value {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| k.value == Value::Str("kind".into()))
-            .map(|(_, v)| v),
-        _ => None,
-    };
-    let unbuilt = kind_node.is_some_and(|v| not_built(reader, v, &field_path(&path, "kind")));
-    let kind = match kind_node {
-        // Every kind is read here; one declared in the wrong section is validation's to report.
-        Some(v) if !unbuilt => {
-            reader.one_of(v, "kind", &field_path(&path, "kind"), &kind::all_choices())
-        }
-        _ => None,
-    };
-    let allowed = match &kind {
-        Some(kind) => kind::keys(kind.value),
-        // The keys of a kind that is not built are not known here: none is reported.
-        None if unbuilt => written_keys(node),
-        None => kind::all_keys(bridge),
-    };
+    let (kind, allowed, written) = read_kind(reader, node, &entry.path, bridge);
     let before = reader.problems.len();
-    let fields = reader.fields(node, name, &path, &what, &allowed)?;
-    if kind_node.is_none() {
-        reader.missing(at, &what, "kind", &path, &kind_help);
+    let fields = reader.fields(node, name, &entry.path, &entry.what, &allowed)?;
+    if !written {
+        reader.missing(entry.at, &entry.what, "kind", &entry.path, &kind_help);
     }
     let kind = kind?;
-    let (channel_key, other, help) = if kind.value.is_inbound() {
-        (
-            "to",
-            "from",
-            "an inbound adapter feeds a channel: write `to: CHANNEL`",
-        )
-    } else {
-        (
-            "from",
-            "to",
-            "an outbound adapter consumes a channel: write `from: CHANNEL`",
-        )
-    };
-    // `to` on an outbound adapter (or `from` on an inbound one) is the likely slip: say so,
-    // and do not also report the right key as missing.
-    let wrong_way = field_path(&path, other);
-    let mut slipped = false;
-    for problem in &mut reader.problems[before..] {
-        if problem.key.as_deref() == Some(wrong_way.as_str()) {
-            problem.help = Some(help.to_owned());
-            slipped = true;
-        }
-    }
-    let channel = if slipped && fields.get(channel_key).is_none() {
-        damage.names.insert(String::new());
-        Located::new(String::new())
-    } else {
-        let help = format!("add `{channel_key}: CHANNEL`");
-        required_name(
-            reader,
-            &fields,
-            at,
-            &what,
-            &path,
-            channel_key,
-            &help,
-            damage,
-        )
-    };
+    let channel = read_channel(reader, &fields, kind.value, before, &entry, damage);
     let mut spec = AdapterSpec {
-        at: Some(at),
+        at: Some(entry.at),
         kind: Located {
             value: kind.value.as_str().to_owned(),
             at: kind.at,
@@ -123,12 +66,104 @@ pub(super) fn read_adapter(
         match field {
             "kind" | "to" | "from" => {}
             "redelivery" => {
-                spec.redelivery = read_redelivery(reader, k, v, &field_path(&path, field), name);
+                let path = field_path(&entry.path, field);
+                spec.redelivery = read_redelivery(reader, k, v, &path, name);
             }
             _ => spec.settings.push(setting(reader, k, v)),
         }
     }
     Some(spec)
+}
+
+/// Where an entry is, for messages.
+struct Written {
+    /// Its key path (`adapters["incoming"]`).
+    path: String,
+    /// "adapter `incoming`".
+    what: String,
+    /// Its name's position.
+    at: Position,
+}
+
+/// The entry's kind (`None` when it can not be read), the keys it may have, and whether
+/// `kind:` is written at all. The kind decides the keys: it is read first, from the raw
+/// mapping.
+fn read_kind<'n>(
+    reader: &mut Reader<'_>,
+    node: &'n Node,
+    path: &str,
+    bridge: bool,
+) -> (Option<Located<AdapterKind>>, Vec<&'n str>, bool) {
+    let kind_node = match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.value == Value::Str("kind".into()))
+            .map(|(_, v)| v),
+        _ => None,
+    };
+    let key = field_path(path, "kind");
+    let unbuilt = kind_node.is_some_and(|v| not_built(reader, v, &key));
+    let kind = match kind_node {
+        // Every kind is read here; one declared in the wrong section is validation's to report.
+        Some(v) if !unbuilt => reader.one_of(v, "kind", &key, &kind::all_choices()),
+        _ => None,
+    };
+    let allowed = match &kind {
+        Some(kind) => kind::keys(kind.value),
+        // The keys of a kind that is not built are not known here: none is reported.
+        None if unbuilt => written_keys(node),
+        None => kind::all_keys(bridge),
+    };
+    (kind, allowed, kind_node.is_some())
+}
+
+/// The channel: `to` of an inbound kind, `from` of an outbound one. `to` on an outbound
+/// adapter (or `from` on an inbound one) is the likely slip: the problems reported since
+/// `before` say so, and the right key is then not also reported as missing.
+fn read_channel(
+    reader: &mut Reader<'_>,
+    fields: &Fields<'_>,
+    kind: AdapterKind,
+    before: usize,
+    entry: &Written,
+    damage: &mut Damage,
+) -> Located<String> {
+    let (channel_key, other, help) = if kind.is_inbound() {
+        (
+            "to",
+            "from",
+            "an inbound adapter feeds a channel: write `to: CHANNEL`",
+        )
+    } else {
+        (
+            "from",
+            "to",
+            "an outbound adapter consumes a channel: write `from: CHANNEL`",
+        )
+    };
+    let wrong_way = field_path(&entry.path, other);
+    let mut slipped = false;
+    for problem in &mut reader.problems[before..] {
+        if problem.key.as_deref() == Some(wrong_way.as_str()) {
+            problem.help = Some(help.to_owned());
+            slipped = true;
+        }
+    }
+    if slipped && fields.get(channel_key).is_none() {
+        damage.names.insert(String::new());
+        return Located::new(String::new());
+    }
+    let help = format!("add `{channel_key}: CHANNEL`");
+    required_name(
+        reader,
+        fields,
+        entry.at,
+        &entry.what,
+        &entry.path,
+        channel_key,
+        &help,
+        damage,
+    )
 }
 
 /// Whether `node` names a kind this `eip` was built without; if so, reports it.

@@ -87,6 +87,22 @@ pub(super) fn check_store(
             Some("remove `overflow`: publishers wait for the broker's confirm"),
         );
     }
+    if !broker_built(check, &outer) {
+        return None;
+    }
+    let before = check.problems.len();
+    let plan = if outer.get("rabbitmq").is_some() {
+        let settings = outer.map(check, "rabbitmq", RABBITMQ)?;
+        rabbitmq(check, &settings, name, kind)
+    } else {
+        let settings = outer.map(check, "jetstream", JETSTREAM)?;
+        jetstream(check, &settings, name)
+    };
+    (check.problems.len() == before).then_some(plan).flatten()
+}
+
+/// Whether the broker `outer` names is built into this `eip`; if not, reports the feature.
+fn broker_built(check: &mut Check<'_>, outer: &Settings<'_>) -> bool {
     let (broker, feature, built) = if outer.get("rabbitmq").is_some() {
         ("rabbitmq", "amqp", cfg!(feature = "amqp"))
     } else {
@@ -100,17 +116,9 @@ pub(super) fn check_store(
                 "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds every broker)"
             )),
         );
-        return None;
+        return false;
     }
-    let before = check.problems.len();
-    let plan = if outer.get("rabbitmq").is_some() {
-        let settings = outer.map(check, "rabbitmq", RABBITMQ)?;
-        rabbitmq(check, &settings, name, kind)
-    } else {
-        let settings = outer.map(check, "jetstream", JETSTREAM)?;
-        jetstream(check, &settings, name)
-    };
-    (check.problems.len() == before).then_some(plan).flatten()
+    true
 }
 
 fn limits(check: &mut Check<'_>, settings: &Settings<'_>, place: BrokerPlace) -> BrokerStorePlan {
