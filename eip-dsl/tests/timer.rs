@@ -199,7 +199,7 @@ fn a_timer_s_wrong_settings_are_refused_at_their_position() {
         "{}",
         p.message
     );
-    assert_eq!(at(&p), (7, 15));
+    assert_eq!(at(&p), (7, 17), "at the placeholder's brace");
     assert!(help(&p).contains("`{seq}`"));
 
     let lines = with("    interval: 0s");

@@ -16,7 +16,7 @@ use eip_core::channel::Channel;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use crate::diagnostic::Check;
+use crate::diagnostic::{Check, Problem, inside};
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Site, Started};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
@@ -50,15 +50,15 @@ fn check(
         Some(text) => match PayloadTemplate::parse(&text.value) {
             Ok(template) => Some(template),
             Err(e) => {
-                settings.report_value(
-                    check,
-                    "payload",
-                    &text,
-                    format!("invalid `payload`: {e}"),
-                    Some(
-                        "text or JSON, with `{seq}`, `{timestamp}`, `{id}` or `{name}` where each \
-                         message's own goes",
-                    ),
+                // Pointed at the brace of the placeholder, inside the payload.
+                let at = inside(&text, e.offset, check.source);
+                check.report(
+                    Problem::new(format!("invalid `payload`: {e}"), at)
+                        .with_key(settings.key("payload"))
+                        .with_help(
+                            "text or JSON, with `{seq}`, `{timestamp}`, `{id}` or `{name}` where \
+                             each message's own goes",
+                        ),
                 );
                 None
             }
