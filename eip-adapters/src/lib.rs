@@ -40,3 +40,5 @@ pub mod redis;
 pub mod sql;
 #[cfg(any(feature = "amqp", feature = "nats"))]
 pub mod store;
+#[cfg(feature = "timer")]
+pub mod timer;

@@ -13,12 +13,18 @@
 //! point where they did), and the problems' texts have them replaced by `***`; see
 //! [`FlowErrors::new`].
 
+mod check;
+mod inner;
+mod keys;
 mod redact;
 
 use std::fmt::{self, Write as _};
 
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 
+pub(crate) use self::check::{Check, Damage};
+pub(crate) use self::inner::inside;
+pub(crate) use self::keys::{field_path, index_path, name_path, suggest_key};
 use self::redact::Secrets;
 use crate::spec::Position;
 

@@ -6,14 +6,24 @@
 //! and a suggestion), and is [compiled](compile) into a running flow of eip-core channels,
 //! routers, joins and exchanges. The `eip` binary (`run`, `validate`, `graph`, `route`) is a thin
 //! shell over these steps.
+//!
+//! Modules depend one way: [`spec`] and [`diagnostic`] at the bottom; the settings reader and
+//! the [`kind`]s of adapter and bridge (one module each, listed in one table) above them, then
+//! the [`plan`]; [`load`] (reading only) and [`validate`] (checking only) beside each other,
+//! both asking the kinds; [`flow_file`] does one then the other; [`compile`], [`graph`] and
+//! [`builder`] on top.
 
 pub mod builder;
 pub mod compile;
 pub mod diagnostic;
+pub mod flow_file;
 pub mod graph;
+pub mod kind;
 pub mod load;
 pub mod plan;
+mod settings;
 pub mod spec;
+pub mod text_file;
 pub mod validate;
 
 pub use eip_adapters as adapters;

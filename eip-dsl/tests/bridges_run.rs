@@ -260,3 +260,34 @@ bridges:
             .await;
     }
 }
+
+#[tokio::test]
+async fn a_bridge_that_can_not_start_is_called_a_bridge() {
+    // A password variable that is not set stops the bridge before it reaches any broker.
+    let flow = "
+channels:
+  readings: {kind: point-to-point}
+bridges:
+  sensors:
+    kind: mqtt-in
+    to: readings
+    url: mqtt://127.0.0.1:1883
+    client-id: eip-test-never-connects
+    filter: sensors/#
+    username: eip
+    password-env: EIP_TEST_MQTT_PASSWORD_THAT_IS_NOT_SET
+";
+    let plan =
+        load_str(flow, "flow.yaml", ".".as_ref()).unwrap_or_else(|e| panic!("{}", e.render()));
+    let flow = compile(&plan).expect("the flow compiles");
+    let error = flow
+        .connect_adapters()
+        .await
+        .expect_err("the password variable is not set");
+    let text = error.to_string();
+    assert!(text.starts_with("bridge `sensors`: "), "{text}");
+    assert!(
+        text.contains("EIP_TEST_MQTT_PASSWORD_THAT_IS_NOT_SET"),
+        "{text}"
+    );
+}

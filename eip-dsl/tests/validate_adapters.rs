@@ -4,10 +4,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use eip_adapters::file::{ReadMode, WhenDone};
-use eip_adapters::http::OutboundMethod;
+use eip_adapters::file::{FileSinkConfig, FileSourceConfig, ReadMode, WhenDone};
+use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig, OutboundMethod};
 use eip_adapters::sql::Claim;
-use eip_dsl::plan::adapter::{AdapterConfig, AdapterKind};
+use eip_dsl::kind::sql::{SqlIn, SqlOut};
 
 mod support {
     pub mod problems;
@@ -79,23 +79,23 @@ fn every_kind_is_read_into_its_configuration() {
         "    batch-size: 50",
     ]);
     let plan = load(&lines(&all)).unwrap_or_else(|e| panic!("{}", e.render()));
-    let kinds: Vec<(&str, AdapterKind, &str)> = plan
+    let kinds: Vec<(&str, &str, &str)> = plan
         .adapters
         .iter()
-        .map(|a| (a.name.as_str(), a.kind(), a.channel.as_str()))
+        .map(|a| (a.name.as_str(), a.kind().as_str(), a.channel.as_str()))
         .collect();
     assert_eq!(
         kinds,
         [
-            ("incoming", AdapterKind::FileIn, "orders"),
-            ("archive", AdapterKind::FileOut, "shipped"),
-            ("api", AdapterKind::HttpIn, "orders"),
-            ("notify", AdapterKind::HttpOut, "shipped"),
-            ("poll", AdapterKind::SqlIn, "orders"),
-            ("store", AdapterKind::SqlOut, "orders"),
+            ("incoming", "file-in", "orders"),
+            ("archive", "file-out", "shipped"),
+            ("api", "http-in", "orders"),
+            ("notify", "http-out", "shipped"),
+            ("poll", "sql-in", "orders"),
+            ("store", "sql-out", "orders"),
         ]
     );
-    let AdapterConfig::FileIn(file_in) = &plan.adapters[0].config else {
+    let Some(file_in) = plan.adapters[0].config_as::<FileSourceConfig>() else {
         panic!("file-in")
     };
     assert_eq!(
@@ -107,11 +107,11 @@ fn every_kind_is_read_into_its_configuration() {
     assert_eq!(file_in.mode(), ReadMode::JsonLines);
     assert_eq!(file_in.when_done(), &WhenDone::Delete);
     assert_eq!(file_in.max_size(), 1 << 20);
-    let AdapterConfig::FileOut(file_out) = &plan.adapters[1].config else {
+    let Some(file_out) = plan.adapters[1].config_as::<FileSinkConfig>() else {
         panic!("file-out")
     };
     assert_eq!(file_out.dir(), fixtures().join("out"));
-    let AdapterConfig::HttpIn(http_in) = &plan.adapters[2].config else {
+    let Some(http_in) = plan.adapters[2].config_as::<HttpInboundConfig>() else {
         panic!("http-in")
     };
     assert_eq!(
@@ -124,7 +124,7 @@ fn every_kind_is_read_into_its_configuration() {
     assert_eq!(http_in.bearer_token_env.as_deref(), Some("ORDERS_TOKEN"));
     assert_eq!(http_in.copy_headers, ["x-customer"]);
     assert_eq!(http_in.request_timeout, Duration::from_secs(5));
-    let AdapterConfig::HttpOut(http_out) = &plan.adapters[3].config else {
+    let Some(http_out) = plan.adapters[3].config_as::<HttpOutboundConfig>() else {
         panic!("http-out")
     };
     assert_eq!(http_out.method, OutboundMethod::Put);
@@ -133,7 +133,7 @@ fn every_kind_is_read_into_its_configuration() {
     assert_eq!(layers.rate_limit, Some((100, Duration::from_secs(1))));
     assert_eq!(layers.timeout, Some(Duration::from_secs(2)));
     assert_eq!(layers.redelivery.as_ref().map(|r| r.max_attempts), Some(3));
-    let AdapterConfig::SqlIn(sql_in) = &plan.adapters[4].config else {
+    let Some(SqlIn { config: sql_in, .. }) = plan.adapters[4].config_as::<SqlIn>() else {
         panic!("sql-in")
     };
     assert_eq!(sql_in.max_rows, 10);
@@ -142,14 +142,15 @@ fn every_kind_is_read_into_its_configuration() {
     };
     assert_eq!((claim.table.as_str(), claim.key.as_str()), ("orders", "id"));
     assert_eq!(claim.timeout, Duration::from_secs(60));
-    let AdapterConfig::SqlOut(sql_out) = &plan.adapters[5].config else {
+    let Some(SqlOut {
+        config: sql_out,
+        setup,
+    }) = plan.adapters[5].config_as::<SqlOut>()
+    else {
         panic!("sql-out")
     };
     assert_eq!(sql_out.batch_size, 50);
-    assert_eq!(
-        plan.adapters[5].setup,
-        ["CREATE TABLE IF NOT EXISTS orders (sku TEXT)"]
-    );
+    assert_eq!(*setup, ["CREATE TABLE IF NOT EXISTS orders (sku TEXT)"]);
     assert_eq!(
         sql_out.connection.password_env.as_deref(),
         Some("PGPASSWORD")

@@ -1,8 +1,8 @@
 //! The Rust builder: a flow written in code, reading top to bottom like the pattern diagrams.
 //!
-//! A [`FlowBuilder`] collects channels, routes, joins and exchanges, each made by a small
-//! builder whose methods are the keys of the flow file ([`channel`], [`route`], [`join`],
-//! [`exchange`], and [`store`] for the durable store). What it builds is a [`FlowSpec`], the same plain data a flow file is read
+//! A [`FlowBuilder`] collects channels, routes, joins, exchanges, adapters and bridges, each
+//! made by a small builder whose methods are the keys of the flow file ([`channel`], [`route`],
+//! [`join`], [`exchange`], [`adapter`], and [`store`] for the durable store). What it builds is a [`FlowSpec`], the same plain data a flow file is read
 //! into, so a flow made in Rust goes through the same [validation](crate::validate) and the
 //! same [compiler](crate::compile) as a file: the two can not drift apart, and a mistake in
 //! code gets the same problem, key path and "did you mean" help as the same mistake in YAML.
@@ -38,6 +38,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod adapter;
 pub mod channel;
 pub mod exchange;
 pub mod join;
@@ -53,6 +54,7 @@ use crate::plan::Plan;
 use crate::spec::{FlowSpec, Located};
 use crate::validate;
 
+pub use self::adapter::AdapterBuilder;
 pub use self::channel::{ChannelBuilder, Redelivery};
 pub use self::exchange::ExchangeBuilder;
 pub use self::join::{JoinBuilder, JoinFrom};
@@ -117,6 +119,24 @@ impl FlowBuilder {
         self.spec
             .exchanges
             .push((Located::new(name.into()), exchange.into_spec()));
+        self
+    }
+
+    /// `adapters: {NAME: ...}`: declares the channel adapter `name` (a [`adapter::kind`]
+    /// entry: `file-in`, `http-out`, `timer`, ...), checked like one in a file.
+    pub fn adapter(mut self, name: impl Into<String>, adapter: AdapterBuilder) -> Self {
+        self.spec
+            .adapters
+            .push((Located::new(name.into()), adapter.into_spec()));
+        self
+    }
+
+    /// `bridges: {NAME: ...}`: declares the messaging bridge `name` (`rabbitmq-in`,
+    /// `nats-out`, ...), checked like one in a file.
+    pub fn bridge(mut self, name: impl Into<String>, bridge: AdapterBuilder) -> Self {
+        self.spec
+            .bridges
+            .push((Located::new(name.into()), bridge.into_spec()));
         self
     }
 

@@ -1,40 +1,34 @@
-//! Starting a flow's channel adapters.
+//! Starting a flow's channel adapters and messaging bridges, the same way for every kind.
 //!
-//! [`Flow::connect_adapters`] does everything that can fail before a message moves: reads the
-//! environment variables the adapters name (a missing one is an error naming it and the
-//! adapter), binds every HTTP server, connects to every database (running its `setup`
-//! statements), creates every output directory. [`RunningFlow::attach`] then starts them: outbound adapters each behind a
-//! consumer of their channel (with the adapter's tower layers and redelivery policy), inbound
-//! adapters feeding theirs. [`RunningFlow::stop`] stops the inbound adapters first, so a
-//! draining flow takes nothing new.
+//! [`Flow::connect_adapters`] does everything that can fail before a message moves: each
+//! adapter's [kind](crate::kind) connects it (reads the environment variables it names, binds
+//! its HTTP server, connects to its database or broker, makes its directory). [`RunningFlow::attach`]
+//! then starts them: outbound adapters each behind a consumer of their channel (with the
+//! adapter's tower layers and redelivery policy), inbound adapters feeding theirs.
+//! [`RunningFlow::stop_inbound`] stops the inbound adapters first, so a draining flow takes
+//! nothing new.
 
-use eip_adapters::amqp::{AmqpOutbound, AmqpSource};
-use eip_adapters::bridge::{BridgeError, InboundBridge, InboundBridgeHandle, Source};
-use eip_adapters::file::{FileError, FileSink, FileSource, FileSourceHandle};
-use eip_adapters::http::{HttpInbound, HttpInboundServer, HttpOutbound};
-use eip_adapters::mqtt::{MqttBroker, MqttOutbound, MqttSource};
-use eip_adapters::nats::{JetStreamOutbound, JetStreamSource};
-use eip_adapters::redis::{RedisStreamOutbound, RedisStreamSource};
-use eip_adapters::sql::{SqlInbound, SqlInboundHandle, SqlOutbound};
 use eip_core::channel::{Channel, InvalidMessageChannel};
 use eip_core::endpoint::{Consumer, ConsumerHandle};
 use eip_core::message::Message;
 use tower::util::BoxService;
-use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
+use tower::{BoxError, ServiceBuilder, ServiceExt};
 
 use super::Flow;
-use super::run::{RunningFlow, subscribe};
-use crate::plan::adapter::{AdapterConfig, AdapterPlan, OutboundPlan};
-use eip_core::log::Escaped;
+use super::run::subscribe;
+use crate::kind::{Endpoint, Inbound, Site};
+use crate::plan::adapter::{AdapterPlan, OutboundPlan};
 
-/// An adapter that could not start.
+/// An adapter or bridge that could not start.
 #[derive(Debug, thiserror::Error)]
-#[error("adapter `{adapter}`: {source}")]
+#[error("{noun} `{adapter}`: {source}")]
 pub struct AdapterError {
+    /// `adapter` or `bridge`: where it was declared.
+    pub noun: &'static str,
     /// The adapter's name.
     pub adapter: String,
-    /// Why: a missing environment variable, an address in use, a database that does not
-    /// answer, a directory that can not be made.
+    /// Why: a missing environment variable, an address in use, a database or broker that does
+    /// not answer, a directory that can not be made.
     #[source]
     pub source: BoxError,
 }
@@ -52,55 +46,10 @@ impl std::fmt::Debug for ConnectedAdapters {
     }
 }
 
-struct Connected {
-    plan: AdapterPlan,
-    channel: Channel,
-    /// Where a JSON-lines file's malformed lines go: the datatype's invalid message channel of
-    /// the channel a `file-in` adapter feeds.
-    invalid: Option<InvalidMessageChannel>,
-    endpoint: Endpoint,
-}
-
-/// Starts an inbound bridge on its channel.
-type StartBridge = Box<dyn FnOnce(Channel) -> InboundBridgeHandle + Send>;
-
-enum Endpoint {
-    FileIn,
-    Bridge(StartBridge),
-    Http(HttpInboundServer),
-    SqlIn(SqlInbound),
-    Out {
-        service: BoxService<Message, (), BoxError>,
-        permanent: fn(&BoxError) -> bool,
-    },
-}
-
-/// A started inbound adapter.
-pub(crate) enum InboundHandle {
-    File(String, FileSourceHandle),
-    Bridge(String, InboundBridgeHandle),
-    Http(HttpInboundServer),
-    Sql(SqlInboundHandle),
-}
-
-impl InboundHandle {
-    /// Stops taking anything new; what was accepted is in its channel.
-    pub(crate) async fn shutdown(self) {
-        match self {
-            InboundHandle::File(name, handle) => {
-                if let Err(error) = handle.shutdown().await {
-                    tracing::warn!(adapter = %name, error = %Escaped(&error), "file adapter stopped with an error");
-                }
-            }
-            InboundHandle::Bridge(name, handle) => {
-                if let Err(error) = handle.shutdown().await {
-                    tracing::warn!(adapter = %name, error = %Escaped(&error), "bridge stopped with an error");
-                }
-            }
-            InboundHandle::Http(server) => server.shutdown().await,
-            InboundHandle::Sql(handle) => handle.shutdown().await,
-        }
-    }
+pub(super) struct Connected {
+    pub(super) plan: AdapterPlan,
+    pub(super) channel: Channel,
+    pub(super) endpoint: Endpoint,
 }
 
 impl ConnectedAdapters {
@@ -111,23 +60,16 @@ impl ConnectedAdapters {
             .iter()
             .map(|a| {
                 let endpoint = match &a.endpoint {
-                    Endpoint::Http(server) => match &a.plan.config {
-                        AdapterConfig::HttpIn(c) => {
-                            format!("POST http://{}{}", server.local_addr(), c.path)
-                        }
-                        _ => a.plan.endpoint(),
-                    },
-                    _ => a.plan.endpoint(),
-                };
-                let (arrow, channel) = if a.plan.is_inbound() {
-                    ("->", &a.plan.channel)
-                } else {
-                    ("<-", &a.plan.channel)
-                };
+                    Endpoint::Inbound(inbound) => inbound.endpoint(),
+                    Endpoint::Outbound { .. } => None,
+                }
+                .unwrap_or_else(|| a.plan.endpoint());
+                let arrow = if a.plan.is_inbound() { "->" } else { "<-" };
                 format!(
-                    "adapter {} ({}): {endpoint} {arrow} {channel}",
+                    "adapter {} ({}): {endpoint} {arrow} {}",
                     a.plan.name,
-                    a.plan.kind().as_str()
+                    a.plan.kind().as_str(),
+                    a.plan.channel
                 )
             })
             .collect()
@@ -138,22 +80,29 @@ impl ConnectedAdapters {
         self.adapters
             .iter()
             .filter_map(|a| match &a.endpoint {
-                Endpoint::Http(server) => Some((a.plan.name.clone(), server.local_addr())),
-                _ => None,
+                Endpoint::Inbound(inbound) => {
+                    inbound.local_addr().map(|at| (a.plan.name.clone(), at))
+                }
+                Endpoint::Outbound { .. } => None,
             })
             .collect()
+    }
+
+    pub(super) fn into_inner(self) -> Vec<Connected> {
+        self.adapters
     }
 }
 
 impl Flow {
-    /// The flow's adapters, in the order declared.
+    /// The flow's adapters and bridges, in the order declared.
     pub fn adapters(&self) -> &[AdapterPlan] {
         &self.adapters
     }
 
     /// Connects every adapter: environment variables read, HTTP servers bound (requests are
-    /// taken from now on, into their channels), databases connected, output directories made.
-    /// The first adapter that fails stops the rest (those already bound are shut down).
+    /// taken from now on, into their channels), databases and brokers connected, output
+    /// directories made. The first adapter that fails stops the rest (those already bound are
+    /// let go).
     pub async fn connect_adapters(&self) -> Result<ConnectedAdapters, AdapterError> {
         let mut adapters = Vec::with_capacity(self.adapters.len());
         for plan in &self.adapters {
@@ -161,11 +110,12 @@ impl Flow {
                 Ok(connected) => adapters.push(connected),
                 Err(source) => {
                     for connected in adapters {
-                        if let Endpoint::Http(server) = connected.endpoint {
-                            server.shutdown().await;
+                        if let Endpoint::Inbound(inbound) = connected.endpoint {
+                            inbound.abandon().await;
                         }
                     }
                     return Err(AdapterError {
+                        noun: plan.noun(),
                         adapter: plan.name.clone(),
                         source,
                     });
@@ -180,81 +130,21 @@ impl Flow {
             .bus()
             .channel(&plan.channel)
             .map_err(|e| format!("channel `{}`: {e}", plan.channel))?;
-        let mut invalid = None;
-        let endpoint = match &plan.config {
-            AdapterConfig::FileIn(_) => {
-                invalid = self.invalid_channel_of(&plan.channel);
-                Endpoint::FileIn
-            }
-            AdapterConfig::HttpIn(config) => {
-                let inbound = HttpInbound::new(config.clone(), channel.clone())?;
-                Endpoint::Http(inbound.bind().await?)
-            }
-            AdapterConfig::SqlIn(config) => {
-                config.connection.execute(&plan.setup).await?;
-                Endpoint::SqlIn(SqlInbound::connect(config.clone()).await?)
-            }
-            AdapterConfig::FileOut(config) => {
-                let sink = FileSink::new(config.clone())?;
-                outbound(sink, &plan.outbound, |e| {
-                    e.downcast_ref::<FileError>()
-                        .is_some_and(FileError::is_permanent)
-                })
-            }
-            AdapterConfig::HttpOut(config) => {
-                let client = HttpOutbound::new(config.clone())?;
-                outbound(client, &plan.outbound, |e| {
-                    eip_adapters::http::is_permanent(e.as_ref())
-                })
-            }
-            AdapterConfig::RabbitmqIn { source, window } => {
-                let source = source.clone();
-                inbound_bridge(move || Ok(AmqpSource::new(source.clone())), *window).await?
-            }
-            AdapterConfig::NatsIn { source, window } => {
-                let source = source.clone();
-                inbound_bridge(move || JetStreamSource::new(source.clone()), *window).await?
-            }
-            AdapterConfig::MqttIn { source, window } => {
-                let mut source = source.clone();
-                source.broker = with_password(&source.broker)?;
-                inbound_bridge(move || Ok(MqttSource::new(source.clone())), *window).await?
-            }
-            AdapterConfig::RedisIn { source, window } => {
-                let source = source.clone();
-                inbound_bridge(move || RedisStreamSource::new(source.clone()), *window).await?
-            }
-            AdapterConfig::RabbitmqOut(config) => {
-                let publisher = AmqpOutbound::new(config.clone());
-                publisher.connect().await?;
-                outbound(publisher, &plan.outbound, bridge_refused_for_good)
-            }
-            AdapterConfig::NatsOut(config) => {
-                let publisher = JetStreamOutbound::new(config.clone())?;
-                publisher.connect().await?;
-                outbound(publisher, &plan.outbound, bridge_refused_for_good)
-            }
-            AdapterConfig::MqttOut(config) => {
-                let mut config = config.clone();
-                config.broker = with_password(&config.broker)?;
-                let publisher = MqttOutbound::connect(config).await?;
-                outbound(publisher, &plan.outbound, bridge_refused_for_good)
-            }
-            AdapterConfig::RedisOut(config) => {
-                let publisher = RedisStreamOutbound::new(config.clone())?;
-                publisher.connect().await?;
-                outbound(publisher, &plan.outbound, bridge_refused_for_good)
-            }
-            AdapterConfig::SqlOut(config) => {
-                config.connection.execute(&plan.setup).await?;
-                let writer = SqlOutbound::connect(config.clone()).await?;
-                outbound(writer, &plan.outbound, |_| false)
-            }
+        let site = Site {
+            name: &plan.name,
+            channel: &channel,
+            invalid: self.invalid_channel_of(&plan.channel),
+        };
+        let endpoint = match plan.config.connect(site).await? {
+            Endpoint::Outbound { service, permanent } => Endpoint::Outbound {
+                service: layered(service, &plan.outbound),
+                permanent,
+            },
+            inbound => inbound,
         };
         Ok(Connected {
             plan: plan.clone(),
             channel,
-            invalid,
             endpoint,
         })
     }
@@ -269,47 +159,11 @@ impl Flow {
     }
 }
 
-/// An inbound bridge over the sources `make` makes: one connects now, so a wrong URL or a
-/// refused declaration stops the start, and is let go; the bridge then gets a fresh one and keeps
-/// its own connection, reconnecting as it must.
-async fn inbound_bridge<S: Source>(
-    make: impl Fn() -> Result<S, BridgeError>,
-    window: usize,
-) -> Result<Endpoint, BoxError> {
-    let mut probe = make()?;
-    probe.connect(window).await?;
-    drop(probe);
-    let source = make()?;
-    Ok(Endpoint::Bridge(Box::new(move |channel: Channel| {
-        InboundBridge::new(source, channel, window).spawn()
-    })))
-}
-
-/// Whether a bridge's error says that trying again would fail the same way.
-fn bridge_refused_for_good(error: &BoxError) -> bool {
-    error
-        .downcast_ref::<BridgeError>()
-        .is_some_and(BridgeError::is_permanent)
-}
-
-/// `broker` with its password read from the environment (a flow file names the variable, as
-/// `${NAME}` in the password's place).
-fn with_password(broker: &MqttBroker) -> Result<MqttBroker, BoxError> {
-    let mut broker = broker.clone();
-    if let Some((user, password)) = &broker.credentials {
-        broker.credentials = Some((user.clone(), eip_adapters::env::expand(password)?));
-    }
-    Ok(broker)
-}
-
 /// An outbound adapter behind its layers: a rate limit, then a deadline per attempt.
-fn outbound<S>(service: S, plan: &OutboundPlan, permanent: fn(&BoxError) -> bool) -> Endpoint
-where
-    S: Service<Message> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-{
-    let service = service.map_response(drop).map_err(Into::into);
+fn layered(
+    service: BoxService<Message, (), BoxError>,
+    plan: &OutboundPlan,
+) -> BoxService<Message, (), BoxError> {
     let layered = ServiceBuilder::new()
         .option_layer(
             plan.rate_limit
@@ -318,48 +172,25 @@ where
         .option_layer(plan.timeout.map(tower::timeout::TimeoutLayer::new))
         .service(service)
         .map_err(Into::into);
-    Endpoint::Out {
-        service: BoxService::new(layered),
-        permanent,
-    }
+    BoxService::new(layered)
 }
 
-impl RunningFlow {
-    /// Starts the connected adapters: outbound ones first (each a consumer of its channel),
-    /// then inbound ones.
-    pub fn attach(&mut self, adapters: ConnectedAdapters) {
-        for connected in adapters.adapters {
-            let Connected {
-                plan,
-                channel,
-                invalid,
-                endpoint,
-            } = connected;
-            match endpoint {
-                Endpoint::Out { service, permanent } => {
-                    let handle = consume(&channel, &plan, service, permanent);
-                    self.consumers.push(handle);
-                }
-                Endpoint::FileIn => {
-                    if let AdapterConfig::FileIn(config) = plan.config {
-                        let mut source = FileSource::new(config, channel.sender());
-                        if let Some(invalid) = invalid {
-                            source = source.invalid_message_channel(invalid);
-                        }
-                        self.inbound
-                            .push(InboundHandle::File(plan.name.clone(), source.spawn()));
-                    }
-                }
-                Endpoint::Http(server) => self.inbound.push(InboundHandle::Http(server)),
-                Endpoint::Bridge(start) => {
-                    self.inbound
-                        .push(InboundHandle::Bridge(plan.name.clone(), start(channel)));
-                }
-                Endpoint::SqlIn(inbound) => {
-                    self.inbound
-                        .push(InboundHandle::Sql(inbound.spawn(channel.sender())));
-                }
+/// Starts one connected adapter: an outbound one as a consumer of its channel, an inbound one
+/// feeding it.
+pub(super) enum Start {
+    /// The consumer driving an outbound adapter.
+    Consumer(ConsumerHandle),
+    /// A started inbound adapter.
+    Inbound(Box<dyn crate::kind::Started>),
+}
+
+impl Connected {
+    pub(super) fn start(self) -> Start {
+        match self.endpoint {
+            Endpoint::Outbound { service, permanent } => {
+                Start::Consumer(consume(&self.channel, &self.plan, service, permanent))
             }
+            Endpoint::Inbound(inbound) => Start::Inbound(Inbound::start(inbound)),
         }
     }
 }

@@ -17,7 +17,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use eip_adapters::store::{JetStream, RabbitMq};
+#[cfg(feature = "nats")]
+use eip_adapters::store::JetStream;
+#[cfg(feature = "amqp")]
+use eip_adapters::store::RabbitMq;
 use eip_core::MessageBus;
 use eip_core::bus::BusError;
 use eip_core::channel::{
@@ -435,13 +438,31 @@ fn broker_backend(
     let expand =
         |url: &str| eip_adapters::env::expand(url).map_err(|e| failed(format!("its url: {e}")));
     let backend: Arc<dyn Backend> = match &broker.place {
+        // Validation refuses a broker that is not built; a plan made by hand is refused here.
+        #[cfg(not(feature = "amqp"))]
+        BrokerPlace::RabbitMqQueue { .. } | BrokerPlace::RabbitMqExchange { .. } => {
+            let _ = expand;
+            return Err(failed(
+                "not built into this eip: cargo feature `amqp`".to_owned(),
+            ));
+        }
+        #[cfg(not(feature = "nats"))]
+        BrokerPlace::JetStream { .. } => {
+            let _ = expand;
+            return Err(failed(
+                "not built into this eip: cargo feature `nats`".to_owned(),
+            ));
+        }
+        #[cfg(feature = "amqp")]
         BrokerPlace::RabbitMqQueue { url, queue } => {
             Arc::new(with_limits(RabbitMq::queue(expand(url)?, queue), broker))
         }
+        #[cfg(feature = "amqp")]
         BrokerPlace::RabbitMqExchange { url, exchange } => Arc::new(with_limits(
             RabbitMq::exchange(expand(url)?, exchange),
             broker,
         )),
+        #[cfg(feature = "nats")]
         BrokerPlace::JetStream {
             url,
             stream,
@@ -472,6 +493,7 @@ fn broker_backend(
     Ok(backend)
 }
 
+#[cfg(feature = "amqp")]
 fn with_limits(store: RabbitMq, broker: &BrokerStorePlan) -> RabbitMq {
     let store = match broker.publish_window {
         Some(window) => store.publish_window(window),

@@ -25,7 +25,8 @@ use eip_core::message::Message;
 use tokio::time::Instant;
 
 use super::Flow;
-use super::adapters::InboundHandle;
+use super::adapters::{ConnectedAdapters, Start};
+use crate::kind::Started;
 
 /// What a running flow does with a message that reaches an output channel: called with the
 /// channel's name and the message, which is then acknowledged.
@@ -38,7 +39,7 @@ pub struct RunningFlow {
     /// The routes' consumers, the outputs, and the outbound adapters' consumers.
     pub(super) consumers: Vec<ConsumerHandle>,
     /// The inbound adapters, stopped first.
-    pub(super) inbound: Vec<InboundHandle>,
+    pub(super) inbound: Vec<Box<dyn Started>>,
 }
 
 /// One channel's counters, for the periodic counters line.
@@ -126,6 +127,17 @@ pub(super) fn subscribe(channel: &PublishSubscribe, name: &str) -> Subscriber {
 }
 
 impl RunningFlow {
+    /// Starts the connected adapters and bridges: an outbound one as a consumer of its
+    /// channel, an inbound one feeding its channel.
+    pub fn attach(&mut self, adapters: ConnectedAdapters) {
+        for connected in adapters.into_inner() {
+            match connected.start() {
+                Start::Consumer(handle) => self.consumers.push(handle),
+                Start::Inbound(started) => self.inbound.push(started),
+            }
+        }
+    }
+
     /// Every channel's counters, in the order declared. A channel's dead letters include those
     /// of the routes consuming it (a message no clause matched died on that channel).
     pub fn counters(&self) -> Vec<ChannelCounters> {
@@ -189,7 +201,7 @@ impl RunningFlow {
     /// progress is answered; a file or row being sent finishes). Stopping twice does nothing
     /// more.
     pub async fn stop_inbound(&mut self) {
-        futures::future::join_all(self.inbound.drain(..).map(InboundHandle::shutdown)).await;
+        futures::future::join_all(self.inbound.drain(..).map(Started::shutdown)).await;
     }
 
     /// Stops the inbound adapters and waits until the flow is idle, both within `limit`: an

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use eip_core::channel::ChannelKind;
 
+use crate::kind::{self, Drawing};
 use crate::plan::adapter::{AdapterKind, AdapterPlan};
 use crate::plan::{ActionPlan, ChannelPlan, DEAD_LETTERS, Plan, RecipientsPlan, TargetRef};
 
@@ -28,12 +29,13 @@ pub(crate) enum Shape {
 }
 
 impl Shape {
-    /// Whether the node is drawn as a database (a cylinder): an `sql-in` or `sql-out` adapter.
+    /// Whether the node is drawn as a database (a cylinder): an adapter whose kind reads or
+    /// writes one (`sql-in`, `sql-out`).
     pub(crate) fn is_database(self) -> bool {
-        matches!(
-            self,
-            Shape::Adapter(AdapterKind::SqlIn | AdapterKind::SqlOut)
-        )
+        match self {
+            Shape::Adapter(id) => kind::of(id).is_some_and(|k| k.drawing == Drawing::Database),
+            _ => false,
+        }
     }
 }
 

@@ -524,20 +524,21 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(feature = "file", feature = "sql"))]
     fn an_edge_end_moves_onto_a_parallelogram_s_slanted_side() {
-        use crate::plan::adapter::AdapterKind;
+        let kind = |name| crate::kind::named(name).map(|k| k.id).unwrap();
         let r = Rect {
             x: 10.0,
             y: 0.0,
             w: 100.0,
             h: 40.0,
         };
-        let file = Shape::Adapter(AdapterKind::FileOut);
+        let file = Shape::Adapter(kind("file-out"));
         // At mid-height each side is half the slant inside the box.
         assert_eq!(onto_outline(file, r, (10.0, 20.0)), (16.0, 20.0));
         assert_eq!(onto_outline(file, r, (110.0, 20.0)), (104.0, 20.0));
         // A cylinder's and a box's sides are the box's.
-        let db = Shape::Adapter(AdapterKind::SqlOut);
+        let db = Shape::Adapter(kind("sql-out"));
         assert_eq!(onto_outline(db, r, (10.0, 20.0)), (10.0, 20.0));
         assert_eq!(
             onto_outline(Shape::PointToPoint, r, (10.0, 20.0)),

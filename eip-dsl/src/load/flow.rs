@@ -8,14 +8,15 @@
 
 use super::adapters::read_adapter;
 use super::node::{Node, Value};
-use super::read::{Reader, field_path, index_path, name_path};
+use super::read::Reader;
 use super::routes::{read_join, read_route};
+use crate::diagnostic::Damage;
 use crate::diagnostic::Problem;
+use crate::diagnostic::{field_path, index_path, name_path};
 use crate::spec::{
     BindingSpec, ChannelSpec, ExchangeSpec, FlowSpec, KindSpec, Located, OverflowSpec,
     RedeliverySpec, StoreSpec,
 };
-use crate::validate::Damage;
 
 const TOP: &[&str] = &[
     "channels",

@@ -1,5 +1,6 @@
-//! Reading a flow file: YAML text into a [`FlowSpec`], then [validated](crate::validate) into
-//! a [`Plan`].
+//! Reading a flow file: YAML text into a [`FlowSpec`], and nothing more; checking it is
+//! [validation](crate::validate)'s. [`load_file`] and [`load_str`] (from
+//! [`flow_file`](crate::flow_file)) do both, one after the other.
 //!
 //! The YAML is parsed by serde-saphyr into a tree of nodes that each keep their line, column
 //! and byte range, then read into a [`FlowSpec`] by hand, so that every problem is collected
@@ -28,73 +29,23 @@
 //! ```
 
 mod adapters;
-mod file;
 mod flow;
 mod node;
 mod read;
 mod routes;
 
-use std::path::Path;
-
 use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 
-pub use self::file::{ReadError, read_text_file};
 use self::node::{Node, RawLocation};
 use self::read::Reader;
-pub(crate) use self::read::{name_path, suggest_key};
-use crate::diagnostic::{FlowErrors, Problem};
-use crate::plan::Plan;
+use crate::diagnostic::{Damage, FlowErrors, Problem};
+pub use crate::flow_file::{load_file, load_str};
 use crate::spec::FlowSpec;
-use crate::validate::{self, Damage};
+pub use crate::text_file::{ReadError, read_text_file};
 
 /// The largest flow file read, in bytes. A flow is a page or two of YAML; anything near this
 /// is not one.
 pub const MAX_FLOW_FILE_BYTES: usize = 4 * 1024 * 1024;
-
-/// Reads and checks a flow file: Ok(plan) or every problem found.
-///
-/// The file is read only if it is a regular file of at most [`MAX_FLOW_FILE_BYTES`] of UTF-8
-/// (see [`read_text_file`]). Schema files named by `datatype` are read relative to the flow
-/// file's directory, the same way.
-pub fn load_file(path: &Path) -> Result<Plan, FlowErrors> {
-    let name = path.display().to_string();
-    let source = read_text_file(path, MAX_FLOW_FILE_BYTES as u64).map_err(|e| {
-        FlowErrors::new(
-            &name,
-            None,
-            vec![Problem::new(
-                format!("can not read the flow file `{name}`: {e}"),
-                None,
-            )],
-        )
-    })?;
-    let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
-    load_str(&source, &name, base_dir)
-}
-
-/// The same for text already read; `name` is shown in diagnostics, `base_dir` is where
-/// relative paths (schema files) are resolved.
-pub fn load_str(source: &str, name: &str, base_dir: &Path) -> Result<Plan, FlowErrors> {
-    let (spec, mut problems, damage) = match read_str(source) {
-        Ok(read) => read,
-        Err(problem) => {
-            return Err(FlowErrors::new(
-                name,
-                Some(source.to_owned()),
-                vec![*problem],
-            ));
-        }
-    };
-    let damaged = !problems.is_empty();
-    match validate::validate_with(&spec, base_dir, Some(source), &damage) {
-        Ok(plan) if !damaged => Ok(plan),
-        Ok(_) => Err(FlowErrors::new(name, Some(source.to_owned()), problems)),
-        Err(more) => {
-            problems.extend(more);
-            Err(FlowErrors::new(name, Some(source.to_owned()), problems))
-        }
-    }
-}
 
 /// Only the reading step (YAML → FlowSpec), every structural problem collected.
 pub fn parse_str(source: &str, name: &str) -> Result<FlowSpec, FlowErrors> {
@@ -111,7 +62,7 @@ pub fn parse_str(source: &str, name: &str) -> Result<FlowSpec, FlowErrors> {
 
 /// The flow as far as it could be read, the problems met, and what was lost; `Err` when the
 /// text is not YAML at all.
-fn read_str(source: &str) -> Result<(FlowSpec, Vec<Problem>, Damage), Box<Problem>> {
+pub(crate) fn read_str(source: &str) -> Result<(FlowSpec, Vec<Problem>, Damage), Box<Problem>> {
     let reader = Reader::new(source);
     if source.len() > MAX_FLOW_FILE_BYTES {
         return Err(Box::new(Problem::new(

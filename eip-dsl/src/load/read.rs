@@ -7,7 +7,7 @@
 use eip_core::bus::closest;
 
 use super::node::{Node, RawLocation, Value};
-use crate::diagnostic::Problem;
+use crate::diagnostic::{Problem, field_path, index_path, suggest_key};
 use crate::spec::{Located, Number, Position};
 
 /// Reads nodes of one document, collecting problems.
@@ -40,40 +40,6 @@ impl<'n> Fields<'n> {
     /// Every key read (known, written once), its key node and its value, in file order.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (&'n str, &'n Node, &'n Node)> + '_ {
         self.entries.iter().copied()
-    }
-}
-
-/// A key path segment for a field: `parent.key`.
-pub(crate) fn field_path(parent: &str, key: &str) -> String {
-    if parent.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{parent}.{key}")
-    }
-}
-
-/// A key path segment for a list item: `parent[i]`.
-pub(crate) fn index_path(parent: &str, index: usize) -> String {
-    format!("{parent}[{index}]")
-}
-
-/// A key path segment for a named entry: `parent["name"]` (names hold dots).
-pub(crate) fn name_path(parent: &str, name: &str) -> String {
-    format!("{parent}[{name:?}]")
-}
-
-/// "did you mean `x`?" for the candidate closest to `name`, else the whole list.
-pub(crate) fn suggest_key(name: &str, candidates: &[&str]) -> String {
-    match closest(name, candidates.iter().copied()) {
-        Some(best) => format!("did you mean `{best}`?"),
-        None => format!(
-            "expected one of {}",
-            candidates
-                .iter()
-                .map(|c| format!("`{c}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
     }
 }
 

@@ -2,9 +2,10 @@
 //! lists) and joins.
 
 use super::node::{Node, Value};
-use super::read::{Fields, Reader, field_path, index_path};
+use super::read::{Fields, Reader};
+use crate::diagnostic::Damage;
+use crate::diagnostic::{field_path, index_path};
 use crate::spec::{JoinSpec, Located, Position, RecipientsSpec, RouteSpec, WhenSpec};
-use crate::validate::Damage;
 
 const ROUTE: &[&str] = &[
     "name",

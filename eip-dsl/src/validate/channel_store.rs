@@ -4,9 +4,9 @@
 use eip_core::channel::{ChannelKind, Overflow};
 
 use super::Check;
-use super::adapters::{Settings, broker_url};
 use crate::diagnostic::Problem;
 use crate::plan::{BrokerPlace, BrokerStorePlan};
+use crate::settings::{Settings, broker_url};
 use crate::spec::{ChannelSpec, SettingValue};
 
 const BROKERS: &[&str] = &["rabbitmq", "jetstream"];
@@ -87,6 +87,9 @@ pub(super) fn check_store(
             Some("remove `overflow`: publishers wait for the broker's confirm"),
         );
     }
+    if !broker_built(check, &outer) {
+        return None;
+    }
     let before = check.problems.len();
     let plan = if outer.get("rabbitmq").is_some() {
         let settings = outer.map(check, "rabbitmq", RABBITMQ)?;
@@ -96,6 +99,26 @@ pub(super) fn check_store(
         jetstream(check, &settings, name)
     };
     (check.problems.len() == before).then_some(plan).flatten()
+}
+
+/// Whether the broker `outer` names is built into this `eip`; if not, reports the feature.
+fn broker_built(check: &mut Check<'_>, outer: &Settings<'_>) -> bool {
+    let (broker, feature, built) = if outer.get("rabbitmq").is_some() {
+        ("rabbitmq", "amqp", cfg!(feature = "amqp"))
+    } else {
+        ("jetstream", "nats", cfg!(feature = "nats"))
+    };
+    if !built {
+        outer.report_entry(
+            check,
+            format!("`{broker}` is not built into this eip: its cargo feature `{feature}` is off"),
+            Some(&format!(
+                "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds every broker)"
+            )),
+        );
+        return false;
+    }
+    true
 }
 
 fn limits(check: &mut Check<'_>, settings: &Settings<'_>, place: BrokerPlace) -> BrokerStorePlan {

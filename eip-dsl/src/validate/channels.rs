@@ -2,17 +2,15 @@
 //! channels, dead letter channels, time-to-live, redelivery and overflow.
 
 use std::path::Path;
-use std::time::Duration;
 
 use eip_core::channel::{ChannelKind, JsonSchema, Overflow};
-use eip_core::endpoint::RedeliveryPolicy;
 
 use super::Check;
-use super::duration::parse_duration;
 use super::names::{Names, kind_of};
 use crate::diagnostic::Problem;
 use crate::plan::{ChannelPlan, DEAD_LETTERS, DatatypePlan};
-use crate::spec::{ChannelSpec, FlowSpec, Located, OverflowSpec, RedeliverySpec};
+use crate::settings::{duration, redelivery};
+use crate::spec::{ChannelSpec, FlowSpec, Located, OverflowSpec};
 
 /// The largest schema file read, in bytes.
 const MAX_SCHEMA_BYTES: u64 = 4 * 1024 * 1024;
@@ -249,115 +247,6 @@ fn queue_for(
     Some(target.value.clone())
 }
 
-/// A duration, or a problem at it.
-pub(crate) fn duration(
-    check: &mut Check<'_>,
-    text: &Located<String>,
-    key: &str,
-) -> Option<Duration> {
-    match parse_duration(&text.value) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            let field = key.rsplit('.').next().unwrap_or(key);
-            check.report(
-                Problem::new(format!("invalid `{field}`: {e}"), text.at)
-                    .with_key(key)
-                    .with_help(e.help()),
-            );
-            None
-        }
-    }
-}
-
-/// The redelivery policy: what is written over the defaults.
-pub(crate) fn redelivery(
-    check: &mut Check<'_>,
-    spec: &RedeliverySpec,
-    key: &str,
-) -> Option<RedeliveryPolicy> {
-    let field = |k: &str| format!("{key}.{k}");
-    let before = check.problems.len();
-    let mut policy = RedeliveryPolicy::default();
-    if let Some(max) = &spec.max_attempts {
-        match u32::try_from(max.value) {
-            Ok(0) => check.report(
-                Problem::new("`max-attempts` must be at least 1, found 0", max.at)
-                    .with_key(field("max-attempts"))
-                    .with_help("it counts deliveries, the first included: 1 means no redelivery"),
-            ),
-            Ok(n) => policy.max_attempts = n,
-            Err(_) => check.report(
-                Problem::new(
-                    format!(
-                        "`max-attempts` must be at most {}, found {}",
-                        u32::MAX,
-                        max.value
-                    ),
-                    max.at,
-                )
-                .with_key(field("max-attempts")),
-            ),
-        }
-    }
-    let initial = spec
-        .initial_backoff
-        .as_ref()
-        .and_then(|d| duration(check, d, &field("initial-backoff")));
-    let max = spec
-        .max_backoff
-        .as_ref()
-        .and_then(|d| duration(check, d, &field("max-backoff")));
-    if let (Some(initial), Some(max), Some(spec_max)) = (initial, max, &spec.max_backoff)
-        && initial > max
-    {
-        check.report(
-            Problem::new(
-                "`max-backoff` is shorter than `initial-backoff`",
-                spec_max.at,
-            )
-            .with_key(field("max-backoff"))
-            .with_help("the longest wait can not be shorter than the first"),
-        );
-    }
-    if let Some(initial) = initial {
-        policy.initial_backoff = initial;
-    }
-    if let Some(max) = max {
-        policy.max_backoff = max;
-    }
-    if let Some(m) = &spec.multiplier {
-        if m.value.is_finite() && m.value >= 1.0 {
-            policy.multiplier = m.value;
-        } else {
-            check.report(
-                Problem::new(
-                    format!("`multiplier` must be at least 1.0, found {}", m.value),
-                    m.at,
-                )
-                .with_key(field("multiplier"))
-                .with_help(
-                    "each wait is the previous one times the multiplier; 1.0 keeps it fixed",
-                ),
-            );
-        }
-    }
-    if let Some(j) = &spec.jitter {
-        if (0.0..=1.0).contains(&j.value) {
-            policy.jitter = j.value;
-        } else {
-            check.report(
-                Problem::new(
-                    format!("`jitter` must be from 0.0 to 1.0, found {}", j.value),
-                    j.at,
-                )
-                .with_key(field("jitter"))
-                .with_help("it is the largest fraction of a wait taken off at random"),
-            );
-        }
-    }
-    (check.problems.len() == before).then_some(policy)
-}
-
 /// Reads and compiles the JSON Schema at `path` (relative to `base_dir`).
 fn load_schema(
     check: &mut Check<'_>,
@@ -368,7 +257,7 @@ fn load_schema(
     let file = base_dir.join(&path.value);
     let tried = file.display();
     let problem = |message: String| Problem::new(message, path.at).with_key(key);
-    let text = match crate::load::read_text_file(&file, MAX_SCHEMA_BYTES) {
+    let text = match crate::text_file::read_text_file(&file, MAX_SCHEMA_BYTES) {
         Ok(text) => text,
         Err(e) => {
             check.report(

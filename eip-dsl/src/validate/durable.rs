@@ -12,9 +12,9 @@
 use std::path::Path;
 
 use super::Check;
-use super::size::parse_byte_size;
 use crate::diagnostic::Problem;
 use crate::plan::{ChannelPlan, DEAD_LETTERS, StorePlan};
+use crate::settings::parse_byte_size;
 use crate::spec::FlowSpec;
 
 /// Checks `store:`; a relative `path` is joined to `base_dir`.

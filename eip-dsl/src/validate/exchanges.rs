@@ -3,9 +3,9 @@
 use eip_core::topic::{TopicError, TopicPattern};
 
 use super::Check;
-use super::inner::inside;
 use super::names::{Names, listed_twice};
 use crate::diagnostic::Problem;
+use crate::diagnostic::inside;
 use crate::plan::{BindingPlan, ExchangePlan};
 use crate::spec::{ExchangeSpec, FlowSpec, Located};
 

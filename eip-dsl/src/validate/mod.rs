@@ -17,28 +17,20 @@ mod adapters;
 mod channel_store;
 mod channels;
 mod durable;
-mod duration;
 mod exchanges;
-mod inner;
 mod joins;
 mod names;
 mod routes;
-mod size;
 
-use std::collections::HashSet;
 use std::path::Path;
 
-use eip_core::predicate::Predicate;
-
 use self::names::Names;
-use crate::diagnostic::Problem;
+use crate::diagnostic::{Check, Damage, Problem};
 use crate::plan::Plan;
-use crate::spec::{FlowSpec, Located};
+use crate::spec::FlowSpec;
 
-pub(crate) use self::adapters::{adapter_keys, all_adapter_keys};
-pub use self::duration::{DurationError, parse_duration};
-pub(crate) use self::size::UNITS as BYTE_UNITS;
-pub use self::size::{ByteSizeError, parse_byte_size};
+pub(crate) use crate::settings::BYTE_UNITS;
+pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_duration};
 
 /// Checks `spec`; schema files are read relative to `base_dir`. Returns the plan, or every
 /// problem found, in the order of the flow.
@@ -88,30 +80,6 @@ pub fn validate(spec: &FlowSpec, base_dir: &Path) -> Result<Plan, Vec<Problem>> 
     validate_with(spec, base_dir, None, &Damage::default())
 }
 
-/// What the reading step could not read, so validation does not report its consequences.
-#[derive(Debug, Default)]
-pub(crate) struct Damage {
-    /// Channels and exchanges declared in entries that could not be read (and `""`, the
-    /// placeholder of a required name that could not be read): references to them are not
-    /// reported.
-    pub(crate) names: HashSet<String>,
-    /// A whole `channels` or `exchanges` section could not be read: no name is reported as
-    /// unknown.
-    pub(crate) all_names: bool,
-    /// Entries (by index) read only in part: checks that combine their keys are skipped.
-    pub(crate) channels: HashSet<usize>,
-    /// See `channels`.
-    pub(crate) routes: HashSet<usize>,
-    /// See `channels`.
-    pub(crate) joins: HashSet<usize>,
-    /// See `channels`.
-    pub(crate) exchanges: HashSet<usize>,
-    /// See `channels`.
-    pub(crate) adapters: HashSet<usize>,
-    /// See `channels`.
-    pub(crate) bridges: HashSet<usize>,
-}
-
 /// [`validate`], knowing the file's text (for positions inside strings) and what the reading
 /// step lost.
 pub(crate) fn validate_with(
@@ -159,38 +127,5 @@ pub(crate) fn validate_with(
         let mut problems = check.problems;
         problems.sort_by_key(|p| p.at.map_or((1, 0), |at| (0, at.offset)));
         Err(problems)
-    }
-}
-
-/// The state of one validation: the problems so far and what helps describe them.
-pub(crate) struct Check<'a> {
-    problems: Vec<Problem>,
-    source: Option<&'a str>,
-    damage: &'a Damage,
-}
-
-impl Check<'_> {
-    pub(crate) fn report(&mut self, problem: Problem) {
-        self.problems.push(problem);
-    }
-
-    /// A predicate, or a problem pointing inside it at what could not be parsed.
-    pub(crate) fn predicate(&mut self, text: &Located<String>, key: &str) -> Option<Predicate> {
-        match Predicate::parse(&text.value) {
-            Ok(predicate) => Some(predicate),
-            Err(e) => {
-                let at = inner::inside(text, e.offset, self.source);
-                self.report(
-                    Problem::new(format!("invalid predicate: {}", e.kind), at)
-                        .with_key(key)
-                        .with_help(
-                            "a predicate compares JSONPath values, headers or the subject: \
-                             `$.side == \"buy\"`, `header(\"region\") == \"eu\"`, \
-                             `subject matches \"stock.#\"`",
-                        ),
-                );
-                None
-            }
-        }
     }
 }

@@ -1,0 +1,95 @@
+//! What every messaging bridge kind shares: an inbound bridge's subscription and its window,
+//! how it connects (once to prove the broker answers, then for good), and which of a
+//! bridge's errors are for good.
+
+use eip_adapters::bridge::{BridgeError, InboundBridge, InboundBridgeHandle, Source};
+use eip_core::channel::Channel;
+use eip_core::log::Escaped;
+use futures::future::BoxFuture;
+use tower::BoxError;
+
+use super::{Endpoint, Inbound, Started};
+use crate::diagnostic::Check;
+use crate::settings::Settings;
+
+/// An inbound bridge's source and how many of its deliveries may be unacknowledged at once.
+#[derive(Debug, Clone)]
+pub struct Subscription<C> {
+    /// The queue, stream or subscription, as the adapter crate configures it.
+    pub source: C,
+    /// `window:` deliveries unacknowledged at most.
+    pub window: usize,
+}
+
+impl<C> Subscription<C> {
+    /// `source`, with its `window:` read from `settings` (`default` when not written).
+    pub(super) fn read(
+        check: &mut Check<'_>,
+        settings: &Settings<'_>,
+        source: C,
+        default: usize,
+    ) -> Self {
+        Subscription {
+            source,
+            window: settings.window(check, default),
+        }
+    }
+}
+
+/// An inbound bridge over the sources `make` makes: one connects now, so a wrong URL or a
+/// refused declaration stops the start, and is let go; the bridge then gets a fresh one and
+/// keeps its own connection, reconnecting as it must.
+pub(super) async fn inbound<S: Source>(
+    name: &str,
+    channel: &Channel,
+    make: impl Fn() -> Result<S, BridgeError>,
+    window: usize,
+) -> Result<Endpoint, BoxError> {
+    let mut probe = make()?;
+    probe.connect(window).await?;
+    drop(probe);
+    let source = make()?;
+    let channel = channel.clone();
+    let name = name.to_owned();
+    Ok(Endpoint::Inbound(Box::new(Ready {
+        start: Box::new(move || InboundBridge::new(source, channel, window).spawn()),
+        name,
+    })))
+}
+
+/// Whether a bridge's error says that trying again would fail the same way.
+pub(super) fn refused_for_good(error: &BoxError) -> bool {
+    error
+        .downcast_ref::<BridgeError>()
+        .is_some_and(BridgeError::is_permanent)
+}
+
+/// A connected inbound bridge, and how to start it.
+struct Ready {
+    start: Box<dyn FnOnce() -> InboundBridgeHandle + Send>,
+    name: String,
+}
+
+impl Inbound for Ready {
+    fn start(self: Box<Self>) -> Box<dyn Started> {
+        Box::new(Bridging {
+            handle: (self.start)(),
+            name: self.name,
+        })
+    }
+}
+
+struct Bridging {
+    handle: InboundBridgeHandle,
+    name: String,
+}
+
+impl Started for Bridging {
+    fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if let Err(error) = self.handle.shutdown().await {
+                tracing::warn!(adapter = %self.name, error = %Escaped(&error), "bridge stopped with an error");
+            }
+        })
+    }
+}

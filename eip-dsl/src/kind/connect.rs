@@ -1,0 +1,84 @@
+//! What a kind hands the compiler once connected: an inbound adapter ready to feed its
+//! channel, or an outbound one's service, ready for a consumer to drive.
+//!
+//! The compiler does the rest the same way for every kind: it puts an outbound service behind
+//! the entry's layers (`rate-limit`, `timeout`) and a consumer of its channel (`concurrency`,
+//! `redelivery`), and starts, lists and stops the inbound ones.
+
+use std::net::SocketAddr;
+
+use eip_core::channel::{Channel, InvalidMessageChannel};
+use eip_core::message::Message;
+use futures::future::BoxFuture;
+use tower::util::BoxService;
+use tower::{BoxError, Service, ServiceExt};
+
+/// Where an adapter connects: its name and its channel.
+#[derive(Debug, Clone)]
+pub struct Site<'a> {
+    /// The adapter's name.
+    pub name: &'a str,
+    /// The channel it feeds or consumes.
+    pub channel: &'a Channel,
+    /// The invalid message channel of the channel's datatype, if it has one: where an inbound
+    /// adapter puts what it read but could not make a message of.
+    pub invalid: Option<InvalidMessageChannel>,
+}
+
+/// A connected adapter, not yet moving messages.
+pub enum Endpoint {
+    /// It feeds its channel once started.
+    Inbound(Box<dyn Inbound>),
+    /// A service a consumer of its channel drives: `Ok` acknowledges the message.
+    Outbound {
+        /// The adapter.
+        service: BoxService<Message, (), BoxError>,
+        /// Whether an error says that trying again would fail the same way (the message is
+        /// then dead-lettered at once).
+        permanent: fn(&BoxError) -> bool,
+    },
+}
+
+impl Endpoint {
+    /// An outbound adapter's endpoint.
+    pub fn outbound<S>(service: S, permanent: fn(&BoxError) -> bool) -> Self
+    where
+        S: Service<Message> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<BoxError>,
+    {
+        Endpoint::Outbound {
+            service: BoxService::new(service.map_response(drop).map_err(Into::into)),
+            permanent,
+        }
+    }
+}
+
+/// An inbound adapter, connected (an HTTP server bound, a broker answering).
+pub trait Inbound: Send {
+    /// Where it reads, once connected, when that says more than the plan: an HTTP server's
+    /// bound address (so port 0 shows the port taken).
+    fn endpoint(&self) -> Option<String> {
+        None
+    }
+
+    /// The address an HTTP server is bound to.
+    fn local_addr(&self) -> Option<SocketAddr> {
+        None
+    }
+
+    /// Starts feeding its channel.
+    fn start(self: Box<Self>) -> Box<dyn Started>;
+
+    /// Lets go of what connecting took, when the flow does not start after all (a later
+    /// adapter failed to connect).
+    fn abandon(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// A started inbound adapter.
+pub trait Started: Send {
+    /// Stops taking anything new; what was accepted is in its channel.
+    fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
