@@ -211,8 +211,7 @@ async fn an_mqtt_outbound_says_reconnected_as_loudly_as_it_said_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_kept_in_rabbitmq_says_reconnected_as_loudly_as_it_said_lost() {
-    let Some((proxy, url, port)) = rabbitmq_through_proxy("broker store reconnected").await
-    else {
+    let Some((proxy, url, port)) = rabbitmq_through_proxy("broker store reconnected").await else {
         return;
     };
     let queue = format!("eip-test-store-reconnect-{}", std::process::id());
@@ -238,11 +237,19 @@ async fn a_channel_kept_in_rabbitmq_says_reconnected_as_loudly_as_it_said_lost()
     });
     proxy.cut();
     assert!(
-        warned(&["reading again after a wait", &port], Duration::from_secs(10)).await,
+        warned(
+            &["reading again after a wait", &port],
+            Duration::from_secs(10)
+        )
+        .await,
         "the loss is warned of"
     );
     assert!(
-        warned(&["reconnected", "reading again", &port], Duration::from_secs(15)).await,
+        warned(
+            &["reconnected", "reading again", &port],
+            Duration::from_secs(15)
+        )
+        .await,
         "the reconnection is warned of too"
     );
     reading.abort();

@@ -2,7 +2,7 @@
 //! is refused with the cargo feature that builds it; with the feature, the same flow validates.
 //!
 //! Run it both ways: `cargo test -p eip-dsl --test features` (every feature) and
-//! `cargo test -p eip-dsl --no-default-features --features file,http,nats --test features`.
+//! `cargo test -p eip-dsl --no-default-features --features file,http --test features`.
 
 mod support {
     pub mod problems;

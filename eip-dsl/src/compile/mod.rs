@@ -437,31 +437,32 @@ fn broker_backend(
     };
     let expand =
         |url: &str| eip_adapters::env::expand(url).map_err(|e| failed(format!("its url: {e}")));
-    let backend: Arc<dyn Backend> = match &broker.place {
+    match &broker.place {
         // Validation refuses a broker that is not built; a plan made by hand is refused here.
         #[cfg(not(feature = "amqp"))]
         BrokerPlace::RabbitMqQueue { .. } | BrokerPlace::RabbitMqExchange { .. } => {
             let _ = expand;
-            return Err(failed(
+            Err(failed(
                 "not built into this eip: cargo feature `amqp`".to_owned(),
-            ));
+            ))
         }
         #[cfg(not(feature = "nats"))]
         BrokerPlace::JetStream { .. } => {
             let _ = expand;
-            return Err(failed(
+            Err(failed(
                 "not built into this eip: cargo feature `nats`".to_owned(),
-            ));
+            ))
         }
         #[cfg(feature = "amqp")]
-        BrokerPlace::RabbitMqQueue { url, queue } => {
-            Arc::new(with_limits(RabbitMq::queue(expand(url)?, queue), broker))
-        }
+        BrokerPlace::RabbitMqQueue { url, queue } => Ok(Arc::new(with_limits(
+            RabbitMq::queue(expand(url)?, queue),
+            broker,
+        ))),
         #[cfg(feature = "amqp")]
-        BrokerPlace::RabbitMqExchange { url, exchange } => Arc::new(with_limits(
+        BrokerPlace::RabbitMqExchange { url, exchange } => Ok(Arc::new(with_limits(
             RabbitMq::exchange(expand(url)?, exchange),
             broker,
-        )),
+        ))),
         #[cfg(feature = "nats")]
         BrokerPlace::JetStream {
             url,
@@ -487,10 +488,9 @@ fn broker_backend(
             if let Some(wait) = broker.retry_for {
                 store = store.retry_for(wait);
             }
-            Arc::new(store)
+            Ok(Arc::new(store))
         }
-    };
-    Ok(backend)
+    }
 }
 
 #[cfg(feature = "amqp")]

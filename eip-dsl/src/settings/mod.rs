@@ -9,6 +9,21 @@
 //! reported as "`key` must be …, found …"; a required key that is missing as "… has no `key`"
 //! with help saying what to add.
 
+// An `eip` built with no adapter family at all reads no adapter settings
+#![cfg_attr(
+    not(any(
+        feature = "file",
+        feature = "http",
+        feature = "sql",
+        feature = "timer",
+        feature = "amqp",
+        feature = "nats",
+        feature = "mqtt",
+        feature = "redis"
+    )),
+    allow(dead_code)
+)]
+
 mod duration;
 mod size;
 
@@ -355,6 +370,15 @@ impl<'a> Settings<'a> {
 
     /// `window:` of an inbound bridge: deliveries unacknowledged at most, `default` when not
     /// written.
+    #[cfg_attr(
+        not(any(
+            feature = "amqp",
+            feature = "nats",
+            feature = "mqtt",
+            feature = "redis"
+        )),
+        allow(dead_code)
+    )]
     pub(crate) fn window(&self, check: &mut Check<'_>, default: usize) -> usize {
         self.whole(check, "window", 1)
             .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
