@@ -312,7 +312,7 @@ async fn run_example(names: &Names) {
         said.extend(stderr.try_iter());
         if said
             .iter()
-            .any(|l| l.starts_with("[eip] adapter alert-log "))
+            .any(|l| l.starts_with("[eip] bridge alert-log "))
         {
             break;
         }

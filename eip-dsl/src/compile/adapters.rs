@@ -53,7 +53,7 @@ pub(super) struct Connected {
 }
 
 impl ConnectedAdapters {
-    /// One line per adapter, saying where it reads or writes: for an HTTP adapter the address
+    /// One line per adapter and bridge (so called), saying where it reads or writes: for an HTTP adapter the address
     /// it is bound to (so port 0 shows the port taken).
     pub fn describe(&self) -> Vec<String> {
         self.adapters
@@ -66,7 +66,8 @@ impl ConnectedAdapters {
                 .unwrap_or_else(|| a.plan.endpoint());
                 let arrow = if a.plan.is_inbound() { "->" } else { "<-" };
                 format!(
-                    "adapter {} ({}): {endpoint} {arrow} {}",
+                    "{} {} ({}): {endpoint} {arrow} {}",
+                    a.plan.noun(),
                     a.plan.name,
                     a.plan.kind().as_str(),
                     a.plan.channel
