@@ -79,14 +79,15 @@ impl Slot {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// Replaces the handle of generation `seen` by a fresh open of the file. Does nothing if it
-    /// was replaced since (someone else reopened it), and fails without trying if the last
+    /// Replaces the handle of generation `seen` by a fresh open of the file; answers whether
+    /// this call reopened it. Does nothing (`Ok(false)`) if it was replaced since (someone else
+    /// reopened it), and fails without trying if the last
     /// reopen was less than [`REOPEN_INTERVAL`] ago, or if reads in flight keep the old handle
     /// for longer than [`READERS_LIMIT`].
-    pub(crate) fn reopen(&self, seen: u64) -> Result<(), StoreError> {
+    pub(crate) fn reopen(&self, seen: u64) -> Result<bool, StoreError> {
         let mut handle = self.handle.write().unwrap_or_else(PoisonError::into_inner);
         if self.generation.load(Ordering::Acquire) != seen {
-            return Ok(());
+            return Ok(false);
         }
         if matches!(*handle, Handle::Closed) {
             return Err(StoreError::Closed {
@@ -131,7 +132,7 @@ impl Slot {
         let outcome = match opened {
             Ok(Ok(db)) => {
                 *handle = Handle::Open(Arc::new(db));
-                Ok(())
+                Ok(true)
             }
             Ok(Err(e)) => Err(StoreError::from_redb(&self.file, redb::Error::from(e))),
             Err(detail) => Err(StoreError::from_panic(&self.file, detail)),

@@ -14,9 +14,7 @@ impl Committer {
     /// Replaces the broken handle of generation `seen` by a fresh open of the file, then
     /// deletes again the acks a reopen may have lost (they were committed without an fsync).
     pub(super) fn reopen(&mut self, seen: u64) -> Result<(), StoreError> {
-        let before = self.slot.generation();
-        self.slot.reopen(seen)?;
-        if self.slot.generation() == before {
+        if !self.slot.reopen(seen)? {
             return Ok(()); // reopened by an earlier request already
         }
         tracing::warn!(file = %self.file.display(), "eip-store: reopened the database file after a failure");

@@ -76,6 +76,17 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
+    /// Nothing found yet, from `from` on.
+    fn starting(from: u64) -> Scan {
+        Scan {
+            records: Vec::new(),
+            damaged: Vec::new(),
+            unreadable: Vec::new(),
+            next: from,
+            unreachable: 0,
+        }
+    }
+
     fn note_unreadable(&mut self, seq: u64) {
         match self.unreadable.last_mut() {
             Some(range) if range.end().checked_add(1) == Some(seq) => {
@@ -127,13 +138,7 @@ pub(crate) fn scan(
     from: u64,
     max: usize,
 ) -> Result<Scan, StoreError> {
-    let mut scan = Scan {
-        records: Vec::new(),
-        damaged: Vec::new(),
-        unreadable: Vec::new(),
-        next: from,
-        unreachable: 0,
-    };
+    let mut scan = Scan::starting(from);
     match quiet::catch(|| walk(txn, target, max, &mut scan)) {
         Ok(Ok(())) => return Ok(scan),
         Ok(Err(error)) if !is_damage(&error) => {
@@ -143,16 +148,7 @@ pub(crate) fn scan(
         Ok(Err(_)) | Err(_) => {}
     }
     // The walk may have gone wrong at its first step already: what it found is dropped
-    let walked = std::mem::replace(
-        &mut scan,
-        Scan {
-            records: Vec::new(),
-            damaged: Vec::new(),
-            unreadable: Vec::new(),
-            next: from,
-            unreachable: 0,
-        },
-    );
+    let walked = std::mem::replace(&mut scan, Scan::starting(from));
     match quiet::catch(|| sweep::sweep(txn, target, max, &mut scan)) {
         Ok(Ok(sweep::Swept::Whole)) => return Ok(scan),
         Ok(Err(error)) if !is_damage(&error) => {
