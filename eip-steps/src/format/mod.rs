@@ -1,0 +1,1 @@
+//! Formats besides JSON.
