@@ -23,6 +23,7 @@ pub mod load;
 pub mod plan;
 mod settings;
 pub mod spec;
+pub mod step;
 pub mod text_file;
 pub mod validate;
 

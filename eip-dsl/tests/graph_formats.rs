@@ -6,7 +6,7 @@
 
 use eip_core::topic::TopicPattern;
 use eip_dsl::graph::{self, Format};
-use eip_dsl::plan::{ActionPlan, BindingPlan, ExchangePlan, Plan};
+use eip_dsl::plan::{ActionPlan, BindingPlan, ExchangePlan, Plan, StepPlan};
 
 mod support {
     pub mod graph;
@@ -216,7 +216,7 @@ fn hostile_plan() -> Plan {
             otherwise: None,
         },
     );
-    r.wire_tap = Some("plain".into());
+    r.steps.push(StepPlan::wire_tap("plain"));
     plan.routes.push(r);
     plan.exchanges.push(ExchangePlan {
         name: HOSTILE.into(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use eip_core::topic::TopicPattern;
 use eip_dsl::graph;
 use eip_dsl::plan::{
-    ActionPlan, BindingPlan, DatatypePlan, ExchangePlan, Plan, RecipientsPlan, TargetRef,
+    ActionPlan, BindingPlan, DatatypePlan, ExchangePlan, Plan, RecipientsPlan, StepPlan, TargetRef,
 };
 use proptest::prelude::*;
 
@@ -419,9 +419,10 @@ prop_compose! {
             };
             let mut r = route(n, &ch(*from), action);
             if *filtered {
-                r.filter = Some(predicate("exists($.id)"));
-                r.discard = Some(ch(from + 1));
-                r.wire_tap = Some(ch(from + 2));
+                r.steps = vec![
+                    StepPlan::filter(predicate("exists($.id)"), Some(ch(from + 1))),
+                    StepPlan::wire_tap(ch(from + 2)),
+                ];
             }
             plan.routes.push(r);
         }

@@ -6,6 +6,7 @@ use std::path::Path;
 use eip_core::channel::{ChannelKind, Overflow};
 use eip_dsl::load::{load_file, load_str};
 use eip_dsl::plan::{ActionPlan, RecipientsPlan, TargetRef};
+use eip_dsl::step::{FilterConfig, WireTapConfig};
 
 mod support {
     pub mod queues;
@@ -50,7 +51,7 @@ fn the_issue_example_validates_to_the_expected_plan() {
     let route = &plan.routes[0];
     assert_eq!(route.name, "route-1");
     assert_eq!(route.from, "trades.requests");
-    assert!(route.filter.is_none() && route.discard.is_none() && route.wire_tap.is_none());
+    assert!(route.steps.is_empty(), "{:?}", route.steps);
     match &route.action {
         ActionPlan::Choice { when, otherwise } => {
             assert_eq!(when.len(), 1);
@@ -163,9 +164,15 @@ fn every_key_is_read_into_the_plan() {
     let names: Vec<&str> = plan.routes.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["sort", "route-2", "route-3"]);
     let sort = &plan.routes[0];
-    assert!(sort.filter.is_some());
-    assert_eq!(sort.discard.as_deref(), Some("out"));
-    assert_eq!(sort.wire_tap.as_deref(), Some("taps"));
+    // The shorthands, as the steps they stand for: the tap first.
+    let kinds: Vec<&str> = sort.steps.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, ["wire-tap", "filter"]);
+    let tap = sort.steps[0]
+        .config_as::<WireTapConfig>()
+        .expect("a wire tap");
+    assert_eq!((tap.channel.as_str(), tap.wait), ("taps", true));
+    let filter = sort.steps[1].config_as::<FilterConfig>().expect("a filter");
+    assert_eq!(filter.discard.as_deref(), Some("out"));
     match &sort.action {
         ActionPlan::RecipientList(RecipientsPlan::Fixed(targets)) => assert_eq!(
             targets,

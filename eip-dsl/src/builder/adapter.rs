@@ -105,14 +105,7 @@ impl AdapterBuilder {
         K: Into<String>,
         V: Into<Value>,
     {
-        let items = entries
-            .into_iter()
-            .map(|(k, v)| Setting {
-                key: Located::new(k.into()),
-                value: Located::new(v.into().0),
-            })
-            .collect();
-        self.set(key, Value(SettingValue::Map(items)))
+        self.set(key, Value::map(entries))
     }
 
     /// `redelivery:` how an outbound adapter's consumer retries, instead of its channel's
@@ -182,6 +175,27 @@ impl<S: Into<String>> From<Vec<S>> for Value {
 }
 
 impl Value {
+    /// A mapping of keys to values (`{K: V, ...}`).
+    pub fn map<K, V>(entries: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<Value>,
+    {
+        let items = entries
+            .into_iter()
+            .map(|(k, v)| Setting {
+                key: Located::new(k.into()),
+                value: Located::new(v.into().0),
+            })
+            .collect();
+        Value(SettingValue::Map(items))
+    }
+
+    /// The value as a flow file's reader makes it.
+    pub(super) fn into_setting(self) -> SettingValue {
+        self.0
+    }
+
     fn list<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Self {
         Value(SettingValue::List(
             items.into_iter().map(|s| Located::new(s.into())).collect(),

@@ -44,6 +44,7 @@ pub mod exchange;
 pub mod join;
 mod listing;
 pub mod route;
+pub mod step;
 pub mod store;
 
 use std::path::Path;
@@ -59,6 +60,7 @@ pub use self::channel::{ChannelBuilder, Redelivery};
 pub use self::exchange::ExchangeBuilder;
 pub use self::join::{JoinBuilder, JoinFrom};
 pub use self::route::{Choice, RouteBuilder};
+pub use self::step::StepBuilder;
 pub use self::store::StoreBuilder;
 
 /// The name a flow made in code has in its [`FlowErrors`].

@@ -25,6 +25,7 @@
 //! # let _ = (billing, by_side);
 //! ```
 
+use super::StepBuilder;
 use crate::spec::{Located, RecipientsSpec, RouteSpec, WhenSpec};
 
 /// A route consuming the channel `channel` (`from:`).
@@ -63,10 +64,25 @@ impl RouteBuilder {
         self
     }
 
-    /// `wire-tap:` a channel that gets a copy of every message the route takes.
+    /// `wire-tap:` a channel that gets a copy of every message the route takes, waiting for
+    /// room when it is full (the route's first step; a `wire-tap` [step](Self::step) can drop
+    /// copies instead).
     pub fn wire_tap(mut self, channel: impl Into<String>) -> Self {
         self.spec.wire_tap = Some(Located::new(channel.into()));
         self
+    }
+
+    /// `- KIND: ...` under `steps:`: the next step the route runs each message through,
+    /// after the [`wire_tap`](Self::wire_tap) and [`filter`](Self::filter) shorthands.
+    pub fn step(mut self, step: StepBuilder) -> Self {
+        self.spec.steps.push(step.into_spec());
+        self
+    }
+
+    /// `- transform: PROGRAM`: the next step makes the payload what the jq program `program`
+    /// makes of it (the Message Translator; see [`step`](super::step) for its other keys).
+    pub fn transform(self, program: impl Into<String>) -> Self {
+        self.step(super::step::kind("transform").value(program.into()))
     }
 
     /// `to:` a channel or exchange that gets every message. Called again, it adds a target:

@@ -15,6 +15,10 @@ pub struct RouteArgs {
     /// as for `eip run`).
     #[arg(long, short)]
     input: Option<PathBuf>,
+    /// Also say what each route step made of the message (`steps` in the answer): its
+    /// payload and headers after a transform, nothing after a filter that held it back.
+    #[arg(long)]
+    steps: bool,
 }
 
 pub fn route(args: RouteArgs) -> ExitCode {
@@ -46,7 +50,10 @@ pub fn route(args: RouteArgs) -> ExitCode {
         }
         let answer = match InputMessage::parse(&line) {
             Err(e) => error_line(n + 1, &e.to_string()),
-            Ok(input) => match flow.dry_run(&input) {
+            Ok(input) => match match args.steps {
+                true => flow.dry_run_steps(&input),
+                false => flow.dry_run(&input),
+            } {
                 Ok(report) => serde_json::to_string(&report)
                     .unwrap_or_else(|e| error_line(n + 1, &e.to_string())),
                 Err(e) => error_line(n + 1, &e.to_string()),

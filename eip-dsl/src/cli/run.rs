@@ -7,10 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use eip_core::message::{HeaderValue, Message};
-use eip_dsl::compile::{Flow, InputMessage, Output, RunningFlow, StoreOptions};
+use eip_core::message::Message;
+use eip_dsl::compile::{Flow, InputMessage, MessageView, Output, RunningFlow, StoreOptions};
 use eip_dsl::plan::Plan;
-use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[derive(Debug, Args)]
@@ -420,30 +419,12 @@ async fn finish(mut running: RunningFlow, drain: Duration, started: Instant) {
 
 /// A message that reached an output channel, as one JSON line.
 fn output_line(channel: &str, msg: &Message) -> String {
-    let headers: Map<String, Value> = msg
-        .headers()
-        .iter()
-        .map(|(name, value)| (name.to_owned(), header_json(value)))
-        .collect();
-    let payload = match serde_json::from_slice::<Value>(msg.payload()) {
-        Ok(json) => json,
-        Err(_) => Value::String(String::from_utf8_lossy(msg.payload()).into_owned()),
-    };
+    let view = MessageView::of(msg);
     serde_json::json!({
         "channel": channel,
         "id": msg.id().to_string(),
-        "headers": headers,
-        "payload": payload,
+        "headers": view.headers,
+        "payload": view.payload,
     })
     .to_string()
-}
-
-fn header_json(value: &HeaderValue) -> Value {
-    match value {
-        HeaderValue::Str(s) => Value::String(s.clone()),
-        HeaderValue::Int(i) => Value::from(*i),
-        HeaderValue::Float(f) => Value::from(*f),
-        HeaderValue::Bool(b) => Value::Bool(*b),
-        HeaderValue::Bytes(b) => Value::String(format!("<{} bytes>", b.len())),
-    }
 }

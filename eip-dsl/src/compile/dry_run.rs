@@ -22,14 +22,15 @@ use eip_core::topic::Route as ExchangeRoute;
 use serde::Serialize;
 
 use super::route::Step;
-use super::{Flow, InputMessage};
+use super::{Flow, InputMessage, MessageView};
+use crate::step::Side;
 
 /// The most stores one dry run follows before it concludes the message would circulate
 /// forever (routes that send it around a cycle of channels without loop detection).
 pub const MAX_STORES: usize = 10_000;
 
 /// Where one message would go.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Report {
     /// Every channel that would store the message, sorted, once per stored copy: the entry
     /// channel, those joins and routes take it to, and the invalid message and dead letter
@@ -43,6 +44,23 @@ pub struct Report {
     /// message would leave the flow. Left out of the JSON when there is none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub adapters: Vec<String>,
+    /// What each route step made of the message, in the order they ran: only when asked for
+    /// ([`Flow::dry_run_steps`], `eip route --steps`), and left out of the JSON otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepReport>,
+}
+
+/// What one route step passed on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepReport {
+    /// The route.
+    pub route: String,
+    /// The step's place in the route, from 1 (a `wire-tap:` or `filter:` shorthand counts).
+    pub step: usize,
+    /// The step in a few words (`filter $.total > 0`).
+    pub does: String,
+    /// What went on from it: none when it held the message back, several from a split.
+    pub out: Vec<MessageView>,
 }
 
 /// A channel and a reason.
@@ -81,6 +99,16 @@ impl Flow {
     /// adapter: the message then starts where that adapter hands it over, on its channel
     /// (what the adapter itself refuses, an HTTP body over the limit say, is not simulated).
     pub fn dry_run(&self, input: &InputMessage) -> Result<Report, DryRunError> {
+        self.dry_run_with(input, false)
+    }
+
+    /// [`dry_run`](Self::dry_run), with what each route step made of the message in
+    /// [`Report::steps`].
+    pub fn dry_run_steps(&self, input: &InputMessage) -> Result<Report, DryRunError> {
+        self.dry_run_with(input, true)
+    }
+
+    fn dry_run_with(&self, input: &InputMessage, steps: bool) -> Result<Report, DryRunError> {
         let entry = self
             .adapters
             .iter()
@@ -95,6 +123,7 @@ impl Flow {
             tracer: Tracer::new(),
             work: VecDeque::from([Task::Send(target, input.message.clone())]),
             report: Report::default(),
+            steps,
         };
         while let Some(step) = run.work.pop_front() {
             match step {
@@ -113,6 +142,8 @@ struct Run<'f> {
     tracer: Tracer,
     work: VecDeque<Task>,
     report: Report,
+    /// Whether to record what each step made.
+    steps: bool,
 }
 
 impl Run<'_> {
@@ -177,10 +208,16 @@ impl Run<'_> {
         names.join(", ")
     }
 
-    /// Dead-letters `msg` on `channel`'s behalf, as a router with nowhere to send would.
-    fn dead_letter(&mut self, route: &super::Route, msg: &Message, origin: &str, error: String) {
+    /// Dead-letters `msg` on `origin`'s behalf, as the route would.
+    fn dead_letter(
+        &mut self,
+        route: &super::Route,
+        msg: &Message,
+        origin: &str,
+        reason: DeathReason,
+        error: String,
+    ) {
         let dead_letters = route.dead_letters();
-        let reason = DeathReason::NoRoute;
         self.report.dead_letter.get_or_insert_with(|| ReportEntry {
             channel: dead_letters.name().to_owned(),
             reason: reason.to_string(),
@@ -206,18 +243,41 @@ impl Run<'_> {
             .adapters
             .extend(outbound.map(|a| a.name.clone()));
         for route in flow.routes_from(channel.name()) {
-            for step in route.decide(msg) {
-                let target = match step {
-                    Step::Tap(tap) | Step::Filtered(Some(tap)) => Target::Channel(tap.clone()),
-                    Step::Filtered(None) => continue,
-                    Step::Send { target, .. } => target.into_owned(),
-                    Step::NoRoute { origin, error } => {
-                        self.dead_letter(route, msg, &origin, error);
+            for step in route.decide(msg.clone(), self.steps) {
+                let (target, msg) = match step {
+                    Step::Made { index, out } => {
+                        self.made(route, index, &out);
+                        continue;
+                    }
+                    Step::Side(Side::Tap { channel, copy, .. }) => (Target::Channel(channel), copy),
+                    Step::Side(Side::Filtered {
+                        discard: Some(channel),
+                        msg,
+                    }) => (Target::Channel(channel), msg),
+                    Step::Side(Side::Filtered { discard: None, .. }) => continue,
+                    Step::Side(Side::Invalid { msg, error }) => {
+                        let origin = route.from().name();
+                        self.dead_letter(route, &msg, origin, DeathReason::Invalid, error);
+                        continue;
+                    }
+                    Step::Send { target, msg, .. } => (target.into_owned(), msg),
+                    Step::NoRoute { origin, error, msg } => {
+                        self.dead_letter(route, &msg, &origin, DeathReason::NoRoute, error);
                         continue;
                     }
                 };
-                self.work.push_back(Task::Send(target, msg.clone()));
+                self.work.push_back(Task::Send(target, msg));
             }
         }
+    }
+
+    /// Records what step `index` of `route` passed on.
+    fn made(&mut self, route: &super::Route, index: usize, out: &[Message]) {
+        self.report.steps.push(StepReport {
+            route: route.name().to_owned(),
+            step: index + 1,
+            does: route.step_described(index).to_owned(),
+            out: out.iter().map(MessageView::of).collect(),
+        });
     }
 }

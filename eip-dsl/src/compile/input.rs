@@ -11,6 +11,7 @@
 //! empty one.
 
 use eip_core::message::{HeaderValue, Message};
+use serde::Serialize;
 use serde_json::Value;
 
 /// A parsed input line: where to send, and the message.
@@ -177,5 +178,43 @@ mod tests {
             err(r#"{"to": "t", "headers": {"x": [1]}}"#),
             "`headers.x` must be a string, a number or a boolean, found an array"
         );
+    }
+}
+
+/// A message as eip shows it in JSON (`eip run`'s output lines, `eip route --steps`): its
+/// headers as a JSON object, and its payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageView {
+    /// Its headers: strings, numbers and booleans as themselves, bytes as `<N bytes>`.
+    pub headers: serde_json::Map<String, serde_json::Value>,
+    /// Its payload: the JSON value, else the text (bytes that are not UTF-8 replaced).
+    pub payload: serde_json::Value,
+}
+
+impl MessageView {
+    /// How `msg` is shown.
+    pub fn of(msg: &Message) -> Self {
+        let headers = msg
+            .headers()
+            .iter()
+            .map(|(name, value)| (name.to_owned(), header_json(value)))
+            .collect();
+        let payload = match serde_json::from_slice(msg.payload()) {
+            Ok(json) => json,
+            Err(_) => {
+                serde_json::Value::String(String::from_utf8_lossy(msg.payload()).into_owned())
+            }
+        };
+        MessageView { headers, payload }
+    }
+}
+
+fn header_json(value: &HeaderValue) -> serde_json::Value {
+    match value {
+        HeaderValue::Str(s) => serde_json::Value::String(s.clone()),
+        HeaderValue::Int(i) => serde_json::Value::from(*i),
+        HeaderValue::Float(f) => serde_json::Value::from(*f),
+        HeaderValue::Bool(b) => serde_json::Value::Bool(*b),
+        HeaderValue::Bytes(b) => serde_json::Value::String(format!("<{} bytes>", b.len())),
     }
 }

@@ -33,11 +33,13 @@ use eip_core::store::Backend;
 use eip_core::store::durable::{Durable, StoreConfig, StoreError};
 use eip_core::topic::{Binding, ExchangeError, TopicExchange};
 
-use crate::plan::{BrokerPlace, BrokerStorePlan, ChannelPlan, DEAD_LETTERS, Plan, TargetRef};
+use crate::plan::{
+    BrokerPlace, BrokerStorePlan, ChannelPlan, DEAD_LETTERS, ExchangePlan, Plan, TargetRef,
+};
 
 pub use adapters::{AdapterError, ConnectedAdapters};
-pub use dry_run::{DryRunError, Report, ReportEntry};
-pub use input::{InputError, InputMessage};
+pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
+pub use input::{InputError, InputMessage, MessageView};
 pub use route::{Route, RouteStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 
@@ -195,64 +197,10 @@ pub fn compile(plan: &Plan) -> Result<Flow, CompileError> {
 }
 
 fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow, CompileError> {
-    let bus = match (&store, plan.channel(DEAD_LETTERS)) {
-        (Some(store), Some(dead_letters)) if dead_letters.durable => {
-            let channel = PointToPoint::builder(DEAD_LETTERS)
-                .capacity(dead_letters.capacity.unwrap_or(10 * DEFAULT_CAPACITY))
-                .store(store.clone())
-                .build()
-                .map_err(|source| CompileError::Channel {
-                    name: DEAD_LETTERS.to_owned(),
-                    source,
-                })?;
-            MessageBus::with_dead_letters(DEFAULT_CAPACITY, channel.into())
-        }
-        _ => MessageBus::new(),
-    };
-    let mut builder = ChannelsBuilder {
-        plan,
-        bus: &bus,
-        built: HashMap::new(),
-        building: HashSet::new(),
-        store: store.as_ref(),
-        brokers,
-    };
-    let dead_letters: &PointToPoint = bus.dead_letter_channel();
-    builder
-        .built
-        .insert(DEAD_LETTERS.to_owned(), dead_letters.clone().into());
-    let mut channels = Vec::with_capacity(plan.channels.len() + 1);
-    for channel in &plan.channels {
-        channels.push(builder.channel(&channel.name)?);
-    }
-    if !plan.channels.iter().any(|c| c.name == DEAD_LETTERS) {
-        channels.push(dead_letters.clone().into());
-    }
-    for channel in &channels {
-        if channel.name() != DEAD_LETTERS {
-            bus.register(channel.clone())?;
-        }
-    }
+    let bus = bus(plan, store.as_ref())?;
+    let channels = channels(plan, &bus, store.as_ref(), brokers)?;
     for exchange in &plan.exchanges {
-        let built = TopicExchange::new(exchange.name.as_str());
-        if let Some(alternate) = &exchange.alternate {
-            built.set_alternate(Some(bus_channel(&bus, alternate)?));
-        }
-        for binding in &exchange.bindings {
-            let targets = binding
-                .to
-                .iter()
-                .map(|name| bus_channel(&bus, name))
-                .collect::<Result<Vec<_>, _>>()?;
-            let made = Binding::with_key(binding.key.clone(), targets).map_err(|source| {
-                CompileError::Binding {
-                    exchange: exchange.name.clone(),
-                    source,
-                }
-            })?;
-            built.bind(made);
-        }
-        bus.register_exchange(built)?;
+        bus.register_exchange(exchange_of(exchange, &bus)?)?;
     }
     for join in &plan.joins {
         let mut made = bus.join(&join.from, &join.to)?.hops(join.hops);
@@ -286,8 +234,85 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
     })
 }
 
+/// The bus, with its dead letter channel: a durable one when the flow declares
+/// `dead-letters` durable and has a store.
+fn bus(plan: &Plan, store: Option<&Arc<Durable>>) -> Result<MessageBus, CompileError> {
+    Ok(match (store, plan.channel(DEAD_LETTERS)) {
+        (Some(store), Some(dead_letters)) if dead_letters.durable => {
+            let channel = PointToPoint::builder(DEAD_LETTERS)
+                .capacity(dead_letters.capacity.unwrap_or(10 * DEFAULT_CAPACITY))
+                .store(store.clone())
+                .build()
+                .map_err(|source| CompileError::Channel {
+                    name: DEAD_LETTERS.to_owned(),
+                    source,
+                })?;
+            MessageBus::with_dead_letters(DEFAULT_CAPACITY, channel.into())
+        }
+        _ => MessageBus::new(),
+    })
+}
+
+/// Every channel of the plan, in its order, registered on the bus; `dead-letters` (the
+/// bus's own) last when the plan does not declare it.
+fn channels(
+    plan: &Plan,
+    bus: &MessageBus,
+    store: Option<&Arc<Durable>>,
+    brokers: bool,
+) -> Result<Vec<Channel>, CompileError> {
+    let mut builder = ChannelsBuilder {
+        plan,
+        bus,
+        built: HashMap::new(),
+        building: HashSet::new(),
+        store,
+        brokers,
+    };
+    let dead_letters: &PointToPoint = bus.dead_letter_channel();
+    builder
+        .built
+        .insert(DEAD_LETTERS.to_owned(), dead_letters.clone().into());
+    let mut channels = Vec::with_capacity(plan.channels.len() + 1);
+    for channel in &plan.channels {
+        channels.push(builder.channel(&channel.name)?);
+    }
+    if !plan.channels.iter().any(|c| c.name == DEAD_LETTERS) {
+        channels.push(dead_letters.clone().into());
+    }
+    for channel in &channels {
+        if channel.name() != DEAD_LETTERS {
+            bus.register(channel.clone())?;
+        }
+    }
+    Ok(channels)
+}
+
+/// A topic exchange with its alternate and bindings, over channels already on the bus.
+fn exchange_of(exchange: &ExchangePlan, bus: &MessageBus) -> Result<TopicExchange, CompileError> {
+    let built = TopicExchange::new(exchange.name.as_str());
+    if let Some(alternate) = &exchange.alternate {
+        built.set_alternate(Some(bus_channel(bus, alternate)?));
+    }
+    for binding in &exchange.bindings {
+        let targets = binding
+            .to
+            .iter()
+            .map(|name| bus_channel(bus, name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let made = Binding::with_key(binding.key.clone(), targets).map_err(|source| {
+            CompileError::Binding {
+                exchange: exchange.name.clone(),
+                source,
+            }
+        })?;
+        built.bind(made);
+    }
+    Ok(built)
+}
+
 /// The channel `name` from the bus.
-fn bus_channel(bus: &MessageBus, name: &str) -> Result<Channel, CompileError> {
+pub(crate) fn bus_channel(bus: &MessageBus, name: &str) -> Result<Channel, CompileError> {
     bus.channel(name).map_err(|_| CompileError::Unknown {
         what: "channel",
         name: name.to_owned(),

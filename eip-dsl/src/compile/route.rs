@@ -1,11 +1,14 @@
-//! A compiled route: the channel it consumes, its wire tap and filter, and what it does with
-//! a message that passes (send to targets, choose one, or a recipient list).
+//! A compiled route: the channel it consumes, its steps (wire taps, filters, translators, ...),
+//! and what it does with what comes out of them (send to targets, choose one, or a recipient
+//! list).
 //!
 //! What a route does with a message is decided in one place, [`Route::decide`]: a pure function
-//! from the message to the ordered [`Step`]s it results in (the tap's copy, the filter's discard,
-//! each send, each dead letter). The running flow carries the steps out by sending
-//! ([`Route::handle`]); the dry run (`eip route`) by recording where they would store the
-//! message. Both walk the same decision, so they can not drift apart.
+//! from the message to the ordered [`Step`]s it results in (each tap's copy, each filter's
+//! discard, each invalid message, each send, each dead letter), asking every
+//! [route step](crate::step::RouteStep) in turn what it makes of what the one before made.
+//! The running flow carries the steps out by sending ([`Route::handle`]); the dry run
+//! (`eip route`) by recording where they would store the message. Both walk the same decision,
+//! so they can not drift apart.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -14,11 +17,11 @@ use std::task::{Context, Poll};
 
 use eip_core::channel::{Channel, DeadLetterChannel};
 use eip_core::message::{DeathReason, Message};
-use eip_core::predicate::Predicate;
 use eip_core::router::{ContentBasedRouter, RecipientList, RouteError, Target};
 
 use super::{CompileError, bus_channel, bus_target};
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan};
+use crate::step::{RouteStep, Side};
 use eip_core::MessageBus;
 
 /// A route, ready to consume its channel.
@@ -31,17 +34,12 @@ pub struct Route {
 struct Inner {
     name: String,
     from: Channel,
-    tap: Option<Channel>,
-    filter: Option<Filter>,
+    steps: Vec<Box<dyn RouteStep>>,
+    /// Each step in a few words, in the same order.
+    described: Vec<String>,
     action: Action,
     dead_letters: DeadLetterChannel,
     counters: Counters,
-}
-
-#[derive(Debug)]
-struct Filter {
-    predicate: Predicate,
-    discard: Option<Channel>,
 }
 
 /// What a route does with a message that passed its filter. Each is an eip-core router, so
@@ -57,20 +55,29 @@ pub(super) enum Action {
     Recipients(RecipientList),
 }
 
-/// One thing a route does with a message, in the order [`Route::decide`] lists them.
+/// One thing a route does with a message, in the order [`Route::decide`] lists them. Each
+/// carries the message it concerns: the steps may have changed it, or split it into several.
 #[derive(Debug)]
 pub(super) enum Step<'r> {
-    /// A copy offered to the wire tap, without waiting: a full tap drops it.
-    Tap(&'r Channel),
-    /// The filter held the message back: it goes to the discard channel if there is one, else
-    /// nowhere. Always the last step.
-    Filtered(Option<&'r Channel>),
+    /// What step `index` (from 0) made: the messages it passed on. Listed only when asked for
+    /// (the dry run's `--steps`), after that step's other effects.
+    Made {
+        /// Which step.
+        index: usize,
+        /// What went on from it, in order.
+        out: Vec<Message>,
+    },
+    /// What a route step does besides passing messages on: a tap's copy, a filter's
+    /// discard, an invalid message.
+    Side(Side),
     /// A copy sent to a channel or exchange.
     Send {
         /// Where.
         target: Cow<'r, Target>,
         /// What a closed (deleted) target means.
         if_closed: IfClosed,
+        /// What.
+        msg: Message,
     },
     /// The message dead-lettered with reason `no-route`, `origin` as the death record's
     /// channel, `error` as its error.
@@ -79,6 +86,8 @@ pub(super) enum Step<'r> {
         origin: String,
         /// Why.
         error: String,
+        /// The message.
+        msg: Message,
     },
 }
 
@@ -98,6 +107,7 @@ struct Counters {
     filtered: AtomicU64,
     tapped: AtomicU64,
     tap_dropped: AtomicU64,
+    invalid: AtomicU64,
     dead_lettered: AtomicU64,
 }
 
@@ -106,14 +116,17 @@ struct Counters {
 pub struct RouteStats {
     /// Messages taken from the route's channel.
     pub taken: u64,
-    /// Messages that passed the filter and were sent on.
+    /// Messages taken of which something went through every step and was sent on.
     pub passed: u64,
-    /// Messages the filter held back (dropped or discarded).
+    /// Messages (or parts) a filter held back (dropped or discarded).
     pub filtered: u64,
-    /// Copies the wire tap took.
+    /// Copies the wire taps took.
     pub tapped: u64,
-    /// Copies the wire tap had no room for.
+    /// Copies a wire tap with `when-full: drop` had no room for, or whose channel was
+    /// deleted.
     pub tap_dropped: u64,
+    /// Messages (or parts) a step could not process, dead-lettered with reason `invalid`.
+    pub invalid: u64,
     /// Messages (or copies) dead-lettered because they had nowhere to go: no clause matched
     /// and no `otherwise`, a recipient that does not exist, a target that was deleted.
     pub dead_lettered: u64,
@@ -172,28 +185,17 @@ impl Route {
                     .dead_letter_channel(dead_letters.clone()),
             ),
         };
-        let filter = match &plan.filter {
-            Some(predicate) => Some(Filter {
-                predicate: predicate.clone(),
-                discard: plan
-                    .discard
-                    .as_deref()
-                    .map(|name| bus_channel(bus, name))
-                    .transpose()?,
-            }),
-            None => None,
-        };
-        let tap = plan
-            .wire_tap
-            .as_deref()
-            .map(|name| bus_channel(bus, name))
-            .transpose()?;
+        let steps = plan
+            .steps
+            .iter()
+            .map(|step| step.config.build(bus))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
                 from,
-                tap,
-                filter,
+                steps,
+                described: plan.steps.iter().map(|s| s.config.describe()).collect(),
                 action,
                 dead_letters,
                 counters: Counters::default(),
@@ -211,48 +213,73 @@ impl Route {
         &self.inner.from
     }
 
-    pub(super) fn tap(&self) -> Option<&Channel> {
-        self.inner.tap.as_ref()
+    /// What the route does with `msg`, in order: what each of its steps makes of it (taps'
+    /// copies, filters' discards, invalid messages), then for each message that comes out of
+    /// the last step the action's sends and dead letters. Pure: sends nothing, counts nothing.
+    /// With `report`, what each step passed on is listed too ([`Step::Made`]).
+    pub(super) fn decide(&self, msg: Message, report: bool) -> Vec<Step<'_>> {
+        let mut steps = Vec::with_capacity(2);
+        let mut current = vec![msg];
+        for (index, step) in self.inner.steps.iter().enumerate() {
+            let mut next = Vec::with_capacity(current.len());
+            for msg in current {
+                let made = step.decide(msg);
+                steps.extend(made.side.into_iter().map(Step::Side));
+                next.extend(made.next);
+            }
+            if report {
+                steps.push(Step::Made {
+                    index,
+                    out: next.clone(),
+                });
+            }
+            current = next;
+        }
+        for msg in current {
+            self.act(msg, &mut steps);
+        }
+        steps
     }
 
-    /// What the route does with `msg`, in order: the tap's copy, then either the filter's
-    /// discard or the action's sends and dead letters. Pure: sends nothing, counts nothing.
+    /// The action's sends and dead letters for `msg`, which came out of the last step.
     /// A recipient list dead-letters the names it can not resolve before it sends.
-    pub(super) fn decide(&self, msg: &Message) -> Vec<Step<'_>> {
-        let mut steps = Vec::with_capacity(2);
-        if let Some(tap) = self.tap() {
-            steps.push(Step::Tap(tap));
-        }
-        if let Some(filter) = &self.inner.filter
-            && !filter.predicate.matches(msg)
-        {
-            steps.push(Step::Filtered(filter.discard.as_ref()));
-            return steps;
-        }
+    fn act<'r>(&'r self, msg: Message, steps: &mut Vec<Step<'r>>) {
         match self.action() {
             Action::To(list) | Action::Recipients(list) => {
-                let resolution = list.resolve(msg);
+                let resolution = list.resolve(&msg);
                 if let Some(error) = resolution.no_recipients {
                     steps.push(Step::NoRoute {
                         origin: list.name().to_owned(),
                         error,
+                        msg,
                     });
-                    return steps;
+                    return;
                 }
                 for (origin, error) in resolution.unknown {
-                    steps.push(Step::NoRoute { origin, error });
+                    steps.push(Step::NoRoute {
+                        origin,
+                        error,
+                        msg: msg.clone(),
+                    });
                 }
-                for target in resolution.targets {
+                let last = resolution.targets.len().saturating_sub(1);
+                let mut msg = Some(msg);
+                for (n, target) in resolution.targets.into_iter().enumerate() {
+                    // The last send takes the message itself: one clone fewer.
+                    let copy = if n == last { msg.take() } else { msg.clone() };
+                    let Some(copy) = copy else { break };
                     steps.push(Step::Send {
                         target: Cow::Owned(target),
                         if_closed: IfClosed::DeadLetter,
+                        msg: copy,
                     });
                 }
             }
-            Action::Choice(router) => match router.select(msg).target() {
+            Action::Choice(router) => match router.select(&msg).target() {
                 Some(target) => steps.push(Step::Send {
                     target: Cow::Borrowed(target),
                     if_closed: IfClosed::Fail,
+                    msg,
                 }),
                 None => steps.push(Step::NoRoute {
                     origin: router.name().to_owned(),
@@ -260,10 +287,15 @@ impl Route {
                         "no `when` clause of router `{}` matched and it has no `otherwise`",
                         router.name()
                     ),
+                    msg,
                 }),
             },
         }
-        steps
+    }
+
+    /// Step `index` in a few words (`filter $.total > 0`), for the dry run's report.
+    pub(super) fn step_described(&self, index: usize) -> &str {
+        self.inner.described.get(index).map_or("", String::as_str)
     }
 
     pub(super) fn action(&self) -> &Action {
@@ -284,60 +316,75 @@ impl Route {
             filtered: c.filtered.load(Ordering::Relaxed),
             tapped: c.tapped.load(Ordering::Relaxed),
             tap_dropped: c.tap_dropped.load(Ordering::Relaxed),
+            invalid: c.invalid.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
         }
     }
 
     /// Processes one message taken from the route's channel: carries out the steps
-    /// [`decide`](Self::decide) lists, the tap's copy offered without waiting. Completes when
-    /// every target has accepted what it was sent; an error hands the message back for the
-    /// consumer's redelivery policy.
+    /// [`decide`](Self::decide) lists, in order. Completes when every channel has accepted
+    /// what it was sent (taps that wait and discards included); an error hands the message
+    /// back for the consumer's redelivery policy.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteError> {
         let c = &self.inner.counters;
         c.taken.fetch_add(1, Ordering::Relaxed);
-        let steps = self.decide(&msg);
-        let last = steps.len().saturating_sub(1);
-        let mut msg = Some(msg);
         let mut dead_lettered = 0u64;
-        for (n, step) in steps.into_iter().enumerate() {
-            // The last step takes the message itself: one clone fewer.
-            let copy = if n == last { msg.take() } else { msg.clone() };
-            let Some(copy) = copy else { break };
+        let mut sent = false;
+        for step in self.decide(msg, false) {
             match step {
-                Step::Tap(tap) => {
-                    let counter = match tap.offer(copy) {
-                        true => &c.tapped,
-                        false => &c.tap_dropped,
+                Step::Made { .. } => {}
+                Step::Side(Side::Tap {
+                    channel,
+                    copy,
+                    wait,
+                }) => {
+                    let taken = match wait {
+                        true => channel.send(copy).await.is_ok(),
+                        false => channel.offer(copy),
                     };
+                    let counter = if taken { &c.tapped } else { &c.tap_dropped };
                     counter.fetch_add(1, Ordering::Relaxed);
                 }
-                Step::Filtered(discard) => {
+                Step::Side(Side::Filtered { discard, msg }) => {
                     if let Some(channel) = discard {
-                        channel.send(copy).await?;
+                        channel.send(msg).await?;
                     }
                     c.filtered.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
                 }
-                Step::Send { target, if_closed } => match target.send(copy).await {
-                    Ok(_) => {}
-                    Err(error) if if_closed == IfClosed::Fail => return Err(error),
-                    Err(error) => {
-                        let reason = error.to_string();
-                        let copy = error.into_message();
-                        self.bury(copy, target.name(), DeathReason::ChannelDeleted, reason)
-                            .await?;
-                        dead_lettered += 1;
-                    }
-                },
-                Step::NoRoute { origin, error } => {
-                    self.bury(copy, &origin, DeathReason::NoRoute, error)
+                Step::Side(Side::Invalid { msg, error }) => {
+                    self.bury(msg, self.from().name(), DeathReason::Invalid, error)
                         .await?;
+                    c.invalid.fetch_add(1, Ordering::Relaxed);
+                }
+                Step::Send {
+                    target,
+                    if_closed,
+                    msg,
+                } => {
+                    sent = true;
+                    match target.send(msg).await {
+                        Ok(_) => {}
+                        Err(error) if if_closed == IfClosed::Fail => return Err(error),
+                        Err(error) => {
+                            let reason = error.to_string();
+                            let copy = error.into_message();
+                            self.bury(copy, target.name(), DeathReason::ChannelDeleted, reason)
+                                .await?;
+                            dead_lettered += 1;
+                        }
+                    }
+                }
+                Step::NoRoute { origin, error, msg } => {
+                    sent = true;
+                    self.bury(msg, &origin, DeathReason::NoRoute, error).await?;
                     dead_lettered += 1;
                 }
             }
         }
         c.dead_lettered.fetch_add(dead_lettered, Ordering::Relaxed);
-        c.passed.fetch_add(1, Ordering::Relaxed);
+        if sent {
+            c.passed.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
 

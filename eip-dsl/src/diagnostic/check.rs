@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use eip_core::predicate::Predicate;
 
 use super::Problem;
-use crate::spec::Located;
+use crate::spec::{Located, Position};
 
 /// What the reading step could not read, so validation does not report its consequences.
 #[derive(Debug, Default)]
@@ -47,11 +47,17 @@ impl Check<'_> {
     }
 
     /// A predicate, or a problem pointing inside it at what could not be parsed.
+    /// Where byte `offset` of the string value `text` was written: the position of a problem
+    /// inside an expression.
+    pub(crate) fn inside(&self, text: &Located<String>, offset: usize) -> Option<Position> {
+        super::inner::inside(text, offset, self.source)
+    }
+
     pub(crate) fn predicate(&mut self, text: &Located<String>, key: &str) -> Option<Predicate> {
         match Predicate::parse(&text.value) {
             Ok(predicate) => Some(predicate),
             Err(e) => {
-                let at = super::inner::inside(text, e.offset, self.source);
+                let at = self.inside(text, e.offset);
                 self.report(
                     Problem::new(format!("invalid predicate: {}", e.kind), at)
                         .with_key(key)

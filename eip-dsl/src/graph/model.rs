@@ -7,7 +7,10 @@ use eip_core::channel::ChannelKind;
 
 use crate::kind::{self, Drawing};
 use crate::plan::adapter::{AdapterKind, AdapterPlan};
-use crate::plan::{ActionPlan, ChannelPlan, DEAD_LETTERS, Plan, RecipientsPlan, TargetRef};
+use crate::plan::{
+    ActionPlan, ChannelPlan, DEAD_LETTERS, Plan, RecipientsPlan, RoutePlan, TargetRef,
+};
+use crate::step::{FilterConfig, WireTapConfig};
 
 /// How a node is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +170,7 @@ impl Graph {
         }
         for (r, &router) in plan.routes.iter().zip(&routers) {
             let from = b.channel(&r.from);
-            let filter = r.filter.as_ref().map(|p| format!("filter {p}"));
-            b.edge(from, router, filter, Line::Solid);
+            b.edge(from, router, steps_label(r), Line::Solid);
             match &r.action {
                 ActionPlan::To(targets) => {
                     for t in targets {
@@ -194,13 +196,9 @@ impl Graph {
                 }
                 ActionPlan::RecipientList(RecipientsPlan::Header(_)) => {}
             }
-            if let Some(discard) = &r.discard {
-                let to = b.channel(discard);
-                b.edge(router, to, Some("discard".into()), Line::Solid);
-            }
-            if let Some(tap) = &r.wire_tap {
-                let to = b.channel(tap);
-                b.edge(router, to, Some("wire tap".into()), Line::Solid);
+            for (channel, label) in step_channels(r) {
+                let to = b.channel(channel);
+                b.edge(router, to, Some(label.into()), Line::Solid);
             }
         }
         for j in &plan.joins {
@@ -364,6 +362,30 @@ pub(crate) fn node_id(kind: char, index: usize, name: &str) -> String {
 pub(crate) fn clean(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// What a route's steps do to the messages on their way to its router, as the label of the
+/// edge from its channel (wire taps are drawn as edges of their own).
+fn steps_label(route: &RoutePlan) -> Option<String> {
+    let parts: Vec<String> = route
+        .steps
+        .iter()
+        .filter(|s| s.config_as::<WireTapConfig>().is_none())
+        .map(|s| match s.config_as::<FilterConfig>() {
+            Some(filter) => format!("filter {}", filter.predicate),
+            None => s.config.describe(),
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" → "))
+}
+
+/// The channels a route's steps send to, with the label of their edge, in step order.
+fn step_channels(route: &RoutePlan) -> Vec<(&str, &'static str)> {
+    route
+        .steps
+        .iter()
+        .flat_map(|s| s.config.channels())
         .collect()
 }
 

@@ -206,7 +206,7 @@ pub(super) fn setting(reader: &Reader<'_>, key: &Node, value: &Node) -> Setting 
     }
 }
 
-fn setting_value(reader: &Reader<'_>, node: &Node) -> SettingValue {
+pub(super) fn setting_value(reader: &Reader<'_>, node: &Node) -> SettingValue {
     match &node.value {
         Value::Null => SettingValue::Null,
         Value::Bool(b) => SettingValue::Bool(*b),

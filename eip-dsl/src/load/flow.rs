@@ -79,77 +79,15 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
         flow.store = read_store(reader, key, node);
     }
     if let Some(node) = top.get("channels") {
-        read_named(
-            reader,
-            node,
-            "channels",
-            &mut damage,
-            |reader, name, key, value, damage| {
-                let index = flow.channels.len();
-                let before = reader.problems.len();
-                match read_channel(reader, key, value, &name.value) {
-                    Some(channel) => {
-                        flow.channels.push((name, channel));
-                        if reader.problems.len() > before {
-                            damage.channels.insert(index);
-                        }
-                    }
-                    None => {
-                        damage.names.insert(name.value);
-                    }
-                }
-            },
-        );
+        read_channels(reader, node, &mut flow, &mut damage);
     }
     if let Some(node) = top.get("exchanges") {
-        read_named(
-            reader,
-            node,
-            "exchanges",
-            &mut damage,
-            |reader, name, key, value, damage| {
-                let index = flow.exchanges.len();
-                let before = reader.problems.len();
-                let exchange = read_exchange(reader, key, value, &name.value);
-                flow.exchanges.push((name, exchange));
-                if reader.problems.len() > before {
-                    damage.exchanges.insert(index);
-                }
-            },
-        );
+        read_exchanges(reader, node, &mut flow, &mut damage);
     }
     for (section, bridges) in [("adapters", false), ("bridges", true)] {
-        let Some(node) = top.get(section) else {
-            continue;
-        };
-        read_named(
-            reader,
-            node,
-            section,
-            &mut damage,
-            |reader, name, key, value, damage| {
-                let list = if bridges {
-                    &mut flow.bridges
-                } else {
-                    &mut flow.adapters
-                };
-                let index = list.len();
-                let before = reader.problems.len();
-                if let Some(adapter) =
-                    read_adapter(reader, key, value, &name.value, bridges, damage)
-                {
-                    list.push((name, adapter));
-                    if reader.problems.len() > before {
-                        let damaged = if bridges {
-                            &mut damage.bridges
-                        } else {
-                            &mut damage.adapters
-                        };
-                        damaged.insert(index);
-                    }
-                }
-            },
-        );
+        if let Some(node) = top.get(section) {
+            read_adapters(reader, node, section, bridges, &mut flow, &mut damage);
+        }
     }
     if let Some(node) = top.get("routes") {
         read_list(reader, node, "routes", |reader, i, item| {
@@ -172,6 +110,88 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
         });
     }
     (flow, damage)
+}
+
+/// `channels:`. A channel that can not be read at all is left out and its name recorded, so
+/// what names it is not reported again; one read in part is kept and marked damaged.
+fn read_channels(reader: &mut Reader<'_>, node: &Node, flow: &mut FlowSpec, damage: &mut Damage) {
+    read_named(
+        reader,
+        node,
+        "channels",
+        damage,
+        |reader, name, key, value, damage| {
+            let index = flow.channels.len();
+            let before = reader.problems.len();
+            match read_channel(reader, key, value, &name.value) {
+                Some(channel) => {
+                    flow.channels.push((name, channel));
+                    if reader.problems.len() > before {
+                        damage.channels.insert(index);
+                    }
+                }
+                None => {
+                    damage.names.insert(name.value);
+                }
+            }
+        },
+    );
+}
+
+/// `exchanges:`, each kept (an exchange has no required key) and marked damaged if need be.
+fn read_exchanges(reader: &mut Reader<'_>, node: &Node, flow: &mut FlowSpec, damage: &mut Damage) {
+    read_named(
+        reader,
+        node,
+        "exchanges",
+        damage,
+        |reader, name, key, value, damage| {
+            let index = flow.exchanges.len();
+            let before = reader.problems.len();
+            let exchange = read_exchange(reader, key, value, &name.value);
+            flow.exchanges.push((name, exchange));
+            if reader.problems.len() > before {
+                damage.exchanges.insert(index);
+            }
+        },
+    );
+}
+
+/// `adapters:` or (with `bridges`) `bridges:`: the same entries, in their own lists.
+fn read_adapters(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    section: &str,
+    bridges: bool,
+    flow: &mut FlowSpec,
+    damage: &mut Damage,
+) {
+    let list = if bridges {
+        &mut flow.bridges
+    } else {
+        &mut flow.adapters
+    };
+    read_named(
+        reader,
+        node,
+        section,
+        damage,
+        |reader, name, key, value, damage| {
+            let index = list.len();
+            let before = reader.problems.len();
+            if let Some(adapter) = read_adapter(reader, key, value, &name.value, bridges, damage) {
+                list.push((name, adapter));
+                if reader.problems.len() > before {
+                    let damaged = if bridges {
+                        &mut damage.bridges
+                    } else {
+                        &mut damage.adapters
+                    };
+                    damaged.insert(index);
+                }
+            }
+        },
+    );
 }
 
 /// A mapping of names to entries (`channels`, `exchanges`); nothing (`channels:`) is empty.

@@ -33,6 +33,7 @@ mod flow;
 mod node;
 mod read;
 mod routes;
+mod steps;
 
 use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 

@@ -13,6 +13,7 @@ const ROUTE: &[&str] = &[
     "filter",
     "discard",
     "wire-tap",
+    "steps",
     "to",
     "choice",
     "otherwise",
@@ -87,6 +88,9 @@ pub(super) fn read_route(
     }
     if let Some(v) = fields.get("wire-tap") {
         route.wire_tap = reader.name(v, "wire-tap", &p("wire-tap"));
+    }
+    if let Some(v) = fields.get("steps") {
+        route.steps = super::steps::read_steps(reader, v, &p("steps"));
     }
     if let Some(v) = fields.get("to") {
         route.to = reader.names(v, "to", &p("to"));

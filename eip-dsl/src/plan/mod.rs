@@ -9,12 +9,16 @@
 pub mod adapter;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use eip_core::channel::{ChannelKind, Overflow};
 use eip_core::endpoint::RedeliveryPolicy;
 use eip_core::predicate::Predicate;
 use eip_core::topic::TopicPattern;
+
+use crate::kind::AsAny;
+use crate::step::{FilterConfig, StepConfig, WireTapConfig};
 
 /// The name of the dead letter channel every flow has, declared or not.
 pub const DEAD_LETTERS: &str = eip_core::bus::DEAD_LETTERS;
@@ -196,14 +200,63 @@ pub struct RoutePlan {
     pub name: String,
     /// The channel it consumes.
     pub from: String,
-    /// Only messages matching this go on.
-    pub filter: Option<Predicate>,
-    /// Where the others go (a channel); `None`: dropped and counted.
-    pub discard: Option<String>,
-    /// A channel that gets a copy of each message taken (before the filter).
-    pub wire_tap: Option<String>,
+    /// What it does to each message before the action, in order: the route's `wire-tap:`
+    /// and `filter:` shorthands first (in that order), then its `steps:`.
+    pub steps: Vec<StepPlan>,
     /// Where the messages go.
     pub action: ActionPlan,
+}
+
+/// A checked route step.
+#[derive(Debug, Clone)]
+pub struct StepPlan {
+    /// Its kind's name (`filter`).
+    pub kind: &'static str,
+    /// Its key path, for messages (`routes[0].steps[1]`; a shorthand's own key,
+    /// `routes[0].filter`).
+    pub key: String,
+    /// What its kind made of its settings.
+    pub config: Arc<dyn StepConfig>,
+}
+
+impl StepPlan {
+    /// A Message Filter: what matches `predicate` goes on, the rest to `discard` (or nowhere).
+    pub fn filter(predicate: Predicate, discard: Option<String>) -> Self {
+        let text = predicate.to_string();
+        StepPlan {
+            kind: "filter",
+            key: String::new(),
+            config: Arc::new(FilterConfig {
+                predicate,
+                text,
+                discard,
+            }),
+        }
+    }
+
+    /// A wire tap to `channel` that waits for room.
+    pub fn wire_tap(channel: impl Into<String>) -> Self {
+        StepPlan {
+            kind: "wire-tap",
+            key: String::new(),
+            config: Arc::new(WireTapConfig {
+                channel: channel.into(),
+                wait: true,
+            }),
+        }
+    }
+
+    /// This step with its key path set.
+    pub(crate) fn at_key(mut self, key: String) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// The configuration as its kind's own type (`FilterConfig`, ...), if it is one.
+    pub fn config_as<T: 'static>(&self) -> Option<&T> {
+        // Through the trait object, not the `Arc` (which is `Any` too).
+        AsAny::as_any(&*self.config).downcast_ref::<T>()
+    }
 }
 
 /// What a route does with a message that passed its filter.

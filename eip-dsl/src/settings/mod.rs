@@ -67,47 +67,14 @@ pub(crate) fn redelivery(
     let field = |k: &str| format!("{key}.{k}");
     let before = check.problems.len();
     let mut policy = RedeliveryPolicy::default();
-    if let Some(max) = &spec.max_attempts {
-        match u32::try_from(max.value) {
-            Ok(0) => check.report(
-                Problem::new("`max-attempts` must be at least 1, found 0", max.at)
-                    .with_key(field("max-attempts"))
-                    .with_help("it counts deliveries, the first included: 1 means no redelivery"),
-            ),
-            Ok(n) => policy.max_attempts = n,
-            Err(_) => check.report(
-                Problem::new(
-                    format!(
-                        "`max-attempts` must be at most {}, found {}",
-                        u32::MAX,
-                        max.value
-                    ),
-                    max.at,
-                )
-                .with_key(field("max-attempts")),
-            ),
-        }
-    }
-    let initial = spec
-        .initial_backoff
+    if let Some(n) = spec
+        .max_attempts
         .as_ref()
-        .and_then(|d| duration(check, d, &field("initial-backoff")));
-    let max = spec
-        .max_backoff
-        .as_ref()
-        .and_then(|d| duration(check, d, &field("max-backoff")));
-    if let (Some(initial), Some(max), Some(spec_max)) = (initial, max, &spec.max_backoff)
-        && initial > max
+        .and_then(|max| max_attempts(check, max, &field("max-attempts")))
     {
-        check.report(
-            Problem::new(
-                "`max-backoff` is shorter than `initial-backoff`",
-                spec_max.at,
-            )
-            .with_key(field("max-backoff"))
-            .with_help("the longest wait can not be shorter than the first"),
-        );
+        policy.max_attempts = n;
     }
+    let (initial, max) = backoffs(check, spec, key);
     if let Some(initial) = initial {
         policy.initial_backoff = initial;
     }
@@ -145,6 +112,66 @@ pub(crate) fn redelivery(
         }
     }
     (check.problems.len() == before).then_some(policy)
+}
+
+/// `max-attempts`: from 1 (no redelivery) to `u32::MAX`.
+fn max_attempts(check: &mut Check<'_>, max: &Located<u64>, key: &str) -> Option<u32> {
+    match u32::try_from(max.value) {
+        Ok(0) => {
+            check.report(
+                Problem::new("`max-attempts` must be at least 1, found 0", max.at)
+                    .with_key(key)
+                    .with_help("it counts deliveries, the first included: 1 means no redelivery"),
+            );
+            None
+        }
+        Ok(n) => Some(n),
+        Err(_) => {
+            check.report(
+                Problem::new(
+                    format!(
+                        "`max-attempts` must be at most {}, found {}",
+                        u32::MAX,
+                        max.value
+                    ),
+                    max.at,
+                )
+                .with_key(key),
+            );
+            None
+        }
+    }
+}
+
+/// `initial-backoff` and `max-backoff`, each a duration, the longest no shorter than the
+/// first.
+fn backoffs(
+    check: &mut Check<'_>,
+    spec: &RedeliverySpec,
+    key: &str,
+) -> (Option<Duration>, Option<Duration>) {
+    let field = |k: &str| format!("{key}.{k}");
+    let initial = spec
+        .initial_backoff
+        .as_ref()
+        .and_then(|d| duration(check, d, &field("initial-backoff")));
+    let max = spec
+        .max_backoff
+        .as_ref()
+        .and_then(|d| duration(check, d, &field("max-backoff")));
+    if let (Some(initial), Some(max), Some(spec_max)) = (initial, max, &spec.max_backoff)
+        && initial > max
+    {
+        check.report(
+            Problem::new(
+                "`max-backoff` is shorter than `initial-backoff`",
+                spec_max.at,
+            )
+            .with_key(field("max-backoff"))
+            .with_help("the longest wait can not be shorter than the first"),
+        );
+    }
+    (initial, max)
 }
 
 /// A broker's `url`, which must start with `scheme` (or be a `${VARIABLE}`); `help` shows the

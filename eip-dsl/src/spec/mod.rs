@@ -327,6 +327,33 @@ pub struct RouteSpec {
     pub otherwise: Option<Located<String>>,
     /// `recipient-list:` a fixed list, or the header that names the recipients.
     pub recipient_list: Option<Located<RecipientsSpec>>,
+    /// `steps:` what the route does to each message before it sends it on, in order.
+    pub steps: Vec<StepSpec>,
+}
+
+/// One step of a route, as written: `- KIND: VALUE`, the value either the kind's main setting
+/// (`- transform: '{id: .id}'`) or a mapping of its keys (`- wire-tap: {to: audit}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSpec {
+    /// Where the step's entry starts.
+    pub at: Option<Position>,
+    /// The step's kind, as written; [validation](crate::validate) finds the
+    /// [step kind](crate::step) it names.
+    pub kind: Located<String>,
+    /// Its value, as written: which keys a kind has, and what their values mean, is for
+    /// validation to check.
+    pub value: Located<SettingValue>,
+}
+
+impl StepSpec {
+    /// A step of `kind` whose value is `value`.
+    pub fn new(kind: impl Into<String>, value: SettingValue) -> Self {
+        StepSpec {
+            at: None,
+            kind: Located::new(kind.into()),
+            value: Located::new(value),
+        }
+    }
 }
 
 impl RouteSpec {
@@ -343,6 +370,7 @@ impl RouteSpec {
             choice: None,
             otherwise: None,
             recipient_list: None,
+            steps: Vec::new(),
         }
     }
 }

@@ -48,7 +48,6 @@ pub(crate) fn check(
     plans
 }
 
-#[allow(clippy::too_many_arguments)]
 fn check_channel(
     name: &str,
     channel: &ChannelSpec,
@@ -59,74 +58,14 @@ fn check_channel(
     check: &mut Check<'_>,
 ) -> ChannelPlan {
     let kind = kind_of(channel.kind.value);
-    let field = |k: &str| format!("{key}.{k}");
-    let whole = !check.damage.channels.contains(&index);
-
-    let capacity = channel.capacity.as_ref().and_then(|c| {
-        if c.value == 0 {
-            check.report(
-                Problem::new("`capacity` must be at least 1, found 0", c.at)
-                    .with_key(field("capacity"))
-                    .with_help("a channel of capacity 0 would never accept a message"),
-            );
-            return None;
-        }
-        match usize::try_from(c.value) {
-            Ok(n) => Some(n),
-            Err(_) => {
-                check.report(
-                    Problem::new(format!("`capacity` is too large: {}", c.value), c.at)
-                        .with_key(field("capacity")),
-                );
-                None
-            }
-        }
-    });
-
-    let invalid = channel
-        .invalid
-        .as_ref()
-        .and_then(|invalid| queue_for(check, names, name, invalid, "invalid", &field("invalid")));
-    let schema = channel
-        .datatype
-        .as_ref()
-        .and_then(|path| load_schema(check, path, base_dir, &field("datatype")));
-    if whole {
-        match (&channel.datatype, &channel.invalid) {
-            (Some(datatype), None) => check.report(
-                Problem::new(
-                    format!("channel `{name}` has a `datatype` but no `invalid` channel"),
-                    datatype.at,
-                )
-                .with_key(field("datatype"))
-                .with_help(
-                    "add `invalid: CHANNEL`, the point-to-point channel that takes the messages \
-                     that do not fit the datatype",
-                ),
-            ),
-            (None, Some(invalid)) => check.report(
-                Problem::new(
-                    format!("channel `{name}` has an `invalid` channel but no `datatype`"),
-                    invalid.at,
-                )
-                .with_key(field("invalid"))
-                .with_help(
-                    "add `datatype: SCHEMA-FILE` (a JSON Schema), or remove `invalid`: without a \
-                     datatype no message is invalid",
-                ),
-            ),
-            _ => {}
-        }
-    }
-    let datatype = match (schema, invalid, &channel.datatype) {
-        (Some(schema), Some(invalid), Some(path)) => Some(DatatypePlan {
-            path: path.value.clone(),
-            schema,
-            invalid,
-        }),
-        _ => None,
+    let this = Channel {
+        name,
+        channel,
+        key,
+        whole: !check.damage.channels.contains(&index),
     };
-
+    let capacity = this.capacity(check);
+    let datatype = this.datatype(check, names, base_dir);
     let dead_letter = channel.dead_letter.as_ref().and_then(|dead| {
         queue_for(
             check,
@@ -134,48 +73,15 @@ fn check_channel(
             name,
             dead,
             "dead-letter",
-            &field("dead-letter"),
+            &this.field("dead-letter"),
         )
     });
-
-    let time_to_live = channel.time_to_live.as_ref().and_then(|ttl| {
-        let d = duration(check, ttl, &field("time-to-live"))?;
-        if d.is_zero() {
-            check.report(
-                Problem::new("`time-to-live` must be longer than 0", ttl.at)
-                    .with_key(field("time-to-live"))
-                    .with_help("every message would expire at once; leave `time-to-live` out for no expiry"),
-            );
-            return None;
-        }
-        Some(d)
-    });
-
+    let time_to_live = this.time_to_live(check);
     let redelivery = channel
         .redelivery
         .as_ref()
-        .and_then(|r| redelivery(check, r, &field("redelivery")));
-
-    let overflow = channel.overflow.as_ref().and_then(|overflow| {
-        if kind == ChannelKind::PointToPoint {
-            check.report(
-                Problem::new(
-                    format!(
-                        "`overflow` applies to publish-subscribe channels only, and `{name}` is point-to-point"
-                    ),
-                    overflow.at,
-                )
-                .with_key(field("overflow"))
-                .with_help("remove it: the senders of a full queue wait for room"),
-            );
-            return None;
-        }
-        Some(match overflow.value {
-            OverflowSpec::Backpressure => Overflow::Backpressure,
-            OverflowSpec::DropOldest => Overflow::DropOldest,
-        })
-    });
-
+        .and_then(|r| redelivery(check, r, &this.field("redelivery")));
+    let overflow = this.overflow(check, kind);
     let broker = super::channel_store::check_store(check, name, kind, overflow, channel, key);
 
     ChannelPlan {
@@ -189,6 +95,148 @@ fn check_channel(
         overflow,
         durable: channel.durable.as_ref().is_some_and(|d| d.value),
         broker,
+    }
+}
+
+/// One channel being checked.
+struct Channel<'a> {
+    name: &'a str,
+    channel: &'a ChannelSpec,
+    /// Its key, `channels["NAME"]`.
+    key: &'a str,
+    /// Whether it was read without damage: only then is a missing key reported (a damaged
+    /// entry's missing keys may be the damage).
+    whole: bool,
+}
+
+impl Channel<'_> {
+    fn field(&self, k: &str) -> String {
+        format!("{}.{k}", self.key)
+    }
+
+    /// `capacity`: at least 1, and one this machine can count.
+    fn capacity(&self, check: &mut Check<'_>) -> Option<usize> {
+        let c = self.channel.capacity.as_ref()?;
+        if c.value == 0 {
+            check.report(
+                Problem::new("`capacity` must be at least 1, found 0", c.at)
+                    .with_key(self.field("capacity"))
+                    .with_help("a channel of capacity 0 would never accept a message"),
+            );
+            return None;
+        }
+        match usize::try_from(c.value) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                check.report(
+                    Problem::new(format!("`capacity` is too large: {}", c.value), c.at)
+                        .with_key(self.field("capacity")),
+                );
+                None
+            }
+        }
+    }
+
+    /// `datatype` with its `invalid` channel: the two come together, the schema file must
+    /// load, and `invalid` is another point-to-point channel.
+    fn datatype(
+        &self,
+        check: &mut Check<'_>,
+        names: &Names,
+        base_dir: &Path,
+    ) -> Option<DatatypePlan> {
+        let (name, channel) = (self.name, self.channel);
+        let invalid = channel.invalid.as_ref().and_then(|invalid| {
+            queue_for(
+                check,
+                names,
+                name,
+                invalid,
+                "invalid",
+                &self.field("invalid"),
+            )
+        });
+        let schema = channel
+            .datatype
+            .as_ref()
+            .and_then(|path| load_schema(check, path, base_dir, &self.field("datatype")));
+        if self.whole {
+            match (&channel.datatype, &channel.invalid) {
+                (Some(datatype), None) => check.report(
+                    Problem::new(
+                        format!("channel `{name}` has a `datatype` but no `invalid` channel"),
+                        datatype.at,
+                    )
+                    .with_key(self.field("datatype"))
+                    .with_help(
+                        "add `invalid: CHANNEL`, the point-to-point channel that takes the \
+                         messages that do not fit the datatype",
+                    ),
+                ),
+                (None, Some(invalid)) => check.report(
+                    Problem::new(
+                        format!("channel `{name}` has an `invalid` channel but no `datatype`"),
+                        invalid.at,
+                    )
+                    .with_key(self.field("invalid"))
+                    .with_help(
+                        "add `datatype: SCHEMA-FILE` (a JSON Schema), or remove `invalid`: \
+                         without a datatype no message is invalid",
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        match (schema, invalid, &channel.datatype) {
+            (Some(schema), Some(invalid), Some(path)) => Some(DatatypePlan {
+                path: path.value.clone(),
+                schema,
+                invalid,
+            }),
+            _ => None,
+        }
+    }
+
+    /// `time-to-live`: a duration longer than 0.
+    fn time_to_live(&self, check: &mut Check<'_>) -> Option<std::time::Duration> {
+        let ttl = self.channel.time_to_live.as_ref()?;
+        let d = duration(check, ttl, &self.field("time-to-live"))?;
+        if d.is_zero() {
+            check.report(
+                Problem::new("`time-to-live` must be longer than 0", ttl.at)
+                    .with_key(self.field("time-to-live"))
+                    .with_help(
+                        "every message would expire at once; leave `time-to-live` out for no \
+                         expiry",
+                    ),
+            );
+            return None;
+        }
+        Some(d)
+    }
+
+    /// `overflow`: for a publish-subscribe channel only.
+    fn overflow(&self, check: &mut Check<'_>, kind: ChannelKind) -> Option<Overflow> {
+        let overflow = self.channel.overflow.as_ref()?;
+        if kind == ChannelKind::PointToPoint {
+            check.report(
+                Problem::new(
+                    format!(
+                        "`overflow` applies to publish-subscribe channels only, and `{}` is \
+                         point-to-point",
+                        self.name
+                    ),
+                    overflow.at,
+                )
+                .with_key(self.field("overflow"))
+                .with_help("remove it: the senders of a full queue wait for room"),
+            );
+            return None;
+        }
+        Some(match overflow.value {
+            OverflowSpec::Backpressure => Overflow::Backpressure,
+            OverflowSpec::DropOldest => Overflow::DropOldest,
+        })
     }
 }
 

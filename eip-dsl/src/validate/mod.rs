@@ -24,7 +24,7 @@ mod routes;
 
 use std::path::Path;
 
-use self::names::Names;
+pub(crate) use self::names::Names;
 use crate::diagnostic::{Check, Damage, Problem};
 use crate::plan::Plan;
 use crate::spec::FlowSpec;
@@ -66,6 +66,7 @@ pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_d
 ///     choice: None,
 ///     otherwise: None,
 ///     recipient_list: None,
+///     steps: Vec::new(),
 /// };
 /// let spec = FlowSpec {
 ///     channels: vec![queue("orders"), queue("shipped")],
@@ -110,7 +111,7 @@ pub(crate) fn validate_with(
     let mut channels = channels::check(spec, &names, base_dir, &mut check);
     durable::propagate(spec, &mut channels, &mut check);
     let store = durable::store(spec, base_dir, &mut check);
-    let routes = routes::check(spec, &names, &mut check);
+    let routes = routes::check(spec, &names, base_dir, &mut check);
     let joins = joins::check(spec, &names, &mut check);
     let exchanges = exchanges::check(spec, &names, &mut check);
     let adapters = adapters::check(spec, &names, base_dir, &mut check);

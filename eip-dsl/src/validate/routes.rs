@@ -7,17 +7,26 @@
 //! message would come back to it forever).
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
 use eip_core::channel::ChannelKind;
 
 use super::Check;
 use super::names::{Names, listed_twice};
-use crate::diagnostic::Problem;
-use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
+use crate::diagnostic::{Problem, suggest_key};
+use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, StepPlan, TargetRef};
+use crate::settings::Settings;
 use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec};
+use crate::step::{self, Entry};
 
 /// Checks every route; the plan's routes in the order declared.
-pub(crate) fn check(spec: &FlowSpec, names: &Names, check: &mut Check<'_>) -> Vec<RoutePlan> {
+pub(crate) fn check(
+    spec: &FlowSpec,
+    names: &Names,
+    base_dir: &Path,
+    check: &mut Check<'_>,
+) -> Vec<RoutePlan> {
     let mut route_names: HashMap<String, Option<Position>> = HashMap::new();
     let mut consumers: HashMap<String, (usize, Option<Position>)> = HashMap::new();
     let mut plans = Vec::new();
@@ -50,7 +59,15 @@ pub(crate) fn check(spec: &FlowSpec, names: &Names, check: &mut Check<'_>) -> Ve
                 }
             }
         }
-        if let Some(plan) = check_route(route, i, name, names, &key, check)
+        let this = Route {
+            route,
+            names,
+            base_dir,
+            key: &key,
+            from: route.from.value.as_str(),
+            whole: !check.damage.routes.contains(&i),
+        };
+        if let Some(plan) = this.check(name, check)
             && from.is_some()
         {
             plans.push(plan);
@@ -101,54 +118,162 @@ fn route_name(
     name
 }
 
-fn check_route(
-    route: &RouteSpec,
-    i: usize,
-    name: String,
-    names: &Names,
-    key: &str,
-    check: &mut Check<'_>,
-) -> Option<RoutePlan> {
-    let field = |k: &str| format!("{key}.{k}");
-    let whole = !check.damage.routes.contains(&i);
-    let from = route.from.value.as_str();
-    let before = check.problems.len();
+/// One route being checked: what its parts are checked against.
+struct Route<'a> {
+    route: &'a RouteSpec,
+    names: &'a Names,
+    /// The flow file's directory.
+    base_dir: &'a Path,
+    /// Its key, `routes[i]`.
+    key: &'a str,
+    /// The channel it consumes.
+    from: &'a str,
+    /// Whether it was read without damage: only then are missing or surplus keys reported
+    /// (a damaged entry's missing keys may be the damage).
+    whole: bool,
+}
 
-    let filter = route
-        .filter
-        .as_ref()
-        .and_then(|f| check.predicate(f, &field("filter")));
-    if let (Some(discard), None, true) = (&route.discard, &route.filter, whole) {
-        check.report(
-            Problem::new(
-                "`discard` without `filter`: no message is ever discarded",
-                discard.at,
-            )
-            .with_key(field("discard"))
-            .with_help("add a `filter`, or remove `discard`"),
-        );
+impl Route<'_> {
+    /// The route's plan, or `None` after reporting what is wrong with it.
+    fn check(&self, name: String, check: &mut Check<'_>) -> Option<RoutePlan> {
+        let route = self.route;
+        let before = check.problems.len();
+        let mut steps = self.shorthands(check);
+        steps.extend(self.steps(&name, check));
+        if self.whole {
+            self.one_action(&name, check);
+        }
+        let to = route
+            .to
+            .as_ref()
+            .map(|to| targets(check, self.names, to, self.from, "to", &self.field("to")));
+        let choice = self.choice(check);
+        let recipients = self.recipients(check);
+
+        if check.problems.len() > before {
+            return None;
+        }
+        let action = match (to, choice, recipients) {
+            (Some(to), None, None) => ActionPlan::To(to),
+            (None, Some(choice), None) => choice,
+            (None, None, Some(recipients)) => ActionPlan::RecipientList(recipients),
+            // Reported above (none or several).
+            _ => return None,
+        };
+        Some(RoutePlan {
+            name,
+            from: self.from.to_owned(),
+            steps,
+            action,
+        })
     }
-    let discard = route
-        .discard
-        .as_ref()
-        .and_then(|d| own_channel(check, names, d, from, "discard", &field("discard")));
-    let wire_tap = route
-        .wire_tap
-        .as_ref()
-        .and_then(|t| own_channel(check, names, t, from, "wire-tap", &field("wire-tap")));
 
-    let actions: Vec<(&str, Option<Position>)> = [
-        ("to", route.to.as_ref().map(|t| t.at)),
-        ("choice", route.choice.as_ref().map(|c| c.at)),
-        (
-            "recipient-list",
-            route.recipient_list.as_ref().map(|r| r.at),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(k, at)| at.map(|at| (k, at)))
-    .collect();
-    if whole {
+    fn field(&self, k: &str) -> String {
+        format!("{}.{k}", self.key)
+    }
+
+    /// The `wire-tap:` and `filter:` (with `discard:`) shorthands, as the steps they stand
+    /// for: the tap first. A tap waits for room, as a `wire-tap` step does by default.
+    fn shorthands(&self, check: &mut Check<'_>) -> Vec<StepPlan> {
+        let route = self.route;
+        let mut steps = Vec::new();
+        if let Some(tap) = &route.wire_tap
+            && let Some(channel) = own_channel(
+                check,
+                self.names,
+                tap,
+                self.from,
+                "wire-tap",
+                &self.field("wire-tap"),
+            )
+        {
+            steps.push(StepPlan::wire_tap(channel).at_key(self.field("wire-tap")));
+        }
+        if let (Some(discard), None, true) = (&route.discard, &route.filter, self.whole) {
+            check.report(
+                Problem::new(
+                    "`discard` without `filter`: no message is ever discarded",
+                    discard.at,
+                )
+                .with_key(self.field("discard"))
+                .with_help("add a `filter`, or remove `discard`"),
+            );
+        }
+        let discard = route.discard.as_ref().map(|d| {
+            own_channel(
+                check,
+                self.names,
+                d,
+                self.from,
+                "discard",
+                &self.field("discard"),
+            )
+        });
+        // A discard channel that was refused is reported: the route has no plan then.
+        if let Some(text) = &route.filter
+            && let Some(predicate) = check.predicate(text, &self.field("filter"))
+        {
+            steps.push(StepPlan::filter(predicate, discard.flatten()).at_key(self.field("filter")));
+        }
+        steps
+    }
+
+    /// The `steps:`, each checked by its kind.
+    fn steps(&self, name: &str, check: &mut Check<'_>) -> Vec<StepPlan> {
+        let entry = Entry {
+            route: name,
+            from: self.from,
+            base_dir: self.base_dir,
+            names: self.names,
+        };
+        let mut plans = Vec::new();
+        for (j, spec) in self.route.steps.iter().enumerate() {
+            let key = format!("{}.steps[{j}]", self.key);
+            let Some(kind) = step::named(&spec.kind.value) else {
+                let problem =
+                    step::not_built(&spec.kind.value, spec.kind.at, &key).unwrap_or_else(|| {
+                        Problem::new(format!("unknown step `{}`", spec.kind.value), spec.kind.at)
+                            .with_key(key.clone())
+                            .with_help(suggest_key(&spec.kind.value, &step::names()))
+                    });
+                check.report(problem);
+                continue;
+            };
+            let items = step::settings_of(kind, &spec.value);
+            let settings = Settings {
+                path: format!("{key}.{}", kind.name),
+                at: spec.at.or(spec.kind.at),
+                what: format!("step `{}` of route `{name}`", kind.name),
+                items: &items,
+                damaged: !self.whole,
+            };
+            settings.check_keys(check, kind.keys);
+            if let Some(config) = (kind.check)(check, &settings, &entry) {
+                plans.push(StepPlan {
+                    kind: kind.name,
+                    key,
+                    config: Arc::from(config),
+                });
+            }
+        }
+        plans
+    }
+
+    /// Reports a route that sends by none or by several of `to`, `choice` and
+    /// `recipient-list`, and an `otherwise` without a `choice`.
+    fn one_action(&self, name: &str, check: &mut Check<'_>) {
+        let route = self.route;
+        let actions: Vec<(&str, Option<Position>)> = [
+            ("to", route.to.as_ref().map(|t| t.at)),
+            ("choice", route.choice.as_ref().map(|c| c.at)),
+            (
+                "recipient-list",
+                route.recipient_list.as_ref().map(|r| r.at),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(k, at)| at.map(|at| (k, at)))
+        .collect();
         match actions.as_slice() {
             [] => check.report(
                 Problem::new(
@@ -157,7 +282,7 @@ fn check_route(
                     ),
                     route.at,
                 )
-                .with_key(key)
+                .with_key(self.key)
                 .with_help("add `to: CHANNEL`"),
             ),
             [_] => {}
@@ -168,7 +293,7 @@ fn check_route(
                             format!("route `{name}` has both `{first}` and `{other}`: a route sends by exactly one of them"),
                             *at,
                         )
-                        .with_key(field(other))
+                        .with_key(self.field(other))
                         .with_help("split it into two routes, or keep one"),
                     );
                 }
@@ -177,21 +302,19 @@ fn check_route(
         if let (Some(otherwise), None) = (&route.otherwise, &route.choice) {
             check.report(
                 Problem::new("`otherwise` without `choice`", otherwise.at)
-                    .with_key(field("otherwise"))
+                    .with_key(self.field("otherwise"))
                     .with_help("`otherwise` is where a `choice` sends what no `when` matches; use `to` for a route without a choice"),
             );
         }
     }
 
-    let to = route
-        .to
-        .as_ref()
-        .map(|to| targets(check, names, to, from, "to", &field("to")));
-    let choice = route.choice.as_ref().map(|clauses| {
-        if clauses.value.is_empty() && whole {
+    /// `choice`: its `when` clauses, each a predicate and a target, and `otherwise`.
+    fn choice(&self, check: &mut Check<'_>) -> Option<ActionPlan> {
+        let clauses = self.route.choice.as_ref()?;
+        if clauses.value.is_empty() && self.whole {
             check.report(
                 Problem::new("`choice` has no `when` clause", clauses.at)
-                    .with_key(field("choice"))
+                    .with_key(self.field("choice"))
                     .with_help("add `- {when: PREDICATE, to: NAME}`"),
             );
         }
@@ -200,62 +323,55 @@ fn check_route(
             .iter()
             .enumerate()
             .filter_map(|(j, clause)| {
-                let at = format!("{key}.choice[{j}]");
+                let at = format!("{}.choice[{j}]", self.key);
                 let predicate = check.predicate(&clause.when, &format!("{at}.when"));
-                let target = target(check, names, &clause.to, from, &format!("{at}.to"));
+                let target = target(
+                    check,
+                    self.names,
+                    &clause.to,
+                    self.from,
+                    &format!("{at}.to"),
+                );
                 predicate.zip(target)
             })
             .collect();
-        let otherwise = route
+        let otherwise = self
+            .route
             .otherwise
             .as_ref()
-            .and_then(|o| target(check, names, o, from, &field("otherwise")));
-        ActionPlan::Choice { when, otherwise }
-    });
-    let recipients = route.recipient_list.as_ref().map(|list| match &list.value {
-        RecipientsSpec::Fixed(fixed) => {
-            let located = Located {
-                value: fixed.clone(),
-                at: list.at,
-            };
-            RecipientsPlan::Fixed(targets(
-                check,
-                names,
-                &located,
-                from,
-                "recipient-list",
-                &field("recipient-list"),
-            ))
-        }
-        RecipientsSpec::Header(header) => {
-            if header.value.trim().is_empty() {
-                check.report(
-                    Problem::new("the recipient list's `header` must not be empty", header.at)
-                        .with_key(field("recipient-list.header")),
-                );
-            }
-            RecipientsPlan::Header(header.value.clone())
-        }
-    });
-
-    if check.problems.len() > before {
-        return None;
+            .and_then(|o| target(check, self.names, o, self.from, &self.field("otherwise")));
+        Some(ActionPlan::Choice { when, otherwise })
     }
-    let action = match (to, choice, recipients) {
-        (Some(to), None, None) => ActionPlan::To(to),
-        (None, Some(choice), None) => choice,
-        (None, None, Some(recipients)) => ActionPlan::RecipientList(recipients),
-        // Reported above (none or several).
-        _ => return None,
-    };
-    Some(RoutePlan {
-        name,
-        from: from.to_owned(),
-        filter,
-        discard,
-        wire_tap,
-        action,
-    })
+
+    /// `recipient-list`: a fixed list of targets, or the header that names them per message.
+    fn recipients(&self, check: &mut Check<'_>) -> Option<RecipientsPlan> {
+        let list = self.route.recipient_list.as_ref()?;
+        Some(match &list.value {
+            RecipientsSpec::Fixed(fixed) => {
+                let located = Located {
+                    value: fixed.clone(),
+                    at: list.at,
+                };
+                RecipientsPlan::Fixed(targets(
+                    check,
+                    self.names,
+                    &located,
+                    self.from,
+                    "recipient-list",
+                    &self.field("recipient-list"),
+                ))
+            }
+            RecipientsSpec::Header(header) => {
+                if header.value.trim().is_empty() {
+                    check.report(
+                        Problem::new("the recipient list's `header` must not be empty", header.at)
+                            .with_key(self.field("recipient-list.header")),
+                    );
+                }
+                RecipientsPlan::Header(header.value.clone())
+            }
+        })
+    }
 }
 
 /// A channel (not an exchange) that the route writes to: `discard` or `wire-tap`.

@@ -5,7 +5,7 @@ use eip_core::predicate::Predicate;
 use eip_core::topic::TopicPattern;
 use eip_dsl::plan::{
     ActionPlan, BindingPlan, ChannelPlan, DEAD_LETTERS, DatatypePlan, ExchangePlan, JoinPlan, Plan,
-    RecipientsPlan, RoutePlan, StorePlan, TargetRef,
+    RecipientsPlan, RoutePlan, StepPlan, StorePlan, TargetRef,
 };
 
 pub fn channel(name: &str, kind: ChannelKind) -> ChannelPlan {
@@ -43,9 +43,7 @@ pub fn route(name: &str, from: &str, action: ActionPlan) -> RoutePlan {
     RoutePlan {
         name: name.into(),
         from: from.into(),
-        filter: None,
-        discard: None,
-        wire_tap: None,
+        steps: Vec::new(),
         action,
     }
 }
@@ -94,9 +92,10 @@ pub fn sample() -> Plan {
             otherwise: Some(to("small")),
         },
     );
-    triage.filter = Some(predicate("exists($.id)"));
-    triage.discard = Some("rejected".into());
-    triage.wire_tap = Some("audit".into());
+    triage.steps = vec![
+        StepPlan::filter(predicate("exists($.id)"), Some("rejected".into())),
+        StepPlan::wire_tap("audit"),
+    ];
     let routes = vec![
         triage,
         route(

@@ -1,0 +1,279 @@
+//! The kinds of route step, one module each.
+//!
+//! A route takes a message from its channel, runs it through its `steps:` in order, then sends
+//! what comes out by `to`, `choice` or `recipient-list`. A step kind (`filter`, `wire-tap`,
+//! `transform`, ...) is a [`StepKind`]: its name, the cargo feature that builds it, its keys
+//! (and the one a value that is not a mapping sets: `- filter: PREDICATE`), and the function
+//! that checks an entry into a [`StepConfig`]. The configuration builds the running
+//! [`RouteStep`], whose [`decide`](RouteStep::decide) says what the step makes of one message.
+//!
+//! [`STEPS`] is the one table that lists them. Reading, validation, the compiler, the dry run
+//! and the graph ask the kind; none of them names one.
+//!
+//! Each step decides without side effects: what it makes of a message is a [`Made`], the
+//! messages that go on to the next step and what else happens ([`Side`]: a wire tap's copy, a
+//! filter's discard, an invalid message). The running route carries that out by sending, the
+//! dry run (`eip route`) by recording it, so the two can not drift apart.
+
+mod filter;
+#[cfg(feature = "jq")]
+mod transform;
+mod wire_tap;
+
+pub use self::filter::FilterConfig;
+#[cfg(feature = "jq")]
+pub use self::transform::TransformConfig;
+pub use self::wire_tap::WireTapConfig;
+
+use std::fmt;
+use std::path::Path;
+
+use eip_core::MessageBus;
+use eip_core::channel::Channel;
+use eip_core::message::Message;
+
+use crate::compile::CompileError;
+use crate::diagnostic::{Check, Problem};
+use crate::kind::AsAny;
+use crate::settings::Settings;
+use crate::spec::{Located, Position};
+use crate::validate::Names;
+
+/// One kind of route step: everything the flow-file tools need to know about it.
+pub struct StepKind {
+    /// Its name in a flow file (`transform`).
+    pub name: &'static str,
+    /// The cargo feature of `eip-dsl` that builds it; `None` for a step always built.
+    pub feature: Option<&'static str>,
+    /// The key a value that is not a mapping sets: `- filter: PREDICATE` is
+    /// `- filter: {when: PREDICATE}`.
+    pub main: &'static str,
+    /// Its keys, in the order suggestions list them; `main` among them.
+    pub keys: &'static [&'static str],
+    /// Checks an entry's settings; every problem is reported into the check, `None` when
+    /// there was one.
+    pub(crate) check: CheckFn,
+}
+
+/// A step kind's check: the entry's settings (already checked against its keys) into its
+/// configuration.
+pub(crate) type CheckFn =
+    for<'a> fn(&mut Check<'a>, &Settings<'_>, &Entry<'_>) -> Option<Box<dyn StepConfig>>;
+
+/// What a step's check knows of its route besides the step's settings.
+pub struct Entry<'a> {
+    /// The route's name.
+    pub route: &'a str,
+    /// The channel the route consumes.
+    pub from: &'a str,
+    /// The flow file's directory: relative paths start there.
+    pub base_dir: &'a Path,
+    pub(crate) names: &'a Names,
+}
+
+impl Entry<'_> {
+    /// The channel `key` names, which the step writes to: a channel the flow declares, and not
+    /// the one the route consumes (every message would come back to it forever).
+    pub(crate) fn channel(
+        &self,
+        check: &mut Check<'_>,
+        settings: &Settings<'_>,
+        key: &str,
+    ) -> Option<String> {
+        let name = settings.text(check, key)?;
+        let path = settings.key(key);
+        self.names.channel(check, &name, key, &path)?;
+        if name.value == self.from {
+            check.report(
+                Problem::new(
+                    format!(
+                        "the step sends to `{}`, the channel its route consumes",
+                        self.from
+                    ),
+                    name.at,
+                )
+                .with_key(path)
+                .with_help(
+                    "every message would come back to the route, forever; send it to another \
+                     channel",
+                ),
+            );
+            return None;
+        }
+        Some(name.value)
+    }
+}
+
+/// A checked step's configuration: what its kind made of its settings.
+pub trait StepConfig: AsAny + fmt::Debug + Send + Sync + 'static {
+    /// The step in a few words, for `eip graph` and `eip route`: `filter $.total > 0`.
+    fn describe(&self) -> String;
+
+    /// The channels the step sends to besides the route's own targets (a tap, a discard
+    /// channel), each with the label of its edge in `eip graph`.
+    fn channels(&self) -> Vec<(&str, &'static str)> {
+        Vec::new()
+    }
+
+    /// The running step, over the flow's channels.
+    fn build(&self, bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError>;
+}
+
+/// A step of a running route.
+pub trait RouteStep: fmt::Debug + Send + Sync + 'static {
+    /// What the step makes of `msg`. Pure: sends nothing, counts nothing, changes no state,
+    /// so the dry run asks it too.
+    fn decide(&self, msg: Message) -> Made;
+}
+
+/// What a step made of one message.
+#[derive(Debug, Default)]
+pub struct Made {
+    /// What goes on to the next step, in order: the message (changed or not), none (held
+    /// back), or several (the parts of a split).
+    pub next: Vec<Message>,
+    /// What else happens, in order, before the next step runs.
+    pub side: Vec<Side>,
+}
+
+impl Made {
+    /// The message goes on, with nothing else happening.
+    pub fn next(msg: Message) -> Self {
+        Made {
+            next: vec![msg],
+            side: Vec::new(),
+        }
+    }
+
+    /// Nothing goes on; `side` happens instead.
+    pub fn instead(side: Side) -> Self {
+        Made {
+            next: Vec::new(),
+            side: vec![side],
+        }
+    }
+}
+
+/// Something a step does besides passing messages on.
+#[derive(Debug)]
+pub enum Side {
+    /// A copy of the message to a wire tap.
+    Tap {
+        /// The tap channel.
+        channel: Channel,
+        /// The copy.
+        copy: Message,
+        /// Whether the copy waits for room in a full tap (else it is dropped, and counted).
+        wait: bool,
+    },
+    /// A filter held the message back: to its discard channel if it has one, else dropped
+    /// (and counted).
+    Filtered {
+        /// The discard channel.
+        discard: Option<Channel>,
+        /// The message.
+        msg: Message,
+    },
+    /// The step could not process the message (a jq error on its content, a malformed
+    /// record): it goes to the dead letter channel with reason `invalid` and this error.
+    Invalid {
+        /// The message as the step received it.
+        msg: Message,
+        /// What was wrong, for the death record.
+        error: String,
+    },
+}
+
+/// One line of [`STEPS`] per kind: the feature that builds it (or `always`), its name, and
+/// where it is.
+macro_rules! steps {
+    ($($feature:tt, $name:literal => $kind:path,)*) => {
+        /// Every step kind built into this `eip`, in the order the book lists them.
+        pub static STEPS: &[&StepKind] = &[$(steps!(@entry $feature, $kind),)*];
+        /// Every step kind `eip` knows, built or not, with the feature that builds it.
+        static ALL_NAMES: &[(&str, Option<&str>)] = &[$(($name, steps!(@feature $feature)),)*];
+    };
+    (@entry always, $kind:path) => { &$kind };
+    (@entry $feature:literal, $kind:path) => { #[cfg(feature = $feature)] &$kind };
+    (@feature always) => { None };
+    (@feature $feature:literal) => { Some($feature) };
+}
+
+steps! {
+    always, "filter" => filter::FILTER,
+    always, "wire-tap" => wire_tap::WIRE_TAP,
+    "jq", "transform" => transform::TRANSFORM,
+}
+
+/// The step kind named `name` in a flow file, if it is built.
+pub fn named(name: &str) -> Option<&'static StepKind> {
+    STEPS.iter().copied().find(|k| k.name == name)
+}
+
+/// The names of every step kind built, in the table's order.
+pub(crate) fn names() -> Vec<&'static str> {
+    STEPS.iter().map(|k| k.name).collect()
+}
+
+/// The problem of a step whose kind `eip` knows but this build is without; `None` if it is
+/// built or unknown.
+pub(crate) fn not_built(name: &str, at: Option<Position>, key: &str) -> Option<Problem> {
+    if named(name).is_some() {
+        return None;
+    }
+    let (_, feature) = ALL_NAMES.iter().find(|(known, _)| *known == name)?;
+    let feature = (*feature)?;
+    Some(
+        Problem::new(
+            format!(
+                "step `{name}` is not built into this eip: its cargo feature `{feature}` is off"
+            ),
+            at,
+        )
+        .with_key(key)
+        .with_help(format!(
+            "build eip with it: `cargo build -p eip-dsl --features {feature}` (the default builds \
+             every step)"
+        )),
+    )
+}
+
+/// The settings of a step written `- KIND: VALUE`: the mapping's keys, or (for any other
+/// value) the kind's main key set to it.
+pub(crate) fn settings_of(
+    kind: &StepKind,
+    value: &Located<crate::spec::SettingValue>,
+) -> Vec<crate::spec::Setting> {
+    match &value.value {
+        crate::spec::SettingValue::Map(items) => items.clone(),
+        _ => vec![crate::spec::Setting {
+            key: Located {
+                value: kind.main.to_owned(),
+                at: value.at,
+            },
+            value: value.clone(),
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_step_is_listed_under_its_own_name_and_feature() {
+        for kind in STEPS {
+            let listed = ALL_NAMES.iter().find(|(name, _)| *name == kind.name);
+            assert_eq!(listed.map(|(_, f)| *f), Some(kind.feature), "{}", kind.name);
+            assert!(
+                kind.keys.contains(&kind.main),
+                "{}: main key not listed",
+                kind.name
+            );
+        }
+        let mut names = names();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), STEPS.len(), "a name is listed twice");
+    }
+}
