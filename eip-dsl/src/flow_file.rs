@@ -19,6 +19,7 @@ use std::path::Path;
 use crate::diagnostic::{FlowErrors, Problem};
 use crate::load::{self, MAX_FLOW_FILE_BYTES};
 use crate::plan::Plan;
+use crate::step::Services;
 use crate::text_file::read_text_file;
 use crate::validate;
 
@@ -28,6 +29,12 @@ use crate::validate;
 /// (see [`read_text_file`]). Schema files named by `datatype` are read relative to the flow
 /// file's directory, the same way.
 pub fn load_file(path: &Path) -> Result<Plan, FlowErrors> {
+    load_file_with(path, &Services::new())
+}
+
+/// [`load_file`] for a program that offers its flows `services`, which `process` steps may
+/// name.
+pub fn load_file_with(path: &Path, services: &Services) -> Result<Plan, FlowErrors> {
     let name = path.display().to_string();
     let source = read_text_file(path, MAX_FLOW_FILE_BYTES as u64).map_err(|e| {
         FlowErrors::new(
@@ -40,12 +47,22 @@ pub fn load_file(path: &Path) -> Result<Plan, FlowErrors> {
         )
     })?;
     let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
-    load_str(&source, &name, base_dir)
+    load_str_with(&source, &name, base_dir, services)
 }
 
 /// The same for text already read; `name` is shown in diagnostics, `base_dir` is where
 /// relative paths (schema files) are resolved.
 pub fn load_str(source: &str, name: &str, base_dir: &Path) -> Result<Plan, FlowErrors> {
+    load_str_with(source, name, base_dir, &Services::new())
+}
+
+/// [`load_str`] for a program that offers its flows `services`.
+pub fn load_str_with(
+    source: &str,
+    name: &str,
+    base_dir: &Path,
+    services: &Services,
+) -> Result<Plan, FlowErrors> {
     let (spec, mut problems, damage) = match load::read_str(source) {
         Ok(read) => read,
         Err(problem) => {
@@ -57,7 +74,7 @@ pub fn load_str(source: &str, name: &str, base_dir: &Path) -> Result<Plan, FlowE
         }
     };
     let damaged = !problems.is_empty();
-    match validate::validate_with(&spec, base_dir, Some(source), &damage) {
+    match validate::validate_with(&spec, base_dir, Some(source), &damage, services) {
         Ok(plan) if !damaged => Ok(plan),
         Ok(_) => Err(FlowErrors::new(name, Some(source.to_owned()), problems)),
         Err(more) => {

@@ -9,7 +9,8 @@ use eip_dsl::builder::{FlowBuilder, channel, route, step};
 use eip_dsl::compile::{self, Flow, InputMessage, Report};
 use eip_dsl::load;
 use eip_dsl::plan::Plan;
-use eip_dsl::step::{FilterConfig, WireTapConfig};
+use eip_core::channel::Channel;
+use eip_dsl::step::{FilterConfig, Services, WireTapConfig};
 
 const CHANNELS: &str = "
 channels:
@@ -360,4 +361,97 @@ routes:
         errors.contains("key: routes[0].steps[0].wire-tap.to"),
         "{errors}"
     );
+}
+
+/// A service that answers each message with its payload in capitals, and fails on `fail`.
+fn upper() -> impl tower::Service<
+    Message,
+    Response = Message,
+    Error = tower::BoxError,
+    Future = impl Future<Output = Result<Message, tower::BoxError>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(|msg: Message| async move {
+        let text = msg.payload_str().unwrap_or_default().to_owned();
+        if text == "fail" {
+            return Err::<Message, tower::BoxError>("the service refused `fail`".into());
+        }
+        Ok(Message::new(text.to_uppercase()))
+    })
+}
+
+#[test]
+fn process_runs_a_service_the_program_registered() {
+    let routes = "
+routes:
+  - from: orders
+    steps:
+      - process: upper
+    to: big
+";
+    let services = Services::new().add("upper", upper());
+    let source = format!("{CHANNELS}{routes}");
+    let plan = load::load_str_with(&source, "flow.yaml", Path::new("."), &services).unwrap();
+    let flow = compile::compile(&plan).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let route = &flow.routes()[0];
+        route.handle(Message::new("abc")).await.unwrap();
+        let big = flow.channels().iter().find(|c| c.name() == "big").unwrap();
+        let Channel::PointToPoint(big) = big else {
+            panic!("big is a queue")
+        };
+        let delivery = big.receiver().recv().await.unwrap();
+        assert_eq!(delivery.message().payload_str(), Some("ABC"));
+
+        let failed = route.handle(Message::new("fail")).await.unwrap_err();
+        assert_eq!(
+            failed.to_string(),
+            "route `route-1`, step 1 (process upper): the service refused `fail`"
+        );
+        assert_eq!(big.stats().depth, 0, "nothing went on");
+    });
+    // The dry run does not call the service.
+    let report = dry(&flow, r#"{"to": "orders", "payload": "abc"}"#);
+    assert_eq!(report.stored, ["big", "orders"]);
+    assert_eq!(report.steps[0].out[0].payload, serde_json::json!("abc"));
+
+    // Without the service, the flow is refused with the name.
+    let text = problems(routes);
+    assert!(text.contains("no service `upper` is registered"), "{text}");
+    assert!(text.contains("this program registered none"), "{text}");
+    let text = match load::load_str_with(
+        &source.replace("upper", "uper"),
+        "flow.yaml",
+        Path::new("."),
+        &services,
+    ) {
+        Ok(_) => panic!("validated"),
+        Err(errors) => errors.render(),
+    };
+    assert!(text.contains("did you mean `upper`?"), "{text}");
+}
+
+#[test]
+fn the_builder_registers_services_for_its_process_steps() {
+    let flow = FlowBuilder::new()
+        .channel("orders", channel::point_to_point())
+        .channel("big", channel::point_to_point())
+        .service("upper", upper())
+        .route(route::from("orders").process("upper").to("big"))
+        .compile(".")
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        flow.routes()[0].handle(Message::new("x")).await.unwrap();
+    });
+    let big = flow.channels().iter().find(|c| c.name() == "big").unwrap();
+    assert_eq!(big.stats().depth, 1);
 }

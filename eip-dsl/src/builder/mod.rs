@@ -53,7 +53,9 @@ use crate::compile::{self, CompileError};
 use crate::diagnostic::FlowErrors;
 use crate::plan::Plan;
 use crate::spec::{FlowSpec, Located};
+use crate::step::Services;
 use crate::validate;
+use eip_core::message::Message;
 
 pub use self::adapter::AdapterBuilder;
 pub use self::channel::{ChannelBuilder, Redelivery};
@@ -83,10 +85,12 @@ pub const FLOW_NAME: &str = "<flow>";
 /// assert_eq!(problem.key.as_deref(), Some("routes[0].to[0]"));
 /// assert_eq!(problem.help.as_deref(), Some("did you mean `shipped`?"));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct FlowBuilder {
     spec: FlowSpec,
+    /// The program's services, which `process` steps name.
+    services: Services,
 }
 
 impl FlowBuilder {
@@ -142,6 +146,19 @@ impl FlowBuilder {
         self
     }
 
+    /// Offers the flow the program's `service` under `name`: a `process: NAME` step (or
+    /// [`RouteBuilder::process`]) hands it each message, and what it answers goes on (the
+    /// Service Activator; see [`Services`]).
+    pub fn service<S>(mut self, name: impl Into<String>, service: S) -> Self
+    where
+        S: tower::Service<Message, Response = Message> + Clone + Send + 'static,
+        S::Error: Into<tower::BoxError>,
+        S::Future: Send + 'static,
+    {
+        self.services = self.services.add(name, service);
+        self
+    }
+
     /// `store: {...}`: where the flow's [durable](ChannelBuilder::durable) channels keep
     /// their messages. Called again, the last store wins, as a file holds one `store:`.
     pub fn store(mut self, store: StoreBuilder) -> Self {
@@ -186,10 +203,12 @@ impl FlowBuilder {
     pub fn plan(&self, base_dir: impl AsRef<Path>) -> Result<Plan, FlowErrors> {
         let mut spec = self.spec.clone();
         let listing = listing::place_expressions(&mut spec);
-        validate::validate(&spec, base_dir.as_ref()).map_err(|problems| {
-            let placed = problems.iter().any(|p| p.at.is_some());
-            FlowErrors::new(FLOW_NAME, placed.then_some(listing), problems)
-        })
+        validate::validate_with_services(&spec, base_dir.as_ref(), &self.services).map_err(
+            |problems| {
+                let placed = problems.iter().any(|p| p.at.is_some());
+                FlowErrors::new(FLOW_NAME, placed.then_some(listing), problems)
+            },
+        )
     }
 
     /// Validates and compiles the flow, ready to [start](compile::Flow::start) or to

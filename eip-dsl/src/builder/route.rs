@@ -85,6 +85,13 @@ impl RouteBuilder {
         self.step(super::step::kind("transform").value(program.into()))
     }
 
+    /// `- process: NAME`: the next step hands each message to the program's service `name`
+    /// (registered with [`FlowBuilder::service`](super::FlowBuilder::service)), and what it
+    /// answers goes on.
+    pub fn process(self, service: impl Into<String>) -> Self {
+        self.step(super::step::kind("process").value(service.into()))
+    }
+
     /// `to:` a channel or exchange that gets every message. Called again, it adds a target:
     /// each gets a copy (`to: [a, b]`).
     pub fn to(mut self, target: impl Into<String>) -> Self {

@@ -21,8 +21,9 @@ use eip_core::router::{ContentBasedRouter, RecipientList, RouteError, Target};
 
 use super::{CompileError, bus_channel, bus_target};
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan};
-use crate::step::{RouteStep, Side};
+use crate::step::{Made, RouteStep, Side};
 use eip_core::MessageBus;
+use tower::BoxError;
 
 /// A route, ready to consume its channel.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ struct Inner {
     steps: Vec<Box<dyn RouteStep>>,
     /// Each step in a few words, in the same order.
     described: Vec<String>,
+    /// Whether a step calls out in a running flow (a program's service).
+    calls_out: bool,
     action: Action,
     dead_letters: DeadLetterChannel,
     counters: Counters,
@@ -190,12 +193,14 @@ impl Route {
             .iter()
             .map(|step| step.config.build(bus))
             .collect::<Result<Vec<_>, _>>()?;
+        let calls_out = steps.iter().any(|s| s.calls_out());
         Ok(Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
                 from,
                 steps,
                 described: plan.steps.iter().map(|s| s.config.describe()).collect(),
+                calls_out,
                 action,
                 dead_letters,
                 counters: Counters::default(),
@@ -223,9 +228,7 @@ impl Route {
         for (index, step) in self.inner.steps.iter().enumerate() {
             let mut next = Vec::with_capacity(current.len());
             for msg in current {
-                let made = step.decide(msg);
-                steps.extend(made.side.into_iter().map(Step::Side));
-                next.extend(made.next);
+                take(step.decide(msg), &mut steps, &mut next);
             }
             if report {
                 steps.push(Step::Made {
@@ -325,12 +328,47 @@ impl Route {
     /// [`decide`](Self::decide) lists, in order. Completes when every channel has accepted
     /// what it was sent (taps that wait and discards included); an error hands the message
     /// back for the consumer's redelivery policy.
-    pub async fn handle(&self, msg: Message) -> Result<(), RouteError> {
+    pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
+        self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
+        let steps = match self.inner.calls_out {
+            false => self.decide(msg, false),
+            true => self.call_out(msg).await?,
+        };
+        Ok(self.carry_out(steps).await?)
+    }
+
+    /// [`decide`](Self::decide) in a running flow: a step that calls out does so.
+    async fn call_out(&self, msg: Message) -> Result<Vec<Step<'_>>, RouteFailure> {
+        let mut steps = Vec::with_capacity(2);
+        let mut current = vec![msg];
+        for (index, step) in self.inner.steps.iter().enumerate() {
+            let mut next = Vec::with_capacity(current.len());
+            for msg in current {
+                let made = match step.calls_out() {
+                    false => step.decide(msg),
+                    true => step.call(msg).await.map_err(|error| RouteFailure::Step {
+                        route: self.name().to_owned(),
+                        step: index + 1,
+                        does: self.step_described(index).to_owned(),
+                        error,
+                    })?,
+                };
+                take(made, &mut steps, &mut next);
+            }
+            current = next;
+        }
+        for msg in current {
+            self.act(msg, &mut steps);
+        }
+        Ok(steps)
+    }
+
+    /// Carries out what was decided, in order.
+    async fn carry_out(&self, steps: Vec<Step<'_>>) -> Result<(), RouteError> {
         let c = &self.inner.counters;
-        c.taken.fetch_add(1, Ordering::Relaxed);
         let mut dead_lettered = 0u64;
         let mut sent = false;
-        for step in self.decide(msg, false) {
+        for step in steps {
             match step {
                 Step::Made { .. } => {}
                 Step::Side(Side::Tap {
@@ -407,13 +445,39 @@ impl Route {
     }
 }
 
+/// What a step made goes on: its side effects to `steps`, its messages to `next`.
+fn take<'r>(made: Made, steps: &mut Vec<Step<'r>>, next: &mut Vec<Message>) {
+    steps.extend(made.side.into_iter().map(Step::Side));
+    next.extend(made.next);
+}
+
+/// Why a route could not take a message: the message goes back to its channel for redelivery.
+#[derive(Debug, thiserror::Error)]
+pub enum RouteFailure {
+    /// A send failed.
+    #[error(transparent)]
+    Send(#[from] RouteError),
+    /// A step that calls out (a program's service) failed.
+    #[error("route `{route}`, step {step} ({does}): {error}")]
+    Step {
+        /// The route.
+        route: String,
+        /// The step's place, from 1.
+        step: usize,
+        /// The step in a few words.
+        does: String,
+        /// What the step said.
+        error: BoxError,
+    },
+}
+
 /// A route as a `tower::Service`, for a consumer to drive.
 impl tower::Service<Message> for Route {
     type Response = ();
-    type Error = RouteError;
-    type Future = std::pin::Pin<Box<dyn Future<Output = Result<(), RouteError>> + Send>>;
+    type Error = RouteFailure;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<(), RouteFailure>> + Send>>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RouteError>> {
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RouteFailure>> {
         Poll::Ready(Ok(()))
     }
 

@@ -46,13 +46,13 @@ impl Check<'_> {
         self.problems.push(problem);
     }
 
-    /// A predicate, or a problem pointing inside it at what could not be parsed.
     /// Where byte `offset` of the string value `text` was written: the position of a problem
     /// inside an expression.
     pub(crate) fn inside(&self, text: &Located<String>, offset: usize) -> Option<Position> {
         super::inner::inside(text, offset, self.source)
     }
 
+    /// A predicate, or a problem pointing inside it at what could not be parsed.
     pub(crate) fn predicate(&mut self, text: &Located<String>, key: &str) -> Option<Predicate> {
         match Predicate::parse(&text.value) {
             Ok(predicate) => Some(predicate),

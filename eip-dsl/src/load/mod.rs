@@ -40,7 +40,7 @@ use serde_saphyr::{MessageFormatter as _, UserMessageFormatter};
 use self::node::{Node, RawLocation};
 use self::read::Reader;
 use crate::diagnostic::{Damage, FlowErrors, Problem};
-pub use crate::flow_file::{load_file, load_str};
+pub use crate::flow_file::{load_file, load_file_with, load_str, load_str_with};
 use crate::spec::FlowSpec;
 pub use crate::text_file::{ReadError, read_text_file};
 

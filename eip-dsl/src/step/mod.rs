@@ -16,11 +16,13 @@
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
 mod filter;
+mod process;
 #[cfg(feature = "jq")]
 mod transform;
 mod wire_tap;
 
 pub use self::filter::FilterConfig;
+pub use self::process::{ProcessConfig, Services};
 #[cfg(feature = "jq")]
 pub use self::transform::TransformConfig;
 pub use self::wire_tap::WireTapConfig;
@@ -31,6 +33,8 @@ use std::path::Path;
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::message::Message;
+use futures::future::BoxFuture;
+use tower::BoxError;
 
 use crate::compile::CompileError;
 use crate::diagnostic::{Check, Problem};
@@ -69,6 +73,8 @@ pub struct Entry<'a> {
     /// The flow file's directory: relative paths start there.
     pub base_dir: &'a Path,
     pub(crate) names: &'a Names,
+    /// The services the program registered, for `process`.
+    pub(crate) services: &'a Services,
 }
 
 impl Entry<'_> {
@@ -124,6 +130,20 @@ pub trait RouteStep: fmt::Debug + Send + Sync + 'static {
     /// What the step makes of `msg`. Pure: sends nothing, counts nothing, changes no state,
     /// so the dry run asks it too.
     fn decide(&self, msg: Message) -> Made;
+
+    /// Whether, in a running flow, the step calls out ([`call`](Self::call)) instead of
+    /// deciding alone: it runs a program's service, or looks something up.
+    fn calls_out(&self) -> bool {
+        false
+    }
+
+    /// What the step makes of `msg` in a running flow, for a step that [calls
+    /// out](Self::calls_out). An error fails the route for the message, which is then
+    /// redelivered.
+    fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
+        let made = self.decide(msg);
+        Box::pin(std::future::ready(Ok(made)))
+    }
 }
 
 /// What a step made of one message.
@@ -202,6 +222,7 @@ macro_rules! steps {
 steps! {
     always, "filter" => filter::FILTER,
     always, "wire-tap" => wire_tap::WIRE_TAP,
+    always, "process" => process::PROCESS,
     "jq", "transform" => transform::TRANSFORM,
 }
 

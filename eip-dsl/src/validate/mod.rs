@@ -28,6 +28,7 @@ pub(crate) use self::names::Names;
 use crate::diagnostic::{Check, Damage, Problem};
 use crate::plan::Plan;
 use crate::spec::FlowSpec;
+use crate::step::Services;
 
 pub(crate) use crate::settings::BYTE_UNITS;
 pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_duration};
@@ -78,16 +79,27 @@ pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_d
 /// assert_eq!(problems[0].key.as_deref(), Some("routes[0].to[0]"));
 /// ```
 pub fn validate(spec: &FlowSpec, base_dir: &Path) -> Result<Plan, Vec<Problem>> {
-    validate_with(spec, base_dir, None, &Damage::default())
+    validate_with(spec, base_dir, None, &Damage::default(), &Services::new())
 }
 
-/// [`validate`], knowing the file's text (for positions inside strings) and what the reading
-/// step lost.
+/// [`validate`] for a program that offers its flows `services`, which `process` steps may
+/// name.
+pub fn validate_with_services(
+    spec: &FlowSpec,
+    base_dir: &Path,
+    services: &Services,
+) -> Result<Plan, Vec<Problem>> {
+    validate_with(spec, base_dir, None, &Damage::default(), services)
+}
+
+/// [`validate`], knowing the file's text (for positions inside strings), what the reading
+/// step lost, and the program's services.
 pub(crate) fn validate_with(
     spec: &FlowSpec,
     base_dir: &Path,
     source: Option<&str>,
     damage: &Damage,
+    services: &Services,
 ) -> Result<Plan, Vec<Problem>> {
     let mut check = Check {
         problems: Vec::new(),
@@ -111,7 +123,7 @@ pub(crate) fn validate_with(
     let mut channels = channels::check(spec, &names, base_dir, &mut check);
     durable::propagate(spec, &mut channels, &mut check);
     let store = durable::store(spec, base_dir, &mut check);
-    let routes = routes::check(spec, &names, base_dir, &mut check);
+    let routes = routes::check(spec, &names, base_dir, services, &mut check);
     let joins = joins::check(spec, &names, &mut check);
     let exchanges = exchanges::check(spec, &names, &mut check);
     let adapters = adapters::check(spec, &names, base_dir, &mut check);

@@ -18,13 +18,14 @@ use crate::diagnostic::{Problem, suggest_key};
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, StepPlan, TargetRef};
 use crate::settings::Settings;
 use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec};
-use crate::step::{self, Entry};
+use crate::step::{self, Entry, Services};
 
 /// Checks every route; the plan's routes in the order declared.
 pub(crate) fn check(
     spec: &FlowSpec,
     names: &Names,
     base_dir: &Path,
+    services: &Services,
     check: &mut Check<'_>,
 ) -> Vec<RoutePlan> {
     let mut route_names: HashMap<String, Option<Position>> = HashMap::new();
@@ -63,6 +64,7 @@ pub(crate) fn check(
             route,
             names,
             base_dir,
+            services,
             key: &key,
             from: route.from.value.as_str(),
             whole: !check.damage.routes.contains(&i),
@@ -124,6 +126,8 @@ struct Route<'a> {
     names: &'a Names,
     /// The flow file's directory.
     base_dir: &'a Path,
+    /// The program's services.
+    services: &'a Services,
     /// Its key, `routes[i]`.
     key: &'a str,
     /// The channel it consumes.
@@ -225,6 +229,7 @@ impl Route<'_> {
             from: self.from,
             base_dir: self.base_dir,
             names: self.names,
+            services: self.services,
         };
         let mut plans = Vec::new();
         for (j, spec) in self.route.steps.iter().enumerate() {
