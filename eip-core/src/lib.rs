@@ -48,6 +48,7 @@ pub mod message;
 pub mod predicate;
 pub mod router;
 pub mod store;
+pub mod template;
 pub mod topic;
 
 pub use bus::MessageBus;

@@ -5,11 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use eip_core::Message;
+use eip_core::channel::Channel;
 use eip_dsl::builder::{FlowBuilder, channel, route, step};
 use eip_dsl::compile::{self, Flow, InputMessage, Report};
 use eip_dsl::load;
 use eip_dsl::plan::Plan;
-use eip_core::channel::Channel;
 use eip_dsl::step::{FilterConfig, Services, WireTapConfig};
 
 const CHANNELS: &str = "

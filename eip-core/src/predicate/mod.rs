@@ -26,7 +26,7 @@
 
 mod error;
 mod eval;
-mod json_path;
+pub(crate) mod json_path;
 mod lexer;
 mod parser;
 

@@ -34,7 +34,7 @@ pub use content_based::{
 };
 pub use error::{RouteError, RouterError};
 pub use filter::{FilterError, FilterLayer, FilterStats, Filtered, MessageFilter};
-pub use recipient_list::{Distribution, RecipientList, Resolution};
+pub use recipient_list::{Distribution, Recipient, RecipientList, Resolution};
 pub use target::{Sent, Target, TargetResolver};
 pub use wire_tap::{WireTap, WireTapLayer, WireTapStats};
 

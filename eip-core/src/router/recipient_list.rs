@@ -26,6 +26,7 @@ use super::error::{RouteError, RouterError};
 use super::target::{Target, TargetResolver};
 use crate::channel::{DeadLetterChannel, SendError};
 use crate::message::{DeathReason, HeaderValue, Message};
+use crate::template::Template;
 
 /// Sends a copy of each message to every channel or exchange of a list.
 ///
@@ -67,6 +68,20 @@ enum Source {
         header: String,
         resolver: Arc<dyn TargetResolver>,
     },
+    Computed {
+        recipients: Vec<Recipient>,
+        resolver: Arc<dyn TargetResolver>,
+    },
+}
+
+/// A recipient of a list whose names may be made from each message: a channel or exchange,
+/// or a [`Template`] whose text, filled in per message, names one.
+#[derive(Debug, Clone)]
+pub enum Recipient {
+    /// Always this target.
+    Fixed(Target),
+    /// The target the message's rendering of the template names.
+    Template(Template),
 }
 
 /// Where a message would go: the recipients resolved, and what could not be.
@@ -148,6 +163,52 @@ impl RecipientList {
         RecipientList::with_source(name, source, Some(dead_letters))
     }
 
+    /// A list whose recipients may be [templates](crate::template): each message fills them
+    /// in, and `resolver` looks up the names they make. A template the message can not fill
+    /// in, or whose name is unknown, dead-letters a copy to `dead_letters` with reason
+    /// `no-route` and the reason: a computed destination never drops a message silently.
+    ///
+    /// ```
+    /// use eip_core::Message;
+    /// use eip_core::channel::{DeadLetterChannel, PointToPoint};
+    /// use eip_core::router::{Recipient, RecipientList, Target};
+    /// use eip_core::template::Template;
+    ///
+    /// let eu = PointToPoint::new("orders.eu", 10).unwrap();
+    /// let names = move |name: &str| match name {
+    ///     "orders.eu" => Ok(Target::from(eu.clone())),
+    ///     other => Err(format!("no channel `{other}`")),
+    /// };
+    /// let by_region = Recipient::Template(Template::parse("orders.{$.region}").unwrap());
+    /// let dead = DeadLetterChannel::new("dead", 10).unwrap();
+    /// let list = RecipientList::computed("orders", [by_region], names, dead).unwrap();
+    /// let r = list.resolve(&Message::new(r#"{"region": "eu"}"#));
+    /// assert_eq!(r.targets[0].name(), "orders.eu");
+    /// let r = list.resolve(&Message::new(r#"{"region": "us"}"#));
+    /// assert_eq!(
+    ///     r.unknown,
+    ///     [("orders.us".to_owned(), "`orders.{$.region}` made `orders.us`: no channel `orders.us`".to_owned())]
+    /// );
+    /// ```
+    pub fn computed(
+        name: &str,
+        recipients: impl IntoIterator<Item = Recipient>,
+        resolver: impl TargetResolver,
+        dead_letters: DeadLetterChannel,
+    ) -> Result<Self, RouterError> {
+        let recipients: Vec<Recipient> = recipients.into_iter().collect();
+        if recipients.is_empty() {
+            return Err(RouterError::NoRecipients {
+                name: name.to_owned(),
+            });
+        }
+        let source = Source::Computed {
+            recipients,
+            resolver: Arc::new(resolver),
+        };
+        Ok(RecipientList::with_source(name, source, Some(dead_letters)))
+    }
+
     fn with_source(name: &str, source: Source, dead_letters: Option<DeadLetterChannel>) -> Self {
         RecipientList {
             inner: Arc::new(Inner {
@@ -184,6 +245,10 @@ impl RecipientList {
                 };
             }
             Source::Header { header, resolver } => (header, resolver),
+            Source::Computed {
+                recipients,
+                resolver,
+            } => return computed(msg, recipients, resolver.as_ref()),
         };
         let list = match msg.headers().get(header) {
             Some(HeaderValue::Str(list)) => list,
@@ -310,6 +375,7 @@ impl std::fmt::Debug for RecipientList {
                 s.field("recipients", &names)
             }
             Source::Header { header, .. } => s.field("header", header),
+            Source::Computed { recipients, .. } => s.field("recipients", recipients),
         };
         s.field(
             "dead_letters",
@@ -333,6 +399,34 @@ impl tower::Service<Message> for RecipientList {
         let list = self.clone();
         Box::pin(async move { list.distribute(msg).await })
     }
+}
+
+/// Where `msg` goes by a list of fixed and computed recipients: each target once, in list
+/// order; what a template could not make, or made a name `resolver` does not know, with why.
+fn computed(msg: &Message, recipients: &[Recipient], resolver: &dyn TargetResolver) -> Resolution {
+    let mut resolution = Resolution::default();
+    let add = |resolution: &mut Resolution, target: Target| {
+        if !resolution.targets.iter().any(|t| t.name() == target.name()) {
+            resolution.targets.push(target);
+        }
+    };
+    for recipient in recipients {
+        match recipient {
+            Recipient::Fixed(target) => add(&mut resolution, target.clone()),
+            Recipient::Template(template) => match template.render(msg) {
+                Ok(name) => match resolver.resolve(&name) {
+                    Ok(target) => add(&mut resolution, target),
+                    Err(error) => resolution
+                        .unknown
+                        .push((name.clone(), format!("`{template}` made `{name}`: {error}"))),
+                },
+                Err(error) => resolution
+                    .unknown
+                    .push((template.to_string(), format!("`{template}`: {error}"))),
+            },
+        }
+    }
+    resolution
 }
 
 #[cfg(test)]

@@ -55,6 +55,14 @@ pub enum CompileError {
         /// Why.
         source: ChannelError,
     },
+    /// A template of the plan does not parse, or stands where one target must be named.
+    #[error("template `{template}`: {reason}")]
+    Template {
+        /// The template.
+        template: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A name the plan uses is not declared in it, or is of the wrong kind.
     #[error("{what} `{name}` is not declared in the flow")]
     Unknown {
@@ -324,6 +332,13 @@ fn bus_target(bus: &MessageBus, target: &TargetRef) -> Result<Target, CompileErr
     let found = match target {
         TargetRef::Channel(name) => bus.channel(name).map(Target::Channel),
         TargetRef::Exchange(name) => bus.exchange(name).map(Target::Exchange),
+        TargetRef::Template(text) => {
+            return Err(CompileError::Template {
+                template: text.clone(),
+                reason: "a template names no one target: only `to` and `recipient-list` take one"
+                    .to_owned(),
+            });
+        }
     };
     found.map_err(|_| CompileError::Unknown {
         what: "channel or exchange",

@@ -17,10 +17,11 @@ use std::task::{Context, Poll};
 
 use eip_core::channel::{Channel, DeadLetterChannel};
 use eip_core::message::{DeathReason, Message};
-use eip_core::router::{ContentBasedRouter, RecipientList, RouteError, Target};
+use eip_core::router::{ContentBasedRouter, Recipient, RecipientList, RouteError, Target};
+use eip_core::template::Template;
 
 use super::{CompileError, bus_channel, bus_target};
-use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan};
+use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
 use crate::step::{Made, RouteStep, Side};
 use eip_core::MessageBus;
 use tower::BoxError;
@@ -147,15 +148,7 @@ impl Route {
         let origin = plan.from.as_str();
         let action = match &plan.action {
             ActionPlan::To(targets) => {
-                let targets = targets
-                    .iter()
-                    .map(|t| bus_target(bus, t))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Action::To(
-                    RecipientList::new(origin, targets)
-                        .map_err(failed)?
-                        .dead_letter_channel(dead_letters.clone()),
-                )
+                Action::To(recipients(&plan.name, origin, targets, bus, &dead_letters)?)
             }
             ActionPlan::Choice { when, otherwise } => {
                 let mut router = ContentBasedRouter::builder(origin);
@@ -173,15 +166,7 @@ impl Route {
                 )
             }
             ActionPlan::RecipientList(RecipientsPlan::Fixed(targets)) => {
-                let targets = targets
-                    .iter()
-                    .map(|t| bus_target(bus, t))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Action::Recipients(
-                    RecipientList::new(origin, targets)
-                        .map_err(failed)?
-                        .dead_letter_channel(dead_letters.clone()),
-                )
+                Action::Recipients(recipients(&plan.name, origin, targets, bus, &dead_letters)?)
             }
             ActionPlan::RecipientList(RecipientsPlan::Header(header)) => Action::Recipients(
                 RecipientList::from_header(origin, header, bus)
@@ -485,6 +470,45 @@ impl tower::Service<Message> for Route {
         let route = self.clone();
         Box::pin(async move { route.handle(msg).await })
     }
+}
+
+/// A list of fixed targets, or, when one is a template, a list computed per message that looks
+/// names up on the bus.
+fn recipients(
+    route: &str,
+    origin: &str,
+    targets: &[TargetRef],
+    bus: &MessageBus,
+    dead_letters: &DeadLetterChannel,
+) -> Result<RecipientList, CompileError> {
+    let failed = |source| CompileError::Route {
+        route: route.to_owned(),
+        source,
+    };
+    let mut list = Vec::with_capacity(targets.len());
+    for target in targets {
+        list.push(match target {
+            TargetRef::Template(text) => {
+                let template = Template::parse(text).map_err(|e| CompileError::Template {
+                    template: text.clone(),
+                    reason: e.to_string(),
+                })?;
+                Recipient::Template(template)
+            }
+            fixed => Recipient::Fixed(bus_target(bus, fixed)?),
+        });
+    }
+    if list.iter().any(|r| matches!(r, Recipient::Template(_))) {
+        return RecipientList::computed(origin, list, bus.clone(), dead_letters.clone())
+            .map_err(failed);
+    }
+    let fixed = list.into_iter().filter_map(|r| match r {
+        Recipient::Fixed(target) => Some(target),
+        Recipient::Template(_) => None,
+    });
+    Ok(RecipientList::new(origin, fixed)
+        .map_err(failed)?
+        .dead_letter_channel(dead_letters.clone()))
 }
 
 /// The dead letter channel messages from `channel` go to: its own, else the bus's.

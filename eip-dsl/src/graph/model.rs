@@ -286,7 +286,18 @@ struct Builder<'p> {
     exchanges: HashMap<&'p str, usize>,
     // Keyed by (is an exchange, name): an undeclared channel and exchange of the same name
     // are two different mistakes.
-    undeclared: HashMap<(bool, &'p str), usize>,
+    undeclared: HashMap<(Dashed, &'p str), usize>,
+}
+
+/// What a dashed node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Dashed {
+    /// A channel the plan names and does not declare.
+    Channel,
+    /// An exchange the plan names and does not declare.
+    Exchange,
+    /// A template: a destination each message computes.
+    Computed,
 }
 
 impl<'p> Builder<'p> {
@@ -313,23 +324,39 @@ impl<'p> Builder<'p> {
         match target {
             TargetRef::Channel(name) => self.channel(name),
             TargetRef::Exchange(name) => self.exchange(name),
+            // Drawn dashed like a name the plan does not declare: which channel it is, each
+            // message decides.
+            TargetRef::Template(text) => self.dashed(Dashed::Computed, text),
         }
     }
 
     fn undeclared(&mut self, exchange: bool, name: &'p str) -> usize {
-        if let Some(&i) = self.undeclared.get(&(exchange, name)) {
+        let kind = match exchange {
+            true => Dashed::Exchange,
+            false => Dashed::Channel,
+        };
+        self.dashed(kind, name)
+    }
+
+    /// A dashed node: a name the plan does not declare, or a destination computed per message.
+    fn dashed(&mut self, kind: Dashed, name: &'p str) -> usize {
+        if let Some(&i) = self.undeclared.get(&(kind, name)) {
             return i;
         }
-        let what = if exchange { "exchange" } else { "channel" };
+        let detail = match kind {
+            Dashed::Channel => "undeclared channel",
+            Dashed::Exchange => "undeclared exchange",
+            Dashed::Computed => "computed per message",
+        };
         let i = self.push(Node {
             id: node_id('u', self.undeclared.len(), name),
             label: clean(name),
-            detail: Some(format!("undeclared {what}")),
+            detail: Some(detail.to_owned()),
             shape: Shape::Undeclared,
             datatype: false,
             durable: false,
         });
-        self.undeclared.insert((exchange, name), i);
+        self.undeclared.insert((kind, name), i);
         i
     }
 

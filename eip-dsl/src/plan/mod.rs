@@ -175,20 +175,26 @@ pub struct DatatypePlan {
     pub invalid: String,
 }
 
-/// Where a route sends: a channel or an exchange, by name.
+/// Where a route sends: a channel or an exchange, by name, or a template that names one per
+/// message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TargetRef {
     /// A channel of the plan.
     Channel(String),
     /// An exchange of the plan.
     Exchange(String),
+    /// A [template](eip_core::template) (checked to parse) whose text, filled in by each
+    /// message, names a channel or exchange.
+    Template(String),
 }
 
 impl TargetRef {
-    /// The name.
+    /// The name (a template's text).
     pub fn name(&self) -> &str {
         match self {
-            TargetRef::Channel(name) | TargetRef::Exchange(name) => name,
+            TargetRef::Channel(name) | TargetRef::Exchange(name) | TargetRef::Template(name) => {
+                name
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eip_core::channel::ChannelKind;
+use eip_core::template::{Template, has_placeholders};
 
 use super::Check;
 use super::names::{Names, listed_twice};
@@ -393,7 +394,8 @@ fn own_channel(
     Some(name.value.clone())
 }
 
-/// A channel or exchange the route sends to.
+/// A channel or exchange the route sends to; a template is refused (only `to` and a fixed
+/// `recipient-list` take one, see [`targets`]).
 fn target(
     check: &mut Check<'_>,
     names: &Names,
@@ -401,6 +403,23 @@ fn target(
     from: &str,
     key: &str,
 ) -> Option<TargetRef> {
+    if has_placeholders(&name.value) {
+        check.report(
+            Problem::new(
+                format!(
+                    "`{}` is a template, and a `choice` sends to a named channel or exchange",
+                    name.value
+                ),
+                name.at,
+            )
+            .with_key(key)
+            .with_help(
+                "computed destinations are for `to` and `recipient-list`: send the `when` to a \
+                 channel whose route has `to: TEMPLATE`",
+            ),
+        );
+        return None;
+    }
     let target = names.target(check, name, key)?;
     not_back(check, name, from, key)?;
     Some(target)
@@ -428,11 +447,35 @@ fn targets(
         if listed_twice(check, &list.value, j, field, &key, "target") {
             continue;
         }
-        if let Some(t) = target(check, names, name, from, &key) {
+        let found = match has_placeholders(&name.value) {
+            true => template(check, name, &key),
+            false => target(check, names, name, from, &key),
+        };
+        if let Some(t) = found {
             out.push(t);
         }
     }
     out
+}
+
+/// A destination computed per message: a template that parses. What it names is known only
+/// per message (a name that is not declared dead-letters that message, reason `no-route`).
+fn template(check: &mut Check<'_>, name: &Located<String>, key: &str) -> Option<TargetRef> {
+    match Template::parse(&name.value) {
+        Ok(_) => Some(TargetRef::Template(name.value.clone())),
+        Err(e) => {
+            let at = check.inside(name, e.offset);
+            check.report(
+                Problem::new(format!("invalid template: {e}"), at)
+                    .with_key(key)
+                    .with_help(
+                        "a destination may be made from each message: `orders.{$.region}`, \
+                         `audit.{header.tenant}`, `{subject}`; `{{` is a brace",
+                    ),
+            );
+            None
+        }
+    }
 }
 
 /// Refuses a route writing to the channel it consumes.

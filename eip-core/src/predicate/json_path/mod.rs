@@ -23,7 +23,7 @@ mod walk;
 
 /// A parsed JSONPath.
 #[derive(Debug, Clone)]
-pub(super) struct JsonPathQuery {
+pub(crate) struct JsonPathQuery {
     query: JpQuery,
     /// The steps of a path without filters, for the direct walk; `None` for any other.
     walk: Option<Box<[walk::Step]>>,
@@ -31,7 +31,7 @@ pub(super) struct JsonPathQuery {
 
 impl JsonPathQuery {
     /// Parses `path`, which starts at byte `offset` of the whole expression.
-    pub(super) fn parse(path: &str, offset: usize) -> Result<Self, PredicateError> {
+    pub(crate) fn parse(path: &str, offset: usize) -> Result<Self, PredicateError> {
         let query = parse_json_path(path).map_err(|e| {
             let (at, reason) = describe(&e);
             PredicateError::new(
@@ -54,8 +54,18 @@ impl JsonPathQuery {
         })
     }
 
+    /// The first value the path selects in `root`, if any.
+    pub(crate) fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
+        let mut found = None;
+        self.any(root, |v| {
+            found = Some(v);
+            true
+        });
+        found
+    }
+
     /// Whether any value the path selects in `root` passes `test`; false when it selects none.
-    pub(super) fn any<'a>(&self, root: &'a Value, mut test: impl FnMut(&'a Value) -> bool) -> bool {
+    pub(crate) fn any<'a>(&self, root: &'a Value, mut test: impl FnMut(&'a Value) -> bool) -> bool {
         if let Some(steps) = &self.walk {
             return walk::any(root, steps, &mut test);
         }
