@@ -56,7 +56,11 @@ fn a_destination_that_does_not_exist_or_can_not_be_made_is_a_dead_letter() {
     });
     for payload in [r#"{"region": "mars"}"#, r#"{"country": "fr"}"#, r#""text""#] {
         let report = dry(&f, &format!(r#"{{"to": "orders", "payload": {payload}}}"#));
-        assert_eq!(report.stored, ["audit", "dead-letters", "orders"], "{payload}");
+        assert_eq!(
+            report.stored,
+            ["audit", "dead-letters", "orders"],
+            "{payload}"
+        );
         assert_eq!(report.dead_letter, no_route, "{payload}");
     }
 }
@@ -70,7 +74,11 @@ fn the_running_flow_sends_where_the_template_says() {
         .unwrap();
     runtime.block_on(async {
         let route = &f.routes()[0];
-        for payload in [r#"{"region": "eu"}"#, r#"{"region": "eu"}"#, r#"{"region": "mars"}"#] {
+        for payload in [
+            r#"{"region": "eu"}"#,
+            r#"{"region": "eu"}"#,
+            r#"{"region": "mars"}"#,
+        ] {
             route
                 .handle(eip_core::Message::new(payload.to_owned()))
                 .await
@@ -100,7 +108,10 @@ fn a_bad_template_is_refused_where_it_is_wrong() {
     assert!(text.contains("key: routes[0].to[0]"), "{text}");
     let text = problems(&FLOW.replace("{$.region}", "{region}"));
     assert!(text.contains("unknown placeholder `{region}`"), "{text}");
-    assert!(text.contains("flow.yaml:9:19"), "points inside the template: {text}");
+    assert!(
+        text.contains("flow.yaml:9:19"),
+        "points inside the template: {text}"
+    );
 }
 
 #[test]

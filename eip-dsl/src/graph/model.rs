@@ -8,7 +8,8 @@ use eip_core::channel::ChannelKind;
 use crate::kind::{self, Drawing};
 use crate::plan::adapter::{AdapterKind, AdapterPlan};
 use crate::plan::{
-    ActionPlan, ChannelPlan, DEAD_LETTERS, Plan, RecipientsPlan, RoutePlan, TargetRef,
+    ActionPlan, ChannelPlan, DEAD_LETTERS, ExchangePlan, JoinPlan, Plan, RecipientsPlan, RoutePlan,
+    TargetRef,
 };
 use crate::step::{FilterConfig, WireTapConfig};
 
@@ -101,52 +102,18 @@ impl Graph {
     pub(crate) fn from_plan(plan: &Plan) -> Graph {
         let mut b = Builder::default();
         for (i, c) in plan.channels.iter().enumerate() {
-            let shape = match c.kind {
-                ChannelKind::PointToPoint => Shape::PointToPoint,
-                ChannelKind::PublishSubscribe => Shape::PublishSubscribe,
-            };
-            let node = b.push(Node {
-                id: node_id('c', i, &c.name),
-                label: clean(&c.name),
-                detail: channel_detail(c),
-                shape,
-                datatype: c.datatype.is_some(),
-                // Drawn as durable: a broker keeps its messages across restarts too.
-                durable: c.durable || c.broker.is_some(),
-            });
+            let node = b.push(channel_node(i, c));
             b.channels.entry(c.name.as_str()).or_insert(node);
         }
         for (i, x) in plan.exchanges.iter().enumerate() {
-            let node = b.push(Node {
-                id: node_id('x', i, &x.name),
-                label: clean(&x.name),
-                detail: None,
-                shape: Shape::Exchange,
-                datatype: false,
-                durable: false,
-            });
+            let node = b.push(exchange_node(i, x));
             b.exchanges.entry(x.name.as_str()).or_insert(node);
         }
         let routers: Vec<usize> = plan
             .routes
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                let detail = match &r.action {
-                    ActionPlan::RecipientList(RecipientsPlan::Header(h)) => {
-                        Some(clean(&format!("recipients from header {h}")))
-                    }
-                    _ => None,
-                };
-                b.push(Node {
-                    id: node_id('r', i, &r.name),
-                    label: clean(&r.name),
-                    detail,
-                    shape: Shape::Router,
-                    datatype: false,
-                    durable: false,
-                })
-            })
+            .map(|(i, r)| b.push(router_node(i, r)))
             .collect();
         let adapters: Vec<usize> = plan
             .adapters
@@ -156,97 +123,71 @@ impl Graph {
             .collect();
 
         for c in &plan.channels {
-            let from = b.channel(&c.name);
-            if let Some(d) = &c.datatype {
-                let to = b.channel(&d.invalid);
-                b.edge(from, to, Some("invalid".into()), Line::Dotted);
-            }
-            // Every channel has the default dead letter channel; drawing that for each would
-            // bury the flow, so only a channel's own choice is drawn.
-            if let Some(dl) = c.dead_letter.as_deref().filter(|dl| *dl != DEAD_LETTERS) {
-                let to = b.channel(dl);
-                b.edge(from, to, Some("dead letters".into()), Line::Dotted);
-            }
+            b.channel_edges(c);
         }
         for (r, &router) in plan.routes.iter().zip(&routers) {
-            let from = b.channel(&r.from);
-            b.edge(from, router, steps_label(r), Line::Solid);
-            match &r.action {
-                ActionPlan::To(targets) => {
-                    for t in targets {
-                        let to = b.target(t);
-                        b.edge(router, to, None, Line::Solid);
-                    }
-                }
-                ActionPlan::Choice { when, otherwise } => {
-                    for (p, t) in when {
-                        let to = b.target(t);
-                        b.edge(router, to, Some(format!("when {p}")), Line::Solid);
-                    }
-                    if let Some(t) = otherwise {
-                        let to = b.target(t);
-                        b.edge(router, to, Some("otherwise".into()), Line::Solid);
-                    }
-                }
-                ActionPlan::RecipientList(RecipientsPlan::Fixed(targets)) => {
-                    for t in targets {
-                        let to = b.target(t);
-                        b.edge(router, to, Some("recipients".into()), Line::Solid);
-                    }
-                }
-                ActionPlan::RecipientList(RecipientsPlan::Header(_)) => {}
-            }
-            for (channel, label) in step_channels(r) {
-                let to = b.channel(channel);
-                b.edge(router, to, Some(label.into()), Line::Solid);
-            }
+            b.route_edges(r, router);
         }
         for j in &plan.joins {
-            let from = b.channel(&j.from);
-            let to = b.channel(&j.to);
-            let mut label = format!("join hops={}", j.hops);
-            if j.archival {
-                label.push_str(", archival");
-            }
-            if let Some(p) = &j.filter {
-                label.push_str(&format!(", filter {p}"));
-            }
-            let line = if j.archival {
-                Line::Dashed
-            } else {
-                Line::Solid
-            };
-            b.edge(from, to, Some(label), line);
+            b.join_edge(j);
         }
         for x in &plan.exchanges {
-            let from = b.exchange(&x.name);
-            for binding in &x.bindings {
-                let key = binding
-                    .key
-                    .as_ref()
-                    .map_or_else(|| "(all)".to_owned(), |k| k.as_str().to_owned());
-                for ch in &binding.to {
-                    let to = b.channel(ch);
-                    b.edge(from, to, Some(key.clone()), Line::Solid);
-                }
-            }
-            if let Some(alt) = &x.alternate {
-                let to = b.channel(alt);
-                b.edge(from, to, Some("alternate".into()), Line::Solid);
-            }
+            b.exchange_edges(x);
         }
         for (a, &adapter) in plan.adapters.iter().zip(&adapters) {
-            let channel = b.channel(&a.channel);
-            if a.is_inbound() {
-                b.edge(adapter, channel, None, Line::Solid);
-            } else {
-                b.edge(channel, adapter, None, Line::Solid);
-            }
+            b.adapter_edge(a, adapter);
         }
         Graph {
             nodes: b.nodes,
             edges: b.edges,
         }
+    }
+}
+
+/// A channel's node: a plain box for point-to-point, a rounded one for publish-subscribe.
+fn channel_node(index: usize, c: &ChannelPlan) -> Node {
+    let shape = match c.kind {
+        ChannelKind::PointToPoint => Shape::PointToPoint,
+        ChannelKind::PublishSubscribe => Shape::PublishSubscribe,
+    };
+    Node {
+        id: node_id('c', index, &c.name),
+        label: clean(&c.name),
+        detail: channel_detail(c),
+        shape,
+        datatype: c.datatype.is_some(),
+        // Drawn as durable: a broker keeps its messages across restarts too.
+        durable: c.durable || c.broker.is_some(),
+    }
+}
+
+/// An exchange's node: a hexagon.
+fn exchange_node(index: usize, x: &ExchangePlan) -> Node {
+    Node {
+        id: node_id('x', index, &x.name),
+        label: clean(&x.name),
+        detail: None,
+        shape: Shape::Exchange,
+        datatype: false,
+        durable: false,
+    }
+}
+
+/// A route's node: a diamond, with the header a recipient list reads on its second line.
+fn router_node(index: usize, r: &RoutePlan) -> Node {
+    let detail = match &r.action {
+        ActionPlan::RecipientList(RecipientsPlan::Header(h)) => {
+            Some(clean(&format!("recipients from header {h}")))
+        }
+        _ => None,
+    };
+    Node {
+        id: node_id('r', index, &r.name),
+        label: clean(&r.name),
+        detail,
+        shape: Shape::Router,
+        datatype: false,
+        durable: false,
     }
 }
 
@@ -367,6 +308,116 @@ impl<'p> Builder<'p> {
             label: label.map(|l| clean(&l)),
             line,
         });
+    }
+}
+
+/// The edges of each part of a plan, in the order [`Graph::edges`] lists them.
+impl<'p> Builder<'p> {
+    /// A channel's failure edges: to its invalid message channel and its own dead letter
+    /// channel.
+    fn channel_edges(&mut self, c: &'p ChannelPlan) {
+        let from = self.channel(&c.name);
+        if let Some(d) = &c.datatype {
+            let to = self.channel(&d.invalid);
+            self.edge(from, to, Some("invalid".into()), Line::Dotted);
+        }
+        // Every channel has the default dead letter channel; drawing that for each would
+        // bury the flow, so only a channel's own choice is drawn.
+        if let Some(dl) = c.dead_letter.as_deref().filter(|dl| *dl != DEAD_LETTERS) {
+            let to = self.channel(dl);
+            self.edge(from, to, Some("dead letters".into()), Line::Dotted);
+        }
+    }
+
+    /// A route's edges: in from its channel (labelled with what its steps do), out to its
+    /// targets, then to the channels its steps send to (discard channels, wire taps).
+    fn route_edges(&mut self, r: &'p RoutePlan, router: usize) {
+        let from = self.channel(&r.from);
+        self.edge(from, router, steps_label(r), Line::Solid);
+        self.action_edges(&r.action, router);
+        for (channel, label) in step_channels(r) {
+            let to = self.channel(channel);
+            self.edge(router, to, Some(label.into()), Line::Solid);
+        }
+    }
+
+    /// The edges from a route to where its action sends: each labelled with its clause
+    /// (`when …`, `otherwise`, `recipients`). A recipient list read from a header has none.
+    fn action_edges(&mut self, action: &'p ActionPlan, router: usize) {
+        match action {
+            ActionPlan::To(targets) => {
+                for t in targets {
+                    let to = self.target(t);
+                    self.edge(router, to, None, Line::Solid);
+                }
+            }
+            ActionPlan::Choice { when, otherwise } => {
+                for (p, t) in when {
+                    let to = self.target(t);
+                    self.edge(router, to, Some(format!("when {p}")), Line::Solid);
+                }
+                if let Some(t) = otherwise {
+                    let to = self.target(t);
+                    self.edge(router, to, Some("otherwise".into()), Line::Solid);
+                }
+            }
+            ActionPlan::RecipientList(RecipientsPlan::Fixed(targets)) => {
+                for t in targets {
+                    let to = self.target(t);
+                    self.edge(router, to, Some("recipients".into()), Line::Solid);
+                }
+            }
+            ActionPlan::RecipientList(RecipientsPlan::Header(_)) => {}
+        }
+    }
+
+    /// A join's edge, labelled with its hop budget, archival and filter; dashed if archival.
+    fn join_edge(&mut self, j: &'p JoinPlan) {
+        let from = self.channel(&j.from);
+        let to = self.channel(&j.to);
+        let mut label = format!("join hops={}", j.hops);
+        if j.archival {
+            label.push_str(", archival");
+        }
+        if let Some(p) = &j.filter {
+            label.push_str(&format!(", filter {p}"));
+        }
+        let line = if j.archival {
+            Line::Dashed
+        } else {
+            Line::Solid
+        };
+        self.edge(from, to, Some(label), line);
+    }
+
+    /// An exchange's edges: one per binding and bound channel, labelled with the binding's
+    /// key, then to its alternate channel.
+    fn exchange_edges(&mut self, x: &'p ExchangePlan) {
+        let from = self.exchange(&x.name);
+        for binding in &x.bindings {
+            let key = binding
+                .key
+                .as_ref()
+                .map_or_else(|| "(all)".to_owned(), |k| k.as_str().to_owned());
+            for ch in &binding.to {
+                let to = self.channel(ch);
+                self.edge(from, to, Some(key.clone()), Line::Solid);
+            }
+        }
+        if let Some(alt) = &x.alternate {
+            let to = self.channel(alt);
+            self.edge(from, to, Some("alternate".into()), Line::Solid);
+        }
+    }
+
+    /// An adapter's edge: into its channel if inbound, out of it if outbound.
+    fn adapter_edge(&mut self, a: &'p AdapterPlan, adapter: usize) {
+        let channel = self.channel(&a.channel);
+        if a.is_inbound() {
+            self.edge(adapter, channel, None, Line::Solid);
+        } else {
+            self.edge(channel, adapter, None, Line::Solid);
+        }
     }
 }
 

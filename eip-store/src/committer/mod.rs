@@ -24,7 +24,7 @@
 //! records will be read again after the next open), a damaged record stays in its queue (still
 //! counted and passed over), and memory is left as it was.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -302,124 +302,153 @@ impl Committer {
     /// whoever is answered sees the new state.
     fn apply(&self, effects: Vec<Effect>, touched: Vec<Touched>) {
         for t in &touched {
-            let queue = &t.queue;
-            if t.removed {
-                let live = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
-                self.space.release(live);
-            } else {
-                queue.head.store(t.head, Ordering::Release);
-                queue.len.fetch_add(t.appended, Ordering::AcqRel);
-                let bytes = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
-                queue
-                    .bytes
-                    .store(bytes.saturating_sub(t.freed_bytes), Ordering::Release);
-                self.space.release(t.freed_bytes);
-            }
+            self.apply_touched(t);
         }
         let mut registry = crate::store::lock(&self.registry);
         for effect in effects {
-            match effect {
-                Effect::Append {
-                    queue,
-                    record,
-                    reply,
-                    seq,
-                } => {
-                    let answer = match seq {
-                        Some(seq) => {
-                            self.counters.records.fetch_add(1, Ordering::Relaxed);
-                            Ok(seq)
-                        }
-                        None => {
-                            self.space.release(record.len() as u64);
-                            Err(StoreError::QueueRemoved {
-                                dir: self.dir.clone(),
-                                name: queue.name.clone(),
-                            })
-                        }
-                    };
-                    let _ = reply.send(answer);
-                }
-                Effect::Ack {
-                    queue,
-                    seq,
-                    deleted,
-                } => {
-                    queue.acked().remove(&seq);
-                    if deleted {
-                        self.counters.acks.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        // ack() counted a record that was already gone
-                        queue.len.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                Effect::SetAside {
-                    queue,
-                    seq,
-                    remove,
-                    keep,
-                    deleted,
-                    ..
-                } => {
-                    if keep {
-                        tracing::warn!(
-                            file = %self.file.display(),
-                            queue = %queue.name,
-                            seq,
-                            "eip-store: a damaged record could not be deleted from its queue (its page is damaged too): \
-                             it stays in the file, passed over until the store is reopened; `eip store salvage` copies the store without it"
-                        );
-                    }
-                    if remove && !deleted {
-                        // set_aside() counted a record that was already gone
-                        queue.len.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                Effect::Declare {
-                    name,
-                    reply,
-                    state,
-                    created,
-                } => {
-                    let answer = match state {
-                        Some(state) => {
-                            if created {
-                                registry.insert(name, state.clone());
-                            }
-                            Ok(state)
-                        }
-                        None => Err(StoreError::Closed {
-                            dir: self.dir.clone(),
-                        }),
-                    };
-                    let _ = reply.send(answer);
-                }
-                Effect::Remove {
-                    name,
-                    reply,
-                    removed,
-                } => {
-                    let count = match removed {
-                        Some((queue, count)) => {
-                            queue.removed.store(true, Ordering::Release);
-                            queue.advanced.notify_waiters();
-                            if registry.get(&name).is_some_and(|q| Arc::ptr_eq(q, &queue)) {
-                                registry.remove(&name);
-                            }
-                            count
-                        }
-                        None => 0,
-                    };
-                    let _ = reply.send(Ok(count));
-                }
-                Effect::Flush { reply } => {
-                    let _ = reply.send(Ok(()));
-                }
-            }
+            self.answer(effect, &mut registry);
         }
         drop(registry);
         for t in touched {
             t.queue.advanced.notify_waiters();
+        }
+    }
+
+    /// What the round did to one queue, in memory: its head, length and bytes, or for a queue
+    /// removed, its bytes given back to the space.
+    fn apply_touched(&self, t: &Touched) {
+        let queue = &t.queue;
+        if t.removed {
+            let live = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
+            self.space.release(live);
+        } else {
+            queue.head.store(t.head, Ordering::Release);
+            queue.len.fetch_add(t.appended, Ordering::AcqRel);
+            let bytes = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
+            queue
+                .bytes
+                .store(bytes.saturating_sub(t.freed_bytes), Ordering::Release);
+            self.space.release(t.freed_bytes);
+        }
+    }
+
+    /// Answers the job of one committed effect, correcting what the job counted ahead for a
+    /// record that was already gone; declarations and removals update `registry`.
+    fn answer(&self, effect: Effect, registry: &mut BTreeMap<String, Arc<QueueState>>) {
+        match effect {
+            Effect::Append {
+                queue,
+                record,
+                reply,
+                seq,
+            } => {
+                let _ = reply.send(self.appended(&queue, &record, seq));
+            }
+            Effect::Ack {
+                queue,
+                seq,
+                deleted,
+            } => {
+                queue.acked().remove(&seq);
+                if deleted {
+                    self.counters.acks.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    // ack() counted a record that was already gone
+                    queue.len.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+            Effect::SetAside {
+                queue,
+                seq,
+                remove,
+                keep,
+                deleted,
+                ..
+            } => self.set_aside_done(&queue, seq, remove, keep, deleted),
+            Effect::Declare {
+                name,
+                reply,
+                state,
+                created,
+            } => {
+                let answer = match state {
+                    Some(state) => {
+                        if created {
+                            registry.insert(name, state.clone());
+                        }
+                        Ok(state)
+                    }
+                    None => Err(StoreError::Closed {
+                        dir: self.dir.clone(),
+                    }),
+                };
+                let _ = reply.send(answer);
+            }
+            Effect::Remove {
+                name,
+                reply,
+                removed,
+            } => {
+                let count = match removed {
+                    Some((queue, count)) => {
+                        retire(registry, &name, &queue);
+                        count
+                    }
+                    None => 0,
+                };
+                let _ = reply.send(Ok(count));
+            }
+            Effect::Flush { reply } => {
+                let _ = reply.send(Ok(()));
+            }
+        }
+    }
+
+    /// The answer to an append: its sequence number, or, if its queue was removed first, the
+    /// error (and its reserved bytes given back).
+    fn appended(
+        &self,
+        queue: &QueueState,
+        record: &Bytes,
+        seq: Option<u64>,
+    ) -> Result<u64, StoreError> {
+        match seq {
+            Some(seq) => {
+                self.counters.records.fetch_add(1, Ordering::Relaxed);
+                Ok(seq)
+            }
+            None => {
+                self.space.release(record.len() as u64);
+                Err(StoreError::QueueRemoved {
+                    dir: self.dir.clone(),
+                    name: queue.name.clone(),
+                })
+            }
+        }
+    }
+
+    /// After a record set aside was committed: a warning if it could not be deleted from its
+    /// queue (`keep`), and the length corrected if it was to be removed and was already gone.
+    fn set_aside_done(
+        &self,
+        queue: &QueueState,
+        seq: u64,
+        remove: bool,
+        keep: bool,
+        deleted: bool,
+    ) {
+        if keep {
+            tracing::warn!(
+                file = %self.file.display(),
+                queue = %queue.name,
+                seq,
+                "eip-store: a damaged record could not be deleted from its queue (its page is damaged too): \
+                 it stays in the file, passed over until the store is reopened; `eip store salvage` copies the store without it"
+            );
+        }
+        if remove && !deleted {
+            // set_aside() counted a record that was already gone
+            queue.len.fetch_add(1, Ordering::AcqRel);
         }
     }
 
@@ -463,5 +492,15 @@ impl Committer {
                 }
             }
         }
+    }
+}
+
+/// After a removal was committed: `queue` is marked removed and its waiters woken, and it
+/// leaves `registry` if `name` there still stands for it.
+fn retire(registry: &mut BTreeMap<String, Arc<QueueState>>, name: &str, queue: &Arc<QueueState>) {
+    queue.removed.store(true, Ordering::Release);
+    queue.advanced.notify_waiters();
+    if registry.get(name).is_some_and(|q| Arc::ptr_eq(q, queue)) {
+        registry.remove(name);
     }
 }

@@ -30,6 +30,8 @@ pub(super) struct Round<'txn, 'a> {
 }
 
 impl<'txn> Round<'txn, '_> {
+    /// Writes one effect, noting what the write found out in it; an effect on a queue removed
+    /// earlier in the round writes nothing.
     pub(super) fn write(
         &mut self,
         effect: &mut Effect,
@@ -38,19 +40,7 @@ impl<'txn> Round<'txn, '_> {
         match effect {
             Effect::Append {
                 queue, record, seq, ..
-            } => {
-                if self.touch(queue).removed {
-                    return Ok(());
-                }
-                let head = self.touch(queue).head;
-                let frame = frame::encode(queue.id, head, record);
-                self.table(queue)?.insert(head, frame.as_slice())?;
-                *seq = Some(head);
-                let t = self.touch(queue);
-                t.head += 1;
-                t.appended += 1;
-                t.added_bytes += record.len() as u64;
-            }
+            } => self.append(queue, record, seq),
             Effect::Ack {
                 queue,
                 seq,
@@ -59,12 +49,8 @@ impl<'txn> Round<'txn, '_> {
                 if self.touch(queue).removed {
                     return Ok(());
                 }
-                let freed = self
-                    .table(queue)?
-                    .remove(*seq)?
-                    .map(|v| frame::payload_len(v.value()));
-                *deleted = freed.is_some();
-                self.touch(queue).freed_bytes += freed.unwrap_or(0);
+                *deleted = self.delete(queue, *seq)?;
+                Ok(())
             }
             Effect::SetAside {
                 queue,
@@ -79,58 +65,113 @@ impl<'txn> Round<'txn, '_> {
                     return Ok(());
                 }
                 if *remove && !*keep {
-                    let freed = self
-                        .table(queue)?
-                        .remove(*seq)?
-                        .map(|v| frame::payload_len(v.value()));
-                    *deleted = freed.is_some();
-                    self.touch(queue).freed_bytes += freed.unwrap_or(0);
+                    *deleted = self.delete(queue, *seq)?;
                 }
-                let quarantine = match &mut self.quarantine {
-                    Some(table) => table,
-                    None => self.quarantine.insert(self.txn.open_table(QUARANTINE)?),
-                };
-                let at = crate::quarantine::now_ms();
-                quarantine.insert(
-                    (queue.name.as_str(), *seq),
-                    (bytes.as_ref(), reason.as_str(), at),
-                )?;
+                self.quarantine(queue, *seq, bytes, reason)
             }
             Effect::Declare {
                 name,
                 state,
                 created,
                 ..
-            } => {
-                if let Some(existing) = self.find(name) {
-                    *state = Some(existing);
-                    return Ok(());
-                }
-                let id = *next_id;
-                *next_id = id.checked_add(1).ok_or_else(|| {
-                    redb::Error::Corrupted("no queue id left (2^32 queues declared)".into())
-                })?;
-                let queue = Arc::new(QueueState::new(name.clone(), id, 0, 0, 0));
-                self.queues.insert(name.as_str(), (id, 0, 0))?;
-                self.table(&queue)?;
-                self.names.insert(name.clone(), Some(queue.clone()));
-                *state = Some(queue);
-                *created = true;
-            }
-            Effect::Remove { name, removed, .. } => {
-                let Some(queue) = self.find(name) else {
-                    return Ok(());
-                };
-                let count = self.table(&queue)?.len()?;
-                self.tables.remove(&queue.id);
-                self.txn.delete_table(schema::records(&queue.table))?;
-                self.queues.remove(name.as_str())?;
-                self.touch(&queue).removed = true;
-                self.names.insert(name.clone(), None);
-                *removed = Some((queue, count));
-            }
-            Effect::Flush { .. } => {}
+            } => self.declare(name, state, created, next_id),
+            Effect::Remove { name, removed, .. } => self.remove(name, removed),
+            Effect::Flush { .. } => Ok(()),
         }
+    }
+
+    /// Writes `record` at the head of `queue`, giving it the head's sequence number in `seq`.
+    fn append(
+        &mut self,
+        queue: &Arc<QueueState>,
+        record: &[u8],
+        seq: &mut Option<u64>,
+    ) -> Result<(), redb::Error> {
+        if self.touch(queue).removed {
+            return Ok(());
+        }
+        let head = self.touch(queue).head;
+        let frame = frame::encode(queue.id, head, record);
+        self.table(queue)?.insert(head, frame.as_slice())?;
+        *seq = Some(head);
+        let t = self.touch(queue);
+        t.head += 1;
+        t.appended += 1;
+        t.added_bytes += record.len() as u64;
+        Ok(())
+    }
+
+    /// Deletes the record `seq` of `queue`, counting the bytes it frees; whether it was still
+    /// there to delete.
+    fn delete(&mut self, queue: &Arc<QueueState>, seq: u64) -> Result<bool, redb::Error> {
+        let freed = self
+            .table(queue)?
+            .remove(seq)?
+            .map(|v| frame::payload_len(v.value()));
+        self.touch(queue).freed_bytes += freed.unwrap_or(0);
+        Ok(freed.is_some())
+    }
+
+    /// Copies the damaged record `seq` of `queue` into the quarantine, opened on first use.
+    fn quarantine(
+        &mut self,
+        queue: &QueueState,
+        seq: u64,
+        bytes: &[u8],
+        reason: &str,
+    ) -> Result<(), redb::Error> {
+        let quarantine = match &mut self.quarantine {
+            Some(table) => table,
+            None => self.quarantine.insert(self.txn.open_table(QUARANTINE)?),
+        };
+        let at = crate::quarantine::now_ms();
+        quarantine.insert((queue.name.as_str(), seq), (bytes, reason, at))?;
+        Ok(())
+    }
+
+    /// Creates the queue `name` with the next queue id unless it exists; `state` is the queue
+    /// either way, `created` whether this made it.
+    fn declare(
+        &mut self,
+        name: &str,
+        state: &mut Option<Arc<QueueState>>,
+        created: &mut bool,
+        next_id: &mut u32,
+    ) -> Result<(), redb::Error> {
+        if let Some(existing) = self.find(name) {
+            *state = Some(existing);
+            return Ok(());
+        }
+        let id = *next_id;
+        *next_id = id.checked_add(1).ok_or_else(|| {
+            redb::Error::Corrupted("no queue id left (2^32 queues declared)".into())
+        })?;
+        let queue = Arc::new(QueueState::new(name.to_owned(), id, 0, 0, 0));
+        self.queues.insert(name, (id, 0, 0))?;
+        self.table(&queue)?;
+        self.names.insert(name.to_owned(), Some(queue.clone()));
+        *state = Some(queue);
+        *created = true;
+        Ok(())
+    }
+
+    /// Deletes the queue `name` with its table, if it exists; `removed` is the queue and how
+    /// many records it held.
+    fn remove(
+        &mut self,
+        name: &str,
+        removed: &mut Option<(Arc<QueueState>, u64)>,
+    ) -> Result<(), redb::Error> {
+        let Some(queue) = self.find(name) else {
+            return Ok(());
+        };
+        let count = self.table(&queue)?.len()?;
+        self.tables.remove(&queue.id);
+        self.txn.delete_table(schema::records(&queue.table))?;
+        self.queues.remove(name)?;
+        self.touch(&queue).removed = true;
+        self.names.insert(name.to_owned(), None);
+        *removed = Some((queue, count));
         Ok(())
     }
 

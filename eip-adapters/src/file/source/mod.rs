@@ -31,6 +31,7 @@ mod watch;
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -104,6 +105,17 @@ struct Ahead {
     moved: tokio::sync::oneshot::Receiver<VecDeque<Candidate>>,
     /// Once they are read: what it read.
     read: tokio::task::JoinHandle<Read>,
+}
+
+/// The batches of a run between passes: how many files the next one claims, the one claimed
+/// ahead, and the files claimed by the last one but left unread.
+struct Batches {
+    /// Files the next batch claims at most: from 1, doubling up to [`MAX_BATCH_FILES`].
+    size: usize,
+    /// A batch claimed ahead, while the one before it is sent.
+    ahead: Option<Ahead>,
+    /// Claimed by a batch that reached its byte budget before reading them: read next.
+    held: VecDeque<Claimed>,
 }
 
 /// The files a batch read, and those it claimed but left unread (its byte budget was reached).
@@ -187,69 +199,23 @@ where
         let config = self.config.clone();
         let mut watch = DirWatch::start(&config.dir, config.watch);
         let mut shutdown = pin!(shutdown);
-        let mut batch = 1;
-        let mut ahead: Option<Ahead> = None;
-        // Claimed by a batch that reached its byte budget before reading them: read next.
-        let mut held: VecDeque<Claimed> = VecDeque::new();
-        let ended = 'run: loop {
-            let mut candidates = scan(&config).await;
+        let mut batches = Batches {
+            size: 1,
+            ahead: None,
+            held: VecDeque::new(),
+        };
+        let ended = loop {
+            let candidates = scan(&config).await;
             if !candidates.is_empty() {
                 watch.pause();
             }
-            let mut took = false;
-            while ahead.is_some() || !held.is_empty() || !candidates.is_empty() {
-                let read = if !held.is_empty() {
-                    let files = std::mem::take(&mut held);
-                    let max = files.len();
-                    let task = self.start(owner, settled, files, VecDeque::new(), max);
-                    joined(task.read).await
-                } else if let Some(task) = ahead.take() {
-                    candidates = task.moved.await.unwrap_or_default();
-                    // Its files are claimed: the next batch is claimed while this one is read.
-                    if batch == MAX_BATCH_FILES && !candidates.is_empty() {
-                        let rest = std::mem::take(&mut candidates);
-                        ahead = Some(self.start(owner, settled, VecDeque::new(), rest, batch));
-                    }
-                    joined(task.read).await
-                } else {
-                    // Room first: while the channel is full the files stay where they are.
-                    match self.ready(&mut shutdown, settled).await {
-                        Ok(Room::Now) => {}
-                        Ok(Room::Waited) => batch = 1,
-                        Ok(Room::Shutdown) => break 'run Ok(()),
-                        Err(reason) => break 'run Err(closed(config.dir.clone(), reason)),
-                    }
-                    let rest = std::mem::take(&mut candidates);
-                    let task = self.start(owner, settled, VecDeque::new(), rest, batch);
-                    candidates = task.moved.await.unwrap_or_default();
-                    joined(task.read).await
-                };
-                held = read.held;
-                if let Some(unsettled) = read.refused {
-                    settled.extend(unsettled);
-                    break; // files stay where they are until the next pass
-                }
-                if read.taken.is_empty() {
-                    continue; // others took them
-                }
-                took = true;
-                // The channel took the last batches without a wait: claim the next one ahead.
-                if batch == MAX_BATCH_FILES && ahead.is_none() && !candidates.is_empty() {
-                    let rest = std::mem::take(&mut candidates);
-                    ahead = Some(self.start(owner, settled, VecDeque::new(), rest, batch));
-                }
-                let (flow, waited) = self.send_batch(read.taken, settled, &mut shutdown).await;
-                match flow {
-                    Flow::Go => {}
-                    Flow::Shutdown => break 'run Ok(()),
-                    Flow::Stop(error) => break 'run Err(error),
-                }
-                batch = if waited {
-                    1
-                } else {
-                    (batch * 2).min(MAX_BATCH_FILES)
-                };
-            }
+            let took = match self
+                .pass(owner, settled, &mut shutdown, &mut batches, candidates)
+                .await
+            {
+                ControlFlow::Continue(took) => took,
+                ControlFlow::Break(ended) => break ended,
+            };
             let kept = flush(&self.config, std::mem::take(settled)).await;
             settled.extend(kept);
             if took || watch.resume() {
@@ -257,13 +223,104 @@ where
             }
             tokio::select! {
                 biased;
-                () = &mut shutdown => break 'run Ok(()),
+                () = &mut shutdown => break Ok(()),
                 () = watch.changed() => {}
                 () = tokio::time::sleep(config.poll_interval) => {}
             }
         };
-        release_unsent(ahead, held, settled).await;
+        release_unsent(batches.ahead, batches.held, settled).await;
         ended
+    }
+
+    /// One pass over `candidates`: batch after batch until none is held, claimed ahead or left
+    /// to claim, or a directory is refused. Says whether any file was taken, or breaks with how
+    /// the run ends (shut down, or the channel closed).
+    async fn pass<F: Future<Output = ()>>(
+        &mut self,
+        owner: &Arc<Owner>,
+        settled: &mut Vec<Settle>,
+        shutdown: &mut Pin<&mut F>,
+        batches: &mut Batches,
+        mut candidates: VecDeque<Candidate>,
+    ) -> ControlFlow<Result<(), FileError>, bool> {
+        let mut took = false;
+        while batches.ahead.is_some() || !batches.held.is_empty() || !candidates.is_empty() {
+            let read = self
+                .next_read(owner, settled, shutdown, batches, &mut candidates)
+                .await?;
+            batches.held = read.held;
+            if let Some(unsettled) = read.refused {
+                settled.extend(unsettled);
+                break; // files stay where they are until the next pass
+            }
+            if read.taken.is_empty() {
+                continue; // others took them
+            }
+            took = true;
+            // The channel took the last batches without a wait: claim the next one ahead.
+            if batches.size == MAX_BATCH_FILES && batches.ahead.is_none() && !candidates.is_empty()
+            {
+                let rest = std::mem::take(&mut candidates);
+                batches.ahead =
+                    Some(self.start(owner, settled, VecDeque::new(), rest, batches.size));
+            }
+            let (flow, waited) = self.send_batch(read.taken, settled, shutdown).await;
+            match flow {
+                Flow::Go => {}
+                Flow::Shutdown => return ControlFlow::Break(Ok(())),
+                Flow::Stop(error) => return ControlFlow::Break(Err(error)),
+            }
+            batches.size = if waited {
+                1
+            } else {
+                (batches.size * 2).min(MAX_BATCH_FILES)
+            };
+        }
+        ControlFlow::Continue(took)
+    }
+
+    /// The next batch read: the files held from the last batch first, else the batch claimed
+    /// ahead (claiming the one after it ahead in turn, at full size), else a new batch from
+    /// `candidates` once the channel has room. Breaks with how the run ends if `shutdown` came
+    /// or the channel closed while waiting for room.
+    async fn next_read<F: Future<Output = ()>>(
+        &mut self,
+        owner: &Arc<Owner>,
+        settled: &mut Vec<Settle>,
+        shutdown: &mut Pin<&mut F>,
+        batches: &mut Batches,
+        candidates: &mut VecDeque<Candidate>,
+    ) -> ControlFlow<Result<(), FileError>, Read> {
+        let read = if !batches.held.is_empty() {
+            let files = std::mem::take(&mut batches.held);
+            let max = files.len();
+            let task = self.start(owner, settled, files, VecDeque::new(), max);
+            joined(task.read).await
+        } else if let Some(task) = batches.ahead.take() {
+            *candidates = task.moved.await.unwrap_or_default();
+            // Its files are claimed: the next batch is claimed while this one is read.
+            if batches.size == MAX_BATCH_FILES && !candidates.is_empty() {
+                let rest = std::mem::take(candidates);
+                batches.ahead =
+                    Some(self.start(owner, settled, VecDeque::new(), rest, batches.size));
+            }
+            joined(task.read).await
+        } else {
+            // Room first: while the channel is full the files stay where they are.
+            match self.ready(shutdown, settled).await {
+                Ok(Room::Now) => {}
+                Ok(Room::Waited) => batches.size = 1,
+                Ok(Room::Shutdown) => return ControlFlow::Break(Ok(())),
+                Err(reason) => {
+                    return ControlFlow::Break(Err(closed(self.config.dir.clone(), reason)));
+                }
+            }
+            let rest = std::mem::take(candidates);
+            let task = self.start(owner, settled, VecDeque::new(), rest, batches.size);
+            *candidates = task.moved.await.unwrap_or_default();
+            joined(task.read).await
+        };
+        ControlFlow::Continue(read)
     }
 
     /// Runs on the current tokio runtime until the handle shuts it down.

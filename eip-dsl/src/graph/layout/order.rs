@@ -1,4 +1,5 @@
-//! The order of the nodes within each column: barycenter sweeps against edge crossings.
+//! The order of the nodes within each column: a first order following the edges, then
+//! barycenter sweeps against edge crossings.
 
 /// Barycenter sweeps (down and up count one each).
 const SWEEPS: usize = 8;
@@ -84,6 +85,42 @@ fn crossings(order: &[Vec<usize>], down: &[Vec<usize>], pos: &[usize]) -> u64 {
         }
     }
     total
+}
+
+/// The first order of each column: the nodes reached from the column before, in the order of
+/// its nodes and their edges (so a router's clauses start out top to bottom as declared), then
+/// the rest in index order.
+pub(super) fn initial_order(
+    v_layer: &[usize],
+    columns: usize,
+    down: &[Vec<usize>],
+) -> Vec<Vec<usize>> {
+    let mut order: Vec<Vec<usize>> = vec![Vec::new(); columns];
+    let mut placed = vec![false; v_layer.len()];
+    for (v, &l) in v_layer.iter().enumerate() {
+        if l == 0 {
+            order[0].push(v);
+            placed[v] = true;
+        }
+    }
+    for l in 1..columns {
+        let (before, rest) = order.split_at_mut(l);
+        for &u in &before[l - 1] {
+            for &w in &down[u] {
+                if !placed[w] {
+                    placed[w] = true;
+                    rest[0].push(w);
+                }
+            }
+        }
+        for (v, &lv) in v_layer.iter().enumerate() {
+            if lv == l && !placed[v] {
+                placed[v] = true;
+                rest[0].push(v);
+            }
+        }
+    }
+    order
 }
 
 #[cfg(test)]
