@@ -197,3 +197,61 @@ async fn the_sink_appends_one_fsynced_json_line_per_message() {
     );
     assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envelopes_keep_the_id_the_headers_the_death_record_and_any_payload() {
+    let dir = TempDir::new("envelopes");
+    let config = FileSink::builder(dir.path())
+        .append_envelopes("dead.jsonl")
+        .build()
+        .unwrap();
+    let mut sink = FileSink::new(config).unwrap();
+    let mut dead = Message::builder("7;widget;;")
+        .subject("orders.eu")
+        .header("priority", 3)
+        .header("raw", bytes::Bytes::from_static(b"\x00\xff"))
+        .build();
+    let record = eip_core::message::DeathRecord::new(
+        "orders",
+        eip_core::message::DeathReason::Invalid,
+        Some("line 3: expected 4 fields, found 3".into()),
+    );
+    dead.set_death(&record);
+    let json = Message::new(r#"{"n": 1}"#);
+    let binary = Message::new(bytes::Bytes::from_static(b"\xff\xfe"));
+    let mut path = PathBuf::new();
+    for msg in [dead.clone(), json.clone(), binary.clone()] {
+        path = write(&mut sink, msg).await.unwrap();
+    }
+    let text = fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["id"], dead.id().to_string());
+    assert_eq!(lines[0]["headers"]["subject"], "orders.eu");
+    assert_eq!(lines[0]["headers"]["priority"], 3);
+    assert_eq!(
+        lines[0]["headers"]["raw"],
+        serde_json::json!({"hex": "00ff"})
+    );
+    assert!(
+        lines[0]["headers"].get("death").is_none(),
+        "the death record is its own key"
+    );
+    assert_eq!(lines[0]["death"]["reason"], "invalid");
+    assert_eq!(lines[0]["death"]["channel"], "orders");
+    assert_eq!(
+        lines[0]["death"]["error"],
+        "line 3: expected 4 fields, found 3"
+    );
+    assert_eq!(
+        lines[0]["payload"], "7;widget;;",
+        "text that is not JSON stays text"
+    );
+    assert_eq!(lines[1]["payload"], serde_json::json!({"n": 1}));
+    assert!(lines[1].get("death").is_none());
+    assert_eq!(lines[2]["payload-hex"], "fffe");
+    assert!(lines[2].get("payload").is_none());
+}

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use eip_adapters::file::{FileSinkConfig, FileSourceConfig, ReadMode, WhenDone};
+use eip_adapters::file::{FileSinkConfig, FileSourceConfig, ReadMode, SinkMode, WhenDone};
 use eip_adapters::http::{HttpInboundConfig, HttpOutboundConfig, OutboundMethod};
 use eip_adapters::sql::Claim;
 use eip_dsl::kind::sql::{SqlIn, SqlOut};
@@ -282,6 +282,32 @@ fn contradicting_keys_are_refused() {
     assert_eq!(
         ps[1].message,
         "`done-dir` and `delete-when-done: true` contradict each other"
+    );
+}
+
+#[test]
+fn file_out_writes_envelopes_only_as_json_lines() {
+    let all = with_adapters(&[
+        "  a: {kind: file-out, from: orders, dir: out, append: 'dead.jsonl', envelope: true}",
+        "  b: {kind: file-out, from: orders, dir: out, name: '{id}', envelope: true}",
+    ]);
+    let ps = problems(&lines(&all));
+    assert_eq!(ps.len(), 1, "{ps:#?}");
+    assert_eq!(
+        ps[0].message,
+        "`file-out` adapter `b`: `envelope` needs `append`: envelopes are written as JSON lines"
+    );
+    let plan = load(&lines(&with_adapters(&[
+        "  a: {kind: file-out, from: orders, dir: out, append: 'dead.jsonl', envelope: true}",
+    ])));
+    let plan = plan.unwrap();
+    let Some(sink) = plan.adapters[0].config_as::<FileSinkConfig>() else {
+        panic!("file-out")
+    };
+    assert!(
+        matches!(sink.mode(), SinkMode::AppendEnvelopes(_)),
+        "{:?}",
+        sink.mode()
     );
 }
 

@@ -122,7 +122,7 @@ mod source;
 mod template;
 
 pub use error::FileError;
-pub use sink::{FileSink, FileSinkBuilder, FileSinkConfig, SinkMode};
+pub use sink::{FileSink, FileSinkBuilder, FileSinkConfig, SinkMode, envelope_line};
 pub use source::{
     DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig, FileSourceHandle,
     MAX_BATCH_BYTES, MAX_BATCH_FILES, ReadMode, WhenDone, headers,

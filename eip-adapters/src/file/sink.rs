@@ -40,6 +40,9 @@ pub enum SinkMode {
     Write(NameTemplate),
     /// One JSON line per message, appended to the file the template names.
     AppendJsonLines(NameTemplate),
+    /// One JSON line per message holding its envelope (id, headers, death record, payload),
+    /// appended to the file the template names: see [`envelope_line`].
+    AppendEnvelopes(NameTemplate),
 }
 
 /// The parsed configuration of a [`FileSink`]: plain data, made by [`FileSinkBuilder`].
@@ -87,6 +90,14 @@ impl FileSinkBuilder {
     /// parts for a file a day, say `orders-{yyyy}-{MM}-{dd}.jsonl`).
     pub fn append_json_lines(mut self, template: &str) -> Self {
         self.mode = NameTemplate::parse(template).map(SinkMode::AppendJsonLines);
+        self
+    }
+
+    /// Appends each message's envelope as a JSON line to the file `template` names: the
+    /// message id, its headers, its death record (for a dead letter: why and where it died)
+    /// and its payload, whatever the payload is (see [`envelope_line`]).
+    pub fn append_envelopes(mut self, template: &str) -> Self {
+        self.mode = NameTemplate::parse(template).map(SinkMode::AppendEnvelopes);
         self
     }
 
@@ -180,7 +191,7 @@ impl Inner {
     fn write(&self, msg: &Message) -> Result<PathBuf, FileError> {
         let (template, append) = match &self.config.mode {
             SinkMode::Write(t) => (t, false),
-            SinkMode::AppendJsonLines(t) => (t, true),
+            SinkMode::AppendJsonLines(t) | SinkMode::AppendEnvelopes(t) => (t, true),
         };
         let relative = template.render(msg, SystemTime::now(), &self.config.dir)?;
         let dir = self.open_parent(&relative)?;
@@ -312,12 +323,14 @@ impl Inner {
         name: &str,
         path: &Path,
     ) -> Result<(), FileError> {
-        let value: serde_json::Value =
-            serde_json::from_slice(msg.payload()).map_err(|e| FileError::Content {
+        let value: serde_json::Value = match self.config.mode {
+            SinkMode::AppendEnvelopes(_) => envelope_line(msg),
+            _ => serde_json::from_slice(msg.payload()).map_err(|e| FileError::Content {
                 path: path.into(),
                 reason: format!("message {} is not JSON: {e}", msg.id()),
-            })?;
-        let mut line = serde_json::to_vec(&value).expect("a JSON value serializes");
+            })?,
+        };
+        let mut line = value.to_string().into_bytes();
         line.push(b'\n');
         let _serial = self.append.lock().unwrap_or_else(|e| e.into_inner());
         // A symlink put where the file should be is refused, not followed out.
@@ -357,4 +370,60 @@ fn is_symlink_refused(e: &std::io::Error) -> bool {
 #[cfg(not(unix))]
 fn is_symlink_refused(_e: &std::io::Error) -> bool {
     false
+}
+
+/// A message's envelope, as [`SinkMode::AppendEnvelopes`] writes it: a JSON object with
+/// - `id`: the message id;
+/// - `headers`: every header but the death record, strings, numbers and booleans as
+///   themselves, bytes as `{"hex": "..."}`;
+/// - `death`: the death record, for a dead letter (channel, reason, count, first and last
+///   time, error, host), as an object;
+/// - `payload`: the payload as JSON when it is JSON, else as text when it is UTF-8; a payload
+///   that is neither is written as `payload-hex` instead.
+pub fn envelope_line(msg: &Message) -> serde_json::Value {
+    use eip_core::message::{HeaderValue, names};
+    use serde_json::{Map, Value};
+
+    let mut headers = Map::new();
+    for (name, value) in msg.headers().iter() {
+        if name == names::DEATH {
+            continue;
+        }
+        let value = match value {
+            HeaderValue::Str(s) => Value::String(s.clone()),
+            HeaderValue::Int(i) => Value::from(*i),
+            HeaderValue::Float(f) => Value::from(*f),
+            HeaderValue::Bool(b) => Value::Bool(*b),
+            HeaderValue::Bytes(b) => serde_json::json!({ "hex": hex(b) }),
+        };
+        headers.insert(name.to_owned(), value);
+    }
+    let mut envelope = Map::new();
+    envelope.insert("id".into(), Value::String(msg.id().to_string()));
+    envelope.insert("headers".into(), Value::Object(headers));
+    match msg.death() {
+        Ok(Some(death)) => {
+            let death = serde_json::to_value(&death).unwrap_or(Value::Null);
+            envelope.insert("death".into(), death);
+        }
+        Ok(None) => {}
+        // A death header that does not read is kept as it was written.
+        Err(_) => {
+            if let Some(raw) = msg.headers().get(names::DEATH) {
+                envelope.insert("death".into(), Value::String(raw.to_string()));
+            }
+        }
+    }
+    match serde_json::from_slice::<Value>(msg.payload()) {
+        Ok(json) => envelope.insert("payload".into(), json),
+        Err(_) => match std::str::from_utf8(msg.payload()) {
+            Ok(text) => envelope.insert("payload".into(), Value::String(text.to_owned())),
+            Err(_) => envelope.insert("payload-hex".into(), Value::String(hex(msg.payload()))),
+        },
+    };
+    Value::Object(envelope)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

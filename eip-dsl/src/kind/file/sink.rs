@@ -14,7 +14,7 @@ use crate::spec::{AdapterKind, Direction, Located};
 pub(crate) static SINK: Kind = Kind {
     id: AdapterKind::adapter("file-out", Direction::Outbound),
     feature: "file",
-    keys: &[&["dir", "name", "append", "overwrite"]],
+    keys: &[&["dir", "name", "append", "envelope", "overwrite"]],
     drawing: Drawing::InputOutput,
     check,
 };
@@ -46,10 +46,20 @@ fn check(
         }
         (None, Some(append)) => {
             if template(check, settings, &append, "append") {
-                builder = builder.append_json_lines(&append.value);
+                builder = match settings.boolean(check, "envelope") {
+                    Some(true) => builder.append_envelopes(&append.value),
+                    _ => builder.append_json_lines(&append.value),
+                };
             }
         }
         (None, None) => {}
+    }
+    if settings.get("envelope").is_some() && settings.get("append").is_none() {
+        settings.report_entry(
+            check,
+            "`envelope` needs `append`: envelopes are written as JSON lines".to_owned(),
+            Some("add `append: FILE`, or remove `envelope`"),
+        );
     }
     if let Some(overwrite) = settings.boolean(check, "overwrite") {
         builder = builder.overwrite(overwrite);
