@@ -1,4 +1,5 @@
 //! The formats: what each makes of the edge cases of its input, whole or in chunks.
+#![cfg(feature = "csv")]
 
 use bytes::Bytes;
 use eip_steps::format::{
@@ -311,6 +312,7 @@ mod marshal {
     }
 }
 
+#[cfg(feature = "xml")]
 mod xml {
     use eip_steps::format::{XmlError, json_to_xml, xml_to_json};
     use serde_json::{Value, json};

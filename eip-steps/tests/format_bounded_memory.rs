@@ -1,5 +1,6 @@
 //! A CSV stream far larger than any record is decoded with the decoder's buffers bounded by
 //! the record limit, whatever the stream's length.
+#![cfg(feature = "csv")]
 
 use eip_steps::format::{CsvOptions, Decoded, Format, Reason};
 
@@ -32,7 +33,7 @@ fn a_200_mb_csv_stream_is_decoded_with_the_decoders_buffer_bounded() {
         while chunk.len() < (64 << 10) {
             row += 1;
             line += 1;
-            if row % 10 == 0 {
+            if row.is_multiple_of(10) {
                 chunk.extend_from_slice(
                     format!("{row},name-{row},\"two lines,\nquoted \"\"x\"\"\",{row}.5\n")
                         .as_bytes(),

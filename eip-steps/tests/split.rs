@@ -1,5 +1,6 @@
 //! The Splitter: its parts' sequence headers, streamed and in memory, and the service's
 //! ordering and completion.
+#![cfg(feature = "csv")]
 
 use std::sync::{Arc, Mutex};
 use std::task::Poll;

@@ -1,6 +1,7 @@
 //! Writing JSON text directly: a decoder builds each record's JSON without a `Value` between.
 
 /// Appends `s` to `out` as a JSON string, quotes included.
+#[cfg(feature = "csv")]
 pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
@@ -30,6 +31,7 @@ pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+#[cfg(feature = "csv")]
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A JSON value's type, as error messages name it.
@@ -45,7 +47,7 @@ pub(crate) fn type_name(value: &serde_json::Value) -> &'static str {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "csv"))]
 mod tests {
     use super::*;
 

@@ -29,6 +29,7 @@
 
 #[cfg(feature = "csv")]
 mod csv;
+#[cfg(any(feature = "csv", feature = "xml"))]
 mod json_text;
 mod lines;
 mod reader;

@@ -156,7 +156,7 @@ impl CsvDecoder {
         let result = if self.too_long {
             Err(Reason::TooLong { max: self.max() })
         } else {
-            self.to_json()
+            self.row_json()
         };
         if result.is_err() && matches!(self.header, Header::Expected) {
             self.header = Header::Unusable;
@@ -174,7 +174,7 @@ impl CsvDecoder {
     }
 
     /// The row as JSON; `None` for the header row, which is kept.
-    fn to_json(&mut self) -> Result<Option<Bytes>, Reason> {
+    fn row_json(&mut self) -> Result<Option<Bytes>, Reason> {
         let ends = &self.ends[..self.ends_len];
         let text = row_text(&self.fields[..self.out_len], ends)?;
         let field = |i: usize| {
