@@ -64,17 +64,20 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// The receiving task, the same on every side: counts what arrives.
+async fn receive<T: Send + 'static>(mut rx: mpsc::Receiver<T>) -> u64 {
+    let mut n = 0u64;
+    while let Some(item) = rx.recv().await {
+        black_box(&item);
+        n += 1;
+    }
+    n
+}
+
 /// eip: the streamed splitter onto a channel; returns the rows received.
 async fn eip(path: PathBuf) -> u64 {
-    let (tx, mut rx) = mpsc::channel::<Message>(CAPACITY);
-    let consumer = tokio::spawn(async move {
-        let mut n = 0u64;
-        while let Some(part) = rx.recv().await {
-            black_box(part.payload().len());
-            n += 1;
-        }
-        n
-    });
+    let (tx, rx) = mpsc::channel::<Message>(CAPACITY);
+    let consumer = tokio::spawn(receive(rx));
     let file = tokio::fs::File::open(&path).await.expect("file");
     let reader = tokio::io::BufReader::with_capacity(BUFFER, file);
     let original = Message::builder("")
@@ -91,15 +94,8 @@ async fn eip(path: PathBuf) -> u64 {
 
 /// The baseline: the csv crate's read loop, each row as JSON bytes onto a channel.
 async fn baseline_json(path: PathBuf) -> u64 {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(CAPACITY);
-    let consumer = tokio::spawn(async move {
-        let mut n = 0u64;
-        while let Some(row) = rx.recv().await {
-            black_box(row.len());
-            n += 1;
-        }
-        n
-    });
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(CAPACITY);
+    let consumer = tokio::spawn(receive(rx));
     let mut reader = csv::ReaderBuilder::new()
         .buffer_capacity(BUFFER)
         .from_path(&path)
@@ -117,15 +113,8 @@ async fn baseline_json(path: PathBuf) -> u64 {
 
 /// The floor: the csv crate's records sent as they are.
 async fn baseline_records(path: PathBuf) -> u64 {
-    let (tx, mut rx) = mpsc::channel::<csv::ByteRecord>(CAPACITY);
-    let consumer = tokio::spawn(async move {
-        let mut n = 0u64;
-        while let Some(row) = rx.recv().await {
-            black_box(row.len());
-            n += 1;
-        }
-        n
-    });
+    let (tx, rx) = mpsc::channel::<csv::ByteRecord>(CAPACITY);
+    let consumer = tokio::spawn(receive(rx));
     let mut reader = csv::ReaderBuilder::new()
         .buffer_capacity(BUFFER)
         .from_path(&path)

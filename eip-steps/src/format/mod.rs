@@ -95,7 +95,7 @@ pub enum Reason {
     },
     /// A CSV row with another number of fields than the header (or, without a header, the
     /// first row).
-    #[error("{found} fields, expected {expected}")]
+    #[error("expected {expected} fields, found {found}")]
     FieldCount {
         /// The number of fields of the header or first row.
         expected: usize,

@@ -5,7 +5,9 @@
 //! would change data. A quoted field may hold delimiters, quotes (doubled) and line breaks;
 //! the row is then counted by the line it starts on and the lines it spans are counted too.
 //! Empty lines between rows are skipped. A header with a name twice keeps both in the JSON
-//! text (a reader of the object sees the later one).
+//! text (a reader of the object sees the later one). A quote that is never closed runs to the
+//! end of the input, as in every CSV reader: the row it starts is then too long (reported,
+//! and nothing after it is read as rows) or, when the input ends first, one last row.
 
 mod convert;
 mod decoder;
