@@ -98,8 +98,8 @@ fn a_bad_json_line_is_malformed_with_its_number_and_serdes_reason() {
 }
 
 #[test]
-fn two_json_values_on_one_line_are_malformed() {
-    let out = decode(&Format::json_lines(), b"1 2\n\xff\n");
+fn two_json_values_on_one_line_or_a_line_not_utf8_are_malformed() {
+    let out = decode(&Format::json_lines(), b"1 2\n\"\xff\"\n");
     assert!(matches!(
         out[0],
         Err(Malformed {
@@ -111,7 +111,7 @@ fn two_json_values_on_one_line_are_malformed() {
         out[1],
         Err(Malformed {
             line: 2,
-            reason: Reason::Json(_)
+            reason: Reason::NotUtf8 { valid_up_to: 1 }
         })
     ));
 }

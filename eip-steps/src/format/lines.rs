@@ -158,12 +158,18 @@ impl LineDecoder {
                 if bytes.iter().all(u8::is_ascii_whitespace) {
                     return;
                 }
-                match serde_json::from_slice::<IgnoredAny>(&bytes) {
+                // serde checks UTF-8 only where it keeps a string, and skipping keeps none.
+                let checked = std::str::from_utf8(&bytes)
+                    .map_err(|e| Reason::NotUtf8 {
+                        valid_up_to: e.valid_up_to(),
+                    })
+                    .and_then(|text| {
+                        serde_json::from_str::<IgnoredAny>(text)
+                            .map_err(|e| Reason::Json(e.to_string()))
+                    });
+                match checked {
                     Ok(_) => Ok(Record { line, bytes }),
-                    Err(e) => Err(Malformed {
-                        line,
-                        reason: Reason::Json(e.to_string()),
-                    }),
+                    Err(reason) => Err(Malformed { line, reason }),
                 }
             }
         };

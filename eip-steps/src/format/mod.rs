@@ -78,7 +78,7 @@ pub enum Reason {
         /// The limit, in bytes.
         max: usize,
     },
-    /// A text line that is not UTF-8.
+    /// A line (of lines or JSON lines) that is not UTF-8.
     #[error("not UTF-8 (valid up to byte {valid_up_to})")]
     NotUtf8 {
         /// How many bytes of the line are valid UTF-8.
