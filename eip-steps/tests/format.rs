@@ -32,8 +32,8 @@ fn ok(line: u64, bytes: &str) -> Decoded {
     })
 }
 
-fn bad(line: u64, reason: Reason) -> Decoded {
-    Err(Malformed { line, reason })
+fn bad(line: u64, reason: Reason, record: &[u8]) -> Decoded {
+    Err(Malformed::new(line, reason, Bytes::copy_from_slice(record)))
 }
 
 #[test]
@@ -61,9 +61,9 @@ fn an_over_long_line_is_malformed_and_the_next_lines_go_on() {
         out,
         [
             ok(1, "short"),
-            bad(2, Reason::TooLong { max: 5 }),
+            bad(2, Reason::TooLong { max: 5 }, b""),
             ok(3, "ok"),
-            bad(4, Reason::TooLong { max: 5 }),
+            bad(4, Reason::TooLong { max: 5 }, b""),
         ]
     );
 }
@@ -75,7 +75,7 @@ fn a_line_that_is_not_utf8_is_malformed_with_where_it_breaks() {
         out,
         [
             ok(1, "fine"),
-            bad(2, Reason::NotUtf8 { valid_up_to: 2 }),
+            bad(2, Reason::NotUtf8 { valid_up_to: 2 }, b"ab\xffcd"),
             ok(3, "also fine"),
         ]
     );
@@ -88,11 +88,13 @@ fn a_bad_json_line_is_malformed_with_its_number_and_serdes_reason() {
     let Err(Malformed {
         line: 4,
         reason: Reason::Json(reason),
+        record,
     }) = &out[1]
     else {
         panic!("line 4 is not JSON: {:?}", out[1]);
     };
     assert!(reason.contains("EOF"), "{reason}");
+    assert_eq!(record, "{\"a\":", "the line as it was read");
     assert_eq!(out[2], ok(5, "[1,2]"));
     assert_eq!(out.len(), 3, "blank lines are skipped");
 }
@@ -104,14 +106,16 @@ fn two_json_values_on_one_line_or_a_line_not_utf8_are_malformed() {
         out[0],
         Err(Malformed {
             line: 1,
-            reason: Reason::Json(_)
+            reason: Reason::Json(_),
+            ..
         })
     ));
     assert!(matches!(
         out[1],
         Err(Malformed {
             line: 2,
-            reason: Reason::NotUtf8 { valid_up_to: 1 }
+            reason: Reason::NotUtf8 { valid_up_to: 1 },
+            ..
         })
     ));
 }
@@ -160,14 +164,16 @@ fn a_csv_row_with_the_wrong_field_count_is_malformed_with_its_line() {
                 Reason::FieldCount {
                     expected: 2,
                     found: 3
-                }
+                },
+                b"1,2,3"
             ),
             bad(
                 4,
                 Reason::FieldCount {
                     expected: 2,
                     found: 1
-                }
+                },
+                b"\"x\ny\""
             ),
             ok(6, r#"{"a":"4","b":"5"}"#),
         ]
@@ -190,7 +196,8 @@ fn csv_without_a_header_gives_arrays_as_long_as_the_first_row() {
                 Reason::FieldCount {
                     expected: 2,
                     found: 1
-                }
+                },
+                b"2"
             ),
             ok(3, r#"["3","z"]"#),
         ]
@@ -203,7 +210,7 @@ fn a_csv_field_that_is_not_utf8_is_malformed_and_a_bad_header_spoils_every_row()
     assert_eq!(
         out,
         [
-            bad(2, Reason::FieldNotUtf8 { field: 2 }),
+            bad(2, Reason::FieldNotUtf8 { field: 2 }, b"1,\xff"),
             ok(3, r#"{"a":"2","b":"3"}"#)
         ]
     );
@@ -211,8 +218,8 @@ fn a_csv_field_that_is_not_utf8_is_malformed_and_a_bad_header_spoils_every_row()
     assert_eq!(
         out,
         [
-            bad(1, Reason::FieldNotUtf8 { field: 2 }),
-            bad(2, Reason::NoHeader)
+            bad(1, Reason::FieldNotUtf8 { field: 2 }, b"a,\xff"),
+            bad(2, Reason::NoHeader, b"1,2")
         ]
     );
 }
@@ -225,7 +232,7 @@ fn an_over_long_csv_row_is_malformed_and_the_next_rows_go_on() {
     assert_eq!(
         out,
         [
-            bad(2, Reason::TooLong { max: 16 }),
+            bad(2, Reason::TooLong { max: 16 }, b""),
             ok(103, r#"{"h":"ok"}"#)
         ]
     );

@@ -65,6 +65,26 @@ fn every_part_carries_the_originals_id_its_number_the_size_and_the_originals_hea
 }
 
 #[test]
+fn a_malformed_record_becomes_a_message_with_its_text_and_the_originals_id() {
+    let original = original();
+    let split = Split::csv(CsvOptions::new());
+    let parts = split.parts(&original);
+    let bad = parts[1].as_ref().unwrap_err();
+    let invalid = split.malformed_message(&original, bad);
+    assert_eq!(invalid.payload_str(), Some("B"));
+    let id = original.id().to_string();
+    assert_eq!(invalid.correlation_id().unwrap(), Some(id.as_str()));
+    assert_eq!(
+        invalid.content_type().unwrap(),
+        None,
+        "the record is not JSON"
+    );
+    assert_eq!(invalid.sequence_number().unwrap(), None);
+    assert_eq!(invalid.subject().unwrap(), Some("orders.csv"));
+    assert_eq!(bad.to_string(), "line 3: expected 2 fields, found 1");
+}
+
+#[test]
 fn a_line_keeps_the_originals_content_type() {
     let original = Message::builder("a\nb").content_type("text/plain").build();
     for part in Split::lines().parts(&original) {

@@ -117,10 +117,7 @@ impl LineDecoder {
             // Report it now, while its line is the current one, and hold none of it.
             self.partial = Vec::new();
             self.skipping = true;
-            out.push(Err(Malformed {
-                line: self.lines + 1,
-                reason: Reason::TooLong { max: self.max },
-            }));
+            out.push(Err(Malformed::too_long(self.lines + 1, self.max)));
         } else {
             self.partial.extend_from_slice(rest);
         }
@@ -132,10 +129,7 @@ impl LineDecoder {
     }
 
     fn too_long(&mut self, line: u64, out: &mut Vec<Decoded>) {
-        out.push(Err(Malformed {
-            line,
-            reason: Reason::TooLong { max: self.max },
-        }));
+        out.push(Err(Malformed::too_long(line, self.max)));
     }
 
     /// Hands back line number `self.lines`, `\r` terminator removed.
@@ -147,12 +141,13 @@ impl LineDecoder {
         let decoded = match self.kind {
             Kind::Text => match std::str::from_utf8(&bytes) {
                 Ok(_) => Ok(Record { line, bytes }),
-                Err(e) => Err(Malformed {
+                Err(e) => Err(Malformed::new(
                     line,
-                    reason: Reason::NotUtf8 {
+                    Reason::NotUtf8 {
                         valid_up_to: e.valid_up_to(),
                     },
-                }),
+                    bytes,
+                )),
             },
             Kind::Json => {
                 if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -169,7 +164,7 @@ impl LineDecoder {
                     });
                 match checked {
                     Ok(_) => Ok(Record { line, bytes }),
-                    Err(reason) => Err(Malformed { line, reason }),
+                    Err(reason) => Err(Malformed::new(line, reason, bytes)),
                 }
             }
         };
@@ -244,10 +239,7 @@ mod tests {
         assert_eq!(
             out,
             [
-                Err(Malformed {
-                    line: 1,
-                    reason: Reason::TooLong { max: 8 }
-                }),
+                Err(Malformed::too_long(1, 8)),
                 Ok(Record {
                     line: 2,
                     bytes: Bytes::from("ok")

@@ -24,6 +24,7 @@
 //! assert_eq!(good, [1, 3]);
 //! let bad = decoded[1].as_ref().unwrap_err();
 //! assert_eq!(bad.line, 2);
+//! assert_eq!(bad.record, "not json");
 //! assert!(matches!(bad.reason, Reason::Json(_)));
 //! ```
 
@@ -66,6 +67,25 @@ pub struct Malformed {
     pub line: u64,
     /// What is wrong with it.
     pub reason: Reason,
+    /// The record as it was read, without its line terminator, for the invalid message
+    /// channel; empty when it was too long to keep.
+    pub record: Bytes,
+}
+
+impl Malformed {
+    /// A malformed record at `line`, its text kept.
+    pub fn new(line: u64, reason: Reason, record: Bytes) -> Self {
+        Malformed {
+            line,
+            reason,
+            record,
+        }
+    }
+
+    /// A record too long to keep.
+    pub fn too_long(line: u64, max: usize) -> Self {
+        Malformed::new(line, Reason::TooLong { max }, Bytes::new())
+    }
 }
 
 /// Why a record could not be read.

@@ -19,9 +19,9 @@
 //! delivered before) and the correlation and sequence headers, which are the part's own (so a
 //! part of a part belongs to the inner split: aggregate the inner split first).
 //!
-//! A record that can not be read is handed back as a [`Malformed`] with its line number and
-//! reason, and the other records go on: the route sends each malformed record to the invalid
-//! message channel.
+//! A record that can not be read is handed back as a [`Malformed`] with its line number, its
+//! reason and its text, and the other records go on: the route sends each to the invalid
+//! message channel ([`Split::malformed_message`] makes the message).
 //!
 //! [`SplitService`] (and its [`SplitLayer`]) carries the split out in front of a service, say a
 //! channel's sender: it passes the parts to it one at a time, in order, and completes only when
@@ -113,6 +113,14 @@ impl Split {
                 })
             })
             .collect()
+    }
+
+    /// A message for the invalid message channel holding a record of `original` that could
+    /// not be read: its text as the payload, the original's headers and its id as the
+    /// correlation id. The route puts it there with `malformed`'s line and reason as the
+    /// error (its `Display`: `line 3: expected 2 fields, found 1`).
+    pub fn malformed_message(&self, original: &Message, malformed: &Malformed) -> Message {
+        PartMaker::malformed(original, &self.format, malformed.record.clone())
     }
 
     /// The parts of a stream that `original` stands for (a file, say: its name and headers in

@@ -24,6 +24,27 @@ impl PartMaker {
         PartMaker { base }
     }
 
+    /// A message holding a malformed record, for the invalid message channel: the original's
+    /// headers and correlation id, no sequence headers, and no content type when the format
+    /// decides it (the record is not what the format makes).
+    pub(crate) fn malformed(original: &Message, format: &Format, record: Bytes) -> Message {
+        let mut message = Message::new(record);
+        let headers = message.headers_mut();
+        *headers = original.headers().clone();
+        for name in [
+            names::REDELIVERY_COUNT,
+            names::SEQUENCE_NUMBER,
+            names::SEQUENCE_SIZE,
+        ] {
+            headers.remove(name);
+        }
+        if format.record_content_type().is_some() {
+            headers.remove(names::CONTENT_TYPE);
+        }
+        headers.insert(names::CORRELATION_ID, original.id().to_string());
+        message
+    }
+
     /// Part `number`, with the size when it is known.
     pub(crate) fn part(&self, payload: Bytes, number: u64, size: Option<u64>) -> Message {
         let mut part = Message::new(payload);

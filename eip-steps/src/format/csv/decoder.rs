@@ -9,8 +9,8 @@ use crate::format::{Decoded, Decoder, Malformed, Reason, Record, json_text};
 /// The decoder of [`Format::Csv`](crate::format::Format::Csv): each row a JSON object keyed by
 /// the header, or a JSON array of strings without a header.
 ///
-/// It holds the current row's fields only (at most the row limit), whatever the input's
-/// length; a row over the limit is read through and reported without being kept.
+/// It holds the current row only (its fields and its text, each at most the row limit),
+/// whatever the input's length; a row over the limit is read through and reported without being kept.
 #[derive(Debug)]
 pub struct CsvDecoder {
     options: CsvOptions,
@@ -23,6 +23,8 @@ pub struct CsvDecoder {
     ends_len: usize,
     /// Input bytes the current row has taken so far.
     row_input: usize,
+    /// Those bytes, while the row is within the limit: the record of a malformed row.
+    raw: Vec<u8>,
     too_long: bool,
     /// Between rows: line terminators are skipped here, so that a row's first line is known.
     at_row_start: bool,
@@ -63,6 +65,7 @@ impl CsvDecoder {
             ends: Vec::new(),
             ends_len: 0,
             row_input: 0,
+            raw: Vec::new(),
             too_long: false,
             at_row_start: true,
             skipped_lines: 0,
@@ -98,13 +101,16 @@ impl CsvDecoder {
                 &mut self.fields[self.out_len..],
                 &mut self.ends[self.ends_len..],
             );
-            input = &input[nin..];
             self.row_input += nin;
-            self.out_len += nout;
-            self.ends_len += nend;
             if self.row_input > self.max() {
                 self.too_long = true;
+                self.raw.clear();
+            } else {
+                self.raw.extend_from_slice(&input[..nin]);
             }
+            input = &input[nin..];
+            self.out_len += nout;
+            self.ends_len += nend;
             match result {
                 ReadRecordResult::InputEmpty => return,
                 ReadRecordResult::OutputFull => self.grow_fields(),
@@ -164,8 +170,14 @@ impl CsvDecoder {
         match result {
             Ok(Some(bytes)) => out.push(Ok(Record { line, bytes })),
             Ok(None) => {}
-            Err(reason) => out.push(Err(Malformed { line, reason })),
+            Err(reason) => {
+                let text = self.raw.strip_suffix(b"\n").unwrap_or(&self.raw);
+                let text = text.strip_suffix(b"\r").unwrap_or(text);
+                let record = Bytes::copy_from_slice(text);
+                out.push(Err(Malformed::new(line, reason, record)));
+            }
         }
+        self.raw.clear();
         self.out_len = 0;
         self.ends_len = 0;
         self.row_input = 0;
@@ -269,6 +281,8 @@ impl Decoder for CsvDecoder {
     }
 
     fn buffered(&self) -> usize {
-        self.fields.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
+        self.fields.capacity()
+            + self.raw.capacity()
+            + self.ends.capacity() * std::mem::size_of::<usize>()
     }
 }
