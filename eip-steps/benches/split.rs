@@ -10,7 +10,9 @@
 //! message): the floor any splitter pays to read a CSV file and hand it on.
 //!
 //! It prints `compare: split csv: eip X ns/row, baseline Y ns/row (csv crate + mpsc), ratio R`
-//! from the medians of alternating rounds (so both sides see the same machine load), then the
+//! from the medians of alternating rounds (so both sides see the same machine load), on a
+//! two-worker runtime and again on a current-thread one (`[current-thread]`, where the
+//! per-row CPU cost shows without cross-core traffic), then the
 //! process's peak RSS (`VmHWM`): flat whatever the file's size, since no side holds more than a
 //! buffer and the channel's capacity.
 
@@ -31,7 +33,7 @@ const ROWS: u64 = 1_000_000;
 /// Rows of the smaller file criterion samples.
 const SAMPLE_ROWS: u64 = 100_000;
 /// Rounds of the alternating measurement.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 /// The channel's capacity, on both sides.
 const CAPACITY: usize = 1024;
 /// The read buffer, on both sides.
@@ -192,21 +194,27 @@ fn split_csv(c: &mut Criterion) {
     let large = dir.path().join("orders.csv");
     write_csv(&large, ROWS);
     let mb = std::fs::metadata(&large).map_or(0, |m| m.len() >> 20);
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); SIDES.len()];
-    for _ in 0..ROUNDS {
-        for (i, (_, side)) in SIDES.iter().enumerate() {
-            times[i].push(pass(&rt, *side, &large, ROWS));
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for (flavor, rt) in [("", &rt), (" [current-thread]", &current)] {
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); SIDES.len()];
+        for _ in 0..ROUNDS {
+            for (i, (_, side)) in SIDES.iter().enumerate() {
+                times[i].push(pass(rt, *side, &large, ROWS));
+            }
         }
+        let [eip, json, records] = [0, 1, 2].map(|i| median(&mut times[i]));
+        println!(
+            "compare: split csv{flavor}: eip {eip:.1} ns/row, baseline {json:.1} ns/row (csv crate + mpsc), ratio {:.2}",
+            eip / json
+        );
+        println!(
+            "compare: split csv (records only){flavor}: eip {eip:.1} ns/row, baseline {records:.1} ns/row (csv crate records + mpsc, no JSON), ratio {:.2}",
+            eip / records
+        );
     }
-    let [eip, json, records] = [0, 1, 2].map(|i| median(&mut times[i]));
-    println!(
-        "compare: split csv: eip {eip:.1} ns/row, baseline {json:.1} ns/row (csv crate + mpsc), ratio {:.2}",
-        eip / json
-    );
-    println!(
-        "compare: split csv (records only): eip {eip:.1} ns/row, baseline {records:.1} ns/row (csv crate records + mpsc, no JSON), ratio {:.2}",
-        eip / records
-    );
     match peak_rss_kib() {
         Some(kib) => println!(
             "split csv: {ROWS} rows, {mb} MB file, peak RSS {:.1} MiB (VmHWM)",

@@ -5,8 +5,14 @@
 pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
+    // Most values need no escape: one scan, one copy.
+    let Some(first) = bytes.iter().position(|b| NEEDS_ESCAPE[usize::from(*b)]) else {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    };
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    for (i, &b) in bytes.iter().enumerate().skip(first) {
         let escape: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -33,6 +39,20 @@ pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
 
 #[cfg(feature = "csv")]
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The bytes a JSON string can not hold as they are: control characters, `"` and `\`.
+#[cfg(feature = "csv")]
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// A JSON value's type, as error messages name it.
 pub(crate) fn type_name(value: &serde_json::Value) -> &'static str {

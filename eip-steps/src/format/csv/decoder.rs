@@ -217,8 +217,9 @@ impl CsvDecoder {
                         found: count,
                     });
                 }
-                let size = keys.iter().map(Vec::len).sum::<usize>() + text.len() + 3 * count;
-                let mut json = Vec::with_capacity(size + 2);
+                // Exact when no field needs escaping: `Bytes` then takes the buffer as it is.
+                let size = keys.iter().map(Vec::len).sum::<usize>() + text.len() + 3 * count + 1;
+                let mut json = Vec::with_capacity(size);
                 json.push(b'{');
                 for (i, key) in keys.iter().enumerate() {
                     if i > 0 {
@@ -238,7 +239,7 @@ impl CsvDecoder {
                         found: count,
                     });
                 }
-                let mut json = Vec::with_capacity(text.len() + 3 * count + 2);
+                let mut json = Vec::with_capacity(text.len() + 3 * count + 1);
                 json.push(b'[');
                 for i in 0..count {
                     if i > 0 {
