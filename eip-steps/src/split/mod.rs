@@ -61,7 +61,7 @@ use eip_core::Message;
 
 #[cfg(feature = "csv")]
 use crate::format::CsvOptions;
-use crate::format::{Format, Malformed};
+use crate::format::{Decoded, Format, Malformed};
 use part::PartMaker;
 
 /// The Splitter's decision: how a payload divides into parts.
@@ -100,19 +100,20 @@ impl Split {
     /// The parts of `original`'s payload, in order, each with every sequence header (the
     /// size too), and the records that could not be read in their place.
     pub fn parts(&self, original: &Message) -> Vec<Result<Message, Malformed>> {
+        self.parts_one_by_one(original).collect()
+    }
+
+    /// The same parts, each message made only when it is asked for: what is held until then
+    /// is the records, not a message (and its own headers) per record.
+    pub(crate) fn parts_one_by_one(&self, original: &Message) -> Parts {
         let decoded = self.format.decode(original.payload());
         let size = decoded.iter().filter(|d| d.is_ok()).count() as u64;
-        let maker = PartMaker::new(original, &self.format);
-        let mut number = 0;
-        decoded
-            .into_iter()
-            .map(|d| {
-                d.map(|record| {
-                    number += 1;
-                    maker.part(record.bytes, number, Some(size))
-                })
-            })
-            .collect()
+        Parts {
+            decoded: decoded.into_iter(),
+            maker: PartMaker::new(original, &self.format),
+            number: 0,
+            size,
+        }
     }
 
     /// A message for the invalid message channel holding a record of `original` that could
@@ -128,5 +129,29 @@ impl Split {
     /// part only.
     pub fn stream<R>(&self, original: &Message, reader: R) -> SplitStream<R> {
         SplitStream::new(reader, original, &self.format)
+    }
+}
+
+/// The parts of a payload in memory, made one by one.
+pub(crate) struct Parts {
+    decoded: std::vec::IntoIter<Decoded>,
+    maker: PartMaker,
+    number: u64,
+    size: u64,
+}
+
+impl Iterator for Parts {
+    type Item = Result<Message, Malformed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let decoded = self.decoded.next()?;
+        Some(decoded.map(|record| {
+            self.number += 1;
+            self.maker.part(record.bytes, self.number, Some(self.size))
+        }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.decoded.size_hint()
     }
 }

@@ -95,14 +95,14 @@ where
     }
 
     fn call(&mut self, original: Message) -> Self::Future {
-        let parts = self.split.parts(&original);
+        let parts = self.split.parts_one_by_one(&original);
         // The service made ready by `poll_ready` takes the first part; a clone stands in.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
             let mut outcome = SplitOutcome {
                 original: original.id(),
-                accepted: Vec::with_capacity(parts.len()),
+                accepted: Vec::with_capacity(parts.size_hint().0),
                 malformed: Vec::new(),
             };
             let mut number = 0;
