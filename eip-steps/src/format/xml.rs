@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use super::json_text::type_name;
 
 /// Nesting deeper than this is refused (a JSON value so deep is costly to work with).
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// An XML text that can not become JSON, or a JSON value that can not become XML.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +52,7 @@ pub enum XmlError {
         /// How many there were (0 or 2: the reading stops at the second).
         found: usize,
     },
-    /// Elements nested deeper than [`MAX_DEPTH`].
+    /// Elements nested deeper than 128.
     #[error("XML at line {line}: nested deeper than {MAX_DEPTH} elements")]
     TooDeep {
         /// The line of the element too deep.
