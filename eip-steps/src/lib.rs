@@ -10,9 +10,12 @@
 //!   removed.
 //! - [`format`]: the formats a payload or a file may be in besides JSON (lines, JSON lines, CSV,
 //!   XML), read part by part with bounded memory.
+//! - [`split`]: the Splitter: a message per record of a payload or a stream, with the
+//!   Message Sequence headers.
 
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;
+pub mod split;
 #[cfg(feature = "jq")]
 pub mod translate;

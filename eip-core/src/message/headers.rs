@@ -19,8 +19,16 @@ use bytes::Bytes;
 pub mod names {
     /// The routing key: dot-separated words matched by topic exchanges and wildcard subscriptions.
     pub const SUBJECT: &str = "subject";
-    /// Correlation Identifier: on a reply, the id of the request it answers.
+    /// Correlation Identifier: on a reply, the id of the request it answers; on a part of a
+    /// split, the id of the message it was split from.
     pub const CORRELATION_ID: &str = "correlation-id";
+    /// Message Sequence: a part's place in its split, counted from 1.
+    pub const SEQUENCE_NUMBER: &str = "sequence-number";
+    /// Message Sequence: how many parts the split made. A split of a payload held in memory
+    /// sets it on every part; a streamed split (a file of unknown length) sets it on the last
+    /// part only, where it equals that part's sequence number. An aggregator has every part of
+    /// a split when it holds a part that gives the size and every number from 1 up to it.
+    pub const SEQUENCE_SIZE: &str = "sequence-size";
     /// Return Address: the channel a reply should be sent to.
     pub const RETURN_ADDRESS: &str = "return-address";
     /// Format Indicator: the media type of the payload, such as `application/json`.

@@ -3,8 +3,8 @@
 //! A [`Message`] is cheap to clone: its payload is a reference-counted [`Bytes`] and its headers
 //! a copy-on-write map, so fan-out to any number of subscribers never copies a payload. Ids are
 //! UUID v7, ordered by creation time within a process. Well-known headers (subject, correlation
-//! id, return address, content type, expiration, priority, hop budget, redelivery count, death
-//! record) have typed accessors; the body is read through serde with [`Message::json`].
+//! id, sequence number and size, return address, content type, expiration, priority, hop budget,
+//! redelivery count, death record) have typed accessors; the body is read through serde with [`Message::json`].
 
 mod death;
 mod headers;
@@ -195,6 +195,17 @@ impl Message {
         self.headers.str(names::CORRELATION_ID)
     }
 
+    /// A part's place in its split (Message Sequence), counted from 1, if set.
+    pub fn sequence_number(&self) -> Result<Option<u64>, HeaderError> {
+        self.positive(names::SEQUENCE_NUMBER)
+    }
+
+    /// How many parts the split made, if this part says (see [`names::SEQUENCE_SIZE`]: on a
+    /// streamed split only the last part does).
+    pub fn sequence_size(&self) -> Result<Option<u64>, HeaderError> {
+        self.positive(names::SEQUENCE_SIZE)
+    }
+
     /// The return address (the channel for the reply), if set.
     pub fn return_address(&self) -> Result<Option<&str>, HeaderError> {
         self.headers.str(names::RETURN_ADDRESS)
@@ -296,6 +307,17 @@ impl Message {
         self.headers.insert(names::DEATH, json);
     }
 
+    fn positive(&self, name: &'static str) -> Result<Option<u64>, HeaderError> {
+        match self.headers.int(name)? {
+            None => Ok(None),
+            Some(v) if v >= 1 => Ok(Some(v.unsigned_abs())),
+            Some(v) => Err(HeaderError::Malformed {
+                name,
+                reason: format!("{v} is not a count from 1"),
+            }),
+        }
+    }
+
     fn non_negative(&self, name: &'static str) -> Result<Option<u32>, HeaderError> {
         match self.headers.int(name)? {
             None => Ok(None),
@@ -362,6 +384,22 @@ impl MessageBuilder {
     /// Sets the correlation id.
     pub fn correlation_id(self, id: impl Into<String>) -> Self {
         self.header(names::CORRELATION_ID, id.into())
+    }
+
+    /// Sets a part's place in its split, counted from 1.
+    pub fn sequence_number(self, number: u64) -> Self {
+        self.header(
+            names::SEQUENCE_NUMBER,
+            i64::try_from(number).unwrap_or(i64::MAX),
+        )
+    }
+
+    /// Sets how many parts the split made.
+    pub fn sequence_size(self, size: u64) -> Self {
+        self.header(
+            names::SEQUENCE_SIZE,
+            i64::try_from(size).unwrap_or(i64::MAX),
+        )
     }
 
     /// Sets the return address.
@@ -486,6 +524,26 @@ mod tests {
         assert_eq!(msg.redelivery_count().unwrap(), 0);
         assert!(msg.is_expired_at(10));
         assert!(!msg.is_expired_at(9));
+    }
+
+    #[test]
+    fn sequence_headers_are_counts_from_one() {
+        let part = Message::builder("x")
+            .correlation_id("original")
+            .sequence_number(3)
+            .sequence_size(3)
+            .build();
+        assert_eq!(part.sequence_number().unwrap(), Some(3));
+        assert_eq!(part.sequence_size().unwrap(), Some(3));
+        assert_eq!(Message::new("x").sequence_size().unwrap(), None);
+        let zero = Message::builder("x")
+            .header(names::SEQUENCE_NUMBER, 0_i64)
+            .build();
+        assert!(zero.sequence_number().is_err());
+        let text = Message::builder("x")
+            .header(names::SEQUENCE_SIZE, "3")
+            .build();
+        assert!(text.sequence_size().is_err());
     }
 
     #[test]

@@ -1,0 +1,63 @@
+//! Making a part: the original's headers with the part's own sequence headers.
+
+use bytes::Bytes;
+use eip_core::Message;
+use eip_core::message::{Headers, names};
+
+use crate::format::Format;
+
+/// The headers every part of one split shares, made once per split.
+#[derive(Debug, Clone)]
+pub(crate) struct PartMaker {
+    base: Headers,
+}
+
+impl PartMaker {
+    pub(crate) fn new(original: &Message, format: &Format) -> Self {
+        let mut base = original.headers().clone();
+        base.remove(names::REDELIVERY_COUNT);
+        base.remove(names::SEQUENCE_SIZE);
+        base.insert(names::CORRELATION_ID, original.id().to_string());
+        if let Some(content_type) = format.record_content_type() {
+            base.insert(names::CONTENT_TYPE, content_type);
+        }
+        PartMaker { base }
+    }
+
+    /// A message holding a malformed record, for the invalid message channel: the original's
+    /// headers and correlation id, no sequence headers, and no content type when the format
+    /// decides it (the record is not what the format makes).
+    pub(crate) fn malformed(original: &Message, format: &Format, record: Bytes) -> Message {
+        let mut message = Message::new(record);
+        let headers = message.headers_mut();
+        *headers = original.headers().clone();
+        for name in [
+            names::REDELIVERY_COUNT,
+            names::SEQUENCE_NUMBER,
+            names::SEQUENCE_SIZE,
+        ] {
+            headers.remove(name);
+        }
+        if format.record_content_type().is_some() {
+            headers.remove(names::CONTENT_TYPE);
+        }
+        headers.insert(names::CORRELATION_ID, original.id().to_string());
+        message
+    }
+
+    /// Part `number`, with the size when it is known.
+    pub(crate) fn part(&self, payload: Bytes, number: u64, size: Option<u64>) -> Message {
+        let mut part = Message::new(payload);
+        let headers = part.headers_mut();
+        *headers = self.base.clone();
+        headers.insert(names::SEQUENCE_NUMBER, count(number));
+        if let Some(size) = size {
+            headers.insert(names::SEQUENCE_SIZE, count(size));
+        }
+        part
+    }
+}
+
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
