@@ -17,12 +17,14 @@
 
 mod filter;
 mod process;
+mod split;
 #[cfg(feature = "jq")]
 mod transform;
 mod wire_tap;
 
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
+pub use self::split::SplitConfig;
 #[cfg(feature = "jq")]
 pub use self::transform::TransformConfig;
 pub use self::wire_tap::WireTapConfig;
@@ -222,6 +224,7 @@ macro_rules! steps {
 steps! {
     always, "filter" => filter::FILTER,
     always, "wire-tap" => wire_tap::WIRE_TAP,
+    always, "split" => split::SPLIT,
     always, "process" => process::PROCESS,
     "jq", "transform" => transform::TRANSFORM,
 }

@@ -116,6 +116,23 @@ impl Split {
         }
     }
 
+    /// The parts of `original` whose payloads (JSON, in order) something other than a format
+    /// computed, such as a jq program's outputs: made as [`parts`](Self::parts) makes them,
+    /// with every sequence header.
+    pub fn parts_of(
+        original: &Message,
+        payloads: impl IntoIterator<Item = bytes::Bytes>,
+    ) -> Vec<Message> {
+        let payloads: Vec<bytes::Bytes> = payloads.into_iter().collect();
+        let size = payloads.len() as u64;
+        let maker = PartMaker::with_content_type(original, Some("application/json"));
+        payloads
+            .into_iter()
+            .zip(1..)
+            .map(|(payload, number)| maker.part(payload, number, Some(size)))
+            .collect()
+    }
+
     /// A message for the invalid message channel holding a record of `original` that could
     /// not be read: its text as the payload, the original's headers and its id as the
     /// correlation id. The route puts it there with `malformed`'s line and reason as the

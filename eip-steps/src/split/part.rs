@@ -14,11 +14,19 @@ pub(crate) struct PartMaker {
 
 impl PartMaker {
     pub(crate) fn new(original: &Message, format: &Format) -> Self {
+        PartMaker::with_content_type(original, format.record_content_type())
+    }
+
+    /// The parts of `original` whose payloads are of `content_type` (when it is known).
+    pub(crate) fn with_content_type(
+        original: &Message,
+        content_type: Option<&'static str>,
+    ) -> Self {
         let mut base = original.headers().clone();
         base.remove(names::REDELIVERY_COUNT);
         base.remove(names::SEQUENCE_SIZE);
         base.insert(names::CORRELATION_ID, original.id().to_string());
-        if let Some(content_type) = format.record_content_type() {
+        if let Some(content_type) = content_type {
             base.insert(names::CONTENT_TYPE, content_type);
         }
         PartMaker { base }
