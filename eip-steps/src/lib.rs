@@ -8,9 +8,11 @@
 //!   (cargo feature `jq`).
 //! - [`translate`]: the Message Translator: a new payload computed by jq, headers set and
 //!   removed.
+//! - [`error`]: what a step returns when it fails on a message, the message handed back.
 //! - [`format`]: the formats a payload or a file may be in besides JSON (lines, JSON lines, CSV,
 //!   XML), read part by part with bounded memory.
 
+pub mod error;
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;
