@@ -117,7 +117,9 @@ impl<'de> Visitor<'de> for Payload<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
-        let mut object = Map::default();
+        // Most objects have a handful of fields: start with room for them rather than grow
+        // the index and the entries twice.
+        let mut object = Map::with_capacity_and_hasher(8, Default::default());
         while let Some(key) = map.next_key_seed(Payload(self.0))? {
             let value = map.next_value_seed(Payload(self.0))?;
             object.insert(key, value);
