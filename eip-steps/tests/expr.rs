@@ -165,6 +165,11 @@ fn a_payload_that_is_not_json_is_reported_with_its_position() {
         jq.one_payload(&Message::new(vec![0xff, 0xfe])),
         Err(RunError::NotJson { .. })
     ));
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(matches!(
+        jq.one(&Message::new(deep)),
+        Err(RunError::NotJson { .. })
+    ));
 }
 
 #[test]
@@ -322,6 +327,15 @@ proptest! {
     #[test]
     fn compiling_any_text_never_panics(source in "\\PC{0,40}") {
         let _ = Jq::compile(&source);
+    }
+
+    #[test]
+    fn number_literals_of_any_shape_never_panic(literal in "[0-9][0-9.eE+-]{0,12}") {
+        let big = "9".repeat(400);
+        let source = format!("[{literal} * 1.5, ({literal} | floor), {big} * 1.5, ({big} | tostring)]");
+        if let Ok(jq) = Jq::compile(&source) {
+            let _ = jq.one_payload(&Message::new("null"));
+        }
     }
 
     #[test]

@@ -42,8 +42,10 @@
 //! assert!(matches!(parts.one(&msg), Err(RunError::Outputs(2))));
 //! ```
 //!
-//! A program can still loop for ever (`def f: f; f`) or recurse until the thread's stack runs
-//! out; expressions come from the flow's author, not from messages.
+//! What no bound catches: a program that loops for ever (`def f: f; f`), builds an enormous
+//! value (`[range(1e9)]`), or recurses through its own definitions until the thread's stack runs
+//! out. Expressions come from the flow's author, not from messages; a payload nests at most 128
+//! deep (serde_json's limit, past which it is [`RunError::NotJson`]).
 
 mod error;
 mod value;
