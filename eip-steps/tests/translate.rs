@@ -99,6 +99,22 @@ fn every_expression_reads_the_original_message() {
 }
 
 #[test]
+fn an_update_of_the_payload_leaves_the_original_to_the_other_expressions() {
+    let translate = Translate::builder()
+        .payload(jq(".id = 99 | del(.items)"))
+        .set_header("id", jq(".id"))
+        .set_header("lines", jq(".items | length"))
+        .build();
+    let out = translate.apply(order()).unwrap();
+    assert_eq!(
+        out.payload_str(),
+        Some(r#"{"id":99,"customer":{"name":"Ada"}}"#)
+    );
+    assert_eq!(out.headers().get("id"), Some(&HeaderValue::Int(7)));
+    assert_eq!(out.headers().get("lines"), Some(&HeaderValue::Int(1)));
+}
+
+#[test]
 fn header_changes_come_after_the_content_type_in_their_order() {
     let translate = Translate::builder()
         .payload(jq("."))

@@ -174,11 +174,22 @@ impl Translate {
             self.change_headers(&mut msg, Vec::new());
             return Ok(msg);
         };
-        let input = expr::parse(&msg).map_err(|error| TranslateError { part: first, error })?;
+        let mut input = expr::parse(&msg).map_err(|error| TranslateError { part: first, error })?;
+        // The last expression gets the parsed payload itself, the others a shared copy: jq
+        // changes a value it holds alone in place (`.total = ...`, `del(.x)`) and copies a
+        // shared one first.
+        let mut left = usize::from(self.payload.is_some()) + self.sets();
+        let mut next_input = || {
+            left -= 1;
+            match left {
+                0 => std::mem::take(&mut input),
+                _ => input.clone(),
+            }
+        };
         let payload = match &self.payload {
             None => None,
             Some(jq) => Some(
-                jq.one_val(input.clone(), &msg)
+                jq.one_val(next_input(), &msg)
                     .and_then(|v| expr::to_payload(&v))
                     .map_err(|error| TranslateError {
                         part: Part::Payload,
@@ -186,11 +197,11 @@ impl Translate {
                     })?,
             ),
         };
-        let mut values = Vec::with_capacity(self.headers.len());
+        let mut values = Vec::with_capacity(self.sets());
         for change in &self.headers {
             if let HeaderChange::Set(name, jq) = change {
                 let value = jq
-                    .one_val(input.clone(), &msg)
+                    .one_val(next_input(), &msg)
                     .map_err(|error| TranslateError {
                         part: Part::Header(name.clone()),
                         error,
@@ -205,6 +216,14 @@ impl Translate {
         }
         self.change_headers(&mut msg, values);
         Ok(msg)
+    }
+
+    /// How many headers an expression sets.
+    fn sets(&self) -> usize {
+        self.headers
+            .iter()
+            .filter(|change| matches!(change, HeaderChange::Set(..)))
+            .count()
     }
 
     /// The part a payload that is not JSON is blamed on: the first expression run.
