@@ -76,23 +76,25 @@ fn modules_and_the_environment_are_not_reachable() {
         JqErrorKind::Import
     );
     assert_eq!(
-        compile_error("env.HOME"),
+        compile_error("[1, env.HOME]"),
         (
-            0,
-            JqErrorKind::Undefined {
-                what: "filter",
-                name: "env/0".into()
+            4,
+            JqErrorKind::Unavailable {
+                name: "env",
+                why: "the process environment may hold secrets"
             }
         )
     );
     assert!(matches!(
         compile_error("$ENV.HOME").1,
-        JqErrorKind::Undefined { .. }
+        JqErrorKind::Unavailable { name: "$ENV", .. }
     ));
-    assert!(matches!(
-        compile_error("input").1,
-        JqErrorKind::Undefined { .. }
-    ));
+    let err = Jq::compile("input").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid jq expression at byte 0: `input` is not available: an expression reads one \
+         message, its payload is `.`"
+    );
 }
 
 #[test]

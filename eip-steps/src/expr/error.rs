@@ -72,6 +72,14 @@ pub enum JqErrorKind {
         /// The name, with the arity for a filter (`foo/1`).
         name: String,
     },
+    /// A name of jq's that eip leaves out, and why.
+    #[error("`{name}` is not available: {why}")]
+    Unavailable {
+        /// The name as written.
+        name: &'static str,
+        /// Why it is left out.
+        why: &'static str,
+    },
     /// `reduce` or `foreach` with the wrong number of arguments.
     #[error("`{name}` takes {expected} arguments, found {found}")]
     Arity {
@@ -191,6 +199,14 @@ pub(crate) fn from_compile(source: &str, errors: jaq_core::compile::Errors<&str,
             name: "foreach",
             expected: "2 or 3",
             found,
+        },
+        ("env" | "$ENV", Undefined::Filter(0) | Undefined::Var) => JqErrorKind::Unavailable {
+            name: if name == "env" { "env" } else { "$ENV" },
+            why: "the process environment may hold secrets",
+        },
+        ("input" | "inputs", Undefined::Filter(0)) => JqErrorKind::Unavailable {
+            name: if name == "input" { "input" } else { "inputs" },
+            why: "an expression reads one message, its payload is `.`",
         },
         (_, Undefined::Filter(arity)) => JqErrorKind::Undefined {
             what: "filter",
