@@ -47,6 +47,7 @@
 //! out. Expressions come from the flow's author, not from messages; a payload nests at most 128
 //! deep (serde_json's limit, past which it is [`RunError::NotJson`]).
 
+mod depth;
 mod error;
 mod value;
 
@@ -105,7 +106,7 @@ impl Jq {
     /// assert_eq!(err.kind(), &JqErrorKind::Unclosed("{".into()));
     /// ```
     pub fn compile(source: &str) -> Result<Jq, JqError> {
-        error::check_nesting(source, MAX_DEPTH)?;
+        depth::check(source, MAX_DEPTH)?;
         let defs = jaq_core::defs()
             .chain(jaq_std::defs())
             .chain(jaq_json::defs());

@@ -1,4 +1,4 @@
-use super::error::check_nesting;
+use super::depth::check as check_nesting;
 use super::*;
 
 #[test]
