@@ -102,13 +102,21 @@ fn a_malformed_record_is_a_dead_letter_with_its_line_and_the_others_go_on() {
     let f = flow("      - split: json-lines");
     let (_, parts, dead) = run(&f, "{\"n\": 1}\nnot json\n{\"n\": 3}\n");
     assert_eq!(parts.len(), 2);
-    assert_eq!(parts[1].sequence_number().unwrap(), Some(2), "numbered among the good");
+    assert_eq!(
+        parts[1].sequence_number().unwrap(),
+        Some(2),
+        "numbered among the good"
+    );
     assert_eq!(dead.len(), 1);
     let death = dead[0].death().unwrap().unwrap();
     assert_eq!(death.reason.as_str(), "invalid");
     let error = death.error.unwrap();
     assert!(error.starts_with("line 2: not JSON"), "{error}");
-    assert_eq!(dead[0].payload_str(), Some("not json"), "the record is kept");
+    assert_eq!(
+        dead[0].payload_str(),
+        Some("not json"),
+        "the record is kept"
+    );
     assert_eq!(f.routes()[0].stats().invalid, 1);
 }
 
@@ -146,12 +154,18 @@ fn the_dry_run_lists_the_parts() {
 #[test]
 fn a_split_says_how_it_splits_once() {
     let text = problems("      - split: {format: lines, jq: '.items[]'}");
-    assert!(text.contains("`format` and `jq` contradict each other"), "{text}");
+    assert!(
+        text.contains("`format` and `jq` contradict each other"),
+        "{text}"
+    );
     let text = problems("      - split: cvs");
     assert!(text.contains("`format` can not be `cvs`"), "{text}");
     assert!(text.contains("did you mean `csv`?"), "{text}");
     let text = problems("      - split: {format: lines, delimiter: ';'}");
     assert!(text.contains("`delimiter` is for `format: csv`"), "{text}");
     let text = problems("      - split: {format: csv, delimiter: ';;'}");
-    assert!(text.contains("`delimiter` must be one ASCII character"), "{text}");
+    assert!(
+        text.contains("`delimiter` must be one ASCII character"),
+        "{text}"
+    );
 }

@@ -8,11 +8,13 @@
 //!   (cargo feature `jq`).
 //! - [`translate`]: the Message Translator: a new payload computed by jq, headers set and
 //!   removed.
-//! - [`format`]: the formats a payload or a file may be in besides JSON (lines, JSON lines, CSV,
+//! - [`error`]: what a step returns when it fails on a message, the message handed back.
+//! - [`format`](mod@format): the formats a payload or a file may be in besides JSON (lines, JSON lines, CSV,
 //!   XML), read part by part with bounded memory.
 //! - [`split`]: the Splitter: a message per record of a payload or a stream, with the
 //!   Message Sequence headers.
 
+pub mod error;
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;

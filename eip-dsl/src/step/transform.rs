@@ -45,7 +45,7 @@ pub struct TransformConfig {
 }
 
 /// The help of an expression that does not compile.
-const JQ_HELP: &str = "a jq program over the payload (`.`), such as `{id: .id, total: .total}`; \
+pub(super) const JQ_HELP: &str = "a jq program over the payload (`.`), such as `{id: .id, total: .total}`; \
                        `$headers` holds the headers, `$id` the message id";
 
 fn check(
@@ -123,7 +123,7 @@ fn check(
 }
 
 /// The jq program `text`, or a problem at the place inside it that is wrong.
-fn compile(check: &mut Check<'_>, text: &Located<String>, key: &str) -> Option<Jq> {
+pub(super) fn compile(check: &mut Check<'_>, text: &Located<String>, key: &str) -> Option<Jq> {
     match Jq::compile(&text.value) {
         Ok(jq) => Some(jq),
         Err(e) => {

@@ -1,0 +1,189 @@
+//! Between a message and jaq's values: the payload read into a `jaq_json::Val`, the headers and
+//! id as jq variables, and an output written back as JSON.
+//!
+//! The payload is parsed by serde_json (strict JSON, errors with line and column) straight into
+//! jaq's value type, never through `serde_json::Value`: a string without escapes is a slice of
+//! the payload's [`Bytes`], not a copy. An output is written by serde_json from the jaq value
+//! (keys in the order jq made them).
+
+use std::fmt;
+
+use bytes::Bytes;
+use eip_core::message::{HeaderValue, Headers};
+use jaq_json::{Map, Num, Val};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
+
+use super::error::RunError;
+
+/// The payload as a jaq value.
+pub(crate) fn parse_payload(payload: &Bytes) -> Result<Val, RunError> {
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    let value = Payload(payload)
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| RunError::not_json(&e))?;
+    Ok(value)
+}
+
+/// The headers as a jq object (see the module documentation of [`crate::expr`] for the rules).
+pub(crate) fn headers(headers: &Headers) -> Val {
+    let map: Map = headers
+        .iter()
+        .map(|(name, value)| (text(name), header(value)))
+        .collect();
+    Val::obj(map)
+}
+
+fn header(value: &HeaderValue) -> Val {
+    match value {
+        HeaderValue::Str(s) => text(s),
+        HeaderValue::Int(i) => Val::Num(Num::from_integral(*i)),
+        HeaderValue::Float(f) => Val::from(*f),
+        HeaderValue::Bool(b) => Val::Bool(*b),
+        // As predicates read them: the bytes as UTF-8, invalid sequences replaced.
+        HeaderValue::Bytes(b) => text(&String::from_utf8_lossy(b)),
+    }
+}
+
+/// A jq string holding a copy of `s`.
+pub(crate) fn text(s: &str) -> Val {
+    Val::utf8_str(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// Reads one JSON value into a `Val`, borrowing unescaped strings from the payload.
+struct Payload<'p>(&'p Bytes);
+
+impl Payload<'_> {
+    fn string(&self, s: &str) -> Val {
+        Val::utf8_str(self.0.slice_ref(s.as_bytes()))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Payload<'_> {
+    type Value = Val;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Val, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Payload<'_> {
+    type Value = Val;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Val, E> {
+        Ok(Val::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Val, E> {
+        Ok(Val::Num(Num::from_integral(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Val, E> {
+        Ok(Val::Num(Num::from_integral(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Val, E> {
+        Ok(Val::from(v))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Val, E> {
+        // serde_json hands out borrowed strings only from the slice it was given: the payload.
+        Ok(self.string(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Val, E> {
+        Ok(text(v))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Val, E> {
+        Ok(Val::utf8_str(v.into_bytes()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Val, E> {
+        Ok(Val::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(Payload(self.0))? {
+            items.push(item);
+        }
+        Ok(Val::Arr(items.into()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
+        // Most objects have a handful of fields: start with room for them rather than grow
+        // the index and the entries twice.
+        let mut object = Map::with_capacity_and_hasher(8, Default::default());
+        while let Some(key) = map.next_key_seed(Payload(self.0))? {
+            let value = map.next_value_seed(Payload(self.0))?;
+            object.insert(key, value);
+        }
+        Ok(Val::obj(object))
+    }
+}
+
+/// A jaq value written as JSON: non-finite numbers become `null` (as in jq), a byte string is
+/// written as text, an object key that is not a string is an error.
+pub(crate) struct Json<'v>(pub(crate) &'v Val);
+
+impl Serialize for Json<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Val::Null => s.serialize_unit(),
+            Val::Bool(b) => s.serialize_bool(*b),
+            Val::Num(n) => number(n, s),
+            Val::TStr(b) | Val::BStr(b) => s.serialize_str(&utf8(b)),
+            Val::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items.iter() {
+                    seq.serialize_element(&Json(item))?;
+                }
+                seq.end()
+            }
+            Val::Obj(object) => {
+                let mut map = s.serialize_map(Some(object.len()))?;
+                for (key, value) in object.iter() {
+                    match key {
+                        Val::TStr(b) | Val::BStr(b) => map.serialize_key(&*utf8(b))?,
+                        other => {
+                            return Err(ser::Error::custom(format_args!(
+                                "object key {} is not a string",
+                                super::error::shorten(other.to_string())
+                            )));
+                        }
+                    }
+                    map.serialize_value(&Json(value))?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+fn number<S: Serializer>(n: &Num, s: S) -> Result<S::Ok, S::Error> {
+    match n {
+        Num::Int(i) => s.serialize_i64(*i as i64),
+        Num::Float(f) => s.serialize_f64(*f),
+        // Beyond 64 bits, or a decimal literal of the expression: as serde_json reads them.
+        Num::BigInt(_) | Num::Dec(_) => {
+            let digits = n.to_string();
+            if let Ok(i) = digits.parse::<i64>() {
+                s.serialize_i64(i)
+            } else if let Ok(u) = digits.parse::<u64>() {
+                s.serialize_u64(u)
+            } else {
+                s.serialize_f64(digits.parse::<f64>().unwrap_or(f64::NAN))
+            }
+        }
+    }
+}
+
+fn utf8(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
