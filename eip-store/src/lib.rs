@@ -91,6 +91,7 @@
 //! ```
 
 mod backend;
+mod batch;
 mod committer;
 mod config;
 mod error;
@@ -105,10 +106,15 @@ mod schema;
 mod slot;
 mod space;
 mod store;
+mod table;
+mod ticket;
 
+pub use batch::Batch;
 pub use config::StoreConfig;
 pub use error::StoreError;
 pub use quarantine::QuarantinedRecord;
-pub use queue::{AppendTicket, Damage, QueueLog, ReadPage};
+pub use queue::{Damage, QueueLog, ReadPage};
 pub use repair::{QueueCheck, StoreCheck, check, salvage};
 pub use store::{DurableStore, StoreStats};
+pub use table::{EXPIRE_LIMIT, KeyTable, TableDamage};
+pub use ticket::{AppendTicket, BatchTicket, Ticket};

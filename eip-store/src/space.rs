@@ -7,7 +7,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use std::path::Path;
+
 use tokio::sync::Notify;
+
+use crate::StoreError;
 
 /// Live record bytes against the limit, and the store's closed flag.
 #[derive(Debug)]
@@ -48,6 +52,32 @@ impl Space {
                 }
             })
             .is_ok()
+    }
+
+    /// Reserves `len` bytes for a write to the store in `dir`, or says why it can not be:
+    /// [`StoreError::RecordTooLarge`] if `len` alone passes the limit, [`StoreError::Full`] if
+    /// it would pass it now.
+    pub(crate) fn reserve(&self, len: u64, dir: &Path) -> Result<(), StoreError> {
+        if let Some(max_bytes) = self.max
+            && len > max_bytes
+        {
+            return Err(StoreError::RecordTooLarge {
+                dir: dir.to_path_buf(),
+                len,
+                max_bytes,
+            });
+        }
+        match self.max {
+            Some(max_bytes) if !self.try_reserve(len) => Err(StoreError::Full {
+                dir: dir.to_path_buf(),
+                max_bytes,
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.try_reserve(len);
+                Ok(())
+            }
+        }
     }
 
     /// Gives back `len` bytes and wakes whoever waits for room.

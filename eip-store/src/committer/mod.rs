@@ -35,19 +35,25 @@ use bytes::Bytes;
 use redb::Durability;
 use tokio::sync::oneshot;
 
+mod batch;
 mod effect;
+mod keys;
 mod reopen;
 mod round;
 
 use effect::{Effect, ReopenRequest};
+use keys::{KeyRound, TouchedTable};
 use round::Round;
 
 use crate::StoreError;
+use crate::batch::Op;
 use crate::queue::QueueState;
 use crate::schema::QUEUES;
 use crate::slot::Slot;
 use crate::space::Space;
 use crate::store::Registry;
+use crate::table::{TableRegistry, TableState};
+use crate::ticket::Reply;
 
 /// How long acks alone wait for other work before they are committed on their own.
 pub(crate) const ACK_DELAY: Duration = Duration::from_millis(5);
@@ -88,6 +94,24 @@ pub(crate) enum Job {
     Flush {
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Write every effect of a batch in one commit, or none; answer with its appends'
+    /// sequence numbers once durable. `reserved` bytes were counted for it.
+    Batch {
+        ops: Vec<Op>,
+        reserved: u64,
+        reply: Reply,
+    },
+    /// Create the key table `name` durably unless it exists.
+    DeclareTable {
+        name: String,
+        reply: SyncSender<Result<Arc<TableState>, StoreError>>,
+    },
+    /// Delete entries of `table` expired at `now_ms`; answer how many.
+    Expire {
+        table: Arc<TableState>,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
     /// Reopen the database file: its handle of generation `seen` broke under a reader.
     Reopen {
         seen: u64,
@@ -113,6 +137,13 @@ struct Touched {
     removed: bool,
 }
 
+/// What one round did to the queues and key tables, by id.
+#[derive(Default)]
+struct Changes {
+    queues: HashMap<u32, Touched>,
+    tables: HashMap<u32, TouchedTable>,
+}
+
 /// The committer thread's state.
 pub(crate) struct Committer {
     pub(crate) slot: Arc<Slot>,
@@ -123,6 +154,8 @@ pub(crate) struct Committer {
     pub(crate) counters: Arc<Counters>,
     pub(crate) jobs: Receiver<Job>,
     pub(crate) next_id: u32,
+    pub(crate) tables: Arc<TableRegistry>,
+    pub(crate) next_table_id: u32,
     pub(crate) unsynced_commits: u32,
     /// Acks committed without an fsync since the last durable commit: a reopen of the file may
     /// lose them, so it deletes them again.
@@ -201,12 +234,13 @@ impl Committer {
                 Err(reopen) => reopens.push(reopen),
             }
         }
+        self.gather_expired(&mut effects);
         let writes = effects.iter().any(|e| !matches!(e, Effect::Flush { .. }));
         let syncs = durable && self.unsynced_commits > 0;
         if writes || syncs {
             self.commit_effects(effects, durable);
         } else {
-            self.apply(effects, Vec::new());
+            self.apply(effects, Changes::default());
         }
         for ReopenRequest { seen, reply } in reopens {
             let _ = reply.send(self.reopen(seen));
@@ -237,18 +271,14 @@ impl Committer {
     }
 
     /// Writes `effects`, with a panic of the storage engine as an error.
-    fn try_write(
-        &mut self,
-        effects: &mut [Effect],
-        durable: bool,
-    ) -> Result<Vec<Touched>, StoreError> {
+    fn try_write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, StoreError> {
         let file = self.file.clone();
         crate::quiet::catch(|| self.write(effects, durable))
             .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))
     }
 
     /// After a successful commit: the counters, the acks a reopen would have to repeat, memory.
-    fn committed(&mut self, effects: Vec<Effect>, touched: Vec<Touched>, durable: bool) {
+    fn committed(&mut self, effects: Vec<Effect>, touched: Changes, durable: bool) {
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         if durable {
             self.unsynced_commits = 0;
@@ -269,7 +299,7 @@ impl Committer {
     }
 
     /// Writes every effect in one transaction and commits it.
-    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Vec<Touched>, StoreError> {
+    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, StoreError> {
         let file = self.file.clone();
         let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
         let (db, _) = self.slot.get()?;
@@ -278,7 +308,7 @@ impl Committer {
             txn.set_durability(Durability::None)
                 .map_err(|e| redb_error(e.into()))?;
         }
-        let mut touched: HashMap<u32, Touched> = HashMap::new();
+        let mut changes = Changes::default();
         {
             let mut round = Round {
                 txn: &txn,
@@ -286,30 +316,44 @@ impl Committer {
                 tables: HashMap::new(),
                 quarantine: None,
                 names: HashMap::new(),
-                touched: &mut touched,
+                touched: &mut changes.queues,
                 registry: &self.registry,
+                keys: KeyRound::new(
+                    &txn,
+                    &mut changes.tables,
+                    &self.tables,
+                    &mut self.next_table_id,
+                ),
             };
             for effect in effects.iter_mut() {
                 round.write(effect, &mut self.next_id).map_err(redb_error)?;
             }
             round.write_queue_rows().map_err(redb_error)?;
+            round.keys.write_rows().map_err(redb_error)?;
         }
         txn.commit().map_err(|e| redb_error(e.into()))?;
-        Ok(touched.into_values().collect())
+        Ok(changes)
     }
 
     /// After a successful commit: memory first (heads, lengths, bytes), then the answers, so that
     /// whoever is answered sees the new state.
-    fn apply(&self, effects: Vec<Effect>, touched: Vec<Touched>) {
-        for t in &touched {
+    fn apply(&self, effects: Vec<Effect>, changes: Changes) {
+        for t in changes.queues.values() {
             self.apply_touched(t);
+        }
+        for t in changes.tables.values() {
+            let bytes = t.table.bytes.load(Ordering::Acquire) + t.added;
+            t.table
+                .bytes
+                .store(bytes.saturating_sub(t.freed), Ordering::Release);
+            self.space.release(t.freed);
         }
         let mut registry = crate::store::lock(&self.registry);
         for effect in effects {
             self.answer(effect, &mut registry);
         }
         drop(registry);
-        for t in touched {
+        for t in changes.queues.into_values() {
             t.queue.advanced.notify_waiters();
         }
     }
@@ -371,18 +415,26 @@ impl Committer {
                 state,
                 created,
             } => {
-                let answer = match state {
-                    Some(state) => {
-                        if created {
-                            registry.insert(name, state.clone());
-                        }
-                        Ok(state)
-                    }
-                    None => Err(StoreError::Closed {
-                        dir: self.dir.clone(),
-                    }),
-                };
-                let _ = reply.send(answer);
+                let _ = reply.send(self.declared(registry, name, state, created));
+            }
+            Effect::DeclareTable {
+                name,
+                reply,
+                state,
+                created,
+            } => {
+                let mut tables = crate::table::lock(&self.tables);
+                let _ = reply.send(self.declared(&mut tables, name, state, created));
+            }
+            Effect::Batch {
+                ops,
+                reserved,
+                reply,
+                seqs,
+                refused,
+            } => self.answer_batch(ops, reserved, reply, seqs, refused),
+            Effect::Expire { reply, removed, .. } => {
+                let _ = reply.send(Ok(removed));
             }
             Effect::Remove {
                 name,
@@ -402,6 +454,24 @@ impl Committer {
                 let _ = reply.send(Ok(()));
             }
         }
+    }
+
+    /// The answer to a declaration of a queue or key table: `state`, entered into `registry` if
+    /// the round `created` it.
+    fn declared<S>(
+        &self,
+        registry: &mut BTreeMap<String, Arc<S>>,
+        name: String,
+        state: Option<Arc<S>>,
+        created: bool,
+    ) -> Result<Arc<S>, StoreError> {
+        let state = state.ok_or_else(|| StoreError::Closed {
+            dir: self.dir.clone(),
+        })?;
+        if created {
+            registry.insert(name, state.clone());
+        }
+        Ok(state)
     }
 
     /// The answer to an append: its sequence number, or, if its queue was removed first, the
@@ -490,6 +560,18 @@ impl Committer {
                 Effect::Flush { reply } => {
                     let _ = reply.send(Err(error.duplicate()));
                 }
+                Effect::DeclareTable { reply, .. } => {
+                    let _ = reply.send(Err(error.duplicate()));
+                }
+                Effect::Expire { reply, .. } => {
+                    let _ = reply.send(Err(error.duplicate()));
+                }
+                Effect::Batch {
+                    ops,
+                    reserved,
+                    reply,
+                    ..
+                } => self.fail_batch(ops, reserved, reply, error.duplicate()),
             }
         }
     }
