@@ -12,9 +12,12 @@
 //! records the key it has seen in the commit that acks the message.
 //!
 //! - **Bytes.** The batch reserves the bytes of its appends and puts when it is committed; if
-//!   they would pass [`StoreConfig::max_bytes`](crate::StoreConfig::max_bytes) it fails whole
-//!   with [`StoreError::Full`] (or [`StoreError::RecordTooLarge`] if they pass the limit
-//!   itself), before anything is written.
+//!   what the store holds once it is committed (the records its acks delete no longer counted)
+//!   would pass [`StoreConfig::max_bytes`](crate::StoreConfig::max_bytes), it fails whole with
+//!   [`StoreError::Full`] (or [`StoreError::RecordTooLarge`] if it alone passes the limit),
+//!   before anything is written. So a step that moves a message from a full store (ack it,
+//!   append it elsewhere) is not stalled by the limit; until the commit the count may pass the
+//!   limit by the bytes being deleted.
 //! - **Acks** take effect in memory when the batch is committed, as [`QueueLog::ack`] does (the
 //!   record is no longer read, nor counted); an ack of a record not yet committed is ignored.
 //!   If the batch fails, they are undone.
@@ -27,12 +30,12 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use crate::StoreError;
 use crate::committer::Job;
 use crate::queue::{QueueLog, QueueState};
 use crate::store::Shared;
 use crate::table::{KeyTable, TableState, entry};
 use crate::ticket::{BatchTicket, Reply, Ticket};
+use crate::{StoreError, frame, quiet, schema};
 
 /// One effect of a batch.
 pub(crate) enum Op {
@@ -228,7 +231,18 @@ impl Batch {
             });
         }
         let reserved = self.ops.iter().map(Op::bytes).fold(0, u64::saturating_add);
-        shared.space.reserve(reserved, &shared.dir)?;
+        match shared.space.reserve(reserved, &shared.dir) {
+            // Its acks free room in the same commit: a move from a full queue must not stall
+            Err(StoreError::Full { .. } | StoreError::RecordTooLarge { .. })
+                if self.ops.iter().any(|op| matches!(op, Op::Ack { .. })) =>
+            {
+                let freeing = self.acked_bytes();
+                shared
+                    .space
+                    .reserve_freeing(reserved, freeing, &shared.dir)?;
+            }
+            other => other?,
+        }
         self.take_acks();
         let job = Job::Batch {
             ops: self.ops,
@@ -241,6 +255,32 @@ impl Batch {
                 shared.space.release(reserved);
             }
             shared.closed_error()
+        })
+    }
+
+    /// The payload bytes of the records this batch acks, as the file holds them now (a record
+    /// that can not be read counts nothing).
+    fn acked_bytes(&self) -> u64 {
+        let file = &self.shared.file;
+        let sizes = self.shared.read(|txn| {
+            let mut sum = 0u64;
+            for op in &self.ops {
+                let Op::Ack { queue, seq, .. } = op else {
+                    continue;
+                };
+                let size = quiet::catch(|| -> Result<Option<u64>, redb::Error> {
+                    let records = txn.open_table(schema::records(&queue.table))?;
+                    Ok(records.get(*seq)?.map(|v| frame::payload_len(v.value())))
+                });
+                if let Ok(Ok(Some(size))) = size {
+                    sum = sum.saturating_add(size);
+                }
+            }
+            Ok(sum)
+        });
+        sizes.unwrap_or_else(|error| {
+            tracing::debug!(%error, file = %file.display(), "sizes of a batch's acked records");
+            0
         })
     }
 

@@ -58,26 +58,39 @@ impl Space {
     /// [`StoreError::RecordTooLarge`] if `len` alone passes the limit, [`StoreError::Full`] if
     /// it would pass it now.
     pub(crate) fn reserve(&self, len: u64, dir: &Path) -> Result<(), StoreError> {
-        if let Some(max_bytes) = self.max
-            && len > max_bytes
-        {
+        self.reserve_freeing(len, 0, dir)
+    }
+
+    /// Like [`reserve`](Self::reserve), for a write whose commit also frees `freeing` bytes (a
+    /// batch's acks): it fits if what the store holds once it is committed fits. Until then the
+    /// count may pass the limit by at most `freeing`.
+    pub(crate) fn reserve_freeing(
+        &self,
+        len: u64,
+        freeing: u64,
+        dir: &Path,
+    ) -> Result<(), StoreError> {
+        let Some(max_bytes) = self.max else {
+            self.try_reserve(len);
+            return Ok(());
+        };
+        if len.saturating_sub(freeing) > max_bytes {
             return Err(StoreError::RecordTooLarge {
                 dir: dir.to_path_buf(),
                 len,
                 max_bytes,
             });
         }
-        match self.max {
-            Some(max_bytes) if !self.try_reserve(len) => Err(StoreError::Full {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                let after = used.checked_add(len)?;
+                (after.saturating_sub(freeing) <= max_bytes).then_some(after)
+            })
+            .map(drop)
+            .map_err(|_| StoreError::Full {
                 dir: dir.to_path_buf(),
                 max_bytes,
-            }),
-            Some(_) => Ok(()),
-            None => {
-                self.try_reserve(len);
-                Ok(())
-            }
-        }
+            })
     }
 
     /// Gives back `len` bytes and wakes whoever waits for room.
