@@ -1,28 +1,5 @@
-//! An atomic batch: acks, appends, puts and removes of one store, committed in ONE redb commit.
-//!
-//! After a crash either every effect of a committed batch is in the file or none is: redb's
-//! commit is atomic, and a batch is never split between two commits. The batch rides the
-//! committer's group commit like an append: several batches and plain appends may share one
-//! commit, each batch still all or nothing. [`Batch::commit`] resolves, with the sequence numbers
-//! of its appends, once that commit is fsynced; so an ack in a batch is durable when the batch
-//! resolves (unlike [`QueueLog::ack`], which is lazy).
-//!
-//! This is what a step needs that moves a message without losing or doubling it: an aggregator
-//! acks its input and appends to (or puts into) a group in one commit, an idempotent receiver
-//! records the key it has seen in the commit that acks the message.
-//!
-//! - **Bytes.** The batch reserves the bytes of its appends and puts when it is committed; if
-//!   what the store holds once it is committed (the records its acks delete no longer counted)
-//!   would pass [`StoreConfig::max_bytes`](crate::StoreConfig::max_bytes), it fails whole with
-//!   [`StoreError::Full`] (or [`StoreError::RecordTooLarge`] if it alone passes the limit),
-//!   before anything is written. So a step that moves a message from a full store (ack it,
-//!   append it elsewhere) is not stalled by the limit; until the commit the count may pass the
-//!   limit by the bytes being deleted.
-//! - **Acks** take effect in memory when the batch is committed, as [`QueueLog::ack`] does (the
-//!   record is no longer read, nor counted); an ack of a record not yet committed is ignored.
-//!   If the batch fails, they are undone.
-//! - **Failure** is whole: a queue of the batch removed before its commit, a handle of another
-//!   store ([`StoreError::OtherStore`]), a failed commit: nothing of the batch is written.
+//! An atomic batch: acks, appends, puts and removes of one store, committed in ONE redb commit
+//! (see [`Batch`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -97,8 +74,32 @@ pub(crate) fn undo_acks(ops: &[Op]) {
     }
 }
 
-/// Effects on queues and key tables of one store, to be committed together; see the
-/// [module](self) docs. Built by [`DurableStore::batch`](crate::DurableStore::batch).
+/// Effects on queues and key tables of one store, to be committed together. Built by
+/// [`DurableStore::batch`](crate::DurableStore::batch).
+///
+/// After a crash either every effect of a committed batch is in the file or none is: redb's
+/// commit is atomic, and a batch is never split between two commits. The batch rides the
+/// committer's group commit like an append: several batches and plain appends may share one
+/// commit, each batch still all or nothing. [`Batch::commit`] resolves, with the sequence numbers
+/// of its appends, once that commit is fsynced; so an ack in a batch is durable when the batch
+/// resolves (unlike [`QueueLog::ack`], which is lazy).
+///
+/// This is what a step needs that moves a message without losing or doubling it: an aggregator
+/// acks its input and appends to (or puts into) a group in one commit, an idempotent receiver
+/// records the key it has seen in the commit that acks the message.
+///
+/// - **Bytes.** The batch reserves the bytes of its appends and puts when it is committed; if
+///   what the store holds once it is committed (the records its acks delete no longer counted)
+///   would pass [`StoreConfig::max_bytes`](crate::StoreConfig::max_bytes), it fails whole with
+///   [`StoreError::Full`] (or [`StoreError::RecordTooLarge`] if it alone passes the limit),
+///   before anything is written. So a step that moves a message from a full store (ack it,
+///   append it elsewhere) is not stalled by the limit; until the commit the count may pass the
+///   limit by the bytes being deleted.
+/// - **Acks** take effect in memory when the batch is committed, as [`QueueLog::ack`] does (the
+///   record is no longer read, nor counted); an ack of a record not yet committed is ignored.
+///   If the batch fails, they are undone.
+/// - **Failure** is whole: a queue of the batch removed before its commit, a handle of another
+///   store ([`StoreError::OtherStore`]), a failed commit: nothing of the batch is written.
 #[must_use = "a batch does nothing until it is committed"]
 pub struct Batch {
     shared: Arc<Shared>,

@@ -16,7 +16,9 @@ use tokio::sync::oneshot;
 
 use crate::StoreError;
 
-/// The pending result of a write; see the [module](self) docs.
+/// The pending result of a write: resolves once the commit holding it is fsynced, or with the
+/// error that failed (or refused) it. Dropping it never withdraws the write; it works from any
+/// runtime, or none.
 #[derive(Debug)]
 #[must_use = "the write is made either way; the ticket tells when it is durable"]
 pub struct Ticket<T> {

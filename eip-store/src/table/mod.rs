@@ -175,7 +175,9 @@ impl KeyTable {
 
     /// Every intact entry not expired, as (key, value), in key order. Reads the whole table into
     /// memory: for recovery after a restart (an aggregator reloading its groups), not for a hot
-    /// path. Damage does not fail it; see the [module](self) docs.
+    /// path. Damage does not fail it: an entry that fails its checksum is passed over and
+    /// counted, and after a page that can not be read the table is read from its end back to the
+    /// damage, what neither walk reaches counted in [`damage`](Self::damage).
     pub fn entries(&self) -> Result<Vec<(Bytes, Bytes)>, StoreError> {
         read::entries(self, crate::quarantine::now_ms())
     }
