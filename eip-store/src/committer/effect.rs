@@ -74,8 +74,6 @@ pub(super) enum Effect {
         reply: oneshot::Sender<Result<u64, StoreError>>,
         /// The expiry index rows found expired before the write (`gather_expired`).
         candidates: Vec<(u64, Vec<u8>)>,
-        /// Given by the write: how many entries it deleted.
-        removed: u64,
     },
 }
 
@@ -157,7 +155,6 @@ impl Effect {
                 now_ms,
                 reply,
                 candidates: Vec::new(),
-                removed: 0,
             },
             Job::Reopen { seen, reply } => return Err(ReopenRequest { seen, reply }),
         })
@@ -198,7 +195,7 @@ impl Effect {
                     }
                 }
             }
-            Effect::Expire { removed, .. } => *removed = 0,
+            Effect::Expire { .. } => {}
             Effect::Remove { removed, .. } => *removed = None,
             Effect::Flush { .. } => {}
         }

@@ -168,14 +168,12 @@ impl<'txn, 'a> KeyRound<'txn, 'a> {
     }
 
     /// Deletes the entries of `candidates` (expiry index rows found expired at `now_ms`) whose
-    /// own expiry says they have expired; every candidate's index row goes. `removed` counts the
-    /// entries deleted.
+    /// own expiry says they have expired; every candidate's index row goes.
     pub(super) fn expire(
         &mut self,
         table: &Arc<TableState>,
         now_ms: u64,
         candidates: &[(u64, Vec<u8>)],
-        removed: &mut u64,
     ) -> Result<(), redb::Error> {
         let open = self.tables(table)?;
         let mut freed = 0;
@@ -192,7 +190,6 @@ impl<'txn, 'a> KeyRound<'txn, 'a> {
                 Some(entry) if entry.expires_at == *at && entry.is_expired(now_ms) => {
                     open.entries.remove(key.as_slice())?;
                     freed += entry::live_len(key, &stored);
-                    *removed += 1;
                 }
                 // Put again since (with another expiry), or damaged: not this row's to delete
                 _ => {}

@@ -433,8 +433,10 @@ impl Committer {
                 seqs,
                 refused,
             } => self.answer_batch(ops, reserved, reply, seqs, refused),
-            Effect::Expire { reply, removed, .. } => {
-                let _ = reply.send(Ok(removed));
+            Effect::Expire {
+                reply, candidates, ..
+            } => {
+                let _ = reply.send(Ok(candidates.len() as u64));
             }
             Effect::Remove {
                 name,

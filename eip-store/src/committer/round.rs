@@ -92,9 +92,8 @@ impl<'txn> Round<'txn, '_> {
                 table,
                 now_ms,
                 candidates,
-                removed,
                 ..
-            } => self.keys.expire(table, *now_ms, candidates, removed),
+            } => self.keys.expire(table, *now_ms, candidates),
         }
     }
 

@@ -205,7 +205,8 @@ impl KeyTable {
     }
 
     /// Deletes from the file up to [`EXPIRE_LIMIT`] entries expired at `now_ms` (milliseconds
-    /// since the Unix epoch), in one commit; resolves with how many it deleted. Fewer than the
+    /// since the Unix epoch), in one commit; resolves with how many expired entries it went
+    /// through: each deleted, unless it is damaged (it stays, read as absent). Fewer than the
     /// limit means none is left. Expired entries read as absent before they are deleted; this
     /// gives their bytes back.
     pub fn expire(&self, now_ms: u64) -> Ticket<u64> {
