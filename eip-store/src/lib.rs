@@ -52,7 +52,8 @@
 //!   copies every intact record into a new one. A key table's entry that fails its own
 //!   checksum is never returned: it reads as absent and is counted ([`KeyTable::damage`]); a
 //!   page of a key table that can not be read costs only its entries ([`KeyTable::entries`]
-//!   reads from both ends towards it).
+//!   reads from both ends towards it). [`check`] names damaged entries too, and [`salvage`]
+//!   copies every intact entry.
 //! - **A failed write does not stop the store.** redb latches a write that failed (an I/O error,
 //!   a full disk, a panic on a damaged page while it held a lock of its own): its handle refuses
 //!   every later operation. The store then reopens the file, deletes again the acks a reopen may
@@ -155,7 +156,7 @@ pub use config::StoreConfig;
 pub use error::StoreError;
 pub use quarantine::QuarantinedRecord;
 pub use queue::{Damage, QueueLog, ReadPage};
-pub use repair::{QueueCheck, StoreCheck, check, salvage};
+pub use repair::{QueueCheck, StoreCheck, TableCheck, check, salvage};
 pub use store::{DurableStore, StoreStats};
 pub use table::{EXPIRE_LIMIT, KeyTable, TableDamage};
 pub use ticket::{AppendTicket, BatchTicket, Ticket};

@@ -331,3 +331,56 @@ fn a_zeroed_page_costs_only_the_entries_on_it() {
     assert_eq!(table.get(b"key 0150").unwrap(), None);
     assert_eq!(table.get(b"key 0010").unwrap().is_some(), !on_page[10]);
 }
+
+#[test]
+fn check_names_a_damaged_entry_and_salvage_copies_every_intact_one() {
+    let dir = ScratchDir::new("kt-salvage");
+    let into = ScratchDir::new("kt-salvaged");
+    let entries = table_with(dir.path(), 100);
+    {
+        let store = open(dir.path());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let t = store.table("t").unwrap();
+        runtime
+            .block_on(t.put(b("expiring"), b("soon"), Some(now_ms() + 3_600_000)))
+            .unwrap();
+    }
+    let path = database(dir.path());
+    let mut file = std::fs::read(&path).unwrap();
+    let at = find(&file, b"<value 0007>");
+    file[at + 20] ^= 0x01;
+    std::fs::write(&path, &file).unwrap();
+
+    let check = eip_store::check(dir.path()).unwrap();
+    assert!(!check.is_clean());
+    assert_eq!(check.tables.len(), 1);
+    let table = &check.tables[0];
+    assert_eq!(
+        (table.name.as_str(), table.entries, table.intact),
+        ("t", Some(101), 100)
+    );
+    assert_eq!(table.damaged, [b("key 0007")]);
+    assert_eq!(table.unreadable, 0);
+
+    let salvaged = eip_store::salvage(dir.path(), into.path()).unwrap();
+    assert_eq!(salvaged.tables, check.tables);
+    let store = open(into.path());
+    let t = store.table("t").unwrap();
+    let read = t.entries().unwrap();
+    assert_eq!(read.len(), 100);
+    for entry in entries.iter().filter(|(k, _)| k != "key 0007") {
+        assert!(read.contains(entry), "{:?} salvaged", entry.0);
+    }
+    assert_eq!(t.get(b"key 0007").unwrap(), None);
+    let bytes: u64 = read.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+    assert_eq!(store.used_bytes(), bytes);
+    // The expiry index came along: the entry expires in the salvaged store too
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert_eq!(runtime.block_on(t.expire(u64::MAX - 1)).unwrap(), 1);
+    assert_eq!(t.get_at(b"expiring", 0).unwrap(), None);
+    assert!(eip_store::check(into.path()).is_err(), "the store is open");
+}

@@ -45,6 +45,8 @@ use crate::ticket::Ticket;
 pub(crate) mod entry;
 mod read;
 
+pub(crate) use read::{Raw, read_whole};
+
 /// The most expired entries one [`KeyTable::expire`] removes (one commit's worth).
 pub const EXPIRE_LIMIT: usize = 1024;
 

@@ -16,7 +16,7 @@ use crate::scan::is_damage;
 use crate::{StoreError, quiet, schema};
 
 /// An entry as stored: key and stored bytes.
-type Raw = (Vec<u8>, Vec<u8>);
+pub(crate) type Raw = (Vec<u8>, Vec<u8>);
 
 /// A key table's entries table, read.
 type Entries = ReadOnlyTable<&'static [u8], &'static [u8]>;
@@ -96,7 +96,7 @@ pub(super) fn entries(table: &KeyTable, now_ms: u64) -> Result<Vec<(Bytes, Bytes
 }
 
 /// Every entry the walks reach, in key order, and the table's length if it can be read.
-fn read_whole(
+pub(crate) fn read_whole(
     txn: &ReadTransaction,
     state: &TableState,
     file: &std::path::Path,
