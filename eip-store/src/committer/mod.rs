@@ -1,6 +1,7 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
-//! Appends, acks, records set aside, declarations and removals reach it through one channel. Each round it takes
+//! Appends, acks, records set aside, declarations and removals of queues and key tables,
+//! batches and expiries reach it through one channel. Each round it takes
 //! every job queued since the last commit (up to [`MAX_BATCH`]), writes them all in ONE redb write
 //! transaction, commits, and only then updates the queues in memory and answers the jobs. While
 //! one commit waits for its fsync, the next appends queue up and share the next commit: one
@@ -15,6 +16,10 @@
 //! - When the last handle of the store is dropped the channel closes: the committer writes what
 //!   is still queued, commits durably, marks the store closed and ends.
 //!
+//! - A batch (`batch`) is written whole into its round's transaction or, if a queue of it was
+//!   removed, not at all; key tables' changes (`keys`) are written beside the queues', and each
+//!   touched table's row with them. Answers and failures are in `answer`.
+//!
 //! The thread is a plain `std::thread`, so fsyncs never block an async runtime; answers go back
 //! through `tokio::sync::oneshot`, which needs no runtime.
 //!
@@ -24,7 +29,7 @@
 //! records will be read again after the next open), a damaged record stays in its queue (still
 //! counted and passed over), and memory is left as it was.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +40,7 @@ use bytes::Bytes;
 use redb::Durability;
 use tokio::sync::oneshot;
 
+mod answer;
 mod batch;
 mod effect;
 mod keys;
@@ -374,217 +380,5 @@ impl Committer {
                 .store(bytes.saturating_sub(t.freed_bytes), Ordering::Release);
             self.space.release(t.freed_bytes);
         }
-    }
-
-    /// Answers the job of one committed effect, correcting what the job counted ahead for a
-    /// record that was already gone; declarations and removals update `registry`.
-    fn answer(&self, effect: Effect, registry: &mut BTreeMap<String, Arc<QueueState>>) {
-        match effect {
-            Effect::Append {
-                queue,
-                record,
-                reply,
-                seq,
-            } => {
-                let _ = reply.send(self.appended(&queue, &record, seq));
-            }
-            Effect::Ack {
-                queue,
-                seq,
-                deleted,
-            } => {
-                queue.acked().remove(&seq);
-                if deleted {
-                    self.counters.acks.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    // ack() counted a record that was already gone
-                    queue.len.fetch_add(1, Ordering::AcqRel);
-                }
-            }
-            Effect::SetAside {
-                queue,
-                seq,
-                remove,
-                keep,
-                deleted,
-                ..
-            } => self.set_aside_done(&queue, seq, remove, keep, deleted),
-            Effect::Declare {
-                name,
-                reply,
-                state,
-                created,
-            } => {
-                let _ = reply.send(self.declared(registry, name, state, created));
-            }
-            Effect::DeclareTable {
-                name,
-                reply,
-                state,
-                created,
-            } => {
-                let mut tables = crate::table::lock(&self.tables);
-                let _ = reply.send(self.declared(&mut tables, name, state, created));
-            }
-            Effect::Batch {
-                ops,
-                reserved,
-                reply,
-                seqs,
-                refused,
-            } => self.answer_batch(ops, reserved, reply, seqs, refused),
-            Effect::Expire {
-                reply, candidates, ..
-            } => {
-                let _ = reply.send(Ok(candidates.len() as u64));
-            }
-            Effect::Remove {
-                name,
-                reply,
-                removed,
-            } => {
-                let count = match removed {
-                    Some((queue, count)) => {
-                        retire(registry, &name, &queue);
-                        count
-                    }
-                    None => 0,
-                };
-                let _ = reply.send(Ok(count));
-            }
-            Effect::Flush { reply } => {
-                let _ = reply.send(Ok(()));
-            }
-        }
-    }
-
-    /// The answer to a declaration of a queue or key table: `state`, entered into `registry` if
-    /// the round `created` it.
-    fn declared<S>(
-        &self,
-        registry: &mut BTreeMap<String, Arc<S>>,
-        name: String,
-        state: Option<Arc<S>>,
-        created: bool,
-    ) -> Result<Arc<S>, StoreError> {
-        let state = state.ok_or_else(|| StoreError::Closed {
-            dir: self.dir.clone(),
-        })?;
-        if created {
-            registry.insert(name, state.clone());
-        }
-        Ok(state)
-    }
-
-    /// The answer to an append: its sequence number, or, if its queue was removed first, the
-    /// error (and its reserved bytes given back).
-    fn appended(
-        &self,
-        queue: &QueueState,
-        record: &Bytes,
-        seq: Option<u64>,
-    ) -> Result<u64, StoreError> {
-        match seq {
-            Some(seq) => {
-                self.counters.records.fetch_add(1, Ordering::Relaxed);
-                Ok(seq)
-            }
-            None => {
-                self.space.release(record.len() as u64);
-                Err(StoreError::QueueRemoved {
-                    dir: self.dir.clone(),
-                    name: queue.name.clone(),
-                })
-            }
-        }
-    }
-
-    /// After a record set aside was committed: a warning if it could not be deleted from its
-    /// queue (`keep`), and the length corrected if it was to be removed and was already gone.
-    fn set_aside_done(
-        &self,
-        queue: &QueueState,
-        seq: u64,
-        remove: bool,
-        keep: bool,
-        deleted: bool,
-    ) {
-        if keep {
-            tracing::warn!(
-                file = %self.file.display(),
-                queue = %queue.name,
-                seq,
-                "eip-store: a damaged record could not be deleted from its queue (its page is damaged too): \
-                 it stays in the file, passed over until the store is reopened; `eip store salvage` copies the store without it"
-            );
-        }
-        if remove && !deleted {
-            // set_aside() counted a record that was already gone
-            queue.len.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    /// After a failed commit: give back reserved bytes, undo acks, answer every job with `error`.
-    fn fail(&self, effects: Vec<Effect>, error: StoreError) {
-        for effect in effects {
-            match effect {
-                Effect::Append { record, reply, .. } => {
-                    self.space.release(record.len() as u64);
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Ack { queue, seq, .. } => {
-                    if queue.acked().remove(&seq) {
-                        queue.len.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                Effect::SetAside {
-                    queue, seq, remove, ..
-                } => {
-                    // Still damaged, and still counted and passed over; but not in the
-                    // quarantine, and still in its queue: the next open finds it again
-                    tracing::warn!(
-                        file = %self.file.display(),
-                        queue = %queue.name,
-                        seq,
-                        "eip-store: a damaged record could not be copied into the quarantine: \
-                         it stays in its queue, passed over until the store is reopened"
-                    );
-                    if remove {
-                        queue.len.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                Effect::Declare { reply, .. } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Remove { reply, .. } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Flush { reply } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::DeclareTable { reply, .. } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Expire { reply, .. } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Batch {
-                    ops,
-                    reserved,
-                    reply,
-                    ..
-                } => self.fail_batch(ops, reserved, reply, error.duplicate()),
-            }
-        }
-    }
-}
-
-/// After a removal was committed: `queue` is marked removed and its waiters woken, and it
-/// leaves `registry` if `name` there still stands for it.
-fn retire(registry: &mut BTreeMap<String, Arc<QueueState>>, name: &str, queue: &Arc<QueueState>) {
-    queue.removed.store(true, Ordering::Release);
-    queue.advanced.notify_waiters();
-    if registry.get(name).is_some_and(|q| Arc::ptr_eq(q, queue)) {
-        registry.remove(name);
     }
 }
