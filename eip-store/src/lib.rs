@@ -33,8 +33,8 @@
 //! - **Bounded disk use.** [`StoreConfig::max_bytes`] bounds the bytes of live records (appended
 //!   and not yet deleted by a committed ack) and of key tables' entries (key and value, put and
 //!   not yet replaced, removed or expired). A put or a batch that would pass it fails at once,
-//!   whole (a batch counts the records its acks delete as freed). An append that would pass it fails at once
-//!   ([`QueueLog::append`]) or waits for acks up to [`StoreConfig::full_timeout`]
+//!   whole (a batch counts the records its acks delete as freed). An append that would pass it
+//!   fails at once ([`QueueLog::append`]) or waits for acks up to [`StoreConfig::full_timeout`]
 //!   ([`QueueLog::append_waiting`]), then fails with [`StoreError::Full`] naming the directory and
 //!   the limit. A record once accepted is never dropped. The limit counts payloads only: the file
 //!   also holds B-tree pages and free space (redb reuses freed pages but does not shrink the file),
@@ -60,7 +60,8 @@
 //!   have lost, and tries the failed commit once more (a damaged record whose deletion failed
 //!   stays in its table, passed over); a read that met the broken handle is run again on the
 //!   new one. Reopens are at least a second apart, so a disk that stays full fails appends
-//!   quickly instead of reopening in a loop; once room is made, appends succeed again.
+//!   quickly instead of reopening in a loop; once room is made, appends succeed again. A batch
+//!   is retried whole, or fails whole; so are key table changes.
 //! - **Bounded memory.** Records and entries live on disk. In memory each queue keeps its head,
 //!   length and live bytes, plus the acks not yet committed, and each key table its live bytes;
 //!   redb's page cache is bounded by [`StoreConfig::cache_bytes`].
