@@ -98,6 +98,14 @@ pub enum StoreError {
         /// What failed.
         reason: String,
     },
+    /// A batch was given a queue or key table of another store: a batch commits in one store.
+    #[error("a batch of the store in {} was given a handle of the store in {}", dir.display(), other.display())]
+    OtherStore {
+        /// The batch's data directory.
+        dir: PathBuf,
+        /// The data directory of the handle given.
+        other: PathBuf,
+    },
     /// The store's committer has stopped, after a fatal error; nothing more can be written.
     #[error("the store in {} is closed", dir.display())]
     Closed {
@@ -191,6 +199,10 @@ impl StoreError {
             StoreError::Unusable { file, reason } => StoreError::Unusable {
                 file: file.clone(),
                 reason: reason.clone(),
+            },
+            StoreError::OtherStore { dir, other } => StoreError::OtherStore {
+                dir: dir.clone(),
+                other: other.clone(),
             },
             StoreError::Closed { dir } => StoreError::Closed { dir: dir.clone() },
         }

@@ -3,23 +3,38 @@
 //! The embedded durable store under eip's durable channels (*Guaranteed Delivery*): named FIFO
 //! queues of byte records in one data directory, with no server to run. It knows nothing of
 //! eip's messages; `eip-core` encodes them to [`Bytes`](bytes::Bytes) and builds durable
-//! channels on [`QueueLog`].
+//! channels on [`QueueLog`]. Beside the queues, named key tables ([`KeyTable`]) hold the state
+//! of durable steps (an aggregator's groups, an idempotent receiver's seen keys), and an atomic
+//! [`Batch`] commits acks, appends and key table changes together, all or nothing.
 //!
 //! ## Guarantees
 //!
 //! - **Durable appends.** An [`AppendTicket`] resolves `Ok(seq)` only once the commit holding the
 //!   record is fsynced. After a crash (a killed process, a power loss) the store reopens with every
 //!   record whose ticket resolved `Ok`, minus those whose ack was committed.
-//! - **Group commit.** One committer thread writes every append and ack queued since its last
-//!   commit in one redb write transaction with one fsync; concurrent appenders share commits
-//!   ([`DurableStore::stats`] counts them).
+//! - **Durable key tables.** A [`KeyTable::put`] or [`KeyTable::remove`] ticket resolves only
+//!   once the commit holding it is fsynced; after a crash the table holds every change whose
+//!   ticket resolved. An entry whose expiry has come reads as absent at once;
+//!   [`KeyTable::expire`] deletes such entries, at most [`EXPIRE_LIMIT`] per commit.
+//! - **Atomic batches.** A [`Batch`] (acks, appends, puts, removes) is written into ONE commit:
+//!   after a crash every effect of it is in the file or none is. Its [`BatchTicket`] resolves
+//!   once that commit is fsynced, so an ack in a batch is durable when the batch resolves. A
+//!   batch that can not be committed whole (it would pass `max_bytes`, a queue of it was
+//!   removed, a handle of another store, a failed commit) fails whole and changes nothing, in
+//!   the file or in memory.
+//! - **Group commit.** One committer thread writes every append, ack, batch and key table change
+//!   queued since its last commit in one redb write transaction with one fsync; concurrent
+//!   appenders share commits ([`DurableStore::stats`] counts them). Batches share them too, each
+//!   still whole.
 //! - **Lazy acks.** [`QueueLog::ack`] never waits: the deletion rides with the next commit, or a
 //!   timer commits it within a few milliseconds (without fsync). A lost ack is a redelivery after
 //!   restart, never a lost record. [`DurableStore::flush`] and dropping the store make acks durable.
 //! - **Sequence numbers** are per queue, start at 0, only grow, and survive restarts.
 //! - **Bounded disk use.** [`StoreConfig::max_bytes`] bounds the bytes of live records (appended
-//!   and not yet deleted by a committed ack). An append that would pass it fails at once
-//!   ([`QueueLog::append`]) or waits for acks up to [`StoreConfig::full_timeout`]
+//!   and not yet deleted by a committed ack) and of key tables' entries (key and value, put and
+//!   not yet replaced, removed or expired). A put or a batch that would pass it fails at once,
+//!   whole (a batch counts the records its acks delete as freed). An append that would pass it
+//!   fails at once ([`QueueLog::append`]) or waits for acks up to [`StoreConfig::full_timeout`]
 //!   ([`QueueLog::append_waiting`]), then fails with [`StoreError::Full`] naming the directory and
 //!   the limit. A record once accepted is never dropped. The limit counts payloads only: the file
 //!   also holds B-tree pages and free space (redb reuses freed pages but does not shrink the file),
@@ -34,17 +49,22 @@
 //!   its checksum is set aside into the quarantine ([`DurableStore::quarantined`]) with its
 //!   bytes, a page that can not be read is read around ([`QueueLog::read_page`]), and both are
 //!   counted ([`QueueLog::damage`]). [`check`] reports the damage of a closed store; [`salvage`]
-//!   copies every intact record into a new one.
+//!   copies every intact record into a new one. A key table's entry that fails its own
+//!   checksum is never returned: it reads as absent and is counted ([`KeyTable::damage`]); a
+//!   page of a key table that can not be read costs only its entries ([`KeyTable::entries`]
+//!   reads from both ends towards it). [`check`] names damaged entries too, and [`salvage`]
+//!   copies every intact entry.
 //! - **A failed write does not stop the store.** redb latches a write that failed (an I/O error,
 //!   a full disk, a panic on a damaged page while it held a lock of its own): its handle refuses
 //!   every later operation. The store then reopens the file, deletes again the acks a reopen may
 //!   have lost, and tries the failed commit once more (a damaged record whose deletion failed
 //!   stays in its table, passed over); a read that met the broken handle is run again on the
 //!   new one. Reopens are at least a second apart, so a disk that stays full fails appends
-//!   quickly instead of reopening in a loop; once room is made, appends succeed again.
-//! - **Bounded memory.** Records live on disk. In memory each queue keeps its head, length and
-//!   live bytes, plus the acks not yet committed; redb's page cache is bounded by
-//!   [`StoreConfig::cache_bytes`].
+//!   quickly instead of reopening in a loop; once room is made, appends succeed again. A batch
+//!   is retried whole, or fails whole; so are key table changes.
+//! - **Bounded memory.** Records and entries live on disk. In memory each queue keeps its head,
+//!   length and live bytes, plus the acks not yet committed, and each key table its live bytes;
+//!   redb's page cache is bounded by [`StoreConfig::cache_bytes`].
 //!
 //! ## Why a torn commit is invisible
 //!
@@ -58,15 +78,24 @@
 //! in proportion to the data (1.4 s for 1 000 000 records of 1 KiB here); an open after a clean
 //! close reads only the `queues` table and each queue's table root (under 1 ms).
 //!
+//! A batch is all or nothing for the same reason: it is never split between two commits, and
+//! the committer checks everything that could refuse part of it (a removed queue) before it
+//! writes any of it, so what can still fail fails the whole transaction.
+//!
 //! redb verifies page checksums only in that repair. So that damage done to a cleanly closed
 //! file is not read back as data, every record carries its own CRC-32C over queue, sequence
-//! number and payload; a record that fails it is set aside, never returned.
+//! number and payload, and every key table entry one over table, key, expiry and value; a
+//! record that fails it is set aside, an entry passed over, neither ever returned.
 //!
 //! ## Layout
 //!
 //! The data directory holds `LOCK`, `FORMAT` and `store.redb`; the tables of `store.redb` are
 //! one records table per queue (sequence number → record), a `queues` table (name → id, head,
-//! live bytes), written together in each commit, and the `quarantine` of damaged records.
+//! live bytes), written together in each commit, and the `quarantine` of damaged records; and,
+//! once a key table is declared, a `tables` table (name → id, live bytes) with an entries table
+//! and an expiry index per key table (see `schema`). Those are created lazily, so a store
+//! written before key tables existed opens unchanged and its format (`FORMAT`, 1) stays; a
+//! build from before key tables opens a store that has them, and ignores them.
 //!
 //! ## Example
 //!
@@ -82,15 +111,30 @@
 //! let orders = store.queue("orders")?;
 //! let seq = orders.append(Bytes::from_static(b"order 1"))?.await?;
 //! assert_eq!(orders.read(0, 10)?, vec![(seq, Bytes::from_static(b"order 1"))]);
+//!
+//! // Move an order into a group and remember its key, in one commit
+//! let next = orders.append(Bytes::from_static(b"order 2"))?.await?;
+//! let group = store.queue("group-7")?;
+//! let seen = store.table("seen")?;
+//! let moved = store
+//!     .batch()
+//!     .ack(&orders, next)
+//!     .append(&group, Bytes::from_static(b"order 2"))
+//!     .put(&seen, "order-2", "", None)
+//!     .commit()
+//!     .await?;
+//! assert_eq!(moved, vec![0]);
+//! assert_eq!(seen.get(b"order-2")?, Some(Bytes::new()));
 //! orders.ack(seq);
 //! assert_eq!(orders.len(), 0);
-//! drop((orders, store));
+//! drop((orders, group, seen, store));
 //! # std::fs::remove_dir_all(&dir).ok();
 //! # Ok(())
 //! # }
 //! ```
 
 mod backend;
+mod batch;
 mod committer;
 mod config;
 mod error;
@@ -105,10 +149,15 @@ mod schema;
 mod slot;
 mod space;
 mod store;
+mod table;
+mod ticket;
 
+pub use batch::Batch;
 pub use config::StoreConfig;
 pub use error::StoreError;
 pub use quarantine::QuarantinedRecord;
-pub use queue::{AppendTicket, Damage, QueueLog, ReadPage};
-pub use repair::{QueueCheck, StoreCheck, check, salvage};
+pub use queue::{Damage, QueueLog, ReadPage};
+pub use repair::{QueueCheck, StoreCheck, TableCheck, check, salvage};
 pub use store::{DurableStore, StoreStats};
+pub use table::{EXPIRE_LIMIT, KeyTable, TableDamage};
+pub use ticket::{AppendTicket, BatchTicket, Ticket};

@@ -19,11 +19,8 @@
 //! committed; the records stay on disk.
 
 use std::collections::HashSet;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use redb::ReadableDatabase;
@@ -34,6 +31,7 @@ use crate::committer::Job;
 use crate::scan::{self, Target};
 use crate::schema;
 use crate::store::Shared;
+use crate::ticket::AppendTicket;
 
 /// The in-memory state of one queue, shared by its handles and the committer.
 #[derive(Debug)]
@@ -84,6 +82,28 @@ impl QueueState {
     pub(crate) fn acked(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
         // The set stays consistent whatever panicked while holding it
         self.acked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the ack of `seq` into account in memory: reads skip it, the length no longer counts
+    /// it. False if it was acked already (and not yet committed).
+    pub(crate) fn take_ack(&self, seq: u64) -> bool {
+        if !self.acked().insert(seq) {
+            return false;
+        }
+        // Counted now; the committer gives it back if the record turns out to be gone already
+        let _ = self
+            .len
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |len| {
+                Some(len.saturating_sub(1))
+            });
+        true
+    }
+
+    /// Undoes [`take_ack`](Self::take_ack): the ack was not written.
+    pub(crate) fn give_back_ack(&self, seq: u64) {
+        if self.acked().remove(&seq) {
+            self.len.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     pub(crate) fn aside(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
@@ -152,23 +172,7 @@ impl QueueLog {
             return Err(self.removed_error());
         }
         let len = record.len() as u64;
-        if let Some(max_bytes) = shared.space.max() {
-            if len > max_bytes {
-                return Err(StoreError::RecordTooLarge {
-                    dir: shared.dir.clone(),
-                    len,
-                    max_bytes,
-                });
-            }
-            if !shared.space.try_reserve(len) {
-                return Err(StoreError::Full {
-                    dir: shared.dir.clone(),
-                    max_bytes,
-                });
-            }
-        } else {
-            shared.space.try_reserve(len);
-        }
+        shared.space.reserve(len, &shared.dir)?;
         let (reply, receiver) = oneshot::channel();
         let job = Job::Append {
             queue: self.state.clone(),
@@ -179,10 +183,7 @@ impl QueueLog {
             shared.space.release(len);
             return Err(shared.closed_error());
         }
-        Ok(AppendTicket {
-            receiver,
-            dir: shared.dir.clone(),
-        })
+        Ok(AppendTicket::waiting(receiver, shared.dir.clone()))
     }
 
     /// Appends `record` like [`append`](Self::append), but when the store is full waits for acks
@@ -224,22 +225,15 @@ impl QueueLog {
         if seq >= state.head.load(Ordering::Acquire) || state.removed.load(Ordering::Acquire) {
             return;
         }
-        if !state.acked().insert(seq) {
+        if !state.take_ack(seq) {
             return;
         }
-        // Counted now; the committer gives it back if the record turns out to be gone already
-        let _ = state
-            .len
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |len| {
-                Some(len.saturating_sub(1))
-            });
         let job = Job::Ack {
             queue: state.clone(),
             seq,
         };
         if self.shared.send(job).is_err() {
-            state.acked().remove(&seq);
-            state.len.fetch_add(1, Ordering::AcqRel);
+            state.give_back_ack(seq);
         }
     }
 
@@ -428,30 +422,5 @@ impl QueueLog {
             dir: self.shared.dir.clone(),
             name: self.state.name.clone(),
         }
-    }
-}
-
-/// The pending result of [`QueueLog::append`]: resolves with the record's sequence number once
-/// the commit holding it is fsynced, or with the error that failed that commit. Works from any
-/// runtime (or none). Dropping it does not withdraw the record.
-#[derive(Debug)]
-#[must_use = "the record is written either way; the ticket tells when it is durable"]
-pub struct AppendTicket {
-    receiver: oneshot::Receiver<Result<u64, StoreError>>,
-    dir: std::path::PathBuf,
-}
-
-impl Future for AppendTicket {
-    type Output = Result<u64, StoreError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        Pin::new(&mut this.receiver).poll(cx).map(|outcome| {
-            outcome.unwrap_or_else(|_| {
-                Err(StoreError::Closed {
-                    dir: this.dir.clone(),
-                })
-            })
-        })
     }
 }

@@ -14,8 +14,18 @@
 //!   Records that failed their checksum or could not be decoded, kept for inspection and replay
 //!   ([`quarantine`](crate::quarantine)). Created by the first record set aside.
 //!
+//! - `tables` (`&str → (u32, u64)`): key table name → (table id, live bytes). Created by the
+//!   first [`DurableStore::table`](crate::DurableStore::table) declared: a store written before
+//!   key tables existed has none, and opens as it is (the format stays 1).
+//! - `keys/<id>` (`&[u8] → &[u8]`), one per key table: key → entry, framed with a checksum and
+//!   its expiry ([`table::entry`](crate::table)).
+//! - `expiry/<id>` (`(u64, &[u8]) → ()`), one per key table: (expiry in ms since the epoch, key)
+//!   for every entry that has an expiry, so that [`KeyTable::expire`](crate::KeyTable::expire)
+//!   finds the expired entries without reading the others. An index only: an entry is removed
+//!   only when its own, checksummed, expiry says so.
+//!
 //! Every commit writes a queue's records and its `queues` row in the same transaction, so the
-//! row always agrees with the table.
+//! row always agrees with the table; the same holds for a key table and its `tables` row.
 
 use redb::TableDefinition;
 
@@ -46,3 +56,29 @@ pub(crate) type QuarantineValue = (&'static [u8], &'static str, u64);
 /// Damaged records set aside: (queue, seq) → (bytes, reason, time in ms since the epoch).
 pub(crate) const QUARANTINE: TableDefinition<QuarantineKey, QuarantineValue> =
     TableDefinition::new("quarantine");
+
+/// Key table name → (id, live bytes).
+pub(crate) const TABLES: TableDefinition<&str, (u32, u64)> = TableDefinition::new("tables");
+
+/// The name of the entries table of key table `id`.
+pub(crate) fn keys_table_name(id: u32) -> String {
+    format!("keys/{id}")
+}
+
+/// The name of the expiry index of key table `id`.
+pub(crate) fn expiry_table_name(id: u32) -> String {
+    format!("expiry/{id}")
+}
+
+/// The definition of an entries table named by [`keys_table_name`].
+pub(crate) fn keys(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+/// The key of the expiry index: (expiry in ms since the epoch, key).
+pub(crate) type ExpiryKey = (u64, &'static [u8]);
+
+/// The definition of an expiry index named by [`expiry_table_name`].
+pub(crate) fn expiry(name: &str) -> TableDefinition<'_, ExpiryKey, ()> {
+    TableDefinition::new(name)
+}

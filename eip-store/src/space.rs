@@ -7,7 +7,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use std::path::Path;
+
 use tokio::sync::Notify;
+
+use crate::StoreError;
 
 /// Live record bytes against the limit, and the store's closed flag.
 #[derive(Debug)]
@@ -48,6 +52,45 @@ impl Space {
                 }
             })
             .is_ok()
+    }
+
+    /// Reserves `len` bytes for a write to the store in `dir`, or says why it can not be:
+    /// [`StoreError::RecordTooLarge`] if `len` alone passes the limit, [`StoreError::Full`] if
+    /// it would pass it now.
+    pub(crate) fn reserve(&self, len: u64, dir: &Path) -> Result<(), StoreError> {
+        self.reserve_freeing(len, 0, dir)
+    }
+
+    /// Like [`reserve`](Self::reserve), for a write whose commit also frees `freeing` bytes (a
+    /// batch's acks): it fits if what the store holds once it is committed fits. Until then the
+    /// count may pass the limit by at most `freeing`.
+    pub(crate) fn reserve_freeing(
+        &self,
+        len: u64,
+        freeing: u64,
+        dir: &Path,
+    ) -> Result<(), StoreError> {
+        let Some(max_bytes) = self.max else {
+            self.try_reserve(len);
+            return Ok(());
+        };
+        if len.saturating_sub(freeing) > max_bytes {
+            return Err(StoreError::RecordTooLarge {
+                dir: dir.to_path_buf(),
+                len,
+                max_bytes,
+            });
+        }
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                let after = used.checked_add(len)?;
+                (after.saturating_sub(freeing) <= max_bytes).then_some(after)
+            })
+            .map(drop)
+            .map_err(|_| StoreError::Full {
+                dir: dir.to_path_buf(),
+                max_bytes,
+            })
     }
 
     /// Gives back `len` bytes and wakes whoever waits for room.

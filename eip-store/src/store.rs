@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
@@ -21,6 +21,7 @@ use redb::{
 };
 use tokio::sync::oneshot;
 
+use crate::batch::Batch;
 use crate::committer::{Committer, Counters, Job};
 use crate::layout;
 use crate::quarantine::QuarantinedRecord;
@@ -28,6 +29,7 @@ use crate::queue::{QueueLog, QueueState};
 use crate::schema::{self, FORMAT_KEY, FORMAT_VERSION, META, QUEUES};
 use crate::slot::Slot;
 use crate::space::Space;
+use crate::table::{KeyTable, TableRegistry, TableState};
 use crate::{StoreConfig, StoreError};
 
 /// Every declared queue by name, shared by the handles and the committer.
@@ -56,6 +58,7 @@ pub(crate) struct Shared {
     pub(crate) config: StoreConfig,
     pub(crate) space: Arc<Space>,
     registry: Arc<Registry>,
+    tables: Arc<TableRegistry>,
     counters: Arc<Counters>,
     jobs: Option<Sender<Job>>,
     pub(crate) slot: Arc<Slot>,
@@ -65,10 +68,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn send(&self, job: Job) -> Result<(), ()> {
+    /// Hands `job` to the committer; gives it back if the committer has stopped.
+    pub(crate) fn send(&self, job: Job) -> Result<(), Job> {
         match &self.jobs {
-            Some(jobs) => jobs.send(job).map_err(|_| ()),
-            None => Err(()),
+            Some(jobs) => jobs.send(job).map_err(|refused| refused.0),
+            None => Err(job),
         }
     }
 
@@ -101,11 +105,26 @@ impl Shared {
         }
     }
 
+    /// Runs `read` in a read transaction of the current handle, as
+    /// [`with_database`](Self::with_database) does.
+    pub(crate) fn read<T>(
+        &self,
+        read: impl Fn(&ReadTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let file = &self.file;
+        self.with_database(|db| {
+            let txn = crate::quiet::catch(|| db.begin_read())
+                .map_err(|detail| StoreError::from_panic(file, detail))?
+                .map_err(|e| StoreError::from_redb(file, e))?;
+            read(&txn)
+        })
+    }
+
     /// Has the committer reopen the file whose handle of generation `seen` broke, and waits.
     fn heal(&self, seen: u64) -> Result<(), StoreError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.send(Job::Reopen { seen, reply })
-            .map_err(|()| self.closed_error())?;
+            .map_err(|_| self.closed_error())?;
         answer.recv().map_err(|_| self.closed_error())?
     }
 }
@@ -151,14 +170,26 @@ impl DurableStore {
         let lock_file = layout::lock(&dir)?;
         layout::check_format(&dir)?;
         let file = layout::check_database_file(&dir)?;
-        let (db, queues) = crate::quiet::catch(|| open_database(&file, &config))
+        let (db, queues, tables) = crate::quiet::catch(|| open_database(&file, &config))
             .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
         layout::mark_initialised(&dir)?;
 
         let used: u64 = queues
             .iter()
             .map(|q| q.bytes.load(Ordering::Relaxed))
+            .chain(tables.iter().map(|t| t.bytes.load(Ordering::Relaxed)))
             .fold(0, u64::saturating_add);
+        let next_table_id = tables
+            .iter()
+            .map(|t| t.id)
+            .max()
+            .map_or(0, |id| id.saturating_add(1));
+        let tables = Arc::new(Mutex::new(
+            tables
+                .into_iter()
+                .map(|t| (t.name.clone(), Arc::new(t)))
+                .collect::<BTreeMap<_, _>>(),
+        ));
         let next_id = queues
             .iter()
             .map(|q| q.id)
@@ -183,6 +214,8 @@ impl DurableStore {
             counters: counters.clone(),
             jobs: receiver,
             next_id,
+            tables: tables.clone(),
+            next_table_id,
             unsynced_commits: 0,
             unsynced_acks: Vec::new(),
         };
@@ -200,6 +233,7 @@ impl DurableStore {
                 config,
                 space,
                 registry,
+                tables,
                 counters,
                 jobs: Some(jobs),
                 slot,
@@ -218,24 +252,59 @@ impl DurableStore {
     /// its records and sequence numbers if it exists. Blocks for one commit when declaring.
     pub fn queue(&self, name: &str) -> Result<QueueLog, StoreError> {
         let existing = lock(&self.shared.registry).get(name).cloned();
-        let state = match existing {
-            Some(state) => state,
-            None => {
-                let (reply, answer) = mpsc::sync_channel(1);
-                let job = Job::Declare {
-                    name: name.to_string(),
-                    reply,
-                };
-                self.shared
-                    .send(job)
-                    .map_err(|()| self.shared.closed_error())?;
-                answer.recv().map_err(|_| self.shared.closed_error())??
-            }
-        };
+        let state = self.declared(existing, |reply| Job::Declare {
+            name: name.to_string(),
+            reply,
+        })?;
         Ok(QueueLog {
             state,
             shared: self.shared.clone(),
         })
+    }
+
+    /// The key table `name` ([`KeyTable`]): declared durably (committed before this returns) if
+    /// new, re-opened with its entries if it exists. Key tables and queues are apart: a table
+    /// may have the name of a queue. Blocks for one commit when declaring.
+    pub fn table(&self, name: &str) -> Result<KeyTable, StoreError> {
+        let existing = crate::table::lock(&self.shared.tables).get(name).cloned();
+        let state = self.declared(existing, |reply| Job::DeclareTable {
+            name: name.to_string(),
+            reply,
+        })?;
+        Ok(KeyTable {
+            state,
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// `existing`, or what the committer answers to the declaration `job` once it is committed.
+    fn declared<S>(
+        &self,
+        existing: Option<Arc<S>>,
+        job: impl FnOnce(SyncSender<Result<Arc<S>, StoreError>>) -> Job,
+    ) -> Result<Arc<S>, StoreError> {
+        if let Some(state) = existing {
+            return Ok(state);
+        }
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.shared
+            .send(job(reply))
+            .map_err(|_| self.shared.closed_error())?;
+        answer.recv().map_err(|_| self.shared.closed_error())?
+    }
+
+    /// The name of every declared key table, sorted.
+    pub fn table_names(&self) -> Vec<String> {
+        crate::table::lock(&self.shared.tables)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// A new, empty [`Batch`]: acks, appends, puts and removes of this store committed together,
+    /// all or nothing.
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.shared.clone())
     }
 
     /// The name of every declared queue, sorted.
@@ -255,11 +324,12 @@ impl DurableStore {
         };
         self.shared
             .send(job)
-            .map_err(|()| self.shared.closed_error())?;
+            .map_err(|_| self.shared.closed_error())?;
         answer.await.map_err(|_| self.shared.closed_error())?
     }
 
-    /// Bytes of live records: appended (committed or pending) and not deleted by a committed ack.
+    /// Bytes of live records (appended, committed or pending, and not deleted by a committed
+    /// ack) and of key tables' entries (keys and values, put and not yet replaced or removed).
     /// An ack frees its record's bytes once it is committed, within a few milliseconds.
     pub fn used_bytes(&self) -> u64 {
         self.shared.space.used()
@@ -275,7 +345,7 @@ impl DurableStore {
         let (reply, answer) = oneshot::channel();
         self.shared
             .send(Job::Flush { reply })
-            .map_err(|()| self.shared.closed_error())?;
+            .map_err(|_| self.shared.closed_error())?;
         answer.await.map_err(|_| self.shared.closed_error())?
     }
 
@@ -306,7 +376,7 @@ impl DurableStore {
 fn open_database(
     file: &Path,
     config: &StoreConfig,
-) -> Result<(Database, Vec<QueueState>), StoreError> {
+) -> Result<(Database, Vec<QueueState>, Vec<TableState>), StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
     let mut builder = Database::builder();
     builder.set_cache_size(config.cache_bytes);
@@ -353,8 +423,9 @@ fn open_database(
         states.push(QueueState::new(name, id, head, len, bytes));
     }
     drop(queues);
+    let tables = crate::table::load(&txn, file)?;
     drop(txn);
-    Ok((db, states))
+    Ok((db, states, tables))
 }
 
 /// The format version the database records, if it has the store's metadata table.

@@ -8,7 +8,10 @@ use tokio::sync::oneshot;
 
 use super::Job;
 use crate::StoreError;
+use crate::batch::Op;
 use crate::queue::QueueState;
+use crate::table::TableState;
+use crate::ticket::Reply;
 
 /// A job while its round is written: the job plus what the write found out.
 pub(super) enum Effect {
@@ -49,6 +52,28 @@ pub(super) enum Effect {
     },
     Flush {
         reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    Batch {
+        ops: Vec<Op>,
+        reserved: u64,
+        reply: Reply,
+        /// Given by the write: the sequence numbers of its appends.
+        seqs: Vec<u64>,
+        /// Set by the write if a queue of the batch was removed first: nothing was written.
+        refused: Option<String>,
+    },
+    DeclareTable {
+        name: String,
+        reply: SyncSender<Result<Arc<TableState>, StoreError>>,
+        state: Option<Arc<TableState>>,
+        created: bool,
+    },
+    Expire {
+        table: Arc<TableState>,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+        /// The expiry index rows found expired before the write (`gather_expired`).
+        candidates: Vec<(u64, Vec<u8>)>,
     },
 }
 
@@ -104,6 +129,33 @@ impl Effect {
                 removed: None,
             },
             Job::Flush { reply } => Effect::Flush { reply },
+            Job::Batch {
+                ops,
+                reserved,
+                reply,
+            } => Effect::Batch {
+                ops,
+                reserved,
+                reply,
+                seqs: Vec::new(),
+                refused: None,
+            },
+            Job::DeclareTable { name, reply } => Effect::DeclareTable {
+                name,
+                reply,
+                state: None,
+                created: false,
+            },
+            Job::Expire {
+                table,
+                now_ms,
+                reply,
+            } => Effect::Expire {
+                table,
+                now_ms,
+                reply,
+                candidates: Vec::new(),
+            },
             Job::Reopen { seen, reply } => return Err(ReopenRequest { seen, reply }),
         })
     }
@@ -128,6 +180,22 @@ impl Effect {
                 *state = None;
                 *created = false;
             }
+            Effect::DeclareTable { state, created, .. } => {
+                *state = None;
+                *created = false;
+            }
+            Effect::Batch {
+                ops, seqs, refused, ..
+            } => {
+                seqs.clear();
+                *refused = None;
+                for op in ops {
+                    if let Op::Ack { deleted, .. } = op {
+                        *deleted = false;
+                    }
+                }
+            }
+            Effect::Expire { .. } => {}
             Effect::Remove { removed, .. } => *removed = None,
             Effect::Flush { .. } => {}
         }

@@ -1,6 +1,7 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
-//! Appends, acks, records set aside, declarations and removals reach it through one channel. Each round it takes
+//! Appends, acks, records set aside, declarations and removals of queues and key tables,
+//! batches and expiries reach it through one channel. Each round it takes
 //! every job queued since the last commit (up to [`MAX_BATCH`]), writes them all in ONE redb write
 //! transaction, commits, and only then updates the queues in memory and answers the jobs. While
 //! one commit waits for its fsync, the next appends queue up and share the next commit: one
@@ -15,6 +16,10 @@
 //! - When the last handle of the store is dropped the channel closes: the committer writes what
 //!   is still queued, commits durably, marks the store closed and ends.
 //!
+//! - A batch (`batch`) is written whole into its round's transaction or, if a queue of it was
+//!   removed, not at all; key tables' changes (`keys`) are written beside the queues', and each
+//!   touched table's row with them. Answers and failures are in `answer`.
+//!
 //! The thread is a plain `std::thread`, so fsyncs never block an async runtime; answers go back
 //! through `tokio::sync::oneshot`, which needs no runtime.
 //!
@@ -24,7 +29,7 @@
 //! records will be read again after the next open), a damaged record stays in its queue (still
 //! counted and passed over), and memory is left as it was.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,19 +40,26 @@ use bytes::Bytes;
 use redb::Durability;
 use tokio::sync::oneshot;
 
+mod answer;
+mod batch;
 mod effect;
+mod keys;
 mod reopen;
 mod round;
 
 use effect::{Effect, ReopenRequest};
+use keys::{KeyRound, TouchedTable};
 use round::Round;
 
 use crate::StoreError;
+use crate::batch::Op;
 use crate::queue::QueueState;
 use crate::schema::QUEUES;
 use crate::slot::Slot;
 use crate::space::Space;
 use crate::store::Registry;
+use crate::table::{TableRegistry, TableState};
+use crate::ticket::Reply;
 
 /// How long acks alone wait for other work before they are committed on their own.
 pub(crate) const ACK_DELAY: Duration = Duration::from_millis(5);
@@ -88,6 +100,24 @@ pub(crate) enum Job {
     Flush {
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Write every effect of a batch in one commit, or none; answer with its appends'
+    /// sequence numbers once durable. `reserved` bytes were counted for it.
+    Batch {
+        ops: Vec<Op>,
+        reserved: u64,
+        reply: Reply,
+    },
+    /// Create the key table `name` durably unless it exists.
+    DeclareTable {
+        name: String,
+        reply: SyncSender<Result<Arc<TableState>, StoreError>>,
+    },
+    /// Delete entries of `table` expired at `now_ms`; answer how many.
+    Expire {
+        table: Arc<TableState>,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<u64, StoreError>>,
+    },
     /// Reopen the database file: its handle of generation `seen` broke under a reader.
     Reopen {
         seen: u64,
@@ -113,6 +143,13 @@ struct Touched {
     removed: bool,
 }
 
+/// What one round did to the queues and key tables, by id.
+#[derive(Default)]
+struct Changes {
+    queues: HashMap<u32, Touched>,
+    tables: HashMap<u32, TouchedTable>,
+}
+
 /// The committer thread's state.
 pub(crate) struct Committer {
     pub(crate) slot: Arc<Slot>,
@@ -123,6 +160,8 @@ pub(crate) struct Committer {
     pub(crate) counters: Arc<Counters>,
     pub(crate) jobs: Receiver<Job>,
     pub(crate) next_id: u32,
+    pub(crate) tables: Arc<TableRegistry>,
+    pub(crate) next_table_id: u32,
     pub(crate) unsynced_commits: u32,
     /// Acks committed without an fsync since the last durable commit: a reopen of the file may
     /// lose them, so it deletes them again.
@@ -201,12 +240,13 @@ impl Committer {
                 Err(reopen) => reopens.push(reopen),
             }
         }
+        self.gather_expired(&mut effects);
         let writes = effects.iter().any(|e| !matches!(e, Effect::Flush { .. }));
         let syncs = durable && self.unsynced_commits > 0;
         if writes || syncs {
             self.commit_effects(effects, durable);
         } else {
-            self.apply(effects, Vec::new());
+            self.apply(effects, Changes::default());
         }
         for ReopenRequest { seen, reply } in reopens {
             let _ = reply.send(self.reopen(seen));
@@ -237,18 +277,14 @@ impl Committer {
     }
 
     /// Writes `effects`, with a panic of the storage engine as an error.
-    fn try_write(
-        &mut self,
-        effects: &mut [Effect],
-        durable: bool,
-    ) -> Result<Vec<Touched>, StoreError> {
+    fn try_write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, StoreError> {
         let file = self.file.clone();
         crate::quiet::catch(|| self.write(effects, durable))
             .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))
     }
 
     /// After a successful commit: the counters, the acks a reopen would have to repeat, memory.
-    fn committed(&mut self, effects: Vec<Effect>, touched: Vec<Touched>, durable: bool) {
+    fn committed(&mut self, effects: Vec<Effect>, touched: Changes, durable: bool) {
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         if durable {
             self.unsynced_commits = 0;
@@ -269,7 +305,7 @@ impl Committer {
     }
 
     /// Writes every effect in one transaction and commits it.
-    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Vec<Touched>, StoreError> {
+    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, StoreError> {
         let file = self.file.clone();
         let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
         let (db, _) = self.slot.get()?;
@@ -278,7 +314,7 @@ impl Committer {
             txn.set_durability(Durability::None)
                 .map_err(|e| redb_error(e.into()))?;
         }
-        let mut touched: HashMap<u32, Touched> = HashMap::new();
+        let mut changes = Changes::default();
         {
             let mut round = Round {
                 txn: &txn,
@@ -286,30 +322,44 @@ impl Committer {
                 tables: HashMap::new(),
                 quarantine: None,
                 names: HashMap::new(),
-                touched: &mut touched,
+                touched: &mut changes.queues,
                 registry: &self.registry,
+                keys: KeyRound::new(
+                    &txn,
+                    &mut changes.tables,
+                    &self.tables,
+                    &mut self.next_table_id,
+                ),
             };
             for effect in effects.iter_mut() {
                 round.write(effect, &mut self.next_id).map_err(redb_error)?;
             }
             round.write_queue_rows().map_err(redb_error)?;
+            round.keys.write_rows().map_err(redb_error)?;
         }
         txn.commit().map_err(|e| redb_error(e.into()))?;
-        Ok(touched.into_values().collect())
+        Ok(changes)
     }
 
     /// After a successful commit: memory first (heads, lengths, bytes), then the answers, so that
     /// whoever is answered sees the new state.
-    fn apply(&self, effects: Vec<Effect>, touched: Vec<Touched>) {
-        for t in &touched {
+    fn apply(&self, effects: Vec<Effect>, changes: Changes) {
+        for t in changes.queues.values() {
             self.apply_touched(t);
+        }
+        for t in changes.tables.values() {
+            let bytes = t.table.bytes.load(Ordering::Acquire) + t.added;
+            t.table
+                .bytes
+                .store(bytes.saturating_sub(t.freed), Ordering::Release);
+            self.space.release(t.freed);
         }
         let mut registry = crate::store::lock(&self.registry);
         for effect in effects {
             self.answer(effect, &mut registry);
         }
         drop(registry);
-        for t in touched {
+        for t in changes.queues.into_values() {
             t.queue.advanced.notify_waiters();
         }
     }
@@ -330,177 +380,5 @@ impl Committer {
                 .store(bytes.saturating_sub(t.freed_bytes), Ordering::Release);
             self.space.release(t.freed_bytes);
         }
-    }
-
-    /// Answers the job of one committed effect, correcting what the job counted ahead for a
-    /// record that was already gone; declarations and removals update `registry`.
-    fn answer(&self, effect: Effect, registry: &mut BTreeMap<String, Arc<QueueState>>) {
-        match effect {
-            Effect::Append {
-                queue,
-                record,
-                reply,
-                seq,
-            } => {
-                let _ = reply.send(self.appended(&queue, &record, seq));
-            }
-            Effect::Ack {
-                queue,
-                seq,
-                deleted,
-            } => {
-                queue.acked().remove(&seq);
-                if deleted {
-                    self.counters.acks.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    // ack() counted a record that was already gone
-                    queue.len.fetch_add(1, Ordering::AcqRel);
-                }
-            }
-            Effect::SetAside {
-                queue,
-                seq,
-                remove,
-                keep,
-                deleted,
-                ..
-            } => self.set_aside_done(&queue, seq, remove, keep, deleted),
-            Effect::Declare {
-                name,
-                reply,
-                state,
-                created,
-            } => {
-                let answer = match state {
-                    Some(state) => {
-                        if created {
-                            registry.insert(name, state.clone());
-                        }
-                        Ok(state)
-                    }
-                    None => Err(StoreError::Closed {
-                        dir: self.dir.clone(),
-                    }),
-                };
-                let _ = reply.send(answer);
-            }
-            Effect::Remove {
-                name,
-                reply,
-                removed,
-            } => {
-                let count = match removed {
-                    Some((queue, count)) => {
-                        retire(registry, &name, &queue);
-                        count
-                    }
-                    None => 0,
-                };
-                let _ = reply.send(Ok(count));
-            }
-            Effect::Flush { reply } => {
-                let _ = reply.send(Ok(()));
-            }
-        }
-    }
-
-    /// The answer to an append: its sequence number, or, if its queue was removed first, the
-    /// error (and its reserved bytes given back).
-    fn appended(
-        &self,
-        queue: &QueueState,
-        record: &Bytes,
-        seq: Option<u64>,
-    ) -> Result<u64, StoreError> {
-        match seq {
-            Some(seq) => {
-                self.counters.records.fetch_add(1, Ordering::Relaxed);
-                Ok(seq)
-            }
-            None => {
-                self.space.release(record.len() as u64);
-                Err(StoreError::QueueRemoved {
-                    dir: self.dir.clone(),
-                    name: queue.name.clone(),
-                })
-            }
-        }
-    }
-
-    /// After a record set aside was committed: a warning if it could not be deleted from its
-    /// queue (`keep`), and the length corrected if it was to be removed and was already gone.
-    fn set_aside_done(
-        &self,
-        queue: &QueueState,
-        seq: u64,
-        remove: bool,
-        keep: bool,
-        deleted: bool,
-    ) {
-        if keep {
-            tracing::warn!(
-                file = %self.file.display(),
-                queue = %queue.name,
-                seq,
-                "eip-store: a damaged record could not be deleted from its queue (its page is damaged too): \
-                 it stays in the file, passed over until the store is reopened; `eip store salvage` copies the store without it"
-            );
-        }
-        if remove && !deleted {
-            // set_aside() counted a record that was already gone
-            queue.len.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    /// After a failed commit: give back reserved bytes, undo acks, answer every job with `error`.
-    fn fail(&self, effects: Vec<Effect>, error: StoreError) {
-        for effect in effects {
-            match effect {
-                Effect::Append { record, reply, .. } => {
-                    self.space.release(record.len() as u64);
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Ack { queue, seq, .. } => {
-                    if queue.acked().remove(&seq) {
-                        queue.len.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                Effect::SetAside {
-                    queue, seq, remove, ..
-                } => {
-                    // Still damaged, and still counted and passed over; but not in the
-                    // quarantine, and still in its queue: the next open finds it again
-                    tracing::warn!(
-                        file = %self.file.display(),
-                        queue = %queue.name,
-                        seq,
-                        "eip-store: a damaged record could not be copied into the quarantine: \
-                         it stays in its queue, passed over until the store is reopened"
-                    );
-                    if remove {
-                        queue.len.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                Effect::Declare { reply, .. } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Remove { reply, .. } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-                Effect::Flush { reply } => {
-                    let _ = reply.send(Err(error.duplicate()));
-                }
-            }
-        }
-    }
-}
-
-/// After a removal was committed: `queue` is marked removed and its waiters woken, and it
-/// leaves `registry` if `name` there still stands for it.
-fn retire(registry: &mut BTreeMap<String, Arc<QueueState>>, name: &str, queue: &Arc<QueueState>) {
-    queue.removed.store(true, Ordering::Release);
-    queue.advanced.notify_waiters();
-    if registry.get(name).is_some_and(|q| Arc::ptr_eq(q, queue)) {
-        registry.remove(name);
     }
 }

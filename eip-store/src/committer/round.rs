@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use redb::{ReadableTableMetadata, Table, WriteTransaction};
 
+use super::keys::KeyRound;
 use super::{Effect, Touched};
 use crate::frame;
 use crate::queue::QueueState;
@@ -27,6 +28,7 @@ pub(super) struct Round<'txn, 'a> {
     pub(super) names: HashMap<String, Option<Arc<QueueState>>>,
     pub(super) touched: &'a mut HashMap<u32, Touched>,
     pub(super) registry: &'a Registry,
+    pub(super) keys: KeyRound<'txn, 'a>,
 }
 
 impl<'txn> Round<'txn, '_> {
@@ -77,11 +79,26 @@ impl<'txn> Round<'txn, '_> {
             } => self.declare(name, state, created, next_id),
             Effect::Remove { name, removed, .. } => self.remove(name, removed),
             Effect::Flush { .. } => Ok(()),
+            Effect::Batch {
+                ops, seqs, refused, ..
+            } => self.write_batch(ops, seqs, refused),
+            Effect::DeclareTable {
+                name,
+                state,
+                created,
+                ..
+            } => self.keys.declare(name, state, created),
+            Effect::Expire {
+                table,
+                now_ms,
+                candidates,
+                ..
+            } => self.keys.expire(table, *now_ms, candidates),
         }
     }
 
     /// Writes `record` at the head of `queue`, giving it the head's sequence number in `seq`.
-    fn append(
+    pub(super) fn append(
         &mut self,
         queue: &Arc<QueueState>,
         record: &[u8],
@@ -103,7 +120,11 @@ impl<'txn> Round<'txn, '_> {
 
     /// Deletes the record `seq` of `queue`, counting the bytes it frees; whether it was still
     /// there to delete.
-    fn delete(&mut self, queue: &Arc<QueueState>, seq: u64) -> Result<bool, redb::Error> {
+    pub(super) fn delete(
+        &mut self,
+        queue: &Arc<QueueState>,
+        seq: u64,
+    ) -> Result<bool, redb::Error> {
         let freed = self
             .table(queue)?
             .remove(seq)?
@@ -183,7 +204,7 @@ impl<'txn> Round<'txn, '_> {
         }
     }
 
-    fn touch(&mut self, queue: &Arc<QueueState>) -> &mut Touched {
+    pub(super) fn touch(&mut self, queue: &Arc<QueueState>) -> &mut Touched {
         self.touched.entry(queue.id).or_insert_with(|| Touched {
             queue: queue.clone(),
             head: queue.head.load(Ordering::Acquire),

@@ -8,12 +8,13 @@
 //! store that a running flow has open ([`StoreError::InUse`]).
 //!
 //! - [`check`] answers, per queue: how many records the queue says it holds, how many are
-//!   intact, which ones are damaged, which sequence numbers can not be read; and what the
-//!   quarantine already holds.
+//!   intact, which ones are damaged, which sequence numbers can not be read; per key table the
+//!   same for its entries; and what the quarantine already holds.
 //! - [`salvage`] writes a new store in another directory: every queue under its name and id,
 //!   with its head (so sequence numbers go on growing), every intact record under its own
 //!   sequence number, every damaged one into the new store's quarantine along with what the old
-//!   quarantine held. The old directory stays as it was; swapping the new one in is the user's
+//!   quarantine held; and every key table under its name and id with its intact entries
+//!   (`tables`: a damaged entry is named by the check, not copied). The old directory stays as it was; swapping the new one in is the user's
 //!   move, made while no flow runs.
 
 use std::fs::File;
@@ -26,7 +27,12 @@ use redb::{Database, DatabaseError, ReadOnlyDatabase, ReadTransaction, ReadableD
 use crate::quarantine::{self, QuarantinedRecord};
 use crate::scan::{self, Scan, Target};
 use crate::schema::{self, QUARANTINE, QUEUES};
+use crate::table::{Raw, TableState};
 use crate::{StoreError, frame, layout, quiet};
+
+mod tables;
+
+pub use tables::TableCheck;
 
 /// How many records a check or salvage reads at a time.
 const PAGE: usize = 1024;
@@ -41,13 +47,15 @@ pub struct StoreCheck {
     pub queues: Vec<QueueCheck>,
     /// What the quarantine held already: records set aside by earlier reads.
     pub quarantined: Vec<QuarantinedRecord>,
+    /// Every key table, by name.
+    pub tables: Vec<TableCheck>,
 }
 
 impl StoreCheck {
     /// Whether nothing is damaged: every record of every queue is intact. Records the
     /// quarantine held already do not count: they were dealt with.
     pub fn is_clean(&self) -> bool {
-        self.queues.iter().all(QueueCheck::is_clean)
+        self.queues.iter().all(QueueCheck::is_clean) && self.tables.iter().all(TableCheck::is_clean)
     }
 }
 
@@ -87,7 +95,7 @@ impl QueueCheck {
 /// open elsewhere ([`StoreError::InUse`]).
 pub fn check(dir: impl AsRef<Path>) -> Result<StoreCheck, StoreError> {
     let source = Source::open(dir.as_ref())?;
-    source.read(|_, _| Ok(()))
+    source.read(|_, _| Ok(()), |_, _| Ok(()))
 }
 
 /// Copies every intact record of the store in `dir` into a new store in `into` (which must not
@@ -116,31 +124,34 @@ pub fn salvage(dir: impl AsRef<Path>, into: impl AsRef<Path>) -> Result<StoreChe
         let mut aside = txn
             .open_table(QUARANTINE)
             .map_err(|e| redb_error(e.into()))?;
-        let found = source.read(|queue, page| {
-            let mut records = txn
-                .open_table(schema::records(&schema::records_table_name(queue.id)))
-                .map_err(|e| redb_error(e.into()))?;
-            for (seq, payload) in &page.records {
-                let framed = frame::encode(queue.id, *seq, payload);
-                records
-                    .insert(*seq, framed.as_slice())
+        let found = source.read(
+            |queue, page| {
+                let mut records = txn
+                    .open_table(schema::records(&schema::records_table_name(queue.id)))
                     .map_err(|e| redb_error(e.into()))?;
-            }
-            for damaged in &page.damaged {
-                let reason = format!(
-                    "record {} of queue {:?} fails its checksum (found by salvage)",
-                    damaged.seq, queue.name
-                );
-                let at = quarantine::now_ms();
-                aside
-                    .insert(
-                        (queue.name.as_str(), damaged.seq),
-                        (damaged.bytes.as_ref(), reason.as_str(), at),
-                    )
-                    .map_err(|e| redb_error(e.into()))?;
-            }
-            Ok(())
-        })?;
+                for (seq, payload) in &page.records {
+                    let framed = frame::encode(queue.id, *seq, payload);
+                    records
+                        .insert(*seq, framed.as_slice())
+                        .map_err(|e| redb_error(e.into()))?;
+                }
+                for damaged in &page.damaged {
+                    let reason = format!(
+                        "record {} of queue {:?} fails its checksum (found by salvage)",
+                        damaged.seq, queue.name
+                    );
+                    let at = quarantine::now_ms();
+                    aside
+                        .insert(
+                            (queue.name.as_str(), damaged.seq),
+                            (damaged.bytes.as_ref(), reason.as_str(), at),
+                        )
+                        .map_err(|e| redb_error(e.into()))?;
+                }
+                Ok(())
+            },
+            |table, intact| tables::write(&txn, table, intact).map_err(redb_error),
+        )?;
         for queue in &source.queues()? {
             let bytes = live_bytes(&txn, queue.id).map_err(redb_error)?;
             queues
@@ -266,20 +277,28 @@ impl Source {
             .map_err(|e| StoreError::from_redb(&self.file, e))
     }
 
-    /// Reads every queue page by page, handing each page to `each`.
+    /// Reads every queue page by page, handing each page to `each`, then every key table,
+    /// handing its intact entries to `each_table`.
     fn read(
         &self,
         mut each: impl FnMut(&QueueRow, &Scan) -> Result<(), StoreError>,
+        mut each_table: impl FnMut(&TableState, &[Raw]) -> Result<(), StoreError>,
     ) -> Result<StoreCheck, StoreError> {
         let txn = self.begin()?;
         let mut queues = Vec::new();
         for row in self.queues()? {
             queues.push(self.read_queue(&txn, &row, &mut each)?);
         }
+        let mut checks = Vec::new();
+        for (table, check, intact) in tables::read(&txn, &self.file)? {
+            each_table(&table, &intact)?;
+            checks.push(check);
+        }
         Ok(StoreCheck {
             file: self.file.clone(),
             queues,
             quarantined: quarantine::list(&txn, &self.file)?,
+            tables: checks,
         })
     }
 
