@@ -123,3 +123,15 @@ pub struct BeyondOneMachine;
 #[doc = include_str!("../../book/src/example-sensors.md")]
 #[cfg(doctest)]
 pub struct ExampleSensors;
+
+#[doc = include_str!("../../book/src/route-steps.md")]
+#[cfg(doctest)]
+pub struct RouteSteps;
+
+#[doc = include_str!("../../book/src/jq.md")]
+#[cfg(doctest)]
+pub struct JqAndTheMessageTranslator;
+
+#[doc = include_str!("../../book/src/split.md")]
+#[cfg(doctest)]
+pub struct Splitter;
