@@ -135,3 +135,7 @@ pub struct JqAndTheMessageTranslator;
 #[doc = include_str!("../../book/src/split.md")]
 #[cfg(doctest)]
 pub struct Splitter;
+
+#[doc = include_str!("../../book/src/example-csv-orders.md")]
+#[cfg(doctest)]
+pub struct ExampleCsvOrders;

@@ -64,6 +64,11 @@ use crate::format::CsvOptions;
 use crate::format::{Decoded, Format, Malformed};
 use part::PartMaker;
 
+/// The header of a part split by a format: the line of the input its record started on
+/// (from 1), so that what goes wrong with a part later (a transform that fails on it) can be
+/// traced to its line.
+pub const LINE: &str = "line";
+
 /// The Splitter's decision: how a payload divides into parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
@@ -129,7 +134,7 @@ impl Split {
         payloads
             .into_iter()
             .zip(1..)
-            .map(|(payload, number)| maker.part(payload, number, Some(size)))
+            .map(|(payload, number)| maker.part(payload, number, Some(size), None))
             .collect()
     }
 
@@ -164,7 +169,9 @@ impl Iterator for Parts {
         let decoded = self.decoded.next()?;
         Some(decoded.map(|record| {
             self.number += 1;
-            self.maker.part(record.bytes, self.number, Some(self.size))
+            let line = Some(record.line);
+            self.maker
+                .part(record.bytes, self.number, Some(self.size), line)
         }))
     }
 

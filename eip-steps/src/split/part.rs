@@ -43,6 +43,7 @@ impl PartMaker {
             names::REDELIVERY_COUNT,
             names::SEQUENCE_NUMBER,
             names::SEQUENCE_SIZE,
+            super::LINE,
         ] {
             headers.remove(name);
         }
@@ -53,14 +54,27 @@ impl PartMaker {
         message
     }
 
-    /// Part `number`, with the size when it is known.
-    pub(crate) fn part(&self, payload: Bytes, number: u64, size: Option<u64>) -> Message {
+    /// Part `number`, with the size when it is known, and the line its record started on
+    /// when it came from a format.
+    pub(crate) fn part(
+        &self,
+        payload: Bytes,
+        number: u64,
+        size: Option<u64>,
+        line: Option<u64>,
+    ) -> Message {
         let mut part = Message::new(payload);
         let headers = part.headers_mut();
         *headers = self.base.clone();
         headers.insert(names::SEQUENCE_NUMBER, count(number));
         if let Some(size) = size {
             headers.insert(names::SEQUENCE_SIZE, count(size));
+        }
+        match line {
+            Some(line) => headers.insert(super::LINE, count(line)),
+            None => {
+                headers.remove(super::LINE);
+            }
         }
         part
     }

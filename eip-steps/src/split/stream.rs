@@ -2,12 +2,11 @@
 
 use std::io;
 
-use bytes::Bytes;
 use eip_core::Message;
 use tokio::io::AsyncBufRead;
 
 use super::PartMaker;
-use crate::format::{Format, FormatReader, Malformed};
+use crate::format::{Format, FormatReader, Malformed, Record};
 
 /// The parts of a stream, one at a time, made by [`Split::stream`](super::Split::stream).
 ///
@@ -32,7 +31,7 @@ use crate::format::{Format, FormatReader, Malformed};
 pub struct SplitStream<R> {
     reader: FormatReader<R>,
     maker: PartMaker,
-    held: Option<Bytes>,
+    held: Option<Record>,
     /// Good records read so far (the held one included).
     read: u64,
 }
@@ -62,16 +61,23 @@ impl<R: AsyncBufRead + Unpin> SplitStream<R> {
                 Some(Err(malformed)) => return Ok(Some(Err(malformed))),
                 Some(Ok(record)) => {
                     self.read += 1;
-                    if let Some(previous) = self.held.replace(record.bytes) {
-                        let part = self.maker.part(previous, self.read - 1, None);
+                    if let Some(previous) = self.held.replace(record) {
+                        let part = self.maker.part(
+                            previous.bytes,
+                            self.read - 1,
+                            None,
+                            Some(previous.line),
+                        );
                         return Ok(Some(Ok(part)));
                     }
                 }
                 None => {
-                    return Ok(self
-                        .held
-                        .take()
-                        .map(|last| Ok(self.maker.part(last, self.read, Some(self.read)))));
+                    return Ok(self.held.take().map(|last| {
+                        let line = Some(last.line);
+                        Ok(self
+                            .maker
+                            .part(last.bytes, self.read, Some(self.read), line))
+                    }));
                 }
             }
         }
