@@ -11,8 +11,11 @@
 //! - [`format`]: the formats a payload or a file may be in besides JSON (lines, JSON lines, CSV,
 //!   XML), read part by part with bounded memory.
 
+pub mod aggregate;
+pub mod dedupe;
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;
+pub mod resequence;
 #[cfg(feature = "jq")]
 pub mod translate;

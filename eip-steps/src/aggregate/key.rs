@@ -1,0 +1,202 @@
+//! The value a step computes from a message: a correlation key, a sequence number, a dedupe key.
+//!
+//! A [`Key`] reads a header, takes the message id, or calls a function the caller gives (the
+//! DSL plugs jq expressions in there). A key that can not be computed is a [`KeyError`]: the
+//! step hands the message back as invalid with that reason, never panics and never drops it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use eip_core::message::{HeaderValue, Message, names};
+
+/// A caller's function computing a key; `Err` carries the reason the message is invalid.
+pub type KeyFn = dyn Fn(&Message) -> Result<String, String> + Send + Sync;
+
+/// Where a step takes a key from.
+///
+/// ```
+/// use eip_core::Message;
+/// use eip_steps::aggregate::Key;
+///
+/// let msg = Message::builder("{}").header("sensor", "s-7").build();
+/// assert_eq!(Key::header("sensor").eval(&msg).unwrap(), "s-7");
+/// assert!(Key::header("missing").eval(&msg).is_err());
+/// let by_len = Key::computed(|m| Ok(m.payload().len().to_string()));
+/// assert_eq!(by_len.eval(&msg).unwrap(), "2");
+/// ```
+#[derive(Clone)]
+pub enum Key {
+    /// A header's value: a string as it is, an integer or a bool written out. Absent, or
+    /// holding bytes or a float, is an error.
+    Header(Cow<'static, str>),
+    /// The message id, as its hyphenated UUID text.
+    MessageId,
+    /// A function of the message.
+    Computed(Arc<KeyFn>),
+}
+
+/// A key that could not be computed from a message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The header is not on the message.
+    #[error("header `{0}` is missing")]
+    Missing(String),
+    /// The header holds a value that is no key.
+    #[error("header `{name}` holds a {found}, not a string or an integer")]
+    WrongType {
+        /// The header's name.
+        name: String,
+        /// The type found there.
+        found: &'static str,
+    },
+    /// The caller's function refused the message.
+    #[error("{0}")]
+    Computed(String),
+    /// The key is not a whole number from 1 up (for a sequence number or size).
+    #[error("`{value}` is not a sequence number (a whole number from 1)")]
+    NotANumber {
+        /// The key's text.
+        value: String,
+    },
+}
+
+impl Key {
+    /// The value of header `name`.
+    pub fn header(name: impl Into<Cow<'static, str>>) -> Self {
+        Key::Header(name.into())
+    }
+
+    /// The `correlation-id` header: the aggregator's default.
+    pub fn correlation_id() -> Self {
+        Key::Header(Cow::Borrowed(names::CORRELATION_ID))
+    }
+
+    /// The message id: the idempotent receiver's default.
+    pub fn message_id() -> Self {
+        Key::MessageId
+    }
+
+    /// A function of the message; `Err(reason)` makes the message invalid.
+    pub fn computed(
+        f: impl Fn(&Message) -> Result<String, String> + Send + Sync + 'static,
+    ) -> Self {
+        Key::Computed(Arc::new(f))
+    }
+
+    /// The key of `msg`, borrowed from its headers where it can be.
+    pub fn eval<'m>(&self, msg: &'m Message) -> Result<Cow<'m, str>, KeyError> {
+        match self {
+            Key::Header(name) => match msg.headers().get(name) {
+                None => Err(KeyError::Missing(name.to_string())),
+                Some(HeaderValue::Str(s)) => Ok(Cow::Borrowed(s.as_str())),
+                Some(HeaderValue::Int(i)) => Ok(Cow::Owned(i.to_string())),
+                Some(HeaderValue::Bool(b)) => Ok(Cow::Owned(b.to_string())),
+                Some(other) => Err(KeyError::WrongType {
+                    name: name.to_string(),
+                    found: other.type_name(),
+                }),
+            },
+            Key::MessageId => Ok(Cow::Owned(msg.id().to_string())),
+            Key::Computed(f) => f(msg).map(Cow::Owned).map_err(KeyError::Computed),
+        }
+    }
+
+    /// The key of `msg` read as a sequence number: a whole number from 1.
+    pub fn eval_number(&self, msg: &Message) -> Result<u64, KeyError> {
+        if let Key::Header(name) = self
+            && let Some(HeaderValue::Int(i)) = msg.headers().get(name)
+        {
+            return u64::try_from(*i).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                KeyError::NotANumber {
+                    value: i.to_string(),
+                }
+            });
+        }
+        let text = self.eval(msg)?;
+        parse_number(&text)
+    }
+
+    /// The key of `msg` as a sequence number, or `None` when this is a header key and the
+    /// header is absent.
+    pub(crate) fn eval_optional_number(&self, msg: &Message) -> Result<Option<u64>, KeyError> {
+        match self.eval_number(msg) {
+            Ok(n) => Ok(Some(n)),
+            Err(KeyError::Missing(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn parse_number(text: &str) -> Result<u64, KeyError> {
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| KeyError::NotANumber {
+            value: text.to_owned(),
+        })
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Key::Header(name) => write!(f, "Key::Header({name:?})"),
+            Key::MessageId => f.write_str("Key::MessageId"),
+            Key::Computed(_) => f.write_str("Key::Computed(..)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_keys_read_strings_and_integers_and_refuse_other_types() {
+        let msg = Message::builder("x")
+            .header("n", 7_i64)
+            .header("f", 1.5_f64)
+            .header("s", "a")
+            .build();
+        assert_eq!(Key::header("s").eval(&msg).unwrap(), "a");
+        assert_eq!(Key::header("n").eval(&msg).unwrap(), "7");
+        assert!(matches!(
+            Key::header("f").eval(&msg),
+            Err(KeyError::WrongType { .. })
+        ));
+        assert_eq!(
+            Key::header("z").eval(&msg),
+            Err(KeyError::Missing("z".into()))
+        );
+    }
+
+    #[test]
+    fn sequence_numbers_are_whole_numbers_from_one() {
+        let ok = Message::builder("x").header("n", "12").build();
+        assert_eq!(Key::header("n").eval_number(&ok), Ok(12));
+        for bad in [
+            Message::builder("x").header("n", 0_i64).build(),
+            Message::builder("x").header("n", -3_i64).build(),
+            Message::builder("x").header("n", "one").build(),
+        ] {
+            assert!(matches!(
+                Key::header("n").eval_number(&bad),
+                Err(KeyError::NotANumber { .. })
+            ));
+        }
+        assert_eq!(
+            Key::header("n").eval_optional_number(&Message::new("")),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn a_computed_key_that_fails_gives_its_reason() {
+        let key = Key::computed(|_| Err("no sensor in payload".into()));
+        assert_eq!(
+            key.eval(&Message::new("")),
+            Err(KeyError::Computed("no sensor in payload".into()))
+        );
+    }
+}
