@@ -1,0 +1,119 @@
+//! Where an idempotent receiver keeps the keys it has seen.
+//!
+//! `record` is one change: "seen now, unless seen within the window". A durable store makes it
+//! atomic with the acknowledgement of the message, so a crash between the two can neither let
+//! a duplicate through nor lose an original. `forget` undoes a record whose message the next
+//! step refused (so that its redelivery is not taken for a duplicate).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Whether a key was seen within the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// Not seen within the window: the message is an original.
+    New,
+    /// Seen this long ago (less than the window).
+    Duplicate {
+        /// How long ago.
+        age: Duration,
+    },
+}
+
+/// The keys an idempotent receiver has seen.
+pub trait SeenStore: Send + 'static {
+    /// Whether `key` was seen less than `window` before `now`, changing nothing.
+    fn seen(&self, key: &str, now: Instant, window: Duration) -> Seen;
+
+    /// Records `key` as seen at `now`, unless it was seen less than `window` before (then it
+    /// says so and keeps the first time: a duplicate does not stretch the window).
+    fn record(&mut self, key: &str, now: Instant, window: Duration) -> Seen;
+
+    /// Forgets `key` (its message was not accepted after all).
+    fn forget(&mut self, key: &str);
+
+    /// How many keys are kept.
+    fn len(&self) -> usize;
+
+    /// Whether no key is kept.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Seen keys in memory, at most `capacity` of them: past that, the oldest go first, as do keys
+/// older than the window (checked on each record).
+#[derive(Debug)]
+pub struct InMemorySeen {
+    keys: HashMap<Arc<str>, Instant>,
+    /// Keys in the order they were recorded; an entry whose time no longer matches `keys`
+    /// was forgotten and is skipped.
+    order: VecDeque<(Instant, Arc<str>)>,
+    capacity: usize,
+}
+
+impl InMemorySeen {
+    /// At most `capacity` keys (at least 1).
+    pub fn with_capacity(capacity: usize) -> Self {
+        InMemorySeen {
+            keys: HashMap::new(),
+            order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Drops the oldest entry; returns false when there is none.
+    fn pop_oldest(&mut self) -> bool {
+        let Some((at, key)) = self.order.pop_front() else {
+            return false;
+        };
+        if self.keys.get(&key) == Some(&at) {
+            self.keys.remove(&key);
+        }
+        true
+    }
+
+    fn expire(&mut self, now: Instant, window: Duration) {
+        while let Some((at, _)) = self.order.front() {
+            if now.saturating_duration_since(*at) < window {
+                break;
+            }
+            self.pop_oldest();
+        }
+        while self.keys.len() >= self.capacity && self.pop_oldest() {}
+    }
+}
+
+impl SeenStore for InMemorySeen {
+    fn seen(&self, key: &str, now: Instant, window: Duration) -> Seen {
+        match self.keys.get(key) {
+            Some(at) if now.saturating_duration_since(*at) < window => Seen::Duplicate {
+                age: now.saturating_duration_since(*at),
+            },
+            _ => Seen::New,
+        }
+    }
+
+    fn record(&mut self, key: &str, now: Instant, window: Duration) -> Seen {
+        let seen = self.seen(key, now, window);
+        if seen != Seen::New {
+            return seen;
+        }
+        self.expire(now, window);
+        let key: Arc<str> = Arc::from(key);
+        self.keys.insert(key.clone(), now);
+        self.order.push_back((now, key));
+        Seen::New
+    }
+
+    fn forget(&mut self, key: &str) {
+        self.keys.remove(key);
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+}
