@@ -7,6 +7,7 @@ use eip_core::message::Message;
 
 use super::config::{AggregatorConfig, Rule};
 use super::group::{Group, Part};
+use super::key::KeyValue;
 
 /// What an aggregator does, or would do, with a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,16 +82,19 @@ impl fmt::Display for Decision {
 }
 
 /// Why a part does not go into its group.
-pub(crate) enum Refusal {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its sequence number is in the group already.
     Duplicate(u64),
+    /// Its sequence headers do not fit the group's.
     Invalid(String),
 }
 
 impl AggregatorConfig {
     /// The correlation key and the part a message makes, or why it is invalid.
-    pub(crate) fn part(&self, message: Message) -> Result<(String, Part), (Message, String)> {
-        let key = match self.correlation.eval(&message) {
-            Ok(k) => k.into_owned(),
+    pub(crate) fn part(&self, message: Message) -> Result<(KeyValue, Part), (Message, String)> {
+        let key = match self.correlation.eval_detached(&message) {
+            Ok(k) => k,
             Err(e) => return Err((message, format!("correlation key: {e}"))),
         };
         let number = match self.sequence_number.eval_optional_number(&message) {

@@ -8,9 +8,13 @@
 //! [`InMemoryGroups`] is the store for in-memory routes.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use eip_core::message::Message;
 use tokio::time::Instant;
+
+use super::config::Rule;
+use super::decision::Refusal;
 
 /// A message on its way into a group, with the sequence headers it carries.
 #[derive(Debug, Clone)]
@@ -26,20 +30,21 @@ pub struct Part {
 /// The messages of one correlation key, in arrival order.
 #[derive(Debug, Clone)]
 pub struct Group {
-    key: String,
+    key: Arc<str>,
     opened: Instant,
     /// A store-wide counter at opening: orders groups opened at the same instant.
     order: u64,
     messages: Vec<Message>,
-    /// The sequence number of each message, in step with `messages`.
-    message_numbers: Vec<Option<u64>>,
+    /// The sequence numbers of the numbered messages, in arrival order (all of them are
+    /// numbered when it is as long as `messages`).
+    message_numbers: Vec<u64>,
     numbers: HashSet<u64>,
     size: Option<u64>,
 }
 
 impl Group {
     /// An empty group for `key`, opened at `opened`.
-    pub fn new(key: impl Into<String>, opened: Instant, order: u64) -> Self {
+    pub fn new(key: impl Into<Arc<str>>, opened: Instant, order: u64) -> Self {
         Group {
             key: key.into(),
             opened,
@@ -55,17 +60,22 @@ impl Group {
     pub fn push(&mut self, part: Part) {
         if let Some(n) = part.number {
             self.numbers.insert(n);
+            self.message_numbers.push(n);
         }
         if self.size.is_none() {
             self.size = part.size;
         }
         self.messages.push(part.message);
-        self.message_numbers.push(part.number);
     }
 
     /// The correlation key.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The correlation key, shared.
+    pub fn shared_key(&self) -> Arc<str> {
+        self.key.clone()
     }
 
     /// When its first message arrived.
@@ -86,10 +96,10 @@ impl Group {
     /// The messages in the order an aggregate lists them: by sequence number when every one
     /// carries a number, otherwise in arrival order.
     pub fn into_ordered_messages(self) -> Vec<Message> {
-        if self.message_numbers.iter().any(Option::is_none) {
+        if self.message_numbers.len() != self.messages.len() {
             return self.messages;
         }
-        let mut numbered: Vec<(Option<u64>, Message)> = self
+        let mut numbered: Vec<(u64, Message)> = self
             .message_numbers
             .into_iter()
             .zip(self.messages)
@@ -131,14 +141,42 @@ impl Group {
     }
 }
 
+/// What a store asks of the aggregator while it adds a part.
+pub trait GroupRules {
+    /// Whether `part` may join `group` (`None`: it would open a new one).
+    fn admit(&self, group: Option<&Group>, part: &Part) -> Result<(), Refusal>;
+
+    /// The rule that completes `group` as it is now, if any.
+    fn completion(&self, group: &Group) -> Option<Rule>;
+}
+
+/// How a group stands after a part was added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Added {
+    /// Its key.
+    pub key: Arc<str>,
+    /// How many messages it holds.
+    pub count: usize,
+    /// The rule that completes it now, if any.
+    pub rule: Option<Rule>,
+}
+
 /// Where an aggregator keeps its open groups. Each method that changes state is one change a
 /// durable store makes atomic with the acknowledgement of the message behind it.
 pub trait GroupStore: Send + 'static {
     /// The open group of `key`.
     fn group(&self, key: &str) -> Option<&Group>;
 
-    /// Adds `part` to the group of `key`, opening the group at `now` if there is none.
-    fn add(&mut self, key: &str, part: Part, now: Instant);
+    /// Adds `part` to the group of `key` if `rules` admit it (given the group, or `None` when
+    /// the part would open one), opening the group at `now()` if there is none. Returns how
+    /// the group stands, or the refusal with the part (boxed: it is the rare case).
+    fn add(
+        &mut self,
+        key: &str,
+        part: Part,
+        now: &dyn Fn() -> Instant,
+        rules: &dyn GroupRules,
+    ) -> Result<Added, Box<(Refusal, Part)>>;
 
     /// Takes the group of `key` out of the store (its aggregate was sent, or it was given up).
     /// With `close`, the key is remembered as closed: a split whose every part arrived, so a
@@ -165,7 +203,7 @@ pub trait GroupStore: Send + 'static {
 #[derive(Debug)]
 pub struct InMemoryGroups {
     groups: HashMap<String, Group>,
-    by_age: BTreeMap<(Instant, u64), String>,
+    by_age: BTreeMap<(Instant, u64), Arc<str>>,
     opened: u64,
     closed: HashSet<String>,
     closed_order: VecDeque<String>,
@@ -214,16 +252,40 @@ impl GroupStore for InMemoryGroups {
         self.groups.get(key)
     }
 
-    fn add(&mut self, key: &str, part: Part, now: Instant) {
+    fn add(
+        &mut self,
+        key: &str,
+        part: Part,
+        now: &dyn Fn() -> Instant,
+        rules: &dyn GroupRules,
+    ) -> Result<Added, Box<(Refusal, Part)>> {
         if let Some(group) = self.groups.get_mut(key) {
+            if let Err(refusal) = rules.admit(Some(group), &part) {
+                return Err(Box::new((refusal, part)));
+            }
             group.push(part);
-            return;
+            return Ok(Added {
+                key: group.shared_key(),
+                count: group.len(),
+                rule: rules.completion(group),
+            });
+        }
+        if let Err(refusal) = rules.admit(None, &part) {
+            return Err(Box::new((refusal, part)));
         }
         self.opened += 1;
-        self.by_age.insert((now, self.opened), key.to_owned());
-        let mut group = Group::new(key, now, self.opened);
+        let opened = now();
+        let shared: Arc<str> = Arc::from(key);
+        self.by_age.insert((opened, self.opened), shared.clone());
+        let mut group = Group::new(shared.clone(), opened, self.opened);
         group.push(part);
+        let added = Added {
+            key: shared,
+            count: 1,
+            rule: rules.completion(&group),
+        };
         self.groups.insert(key.to_owned(), group);
+        Ok(added)
     }
 
     fn remove(&mut self, key: &str, close: bool) -> Option<Group> {
@@ -247,6 +309,6 @@ impl GroupStore for InMemoryGroups {
         self.by_age
             .iter()
             .next()
-            .map(|((at, _), key)| (key.as_str(), *at))
+            .map(|((at, _), key)| (&**key, *at))
     }
 }

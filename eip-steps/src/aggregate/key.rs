@@ -29,7 +29,7 @@ pub type KeyFn = dyn Fn(&Message) -> Result<String, String> + Send + Sync;
 pub enum Key {
     /// A header's value: a string as it is, an integer or a bool written out. Absent, or
     /// holding bytes or a float, is an error.
-    Header(Cow<'static, str>),
+    Header(Arc<str>),
     /// The message id, as its hyphenated UUID text.
     MessageId,
     /// A function of the message.
@@ -63,13 +63,13 @@ pub enum KeyError {
 
 impl Key {
     /// The value of header `name`.
-    pub fn header(name: impl Into<Cow<'static, str>>) -> Self {
-        Key::Header(name.into())
+    pub fn header(name: impl AsRef<str>) -> Self {
+        Key::Header(Arc::from(name.as_ref()))
     }
 
     /// The `correlation-id` header: the aggregator's default.
     pub fn correlation_id() -> Self {
-        Key::Header(Cow::Borrowed(names::CORRELATION_ID))
+        Key::header(names::CORRELATION_ID)
     }
 
     /// The message id: the idempotent receiver's default.
@@ -102,6 +102,22 @@ impl Key {
         }
     }
 
+    /// The key of `msg`, kept apart from the message (which can then move on): a short key
+    /// is copied onto the stack, a longer one into a string.
+    pub(crate) fn eval_detached(&self, msg: &Message) -> Result<KeyValue, KeyError> {
+        match self.eval(msg)? {
+            Cow::Borrowed(text) if text.len() <= INLINE => {
+                let mut bytes = [0u8; INLINE];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                Ok(KeyValue::Inline {
+                    bytes,
+                    len: text.len(),
+                })
+            }
+            text => Ok(KeyValue::Text(text.into_owned())),
+        }
+    }
+
     /// The key of `msg` read as a sequence number: a whole number from 1.
     pub fn eval_number(&self, msg: &Message) -> Result<u64, KeyError> {
         if let Key::Header(name) = self
@@ -120,10 +136,34 @@ impl Key {
     /// The key of `msg` as a sequence number, or `None` when this is a header key and the
     /// header is absent.
     pub(crate) fn eval_optional_number(&self, msg: &Message) -> Result<Option<u64>, KeyError> {
-        match self.eval_number(msg) {
-            Ok(n) => Ok(Some(n)),
-            Err(KeyError::Missing(_)) => Ok(None),
-            Err(e) => Err(e),
+        if let Key::Header(name) = self
+            && !msg.headers().contains(name)
+        {
+            return Ok(None);
+        }
+        self.eval_number(msg).map(Some)
+    }
+}
+
+/// The longest key a [`KeyValue`] holds without allocating.
+const INLINE: usize = 48;
+
+/// A key computed from a message, holding no borrow of it.
+pub(crate) enum KeyValue {
+    /// A short key, copied (the first `len` bytes of `bytes`, copied from a `str`).
+    Inline { bytes: [u8; INLINE], len: usize },
+    /// Any other key.
+    Text(String),
+}
+
+impl KeyValue {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // The bytes were copied whole from a `str`, so they are UTF-8.
+            KeyValue::Inline { bytes, len } => {
+                std::str::from_utf8(&bytes[..*len]).unwrap_or_default()
+            }
+            KeyValue::Text(text) => text,
         }
     }
 }

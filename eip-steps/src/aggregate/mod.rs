@@ -71,9 +71,9 @@ pub use config::{
     Incomplete, Overflow, Rule,
 };
 pub use dead_letter::{DeadLetters, INCOMPLETE, INVALID, IncompleteGroup};
-pub use decision::Decision;
+pub use decision::{Decision, Refusal};
 pub use error::AggregateError;
-pub use group::{Group, GroupStore, InMemoryGroups, Part};
+pub use group::{Added, Group, GroupRules, GroupStore, InMemoryGroups, Part};
 pub use key::{Key, KeyError, KeyFn};
 pub use service::{AggregateFuture, Aggregated, Aggregator, AggregatorLayer};
 pub use stats::AggregatorStats;

@@ -32,14 +32,14 @@ pub enum Aggregated<R> {
     /// Held in its group (in memory, held counts as accepted).
     Held {
         /// The correlation key.
-        group: String,
+        group: Arc<str>,
         /// How many messages the group holds now.
         count: usize,
     },
     /// It completed its group and the inner service accepted the aggregate.
     Released {
         /// The correlation key.
-        group: String,
+        group: Arc<str>,
         /// How many messages the aggregate holds.
         count: usize,
         /// The rule that completed the group.
@@ -51,14 +51,14 @@ pub enum Aggregated<R> {
     /// dead letters.
     DeadLettered {
         /// The correlation key.
-        group: String,
+        group: Arc<str>,
         /// How many messages went there.
         count: usize,
     },
     /// Its sequence number was in its group already: ignored.
     Duplicate {
         /// The correlation key.
-        group: String,
+        group: Arc<str>,
         /// The sequence number.
         number: u64,
     },
@@ -184,7 +184,7 @@ where
             Ok(kp) => kp,
             Err((message, reason)) => return invalid(counters, message, reason),
         };
-        match self.shared.step(key, part) {
+        match self.shared.step(key.as_str(), part) {
             Step::Held {
                 group,
                 count,
@@ -250,7 +250,7 @@ where
     /// for this call); a group that does not combine or is refused goes to the dead letters.
     fn complete(&mut self, group: Group, rule: Rule) -> AggregateFuture<S::Response, S::Error> {
         let shared = self.shared.clone();
-        let key = group.key().to_owned();
+        let key = group.shared_key();
         let messages = group.into_ordered_messages();
         let count = messages.len();
         let sent = match aggregate(&shared.config, &key, &messages) {
@@ -277,12 +277,12 @@ where
             if config.dead_letters.is_none() {
                 return Err(match error {
                     Err(reason) => AggregateError::Combine {
-                        group: key,
+                        group: key.to_string(),
                         reason,
                         messages,
                     },
                     Ok(error) => AggregateError::Inner {
-                        group: key,
+                        group: key.to_string(),
                         error,
                         messages,
                     },

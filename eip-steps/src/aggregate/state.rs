@@ -10,13 +10,13 @@ use tokio::time::Instant;
 
 use super::config::{AggregatorConfig, Overflow, Rule};
 use super::decision::{Decision, Refusal};
-use super::group::{Group, GroupStore, Part};
+use super::group::{Added, Group, GroupRules, GroupStore, Part};
 use super::stats::Counters;
 
 /// What taking one message did to the groups.
 pub(crate) enum Step {
     Held {
-        group: String,
+        group: Arc<str>,
         count: usize,
         given_up: Option<Group>,
     },
@@ -25,7 +25,7 @@ pub(crate) enum Step {
         rule: Rule,
     },
     Duplicate {
-        group: String,
+        group: Arc<str>,
         number: u64,
     },
     Refused {
@@ -75,47 +75,49 @@ impl Shared {
     }
 
     /// Takes `part` into its group: one change of the store per outcome.
-    pub(crate) fn step(&self, key: String, part: Part) -> Step {
+    pub(crate) fn step(&self, key: &str, part: Part) -> Step {
         let config = &self.config;
         let mut store = self.store();
-        let existing = store.group(&key);
-        match config.admit(existing, store.is_closed(&key), &part) {
-            Ok(()) => {}
-            Err(Refusal::Duplicate(number)) => return Step::Duplicate { group: key, number },
-            Err(Refusal::Invalid(reason)) => {
-                return Step::Invalid {
-                    reason,
-                    message: part.message,
-                };
-            }
-        }
-        let opens = existing.is_none();
-        if opens && store.len() >= config.max_groups && config.overflow == Overflow::Refuse {
+        if config.overflow == Overflow::Refuse
+            && store.len() >= config.max_groups
+            && store.group(key).is_none()
+        {
             let open = store.len();
             return Step::Refused {
                 open,
                 message: part.message,
             };
         }
-        store.add(&key, part, Instant::now());
-        let Some(group) = store.group(&key) else {
-            return Step::Held {
-                group: key,
-                count: 0,
-                given_up: None,
-            };
+        let rules = Admission {
+            config,
+            closed: part.number.is_some() && store.is_closed(key),
         };
-        if let Some(rule) = config.completion(group) {
+        let added = match store.add(key, part, &Instant::now, &rules).map_err(|r| *r) {
+            Ok(added) => added,
+            Err((Refusal::Duplicate(number), _)) => {
+                return Step::Duplicate {
+                    group: Arc::from(key),
+                    number,
+                };
+            }
+            Err((Refusal::Invalid(reason), part)) => {
+                return Step::Invalid {
+                    reason,
+                    message: part.message,
+                };
+            }
+        };
+        let Added { key, count, rule } = added;
+        if let Some(rule) = rule {
             return match store.remove(&key, rule == Rule::AllParts) {
                 Some(group) => Step::Completed { group, rule },
                 None => Step::Held {
                     group: key,
-                    count: 0,
+                    count,
                     given_up: None,
                 },
             };
         }
-        let count = group.len();
         let given_up = if store.len() > config.max_groups {
             let oldest = store.oldest().map(|(k, _)| k.to_owned());
             oldest.and_then(|k| store.remove(&k, false))
@@ -123,7 +125,7 @@ impl Shared {
             None
         };
         drop(store);
-        if opens {
+        if count == 1 {
             self.wake.notify_one();
         }
         Step::Held {
@@ -137,12 +139,13 @@ impl Shared {
     pub(crate) fn peek(&self, msg: &Message) -> Decision {
         let config = &self.config;
         let (key, part) = match config.part(msg.clone()) {
-            Ok(kp) => kp,
+            Ok((key, part)) => (key.as_str().to_owned(), part),
             Err((_, reason)) => return Decision::Invalid { reason },
         };
         let store = self.store();
         let existing = store.group(&key);
-        match config.admit(existing, store.is_closed(&key), &part) {
+        let closed = part.number.is_some() && store.is_closed(&key);
+        match config.admit(existing, closed, &part) {
             Ok(()) => {}
             Err(Refusal::Duplicate(number)) => return Decision::Duplicate { group: key, number },
             Err(Refusal::Invalid(reason)) => return Decision::Invalid { reason },
@@ -201,5 +204,22 @@ impl Shared {
             }
         }
         expired
+    }
+}
+
+/// The aggregator's rules as a store sees them while adding a part.
+struct Admission<'a> {
+    config: &'a AggregatorConfig,
+    /// The part's key belongs to a split completed already.
+    closed: bool,
+}
+
+impl GroupRules for Admission<'_> {
+    fn admit(&self, group: Option<&Group>, part: &Part) -> Result<(), Refusal> {
+        self.config.admit(group, self.closed, part)
+    }
+
+    fn completion(&self, group: &Group) -> Option<Rule> {
+        self.config.completion(group)
     }
 }

@@ -117,3 +117,33 @@ impl SeenStore for InMemorySeen {
         self.keys.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_forgotten_and_re_recorded_key_survives_its_old_entry_expiring() {
+        let t0 = Instant::now();
+        let mut s = InMemorySeen::with_capacity(10);
+        assert_eq!(s.record("a", t0, W), Seen::New);
+        s.forget("a");
+        let t1 = t0 + Duration::from_secs(5);
+        assert_eq!(s.record("a", t1, W), Seen::New);
+        // The first entry (t0) expires at t0 + 10 s; the second one must still count.
+        let t2 = t0 + Duration::from_secs(11);
+        assert_eq!(s.record("b", t2, W), Seen::New);
+        assert!(matches!(s.seen("a", t2, W), Seen::Duplicate { .. }));
+    }
+
+    #[test]
+    fn keys_past_the_window_are_dropped_when_recording() {
+        let t0 = Instant::now();
+        let mut s = InMemorySeen::with_capacity(10);
+        s.record("a", t0, W);
+        s.record("b", t0 + W, W);
+        assert_eq!(s.len(), 1);
+    }
+}

@@ -170,3 +170,29 @@ impl SequenceStore for InMemorySequence {
         Some(Skipped { from, to, messages })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skipping_a_gap_remembers_it_and_releases_the_run_after_it() {
+        let now = Instant::now();
+        let mut s = InMemorySequence::starting_at(1);
+        for n in [4, 5, 7] {
+            s.hold(n, Message::new(n.to_string()), now);
+        }
+        let skipped = s.skip_gap(now).unwrap();
+        assert_eq!(
+            (skipped.from, skipped.to, skipped.messages.len()),
+            (1, 3, 2)
+        );
+        assert_eq!(s.next(), 6);
+        assert!(s.was_skipped(1) && s.was_skipped(3) && !s.was_skipped(4));
+        assert_eq!(s.waiting_since(), Some(now), "7 still waits for 6");
+        let last = s.skip_gap(now).unwrap();
+        assert_eq!((last.from, last.to), (6, 6));
+        assert_eq!(s.waiting_since(), None);
+        assert!(s.skip_gap(now).is_none());
+    }
+}
