@@ -5,7 +5,7 @@
 //! step hands the message back as invalid with that reason, never panics and never drops it.
 
 use std::borrow::Cow;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
 use eip_core::message::{HeaderValue, Message, names};
@@ -105,6 +105,15 @@ impl Key {
     /// The key of `msg`, kept apart from the message (which can then move on): a short key
     /// is copied onto the stack, a longer one into a string.
     pub(crate) fn eval_detached(&self, msg: &Message) -> Result<KeyValue, KeyError> {
+        if let Key::MessageId = self {
+            let mut text = StackText::default();
+            if write!(text, "{}", msg.id()).is_ok() {
+                return Ok(KeyValue::Inline {
+                    bytes: text.bytes,
+                    len: text.len,
+                });
+            }
+        }
         match self.eval(msg)? {
             Cow::Borrowed(text) if text.len() <= INLINE => {
                 let mut bytes = [0u8; INLINE];
@@ -147,6 +156,31 @@ impl Key {
 
 /// The longest key a [`KeyValue`] holds without allocating.
 const INLINE: usize = 48;
+
+/// Text written onto the stack, up to [`INLINE`] bytes (more is an error).
+struct StackText {
+    bytes: [u8; INLINE],
+    len: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            bytes: [0; INLINE],
+            len: 0,
+        }
+    }
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
 
 /// A key computed from a message, holding no borrow of it.
 pub(crate) enum KeyValue {

@@ -310,8 +310,8 @@ where
 
     fn call(&mut self, msg: Message) -> Self::Future {
         let shared = &self.shared;
-        let key = match shared.config.key.eval(&msg) {
-            Ok(k) => k.into_owned(),
+        let key = match shared.config.key.eval_detached(&msg) {
+            Ok(k) => k,
             Err(e) => {
                 shared.counters.invalid.fetch_add(1, Ordering::Relaxed);
                 let reason = format!("dedupe key: {e}");
@@ -324,7 +324,7 @@ where
         };
         let seen = shared
             .store()
-            .record(&key, Instant::now(), shared.config.window);
+            .record(key.as_str(), Instant::now(), shared.config.window);
         if let Seen::Duplicate { .. } = seen {
             shared.counters.duplicates.fetch_add(1, Ordering::Relaxed);
             return duplicate(&shared.config.on_duplicate, msg);
@@ -336,7 +336,7 @@ where
             match future.await {
                 Ok(r) => Ok(Deduped::Passed(r)),
                 Err(e) => {
-                    shared.store().forget(&key);
+                    shared.store().forget(key.as_str());
                     Err(DedupeError::Inner(e))
                 }
             }

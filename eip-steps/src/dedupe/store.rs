@@ -5,6 +5,7 @@
 //! a duplicate through nor lose an original. `forget` undoes a record whose message the next
 //! step refused (so that its redelivery is not taken for a duplicate).
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,7 +84,6 @@ impl InMemorySeen {
             }
             self.pop_oldest();
         }
-        while self.keys.len() >= self.capacity && self.pop_oldest() {}
     }
 }
 
@@ -98,14 +98,25 @@ impl SeenStore for InMemorySeen {
     }
 
     fn record(&mut self, key: &str, now: Instant, window: Duration) -> Seen {
-        let seen = self.seen(key, now, window);
-        if seen != Seen::New {
-            return seen;
-        }
         self.expire(now, window);
         let key: Arc<str> = Arc::from(key);
-        self.keys.insert(key.clone(), now);
-        self.order.push_back((now, key));
+        match self.keys.entry(key) {
+            Entry::Occupied(entry) => {
+                let age = now.saturating_duration_since(*entry.get());
+                if age < window {
+                    return Seen::Duplicate { age };
+                }
+                // Past the window (expired but not yet dropped): seen anew.
+                let key = entry.key().clone();
+                *entry.into_mut() = now;
+                self.order.push_back((now, key));
+            }
+            Entry::Vacant(entry) => {
+                self.order.push_back((now, entry.key().clone()));
+                entry.insert(now);
+            }
+        }
+        while self.keys.len() > self.capacity && self.pop_oldest() {}
         Seen::New
     }
 
