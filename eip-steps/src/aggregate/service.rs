@@ -194,12 +194,12 @@ where
                 let held = Ok(Aggregated::Held { group, count });
                 match given_up {
                     None => Either::Left(ready(held)),
-                    Some(old) => self.give_up_then(old, held),
+                    Some(old) => self.give_up_then(*old, held),
                 }
             }
             Step::Completed { group, rule } => {
                 counters.held();
-                self.complete(group, rule)
+                self.complete(*group, rule)
             }
             Step::Duplicate { group, number } => {
                 counters.duplicate();

@@ -18,10 +18,10 @@ pub(crate) enum Step {
     Held {
         group: Arc<str>,
         count: usize,
-        given_up: Option<Group>,
+        given_up: Option<Box<Group>>,
     },
     Completed {
-        group: Group,
+        group: Box<Group>,
         rule: Rule,
     },
     Duplicate {
@@ -110,7 +110,10 @@ impl Shared {
         let Added { key, count, rule } = added;
         if let Some(rule) = rule {
             return match store.remove(&key, rule == Rule::AllParts) {
-                Some(group) => Step::Completed { group, rule },
+                Some(group) => Step::Completed {
+                    group: Box::new(group),
+                    rule,
+                },
                 None => Step::Held {
                     group: key,
                     count,
@@ -120,7 +123,7 @@ impl Shared {
         }
         let given_up = if store.len() > config.max_groups {
             let oldest = store.oldest().map(|(k, _)| k.to_owned());
-            oldest.and_then(|k| store.remove(&k, false))
+            oldest.and_then(|k| store.remove(&k, false)).map(Box::new)
         } else {
             None
         };
