@@ -115,7 +115,7 @@ pub(crate) async fn dead_letter(
             dl.deliver(group).await
         }
     };
-    counters.dead_lettered(count - refused.len(), refused.len());
+    counters.dead_lettered(count.saturating_sub(refused.len()), refused.len());
     if !refused.is_empty() {
         tracing::error!(
             group = %eip_core::log::escape(key),

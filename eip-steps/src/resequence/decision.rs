@@ -40,10 +40,11 @@ impl ResequencerConfig {
         self
     }
 
-    /// The first number to release (1 by default).
+    /// The first number to release (1 by default; sequence numbers start at 1, so 0 counts
+    /// as 1).
     #[must_use]
     pub fn starting_at(mut self, first: u64) -> Self {
-        self.first = first;
+        self.first = first.max(1);
         self
     }
 
@@ -108,7 +109,11 @@ impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Decision::Releases { number, count } => {
-                write!(f, "releases {number} and {} held after it", count - 1)
+                write!(
+                    f,
+                    "releases {number} and {} held after it",
+                    count.saturating_sub(1)
+                )
             }
             Decision::Held {
                 number,
