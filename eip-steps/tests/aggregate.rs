@@ -459,3 +459,20 @@ fn a_configuration_reports_every_problem() {
     let none = Aggregator::builder().build().unwrap_err();
     assert_eq!(none.0, [ConfigProblem::NoCompletion]);
 }
+
+#[tokio::test]
+async fn aggregators_from_one_layer_keep_their_own_groups_and_share_counters() {
+    use tower::Layer;
+    let config = Aggregator::builder().complete_at_size(2).build().unwrap();
+    let layer = Aggregator::layer(config);
+    let (one_out, two_out) = (Collect::default(), Collect::default());
+    let mut one = layer.layer(one_out.clone());
+    let mut two = layer.layer(two_out.clone());
+    send(&mut one, msg("g", "1")).await.unwrap();
+    send(&mut two, msg("g", "2")).await.unwrap();
+    assert!(one_out.taken().is_empty() && two_out.taken().is_empty());
+    send(&mut two, msg("g", "3")).await.unwrap();
+    assert_eq!(two_out.payloads(), ["[2,3]"]);
+    assert_eq!(layer.stats().completed, 1);
+    assert_eq!(layer.stats().held, 3);
+}

@@ -169,7 +169,7 @@ async fn peek_tells_what_would_happen_and_records_nothing() {
 
 #[tokio::test]
 async fn receivers_from_one_layer_share_their_seen_keys() {
-    let layer = IdempotentReceiver::<()>::layer(DedupeConfig::new(WINDOW));
+    let layer = IdempotentReceiver::layer(DedupeConfig::new(WINDOW));
     let out = PointToPoint::new("orders", 10).unwrap();
     let mut one = layer.layer(out.sender());
     let mut two = layer.layer(out.sender());

@@ -196,3 +196,18 @@ proptest! {
         prop_assert_eq!(got, (1..=40).collect::<Vec<_>>());
     }
 }
+
+#[tokio::test]
+async fn a_resequencer_from_a_layer_orders_like_one_made_directly() {
+    use eip_steps::resequence::ResequencerLayer;
+    use tower::Layer;
+    let layer = ResequencerLayer::new(ResequencerConfig::new().starting_at(10));
+    let out = PointToPoint::new("ordered", 10).unwrap();
+    let mut rx = out.receiver();
+    let mut r = layer.layer(out.sender());
+    for n in [11, 10] {
+        send(&mut r, n).await.unwrap();
+    }
+    assert_eq!(drained(&mut rx), [10, 11]);
+    assert_eq!(layer.stats().released, 2);
+}

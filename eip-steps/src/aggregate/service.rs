@@ -94,6 +94,11 @@ impl Aggregator<()> {
     pub fn builder() -> AggregatorBuilder {
         AggregatorBuilder::default()
     }
+
+    /// A layer that puts an aggregator in front of a service.
+    pub fn layer(config: AggregatorConfig) -> AggregatorLayer {
+        AggregatorLayer::new(config)
+    }
 }
 
 impl<S> Aggregator<S> {
@@ -117,11 +122,6 @@ impl<S> Aggregator<S> {
             inner,
             shared: Arc::new(Shared::new(config, store, counters)),
         }
-    }
-
-    /// A layer that puts an aggregator in front of a service.
-    pub fn layer(config: AggregatorConfig) -> AggregatorLayer {
-        AggregatorLayer::new(config)
     }
 
     /// What the aggregator would do with `msg`, changing nothing: the dry run.

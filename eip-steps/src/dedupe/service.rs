@@ -208,6 +208,13 @@ impl<S: fmt::Debug> fmt::Debug for IdempotentReceiver<S> {
     }
 }
 
+impl IdempotentReceiver<()> {
+    /// A layer that puts an idempotent receiver in front of a service.
+    pub fn layer(config: DedupeConfig) -> IdempotentReceiverLayer {
+        IdempotentReceiverLayer::new(config)
+    }
+}
+
 impl<S> IdempotentReceiver<S> {
     /// An idempotent receiver in front of `inner`, its keys in memory.
     pub fn new(inner: S, config: DedupeConfig) -> Self {
@@ -235,11 +242,6 @@ impl<S> IdempotentReceiver<S> {
             inner,
             shared: Arc::new(shared),
         }
-    }
-
-    /// A layer that puts an idempotent receiver in front of a service.
-    pub fn layer(config: DedupeConfig) -> IdempotentReceiverLayer {
-        IdempotentReceiverLayer::new(config)
     }
 
     /// What the receiver would do with `msg` now, changing nothing: the dry run.

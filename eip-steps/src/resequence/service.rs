@@ -311,6 +311,13 @@ impl<S: fmt::Debug> fmt::Debug for Resequencer<S> {
     }
 }
 
+impl Resequencer<()> {
+    /// A layer that puts a resequencer in front of a service.
+    pub fn layer(config: ResequencerConfig) -> ResequencerLayer {
+        ResequencerLayer::new(config)
+    }
+}
+
 impl<S> Resequencer<S> {
     /// A resequencer in front of `inner`, its state in memory.
     pub fn new(inner: S, config: ResequencerConfig) -> Self {
@@ -340,11 +347,6 @@ impl<S> Resequencer<S> {
             inner,
             shared: Arc::new(shared),
         }
-    }
-
-    /// A layer that puts a resequencer in front of a service.
-    pub fn layer(config: ResequencerConfig) -> ResequencerLayer {
-        ResequencerLayer::new(config)
     }
 
     /// What the resequencer would do with `msg`, changing nothing: the dry run.
