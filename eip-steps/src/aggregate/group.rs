@@ -153,8 +153,6 @@ pub trait GroupRules {
 /// How a group stands after a part was added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Added {
-    /// Its key.
-    pub key: Arc<str>,
     /// How many messages it holds.
     pub count: usize,
     /// The rule that completes it now, if any.
@@ -265,7 +263,6 @@ impl GroupStore for InMemoryGroups {
             }
             group.push(part);
             return Ok(Added {
-                key: group.shared_key(),
                 count: group.len(),
                 rule: rules.completion(group),
             });
@@ -277,10 +274,9 @@ impl GroupStore for InMemoryGroups {
         let opened = now();
         let shared: Arc<str> = Arc::from(key);
         self.by_age.insert((opened, self.opened), shared.clone());
-        let mut group = Group::new(shared.clone(), opened, self.opened);
+        let mut group = Group::new(shared, opened, self.opened);
         group.push(part);
         let added = Added {
-            key: shared,
             count: 1,
             rule: rules.completion(&group),
         };

@@ -31,9 +31,7 @@ pub type AggregateFuture<R, E> = Either<
 pub enum Aggregated<R> {
     /// Held in its group (in memory, held counts as accepted).
     Held {
-        /// The correlation key.
-        group: Arc<str>,
-        /// How many messages the group holds now.
+        /// How many messages its group holds now.
         count: usize,
     },
     /// It completed its group and the inner service accepted the aggregate.
@@ -185,13 +183,9 @@ where
             Err((message, reason)) => return invalid(counters, message, reason),
         };
         match self.shared.step(key.as_str(), part) {
-            Step::Held {
-                group,
-                count,
-                given_up,
-            } => {
+            Step::Held { count, given_up } => {
                 counters.held();
-                let held = Ok(Aggregated::Held { group, count });
+                let held = Ok(Aggregated::Held { count });
                 match given_up {
                     None => Either::Left(ready(held)),
                     Some(old) => self.give_up_then(*old, held),

@@ -16,7 +16,6 @@ use super::stats::Counters;
 /// What taking one message did to the groups.
 pub(crate) enum Step {
     Held {
-        group: Arc<str>,
         count: usize,
         given_up: Option<Box<Group>>,
     },
@@ -107,15 +106,14 @@ impl Shared {
                 };
             }
         };
-        let Added { key, count, rule } = added;
+        let Added { count, rule } = added;
         if let Some(rule) = rule {
-            return match store.remove(&key, rule == Rule::AllParts) {
+            return match store.remove(key, rule == Rule::AllParts) {
                 Some(group) => Step::Completed {
                     group: Box::new(group),
                     rule,
                 },
                 None => Step::Held {
-                    group: key,
                     count,
                     given_up: None,
                 },
@@ -131,11 +129,7 @@ impl Shared {
         if count == 1 {
             self.wake.notify_one();
         }
-        Step::Held {
-            group: key,
-            count,
-            given_up,
-        }
+        Step::Held { count, given_up }
     }
 
     /// What [`step`](Self::step) would do with `msg`, changing nothing.
