@@ -81,6 +81,23 @@ impl fmt::Display for Decision {
     }
 }
 
+/// A message's sequence headers, read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sequence {
+    pub(crate) number: Option<u64>,
+    pub(crate) size: Option<u64>,
+}
+
+impl Sequence {
+    pub(crate) fn part(self, message: Message) -> Part {
+        Part {
+            message,
+            number: self.number,
+            size: self.size,
+        }
+    }
+}
+
 /// Why a part does not go into its group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -91,36 +108,29 @@ pub enum Refusal {
 }
 
 impl AggregatorConfig {
-    /// The correlation key and the part a message makes, or why it is invalid.
-    pub(crate) fn part(&self, message: Message) -> Result<(KeyValue, Part), (Message, String)> {
-        let key = match self.correlation.eval_detached(&message) {
-            Ok(k) => k,
-            Err(e) => return Err((message, format!("correlation key: {e}"))),
-        };
-        let number = match self.sequence_number.eval_optional_number(&message) {
-            Ok(n) => n,
-            Err(e) => return Err((message, format!("sequence number: {e}"))),
-        };
-        let size = match self.sequence_size.eval_optional_number(&message) {
-            Ok(n) => n,
-            Err(e) => return Err((message, format!("sequence size: {e}"))),
-        };
+    /// The correlation key of a message and its sequence number and size, or why it is
+    /// invalid. Reads the message only, so that it moves once, into its group.
+    pub(crate) fn read(&self, message: &Message) -> Result<(KeyValue, Sequence), String> {
+        let key = self
+            .correlation
+            .eval_detached(message)
+            .map_err(|e| format!("correlation key: {e}"))?;
+        let number = self
+            .sequence_number
+            .eval_optional_number(message)
+            .map_err(|e| format!("sequence number: {e}"))?;
+        let size = self
+            .sequence_size
+            .eval_optional_number(message)
+            .map_err(|e| format!("sequence size: {e}"))?;
         if let (Some(n), Some(s)) = (number, size)
             && n > s
         {
-            return Err((
-                message,
-                format!("sequence number {n} is beyond the sequence size {s}"),
+            return Err(format!(
+                "sequence number {n} is beyond the sequence size {s}"
             ));
         }
-        Ok((
-            key,
-            Part {
-                message,
-                number,
-                size,
-            },
-        ))
+        Ok((key, Sequence { number, size }))
     }
 
     /// Whether `part` may join `group` (`None`: it opens a new one).

@@ -178,11 +178,11 @@ where
     fn call(&mut self, msg: Message) -> Self::Future {
         timer::ensure_started(&self.shared, &self.inner);
         let counters = &self.shared.counters;
-        let (key, part) = match self.shared.config.part(msg) {
-            Ok(kp) => kp,
-            Err((message, reason)) => return invalid(counters, message, reason),
+        let (key, sequence) = match self.shared.config.read(&msg) {
+            Ok(read) => read,
+            Err(reason) => return invalid(counters, msg, reason),
         };
-        match self.shared.step(key.as_str(), part) {
+        match self.shared.step(key.as_str(), sequence.part(msg)) {
             Step::Held { count, given_up } => {
                 counters.held();
                 let held = Ok(Aggregated::Held { count });
@@ -201,12 +201,9 @@ where
             }
             Step::Refused { open, message } => {
                 counters.refused();
-                Either::Left(ready(Err(AggregateError::Full {
-                    open,
-                    message: Box::new(message),
-                })))
+                Either::Left(ready(Err(AggregateError::Full { open, message })))
             }
-            Step::Invalid { reason, message } => invalid(counters, message, reason),
+            Step::Invalid { reason, message } => invalid(counters, *message, reason),
         }
     }
 }

@@ -29,11 +29,11 @@ pub(crate) enum Step {
     },
     Refused {
         open: usize,
-        message: Message,
+        message: Box<Message>,
     },
     Invalid {
         reason: String,
-        message: Message,
+        message: Box<Message>,
     },
 }
 
@@ -84,7 +84,7 @@ impl Shared {
             let open = store.len();
             return Step::Refused {
                 open,
-                message: part.message,
+                message: Box::new(part.message),
             };
         }
         let rules = Admission {
@@ -102,7 +102,7 @@ impl Shared {
             Err((Refusal::Invalid(reason), part)) => {
                 return Step::Invalid {
                     reason,
-                    message: part.message,
+                    message: Box::new(part.message),
                 };
             }
         };
@@ -135,9 +135,9 @@ impl Shared {
     /// What [`step`](Self::step) would do with `msg`, changing nothing.
     pub(crate) fn peek(&self, msg: &Message) -> Decision {
         let config = &self.config;
-        let (key, part) = match config.part(msg.clone()) {
-            Ok((key, part)) => (key.as_str().to_owned(), part),
-            Err((_, reason)) => return Decision::Invalid { reason },
+        let (key, part) = match config.read(msg) {
+            Ok((key, sequence)) => (key.as_str().to_owned(), sequence.part(msg.clone())),
+            Err(reason) => return Decision::Invalid { reason },
         };
         let store = self.store();
         let existing = store.group(&key);
