@@ -148,6 +148,11 @@ pub trait GroupRules {
 
     /// The rule that completes `group` as it is now, if any.
     fn completion(&self, group: &Group) -> Option<Rule>;
+
+    /// How many messages a new group will likely hold (room is made for them at once).
+    fn expected_len(&self) -> usize {
+        0
+    }
 }
 
 /// How a group stands after a part was added.
@@ -275,6 +280,7 @@ impl GroupStore for InMemoryGroups {
         let shared: Arc<str> = Arc::from(key);
         self.by_age.insert((opened, self.opened), shared.clone());
         let mut group = Group::new(shared, opened, self.opened);
+        group.messages.reserve(rules.expected_len());
         group.push(part);
         let added = Added {
             count: 1,

@@ -219,4 +219,9 @@ impl GroupRules for Admission<'_> {
     fn completion(&self, group: &Group) -> Option<Rule> {
         self.config.completion(group)
     }
+
+    fn expected_len(&self) -> usize {
+        // A size rule says how big a group gets; bounded, as the size is the caller's.
+        self.config.size.map_or(0, |size| size.min(1024))
+    }
 }
