@@ -221,7 +221,8 @@ impl GroupRules for Admission<'_> {
     }
 
     fn expected_len(&self) -> usize {
-        // A size rule says how big a group gets; bounded, as the size is the caller's.
-        self.config.size.map_or(0, |size| size.min(1024))
+        // A size rule says how big a group gets. At most 128 at once: room is taken for every
+        // open group, most of which may never fill.
+        self.config.size.map_or(0, |size| size.min(128))
     }
 }
