@@ -5,8 +5,9 @@
 //! a duplicate through nor lose an original. `forget` undoes a record whose message the next
 //! step refused (so that its redelivery is not taken for a duplicate).
 
-use std::collections::hash_map::Entry;
+use std::collections::hash_map::{Entry, RandomState};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,14 +46,59 @@ pub trait SeenStore: Send + 'static {
     }
 }
 
+/// A key with its hash, computed once with a keyed hasher (SipHash with random keys, so keys
+/// chosen to collide do not help an attacker), so that growing the map never hashes the text
+/// again.
+#[derive(Debug, Clone)]
+struct HashedKey {
+    hash: u64,
+    text: Arc<str>,
+}
+
+impl PartialEq for HashedKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.text == other.text
+    }
+}
+
+impl Eq for HashedKey {}
+
+impl Hash for HashedKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// Hands a [`HashedKey`]'s hash to the map as it is.
+#[derive(Debug, Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; anything else still gets a deterministic mix.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// Seen keys in memory, at most `capacity` of them: past that, the oldest go first, as do keys
 /// older than the window (checked on each record).
 #[derive(Debug)]
 pub struct InMemorySeen {
-    keys: HashMap<Arc<str>, Instant>,
+    keys: HashMap<HashedKey, Instant, BuildHasherDefault<PassThrough>>,
     /// Keys in the order they were recorded; an entry whose time no longer matches `keys`
     /// was forgotten and is skipped.
-    order: VecDeque<(Instant, Arc<str>)>,
+    order: VecDeque<(Instant, HashedKey)>,
+    hasher: RandomState,
     capacity: usize,
 }
 
@@ -60,9 +106,17 @@ impl InMemorySeen {
     /// At most `capacity` keys (at least 1).
     pub fn with_capacity(capacity: usize) -> Self {
         InMemorySeen {
-            keys: HashMap::new(),
+            keys: HashMap::default(),
             order: VecDeque::new(),
+            hasher: RandomState::new(),
             capacity: capacity.max(1),
+        }
+    }
+
+    fn hashed(&self, key: &str) -> HashedKey {
+        HashedKey {
+            hash: self.hasher.hash_one(key),
+            text: Arc::from(key),
         }
     }
 
@@ -89,7 +143,7 @@ impl InMemorySeen {
 
 impl SeenStore for InMemorySeen {
     fn seen(&self, key: &str, now: Instant, window: Duration) -> Seen {
-        match self.keys.get(key) {
+        match self.keys.get(&self.hashed(key)) {
             Some(at) if now.saturating_duration_since(*at) < window => Seen::Duplicate {
                 age: now.saturating_duration_since(*at),
             },
@@ -99,7 +153,7 @@ impl SeenStore for InMemorySeen {
 
     fn record(&mut self, key: &str, now: Instant, window: Duration) -> Seen {
         self.expire(now, window);
-        let key: Arc<str> = Arc::from(key);
+        let key = self.hashed(key);
         match self.keys.entry(key) {
             Entry::Occupied(entry) => {
                 let age = now.saturating_duration_since(*entry.get());
@@ -121,7 +175,8 @@ impl SeenStore for InMemorySeen {
     }
 
     fn forget(&mut self, key: &str) {
-        self.keys.remove(key);
+        let key = self.hashed(key);
+        self.keys.remove(&key);
     }
 
     fn len(&self) -> usize {
