@@ -13,11 +13,19 @@
 //!   XML), read part by part with bounded memory.
 //! - [`split`]: the Splitter: a message per record of a payload or a stream, with the
 //!   Message Sequence headers.
+//! - [`aggregate`]: the Aggregator: messages correlated into groups, each released as one
+//!   message when it completes (by size, time, a predicate, or every part of a split).
+//! - [`resequence`]: the Resequencer: messages put back in the order of their sequence numbers.
+//! - [`dedupe`]: the Idempotent Receiver: a message whose key was seen within a window goes no
+//!   further.
 
+pub mod aggregate;
+pub mod dedupe;
 pub mod error;
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;
+pub mod resequence;
 pub mod split;
 #[cfg(feature = "jq")]
 pub mod translate;

@@ -139,3 +139,15 @@ pub struct Splitter;
 #[doc = include_str!("../../book/src/example-csv-orders.md")]
 #[cfg(doctest)]
 pub struct ExampleCsvOrders;
+
+#[doc = include_str!("../../book/src/aggregator.md")]
+#[cfg(doctest)]
+pub struct Aggregator;
+
+#[doc = include_str!("../../book/src/resequencer.md")]
+#[cfg(doctest)]
+pub struct Resequencer;
+
+#[doc = include_str!("../../book/src/idempotent-receiver.md")]
+#[cfg(doctest)]
+pub struct IdempotentReceiver;
