@@ -2,11 +2,25 @@
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use common::{ScratchDir, child_dir, open, run_child};
 use eip_store::{DurableStore, StoreConfig, StoreError};
 
+/// Held by a test that starts a child process, and by one that opens a directory again right
+/// after closing it. Between its fork and its exec a child holds a copy of every open file of
+/// this process, the store's locked files included; a directory closed in that instant is
+/// still locked until the child's exec closes them, and an open then is `InUse`. Real
+/// programs that close and at once reopen a store while starting processes meet the same.
+static FORKING: Mutex<()> = Mutex::new(());
+
+fn not_forking() -> MutexGuard<'static, ()> {
+    FORKING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 #[test]
 fn a_second_open_in_the_same_process_is_in_use_naming_the_dir() {
+    let _alone = not_forking();
     let dir = ScratchDir::new("in-use");
     let store = open(dir.path());
     match DurableStore::open(dir.path(), StoreConfig::default()) {
@@ -19,6 +33,7 @@ fn a_second_open_in_the_same_process_is_in_use_naming_the_dir() {
 
 #[test]
 fn the_dir_opens_again_once_every_handle_is_dropped() {
+    let _alone = not_forking();
     let dir = ScratchDir::new("reopen-after-drop");
     let store = open(dir.path());
     let queue = store.queue("q").unwrap();
@@ -46,6 +61,7 @@ fn child_opening_a_store_held_by_its_parent() {
 
 #[test]
 fn a_second_open_from_another_process_is_in_use() {
+    let _alone = not_forking();
     let dir = ScratchDir::new("in-use-process");
     let store = open(dir.path());
     let output = run_child("child_opening_a_store_held_by_its_parent", dir.path());
