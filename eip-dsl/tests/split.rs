@@ -169,3 +169,37 @@ fn a_split_says_how_it_splits_once() {
         "{text}"
     );
 }
+
+#[test]
+fn unmarshal_and_marshal_change_the_whole_payload_s_format() {
+    let f = flow(
+        "      - unmarshal: xml
+      - transform: '[{id: .order.\"@id\", first: .order.line[0]}]'
+      - marshal: csv",
+    );
+    let (original, parts, dead) = run(&f, r#"<order id="7"><line>A</line><line>B</line></order>"#);
+    assert!(dead.is_empty(), "{dead:?}");
+    assert_eq!(parts.len(), 1);
+    assert_eq!(
+        parts[0].payload_str(),
+        Some("first,id\nA,7\n"),
+        "columns by name"
+    );
+    assert_eq!(parts[0].content_type().unwrap(), Some("text/csv"));
+    assert_eq!(
+        parts[0].id(),
+        original.id(),
+        "the same message, in another format"
+    );
+
+    let (parts, dead) = {
+        let (_, parts, dead) = run(&f, "<order><line>A</order>");
+        (parts, dead)
+    };
+    assert!(parts.is_empty());
+    let error = dead[0].death().unwrap().unwrap().error.unwrap();
+    assert!(error.starts_with("unmarshal xml: "), "{error}");
+
+    let text = problems("      - unmarshal: yaml");
+    assert!(text.contains("`format` can not be `yaml`"), "{text}");
+}

@@ -15,6 +15,7 @@
 //! filter's discard, an invalid message). The running route carries that out by sending, the
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
+mod convert;
 mod filter;
 mod process;
 mod split;
@@ -22,6 +23,7 @@ mod split;
 mod transform;
 mod wire_tap;
 
+pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
 pub use self::split::SplitConfig;
@@ -225,6 +227,8 @@ steps! {
     always, "filter" => filter::FILTER,
     always, "wire-tap" => wire_tap::WIRE_TAP,
     always, "split" => split::SPLIT,
+    always, "unmarshal" => convert::UNMARSHAL,
+    always, "marshal" => convert::MARSHAL,
     always, "process" => process::PROCESS,
     "jq", "transform" => transform::TRANSFORM,
 }
