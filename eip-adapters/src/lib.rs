@@ -16,6 +16,7 @@
 pub use eip_core as core;
 
 pub mod env;
+mod hex;
 
 #[cfg(feature = "amqp")]
 pub mod amqp;

@@ -15,6 +15,8 @@ use eip_core::message::HeaderValue;
 use lapin::types::{AMQPValue, DecimalValue, FieldTable, LongString};
 use serde_json::Value;
 
+use crate::hex::hex;
+
 /// The AMQP value carrying `value`.
 pub(super) fn amqp_value(value: &HeaderValue) -> AMQPValue {
     match value {
@@ -93,10 +95,6 @@ fn decimal(d: &DecimalValue) -> f64 {
 
 pub(super) fn long_string(s: &LongString) -> String {
     String::from_utf8_lossy(s.as_bytes()).into_owned()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@
 
 use eip_core::message::{HeaderValue, Message, MessageId, names};
 
+use crate::hex::hex;
+
 /// The header holding the eip message id on a text-only broker.
 pub const ID: &str = "eip-id";
 /// The header listing the headers that are not strings, and their types.
@@ -153,16 +155,6 @@ fn typed_value(name: &str, letter: &str, text: &str) -> Result<HeaderValue, Enve
             });
         }
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        text.push(DIGITS[usize::from(b >> 4)] as char);
-        text.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    text
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

@@ -22,6 +22,7 @@
 pub mod envelope;
 
 mod backoff;
+#[cfg(any(feature = "nats", feature = "redis"))]
 pub(crate) mod config;
 mod destination;
 mod inbound;

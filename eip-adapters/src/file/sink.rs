@@ -384,6 +384,8 @@ pub fn envelope_line(msg: &Message) -> serde_json::Value {
     use eip_core::message::{HeaderValue, names};
     use serde_json::{Map, Value};
 
+    use crate::hex::hex;
+
     let mut headers = Map::new();
     for (name, value) in msg.headers().iter() {
         if name == names::DEATH {
@@ -422,8 +424,4 @@ pub fn envelope_line(msg: &Message) -> serde_json::Value {
         },
     };
     Value::Object(envelope)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

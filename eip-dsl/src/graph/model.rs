@@ -11,7 +11,6 @@ use crate::plan::{
     ActionPlan, ChannelPlan, DEAD_LETTERS, ExchangePlan, JoinPlan, Plan, RecipientsPlan, RoutePlan,
     TargetRef,
 };
-use crate::step::{FilterConfig, WireTapConfig};
 
 /// How a node is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,11 +448,7 @@ fn steps_label(route: &RoutePlan) -> Option<String> {
     let parts: Vec<String> = route
         .steps
         .iter()
-        .filter(|s| s.config_as::<WireTapConfig>().is_none())
-        .map(|s| match s.config_as::<FilterConfig>() {
-            Some(filter) => format!("filter {}", filter.predicate),
-            None => s.config.describe(),
-        })
+        .filter_map(|s| s.config.label())
         .collect();
     (!parts.is_empty()).then(|| parts.join(" → "))
 }

@@ -128,11 +128,13 @@ fn checked(
 
 impl StepConfig for ConvertConfig {
     fn describe(&self) -> String {
-        let (verb, format) = match (self.direction, self.format) {
-            (Direction::Unmarshal, Format::Xml) => ("unmarshal", "xml"),
-            (Direction::Unmarshal, Format::Csv) => ("unmarshal", "csv"),
-            (Direction::Marshal, Format::Xml) => ("marshal", "xml"),
-            (Direction::Marshal, Format::Csv) => ("marshal", "csv"),
+        let verb = match self.direction {
+            Direction::Unmarshal => "unmarshal",
+            Direction::Marshal => "marshal",
+        };
+        let format = match self.format {
+            Format::Xml => "xml",
+            Format::Csv => "csv",
         };
         format!("{verb} {format}")
     }

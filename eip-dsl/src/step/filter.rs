@@ -67,6 +67,11 @@ impl StepConfig for FilterConfig {
         format!("filter {}", self.text)
     }
 
+    /// The predicate as eip reads it back, so a graph shows what the filter checks.
+    fn label(&self) -> Option<String> {
+        Some(format!("filter {}", self.predicate))
+    }
+
     fn channels(&self) -> Vec<(&str, &'static str)> {
         self.discard
             .as_deref()

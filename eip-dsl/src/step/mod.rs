@@ -46,6 +46,7 @@ use crate::kind::AsAny;
 use crate::settings::Settings;
 use crate::spec::{Located, Position};
 use crate::validate::Names;
+use crate::validate::routes::not_back_to;
 
 /// One kind of route step: everything the flow-file tools need to know about it.
 pub struct StepKind {
@@ -93,23 +94,8 @@ impl Entry<'_> {
         let name = settings.text(check, key)?;
         let path = settings.key(key);
         self.names.channel(check, &name, key, &path)?;
-        if name.value == self.from {
-            check.report(
-                Problem::new(
-                    format!(
-                        "the step sends to `{}`, the channel its route consumes",
-                        self.from
-                    ),
-                    name.at,
-                )
-                .with_key(path)
-                .with_help(
-                    "every message would come back to the route, forever; send it to another \
-                     channel",
-                ),
-            );
-            return None;
-        }
+        let (who, what) = ("the step sends", "the channel its route consumes");
+        not_back_to(check, &name, self.from, &path, who, what)?;
         Some(name.value)
     }
 }
@@ -118,6 +104,12 @@ impl Entry<'_> {
 pub trait StepConfig: AsAny + fmt::Debug + Send + Sync + 'static {
     /// The step in a few words, for `eip graph` and `eip route`: `filter $.total > 0`.
     fn describe(&self) -> String;
+
+    /// What `eip graph` writes for the step on the edge into its route; `None` for a step
+    /// drawn only as its own edge (a wire tap). The default is [`describe`](Self::describe).
+    fn label(&self) -> Option<String> {
+        Some(self.describe())
+    }
 
     /// The channels the step sends to besides the route's own targets (a tap, a discard
     /// channel), each with the label of its edge in `eip graph`.

@@ -72,6 +72,11 @@ impl StepConfig for WireTapConfig {
         }
     }
 
+    /// Drawn as its edge to the tap channel only.
+    fn label(&self) -> Option<String> {
+        None
+    }
+
     fn channels(&self) -> Vec<(&str, &'static str)> {
         vec![(self.channel.as_str(), "wire tap")]
     }

@@ -20,7 +20,7 @@ mod durable;
 mod exchanges;
 mod joins;
 mod names;
-mod routes;
+pub(crate) mod routes;
 
 use std::path::Path;
 

@@ -480,18 +480,37 @@ fn template(check: &mut Check<'_>, name: &Located<String>, key: &str) -> Option<
 
 /// Refuses a route writing to the channel it consumes.
 fn not_back(check: &mut Check<'_>, name: &Located<String>, from: &str, key: &str) -> Option<()> {
+    not_back_to(
+        check,
+        name,
+        from,
+        key,
+        "the route sends",
+        "the channel it consumes",
+    )
+}
+
+/// Refuses `name` (at `key`) when it is `from`, the channel a route consumes: every message
+/// would come back to the route forever. `who` and `what` say it in the words of the one that
+/// writes (`the step sends`, `the channel its route consumes`).
+pub(crate) fn not_back_to(
+    check: &mut Check<'_>,
+    name: &Located<String>,
+    from: &str,
+    key: &str,
+    who: &str,
+    what: &str,
+) -> Option<()> {
     if name.value != from {
         return Some(());
     }
     check.report(
-        Problem::new(
-            format!("the route sends to `{from}`, the channel it consumes"),
-            name.at,
-        )
-        .with_key(key)
-        .with_help(
-            "every message would come back to the route, forever; send it to another channel",
-        ),
+        Problem::new(format!("{who} to `{from}`, {what}"), name.at)
+            .with_key(key)
+            .with_help(
+                "every message would come back to the route, forever; send it to another \
+                 channel",
+            ),
     );
     None
 }
