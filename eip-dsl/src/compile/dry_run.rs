@@ -255,6 +255,10 @@ impl Run<'_> {
                         msg,
                     }) => (Target::Channel(channel), msg),
                     Step::Side(Side::Filtered { discard: None, .. }) => continue,
+                    Step::Side(Side::Duplicate {
+                        divert: Some((channel, msg)),
+                    }) => (Target::Channel(channel), msg),
+                    Step::Side(Side::Duplicate { divert: None }) => continue,
                     Step::Side(Side::Invalid { msg, error }) => {
                         let origin = route.from().name();
                         self.dead_letter(route, &msg, origin, DeathReason::Invalid, error);

@@ -40,7 +40,7 @@ use crate::plan::{
 pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
-pub use route::{Route, RouteFailure, RouteStats};
+pub use route::{Rest, Route, RouteFailure, RouteStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was
@@ -226,7 +226,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
     let routes = plan
         .routes
         .iter()
-        .map(|route| Route::compile(route, &bus))
+        .map(|route| Route::compile(route, &bus, store.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     let invalid = plan
         .channels

@@ -16,6 +16,7 @@
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
 mod convert;
+mod dedupe;
 mod filter;
 mod process;
 mod split;
@@ -24,6 +25,7 @@ mod transform;
 mod wire_tap;
 
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
+pub use self::dedupe::DedupeConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
 pub use self::split::SplitConfig;
@@ -33,14 +35,16 @@ pub use self::wire_tap::WireTapConfig;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::message::Message;
+use eip_core::store::durable::Durable;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use crate::compile::CompileError;
+use crate::compile::{CompileError, Rest, RouteFailure};
 use crate::diagnostic::{Check, Problem};
 use crate::kind::AsAny;
 use crate::settings::Settings;
@@ -119,6 +123,28 @@ pub trait StepConfig: AsAny + fmt::Debug + Send + Sync + 'static {
 
     /// The running step, over the flow's channels.
     fn build(&self, bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError>;
+
+    /// The running step of a route, where it is built ([`Building`]): a step that keeps state
+    /// (the keys an idempotent receiver has seen) keeps it in the route's durable store. By
+    /// default as [`build`](Self::build).
+    fn build_at(&self, at: &Building<'_>) -> Result<Box<dyn RouteStep>, CompileError> {
+        self.build(at.bus)
+    }
+}
+
+/// Where a route step is built.
+pub struct Building<'a> {
+    /// The flow's channels.
+    pub bus: &'a MessageBus,
+    /// The route's name (a durable subscription's name too, on a publish-subscribe channel).
+    pub route: &'a str,
+    /// The channel the route consumes.
+    pub from: &'a Channel,
+    /// The step's place in the route, from 0.
+    pub index: usize,
+    /// The embedded store, when the channel the route consumes lives there: a step's state is
+    /// kept there too, so it survives the process as the messages do.
+    pub store: Option<&'a Arc<Durable>>,
 }
 
 /// A step of a running route.
@@ -139,6 +165,30 @@ pub trait RouteStep: fmt::Debug + Send + Sync + 'static {
     fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
         let made = self.decide(msg);
         Box::pin(std::future::ready(Ok(made)))
+    }
+
+    /// Whether, in a running flow, the step wraps the rest of the route (the steps after it
+    /// and the action): it is then [`around`](Self::around) that runs, and the step learns
+    /// whether what it passed on was accepted. An idempotent receiver forgets a key whose
+    /// message was refused, and keeps (durably) the key of one that went through.
+    fn wraps(&self) -> bool {
+        false
+    }
+
+    /// For a step that [wraps](Self::wraps): takes `msg` and hands what it makes of it to
+    /// `rest`, completing once that was accepted. By default what [`decide`](Self::decide)
+    /// made goes on to `rest`, after its side effects.
+    fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
+        let made = self.decide(msg);
+        Box::pin(async move {
+            for side in made.side {
+                rest.carry(side).await?;
+            }
+            for msg in made.next {
+                rest.run(msg).await?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -190,6 +240,12 @@ pub enum Side {
         /// The message.
         msg: Message,
     },
+    /// An idempotent receiver found the message's key seen within its window: to its divert
+    /// channel if it has one, else dropped (and counted).
+    Duplicate {
+        /// The divert channel with the duplicate; `None` when it is dropped.
+        divert: Option<(Channel, Message)>,
+    },
     /// The step could not process the message (a jq error on its content, a malformed
     /// record): it goes to the dead letter channel with reason `invalid` and this error.
     Invalid {
@@ -222,6 +278,7 @@ steps! {
     always, "unmarshal" => convert::UNMARSHAL,
     always, "marshal" => convert::MARSHAL,
     always, "process" => process::PROCESS,
+    always, "dedupe" => dedupe::DEDUPE,
     "jq", "transform" => transform::TRANSFORM,
 }
 
