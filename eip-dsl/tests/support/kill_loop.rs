@@ -63,6 +63,7 @@ impl Moments {
 pub struct Fed {
     /// The input line each killed run started at (run `k` read lines `starts[k]..`, its
     /// receipts in that order).
+    #[allow(dead_code)] // Not every crash test reads them.
     pub starts: Vec<u64>,
     /// How many input lines were written in all.
     pub total: u64,
