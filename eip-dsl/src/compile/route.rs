@@ -72,6 +72,8 @@ pub(super) enum Step<'r> {
         index: usize,
         /// What went on from it, in order.
         out: Vec<Message>,
+        /// What it said it did, where passing messages on or not does not say it all.
+        notes: Vec<String>,
     },
     /// What a route step does besides passing messages on: a tap's copy, a filter's
     /// discard, an invalid message.
@@ -199,7 +201,7 @@ impl Route {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let calls_out = steps.iter().any(|s| s.calls_out() || s.wraps());
-        Ok(Route {
+        let route = Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
                 from,
@@ -210,7 +212,14 @@ impl Route {
                 dead_letters,
                 counters: Counters::default(),
             }),
-        })
+        };
+        for (index, step) in route.inner.steps.iter().enumerate() {
+            step.attach(WeakRest {
+                route: Arc::downgrade(&route.inner),
+                first: index + 1,
+            });
+        }
+        Ok(route)
     }
 
     /// The route's name.
@@ -232,13 +241,17 @@ impl Route {
         let mut current = vec![msg];
         for (index, step) in self.inner.steps.iter().enumerate() {
             let mut next = Vec::with_capacity(current.len());
+            let mut notes = Vec::new();
             for msg in current {
-                take(step.decide(msg), &mut steps, &mut next);
+                let mut made = step.decide(msg);
+                notes.extend(made.note.take());
+                take(made, &mut steps, &mut next);
             }
             if report {
                 steps.push(Step::Made {
                     index,
                     out: next.clone(),
+                    notes,
                 });
             }
             current = next;
@@ -479,6 +492,26 @@ impl Route {
     }
 }
 
+/// The rest of a route, held weakly: for a step that hands messages on outside any call (an
+/// aggregator's timeout), so the step does not keep its own route alive.
+#[derive(Debug, Clone)]
+pub struct WeakRest {
+    route: std::sync::Weak<Inner>,
+    first: usize,
+}
+
+impl WeakRest {
+    /// The rest, while the route is there.
+    pub fn upgrade(&self) -> Option<Rest> {
+        Some(Rest {
+            route: Route {
+                inner: self.route.upgrade()?,
+            },
+            first: self.first,
+        })
+    }
+}
+
 /// The rest of a route after a step that [wraps](RouteStep::wraps) it: the steps after that
 /// one, then the action. A `tower::Service` too, so a step can put one of eip-steps' services
 /// (an idempotent receiver) in front of it.
@@ -539,6 +572,9 @@ fn take<'r>(made: Made, steps: &mut Vec<Step<'r>>, next: &mut Vec<Message>) {
 /// Why a route could not take a message: the message goes back to its channel for redelivery.
 #[derive(Debug, thiserror::Error)]
 pub enum RouteFailure {
+    /// A step handed a message on after its route was dropped (the flow stopped).
+    #[error("the route is no longer running")]
+    Stopped,
     /// A send failed.
     #[error(transparent)]
     Send(#[from] RouteError),

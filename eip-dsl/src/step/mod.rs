@@ -15,15 +15,19 @@
 //! filter's discard, an invalid message). The running route carries that out by sending, the
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
+mod aggregate;
 mod convert;
 mod dedupe;
+mod expr;
 mod filter;
+mod key;
 mod process;
 mod split;
 #[cfg(feature = "jq")]
 mod transform;
 mod wire_tap;
 
+pub use self::aggregate::AggregateConfig;
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
 pub use self::dedupe::DedupeConfig;
 pub use self::filter::FilterConfig;
@@ -44,7 +48,7 @@ use eip_core::store::durable::Durable;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use crate::compile::{CompileError, Rest, RouteFailure};
+use crate::compile::{CompileError, Rest, RouteFailure, WeakRest};
 use crate::diagnostic::{Check, Problem};
 use crate::kind::AsAny;
 use crate::settings::Settings;
@@ -79,6 +83,9 @@ pub struct Entry<'a> {
     pub route: &'a str,
     /// The channel the route consumes.
     pub from: &'a str,
+    /// Whether that channel outlives the process (durable, or kept in a broker): a step that
+    /// holds messages in memory is refused there.
+    pub from_durable: bool,
     /// The flow file's directory: relative paths start there.
     pub base_dir: &'a Path,
     pub(crate) names: &'a Names,
@@ -175,6 +182,13 @@ pub trait RouteStep: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Once the route is built: the rest of it after this step, for a step that hands on
+    /// messages later, outside any call (an aggregator's timeout). Held weakly: it no longer
+    /// runs once the route is dropped. Nothing by default.
+    fn attach(&self, rest: WeakRest) {
+        let _ = rest;
+    }
+
     /// For a step that [wraps](Self::wraps): takes `msg` and hands what it makes of it to
     /// `rest`, completing once that was accepted. By default what [`decide`](Self::decide)
     /// made goes on to `rest`, after its side effects.
@@ -200,6 +214,9 @@ pub struct Made {
     pub next: Vec<Message>,
     /// What else happens, in order, before the next step runs.
     pub side: Vec<Side>,
+    /// What the step did with the message, for the dry run, when passing it on or not does
+    /// not say it all: `held in group sensor-7, 3 of 10`.
+    pub note: Option<String>,
 }
 
 impl Made {
@@ -208,6 +225,7 @@ impl Made {
         Made {
             next: vec![msg],
             side: Vec::new(),
+            note: None,
         }
     }
 
@@ -216,6 +234,7 @@ impl Made {
         Made {
             next: Vec::new(),
             side: vec![side],
+            note: None,
         }
     }
 }
@@ -279,6 +298,7 @@ steps! {
     always, "marshal" => convert::MARSHAL,
     always, "process" => process::PROCESS,
     always, "dedupe" => dedupe::DEDUPE,
+    always, "aggregate" => aggregate::AGGREGATE,
     "jq", "transform" => transform::TRANSFORM,
 }
 

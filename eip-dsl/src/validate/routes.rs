@@ -61,6 +61,10 @@ pub(crate) fn check(
                 }
             }
         }
+        let from_durable = spec.channels.iter().any(|(channel, c)| {
+            channel.value == route.from.value
+                && (c.store.is_some() || c.durable.as_ref().is_some_and(|d| d.value))
+        });
         let this = Route {
             route,
             names,
@@ -68,6 +72,7 @@ pub(crate) fn check(
             services,
             key: &key,
             from: route.from.value.as_str(),
+            from_durable,
             whole: !check.damage.routes.contains(&i),
         };
         if let Some(plan) = this.check(name, check)
@@ -133,6 +138,8 @@ struct Route<'a> {
     key: &'a str,
     /// The channel it consumes.
     from: &'a str,
+    /// Whether that channel outlives the process (durable, or kept in a broker).
+    from_durable: bool,
     /// Whether it was read without damage: only then are missing or surplus keys reported
     /// (a damaged entry's missing keys may be the damage).
     whole: bool,
@@ -228,6 +235,7 @@ impl Route<'_> {
         let entry = Entry {
             route: name,
             from: self.from,
+            from_durable: self.from_durable,
             base_dir: self.base_dir,
             names: self.names,
             services: self.services,

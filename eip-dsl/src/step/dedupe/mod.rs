@@ -27,13 +27,13 @@ use std::time::Duration;
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::message::Message;
-use eip_steps::aggregate::Key;
 use eip_steps::dedupe::{
     Decision, DedupeConfig as Config, DedupeError, Deduped, IdempotentReceiverLayer,
 };
 use futures::future::BoxFuture;
 use tower::{Layer, Service, ServiceExt};
 
+use super::key::{DefaultKey, KeyOf, key_of};
 use super::{Building, Entry, Made, RouteStep, Side, StepConfig, StepKind};
 use crate::compile::{CompileError, Rest, RouteFailure, bus_channel};
 use crate::diagnostic::Check;
@@ -65,22 +65,13 @@ pub struct DedupeConfig {
     pub divert: Option<String>,
 }
 
-/// Where a dedupe step takes a message's key from.
-#[derive(Debug, Clone)]
-enum KeyOf {
-    MessageId,
-    Header(String),
-    #[cfg(feature = "jq")]
-    Jq(eip_steps::expr::Jq),
-}
-
 fn check(
     check: &mut Check<'_>,
     settings: &Settings<'_>,
     entry: &Entry<'_>,
 ) -> Option<Box<dyn StepConfig>> {
     let before = check.problems.len();
-    let key = key_of(check, settings);
+    let key = key_of(check, settings, DefaultKey::MessageId);
     let window = match settings.get("window") {
         Some(_) => settings.positive_duration(check, "window"),
         None => Some(DEFAULT_WINDOW),
@@ -102,89 +93,6 @@ fn check(
         max_keys: usize::try_from(max_keys?).unwrap_or(usize::MAX),
         divert,
     }))
-}
-
-/// The key: `key` (jq), `header`, or neither (the message id); not both.
-fn key_of(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<KeyOf> {
-    match (settings.get("key"), settings.get("header")) {
-        (Some(_), Some(_)) => {
-            settings.report_entry(
-                check,
-                "`key` and `header` contradict each other".to_owned(),
-                Some("key messages by a jq program (`key:`) or by a header (`header:`): keep one"),
-            );
-            None
-        }
-        (None, Some(_)) => Some(KeyOf::Header(
-            settings
-                .required_text(check, "header", "name the header holding the key")?
-                .value,
-        )),
-        (Some(_), None) => by_jq(check, settings),
-        (None, None) => Some(KeyOf::MessageId),
-    }
-}
-
-#[cfg(feature = "jq")]
-fn by_jq(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<KeyOf> {
-    let text = settings.required_text(check, "key", super::transform::JQ_HELP)?;
-    super::transform::compile(check, &text, &settings.key("key")).map(KeyOf::Jq)
-}
-
-#[cfg(not(feature = "jq"))]
-fn by_jq(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<KeyOf> {
-    settings.report_value(
-        check,
-        "key",
-        "a dedupe key by jq needs the cargo feature `jq`, which this eip is built without"
-            .to_owned(),
-        Some("build eip with it (`cargo build -p eip-dsl --features jq`), or key by `header:`"),
-    );
-    None
-}
-
-impl KeyOf {
-    fn key(&self) -> Key {
-        match self {
-            KeyOf::MessageId => Key::message_id(),
-            KeyOf::Header(name) => Key::header(name),
-            #[cfg(feature = "jq")]
-            KeyOf::Jq(jq) => {
-                let jq = jq.clone();
-                Key::computed(move |msg| match jq.one(msg) {
-                    Ok(serde_json::Value::String(text)) => Ok(text),
-                    Ok(value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
-                        Ok(value.to_string())
-                    }
-                    Ok(other) => Err(format!(
-                        "`{}` gave {}, not a string, number or boolean",
-                        jq.source(),
-                        kind_of(&other)
-                    )),
-                    Err(e) => Err(format!("`{}`: {e}", jq.source())),
-                })
-            }
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            KeyOf::MessageId => "by message id".to_owned(),
-            KeyOf::Header(name) => format!("by header {name}"),
-            #[cfg(feature = "jq")]
-            KeyOf::Jq(jq) => format!("by {}", jq.source()),
-        }
-    }
-}
-
-#[cfg(feature = "jq")]
-fn kind_of(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-        _ => "a value",
-    }
 }
 
 impl StepConfig for DedupeConfig {
