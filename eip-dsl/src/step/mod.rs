@@ -16,17 +16,21 @@
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
 mod convert;
+mod delay;
 mod filter;
 mod process;
 mod split;
+mod throttle;
 #[cfg(feature = "jq")]
 mod transform;
 mod wire_tap;
 
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
+pub use self::delay::DelayConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
 pub use self::split::SplitConfig;
+pub use self::throttle::{Rate, RateError, ThrottleConfig, parse_rate};
 #[cfg(feature = "jq")]
 pub use self::transform::TransformConfig;
 pub use self::wire_tap::WireTapConfig;
@@ -223,6 +227,8 @@ steps! {
     always, "marshal" => convert::MARSHAL,
     always, "process" => process::PROCESS,
     "jq", "transform" => transform::TRANSFORM,
+    always, "delay" => delay::DELAY,
+    always, "throttle" => throttle::THROTTLE,
 }
 
 /// The step kind named `name` in a flow file, if it is built.
