@@ -19,6 +19,7 @@ mod convert;
 mod delay;
 mod filter;
 mod process;
+mod routing_slip;
 mod split;
 mod throttle;
 #[cfg(feature = "jq")]
@@ -29,6 +30,7 @@ pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as 
 pub use self::delay::DelayConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
+pub use self::routing_slip::RoutingSlipConfig;
 pub use self::split::SplitConfig;
 pub use self::throttle::{Rate, RateError, ThrottleConfig, parse_rate};
 #[cfg(feature = "jq")]
@@ -229,6 +231,7 @@ steps! {
     "jq", "transform" => transform::TRANSFORM,
     always, "delay" => delay::DELAY,
     always, "throttle" => throttle::THROTTLE,
+    always, "routing-slip" => routing_slip::ROUTING_SLIP,
 }
 
 /// The step kind named `name` in a flow file, if it is built.
