@@ -863,3 +863,18 @@ fn bad_routing_slips_are_refused_where_they_are_written() {
     ]));
     assert!(p.message.ends_with("has no `header`"), "{}", p.message);
 }
+
+#[test]
+fn a_delay_max_of_the_wrong_type_is_reported_once() {
+    let p = only(&with_queues(&[
+        "routes:",
+        "  - from: in",
+        "    steps:",
+        "      - delay: {until: .at, max: {h: 1}}",
+        "    to: out",
+    ]));
+    assert_eq!(
+        p.message,
+        "`max` must be a duration such as `30s`, found a mapping"
+    );
+}

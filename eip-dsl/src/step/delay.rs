@@ -137,9 +137,10 @@ fn until(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Box<dyn StepC
         });
     let max = match settings.get("max") {
         None => Some((DEFAULT_MAX, "24h".to_owned())),
+        // Read as text only once it is a duration: a wrong value is reported once.
         Some(_) => settings
             .positive_duration(check, "max")
-            .zip(settings.text(check, "max").map(|m| m.value)),
+            .and_then(|max| Some((max, settings.text(check, "max")?.value))),
     };
     let ((jq, text), (max, max_text)) = (jq?, max?);
     Some(Box::new(DelayConfig {
