@@ -303,7 +303,8 @@ pub struct RedeliverySpec {
 }
 
 /// One entry under `routes:`: messages taken from `from`, optionally filtered and tapped, then
-/// sent by exactly one of `to`, `choice` (with `otherwise`) or `recipient-list`.
+/// sent by exactly one of `to`, `choice` (with `otherwise`), `recipient-list` or
+/// `load-balance`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RouteSpec {
     /// Where the route's entry starts.

@@ -1,5 +1,5 @@
 //! Routes: where each consumes from, its filter and taps, and the one way it sends (`to`,
-//! `choice` with `otherwise`, or `recipient-list`).
+//! `choice` with `otherwise`, `recipient-list`, or `load-balance`).
 //!
 //! Beyond names and predicates, two things are refused because they can not be what was
 //! meant: two routes consuming the same point-to-point channel (each message would reach only
