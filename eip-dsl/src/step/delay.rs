@@ -47,6 +47,7 @@ pub(super) static DELAY: StepKind = StepKind {
 };
 
 /// How far ahead an `until` time may be when the step sets no `max`.
+#[cfg(feature = "jq")]
 pub const DEFAULT_MAX: Duration = Duration::from_secs(24 * 3600);
 
 /// A checked delay.
@@ -179,6 +180,7 @@ struct Delay {
 
 impl Delay {
     /// How long `msg` waits from now; else why its time can not be read.
+    #[cfg_attr(not(feature = "jq"), allow(unused_variables))]
     fn wait_for(&self, msg: &Message) -> Result<Duration, String> {
         match &self.wait {
             Wait::For(d) => Ok(*d),
