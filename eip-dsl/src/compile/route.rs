@@ -17,7 +17,10 @@ use std::task::{Context, Poll};
 
 use eip_core::channel::{Channel, DeadLetterChannel};
 use eip_core::message::{DeathReason, Message};
-use eip_core::router::{ContentBasedRouter, Recipient, RecipientList, RouteError, Target};
+use eip_core::router::{
+    ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouteError, RouterError,
+    Target,
+};
 use eip_core::template::Template;
 
 use super::{CompileError, bus_channel, bus_target};
@@ -59,6 +62,8 @@ pub(super) enum Action {
     Choice(ContentBasedRouter),
     /// A recipient list (fixed or from a header).
     Recipients(RecipientList),
+    /// A load balancer: each message to one of its targets.
+    LoadBalance(LoadBalancer),
 }
 
 /// One thing a route does with a message, in the order [`Route::decide`] lists them. Each
@@ -185,6 +190,17 @@ impl Route {
                 RecipientList::from_header(origin, header, bus)
                     .dead_letter_channel(dead_letters.clone()),
             ),
+            ActionPlan::LoadBalance { targets, strategy } => {
+                let targets = targets
+                    .iter()
+                    .map(|t| bus_target(bus, t))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Action::LoadBalance(LoadBalancer::new(origin, targets, *strategy).map_err(|e| {
+                    failed(RouterError::NoRecipients {
+                        name: e.name.clone(),
+                    })
+                })?)
+            }
         };
         let steps = plan
             .steps
@@ -310,6 +326,25 @@ impl Route {
                     ),
                     msg,
                 }),
+            },
+            // A target closed by the time of the send fails the route: the redelivery picks
+            // another. With all closed, the send to the last one dead-letters the message
+            // (`channel-deleted`).
+            Action::LoadBalance(balancer) => match balancer.select() {
+                Pick::Target { target, .. } => steps.push(Step::Send {
+                    target: Cow::Borrowed(target),
+                    if_closed: IfClosed::Fail,
+                    msg,
+                }),
+                Pick::AllClosed => {
+                    if let Some(last) = balancer.targets().last() {
+                        steps.push(Step::Send {
+                            target: Cow::Borrowed(last),
+                            if_closed: IfClosed::DeadLetter,
+                            msg,
+                        });
+                    }
+                }
             },
         }
     }

@@ -18,11 +18,14 @@
 mod aggregate;
 mod convert;
 mod dedupe;
+mod delay;
 mod expr;
 mod filter;
 mod key;
 mod process;
+mod routing_slip;
 mod split;
+mod throttle;
 #[cfg(feature = "jq")]
 mod transform;
 mod wire_tap;
@@ -30,9 +33,12 @@ mod wire_tap;
 pub use self::aggregate::AggregateConfig;
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
 pub use self::dedupe::DedupeConfig;
+pub use self::delay::DelayConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
+pub use self::routing_slip::RoutingSlipConfig;
 pub use self::split::SplitConfig;
+pub use self::throttle::{Rate, RateError, ThrottleConfig, parse_rate};
 #[cfg(feature = "jq")]
 pub use self::transform::TransformConfig;
 pub use self::wire_tap::WireTapConfig;
@@ -300,6 +306,9 @@ steps! {
     always, "dedupe" => dedupe::DEDUPE,
     always, "aggregate" => aggregate::AGGREGATE,
     "jq", "transform" => transform::TRANSFORM,
+    always, "delay" => delay::DELAY,
+    always, "throttle" => throttle::THROTTLE,
+    always, "routing-slip" => routing_slip::ROUTING_SLIP,
 }
 
 /// The step kind named `name` in a flow file, if it is built.
