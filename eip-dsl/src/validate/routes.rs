@@ -62,10 +62,14 @@ pub(crate) fn check(
                 }
             }
         }
-        let from_durable = spec.channels.iter().any(|(channel, c)| {
-            channel.value == route.from.value
-                && (c.store.is_some() || c.durable.as_ref().is_some_and(|d| d.value))
-        });
+        let from_spec = spec
+            .channels
+            .iter()
+            .find(|(channel, _)| channel.value == route.from.value)
+            .map(|(_, c)| c);
+        let from_broker = from_spec.is_some_and(|c| c.store.is_some());
+        let from_durable =
+            from_broker || from_spec.is_some_and(|c| c.durable.as_ref().is_some_and(|d| d.value));
         let this = Route {
             route,
             names,
@@ -74,6 +78,7 @@ pub(crate) fn check(
             key: &key,
             from: route.from.value.as_str(),
             from_durable,
+            from_broker,
             whole: !check.damage.routes.contains(&i),
         };
         if let Some(plan) = this.check(name, check)
@@ -141,6 +146,8 @@ struct Route<'a> {
     from: &'a str,
     /// Whether that channel outlives the process (durable, or kept in a broker).
     from_durable: bool,
+    /// Whether it is kept in a broker.
+    from_broker: bool,
     /// Whether it was read without damage: only then are missing or surplus keys reported
     /// (a damaged entry's missing keys may be the damage).
     whole: bool,
@@ -239,6 +246,7 @@ impl Route<'_> {
             route: name,
             from: self.from,
             from_durable: self.from_durable,
+            from_broker: self.from_broker,
             base_dir: self.base_dir,
             names: self.names,
             services: self.services,
