@@ -19,6 +19,15 @@ pub enum TopicError {
         /// The template.
         template: String,
     },
+    /// Another placeholder the message could not fill, or filled with a value that is not one
+    /// topic level.
+    #[error("topic template `{template}`: {reason}")]
+    Render {
+        /// The template.
+        template: String,
+        /// Why.
+        reason: String,
+    },
     /// The subject can not be part of a topic name.
     #[error("subject `{subject}` can not be an MQTT topic: {reason}")]
     Subject {

@@ -109,6 +109,15 @@ impl fmt::Display for Placeholder<'_> {
     }
 }
 
+/// A piece of a template: text as it is, or a placeholder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Text (with `{{` and `}}` as braces).
+    Text(&'a str),
+    /// A placeholder.
+    Placeholder(Placeholder<'a>),
+}
+
 /// A template that could not be parsed: what was wrong, at which byte.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
@@ -117,6 +126,14 @@ pub struct TemplateError {
     pub offset: usize,
     /// What it is.
     pub reason: String,
+}
+
+impl TemplateError {
+    /// The reason with where it is, for an error that shows the template but not a position
+    /// in a file: ``at byte 9: a `{` that is never closed: write `{{` for a brace``.
+    pub fn at_byte(&self) -> String {
+        format!("at byte {}: {}", self.offset, self.reason)
+    }
 }
 
 /// Why a message could not fill in a template.
@@ -187,6 +204,16 @@ impl Template {
         self.parts.iter().filter_map(|p| match p {
             Part::Text(text) => Some(text.as_str()),
             _ => None,
+        })
+    }
+
+    /// Its text and placeholders, in order: for a caller that fills a template from something
+    /// other than a message (the timer makes its payload before there is one).
+    pub fn pieces(&self) -> impl Iterator<Item = Piece<'_>> {
+        self.parts.iter().map(|p| match (p, p.placeholder()) {
+            (_, Some(placeholder)) => Piece::Placeholder(placeholder),
+            (Part::Text(text), None) => Piece::Text(text),
+            (_, None) => Piece::Text(""),
         })
     }
 
@@ -314,6 +341,15 @@ impl Part {
         })
     }
 }
+
+/// Two templates are equal when they are written the same.
+impl PartialEq for Template {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Template {}
 
 impl fmt::Display for Template {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

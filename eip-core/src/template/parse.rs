@@ -23,7 +23,7 @@ use crate::predicate::json_path::JsonPathQuery;
 /// });
 /// assert_eq!(made.unwrap(), format!("beat-7-{}", msg.id()));
 /// ```
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct Syntax<'a> {
     names: &'a [&'a str],
     kinds: &'a [&'a dyn PlaceholderKind],
@@ -32,19 +32,23 @@ pub struct Syntax<'a> {
 
 impl<'a> Syntax<'a> {
     /// The placeholders every template takes, and nothing else.
-    pub fn new() -> Self {
-        Syntax::default()
+    pub const fn new() -> Self {
+        Syntax {
+            names: &[],
+            kinds: &[],
+            text_braces: false,
+        }
     }
 
     /// Also `{NAME}` for each of `names`: values the caller fills in when it renders (by
     /// their place in this list). A name of its own goes before the `{KIND: ...}` kinds but
     /// after `subject`, `id`, `header.` and `$`, which always mean what they mean.
-    pub fn names(self, names: &'a [&'a str]) -> Self {
+    pub const fn names(self, names: &'a [&'a str]) -> Self {
         Syntax { names, ..self }
     }
 
     /// Also `{KIND: SOURCE}` for each of `kinds`.
-    pub fn kinds(self, kinds: &'a [&'a dyn PlaceholderKind]) -> Self {
+    pub const fn kinds(self, kinds: &'a [&'a dyn PlaceholderKind]) -> Self {
         Syntax { kinds, ..self }
     }
 
@@ -52,7 +56,7 @@ impl<'a> Syntax<'a> {
     /// every other brace is text and `{{` is two braces. For a JSON payload written as it
     /// should arrive (the timer's `{"seq": {seq}}`); such a template takes no `{$.path}` nor
     /// `{KIND: ...}`.
-    pub fn text_braces(self) -> Self {
+    pub const fn text_braces(self) -> Self {
         Syntax {
             text_braces: true,
             ..self
@@ -190,6 +194,12 @@ impl<'a> Syntax<'a> {
         }
         let last = known.pop().unwrap_or_default();
         format!("a template takes {} and {last}", known.join(", "))
+    }
+}
+
+impl Default for Syntax<'_> {
+    fn default() -> Self {
+        Syntax::new()
     }
 }
 
