@@ -22,6 +22,7 @@ pub mod kind;
 pub mod load;
 pub mod plan;
 mod settings;
+mod template;
 pub mod spec;
 pub mod step;
 pub mod text_file;

@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use eip_core::channel::{Channel, DeadLetterChannel};
 use eip_core::message::{DeathReason, Message};
 use eip_core::router::{ContentBasedRouter, Recipient, RecipientList, RouteError, Target};
-use eip_core::template::Template;
+use eip_core::template::Syntax;
 
 use super::{CompileError, bus_channel, bus_target};
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
@@ -249,6 +249,10 @@ impl Route {
                         error,
                         msg: msg.clone(),
                     });
+                }
+                for (_, error) in resolution.invalid {
+                    let msg = msg.clone();
+                    steps.push(Step::Side(Side::Invalid { msg, error }));
                 }
                 let last = resolution.targets.len().saturating_sub(1);
                 let mut msg = Some(msg);
@@ -489,7 +493,7 @@ fn recipients(
     for target in targets {
         list.push(match target {
             TargetRef::Template(text) => {
-                let template = Template::parse(text).map_err(|e| CompileError::Template {
+                let template = crate::template::parse(text, Syntax::new()).map_err(|e| CompileError::Template {
                     template: text.clone(),
                     reason: e.to_string(),
                 })?;

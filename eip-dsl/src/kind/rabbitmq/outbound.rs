@@ -10,6 +10,7 @@ use crate::diagnostic::Check;
 use crate::kind::bridge;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
+use crate::template;
 use crate::spec::{AdapterKind, Direction};
 
 /// `rabbitmq-out`
@@ -41,15 +42,17 @@ fn check(
         .map_or(String::new(), |e| e.value);
     let mut config = AmqpOutboundConfig::new(url.0, exchange);
     if let Some(key) = settings.text(check, "routing-key") {
-        match RoutingKey::parse(&key.value) {
-            Ok(routing_key) => config.routing_key = routing_key,
-            Err(e) => settings.report_value(
-                check,
-                "routing-key",
-                &key,
-                format!("invalid `routing-key`: {e}"),
-                Some("a fixed routing key, or `{subject}` for each message's subject"),
-            ),
+        if let Some(routing_key) = template::setting(
+            check,
+            settings,
+            "routing-key",
+            &key,
+            RoutingKey::SYNTAX,
+            RoutingKey::new,
+            "a fixed routing key, `{subject}` for each message's subject, or a template such as \
+             `orders.{$.region}` (see the book's Templates page)",
+        ) {
+            config.routing_key = routing_key;
         }
     }
     if let Some(kind) = settings.one_of(
