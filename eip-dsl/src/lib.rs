@@ -22,9 +22,9 @@ pub mod kind;
 pub mod load;
 pub mod plan;
 mod settings;
-mod template;
 pub mod spec;
 pub mod step;
+mod template;
 pub mod text_file;
 pub mod validate;
 

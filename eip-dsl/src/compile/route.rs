@@ -493,9 +493,11 @@ fn recipients(
     for target in targets {
         list.push(match target {
             TargetRef::Template(text) => {
-                let template = crate::template::parse(text, Syntax::new()).map_err(|e| CompileError::Template {
-                    template: text.clone(),
-                    reason: e.to_string(),
+                let template = crate::template::parse(text, Syntax::new()).map_err(|e| {
+                    CompileError::Template {
+                        template: text.clone(),
+                        reason: e.to_string(),
+                    }
                 })?;
                 Recipient::Template(template)
             }

@@ -8,8 +8,8 @@ use tower::BoxError;
 use crate::diagnostic::Check;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
-use crate::template;
 use crate::spec::{AdapterKind, Direction, Located};
+use crate::template;
 
 /// `file-out`
 pub(crate) static SINK: Kind = Kind {

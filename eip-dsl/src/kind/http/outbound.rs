@@ -7,8 +7,8 @@ use tower::BoxError;
 use crate::diagnostic::Check;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
-use crate::template;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `http-out`
 pub(crate) static OUTBOUND: Kind = Kind {

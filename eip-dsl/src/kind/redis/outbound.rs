@@ -11,8 +11,8 @@ use crate::diagnostic::Check;
 use crate::kind::bridge;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
-use crate::template;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `redis-out`
 pub(crate) static OUTBOUND: Kind = Kind {
