@@ -160,7 +160,14 @@ fn an_adapter_destination_takes_jq_and_reports_a_bad_expression_inside_it() {
             "url: 'amqp://127.0.0.1', exchange: x, ",
         )
     };
-    let mqtt = |v: &str| bridge("topic", v, "mqtt-out", "url: 'mqtt://127.0.0.1:1883', client-id: t, ");
+    let mqtt = |v: &str| {
+        bridge(
+            "topic",
+            v,
+            "mqtt-out",
+            "url: 'mqtt://127.0.0.1:1883', client-id: t, ",
+        )
+    };
     for good in [
         nats("events.{jq: .type}.{header.region}"),
         amqp("orders.{$.region}.{jq: .kind}"),
@@ -171,14 +178,21 @@ fn an_adapter_destination_takes_jq_and_reports_a_bad_expression_inside_it() {
         }
     }
     let text = problems(&nats("events.{jq: .type | nope}"));
-    assert!(text.contains("invalid `subject`: jq: undefined filter `nope/0`"), "{text}");
+    assert!(
+        text.contains("invalid `subject`: jq: undefined filter `nope/0`"),
+        "{text}"
+    );
     let at = text.find("flow.yaml:4:").expect("a position");
     let column: String = text[at + "flow.yaml:4:".len()..]
         .chars()
         .take_while(char::is_ascii_digit)
         .collect();
     let line = nats("events.{jq: .type | nope}");
-    let value_at = line.lines().nth(3).and_then(|l| l.find("events")).expect("the value");
+    let value_at = line
+        .lines()
+        .nth(3)
+        .and_then(|l| l.find("events"))
+        .expect("the value");
     assert_eq!(column, (value_at + 1 + 19).to_string(), "{text}");
     // What a broker refuses in its own text is still refused.
     let text = problems(&mqtt("plant/#/{jq: .line}"));

@@ -18,7 +18,9 @@ use super::connection::{self, AmqpUrl, ExchangeDeclaration, lost};
 use super::properties::properties;
 use eip_core::template::{Syntax, Template};
 
-use crate::bridge::{Backoff, BridgeError, DestinationTemplate, Outbound, Publisher, Reconnect};
+use crate::bridge::{
+    Backoff, BridgeError, DestinationError, DestinationTemplate, Outbound, Publisher, Reconnect,
+};
 
 /// The longest routing key AMQP 0-9-1 carries (a short string).
 const MAX_KEY_BYTES: usize = 255;
@@ -52,11 +54,7 @@ impl RoutingKey {
     /// A fixed key, `{subject}` alone, or a template. An unknown placeholder or an unclosed
     /// brace is refused, rather than published as a literal key no binding expects.
     pub fn parse(key: &str) -> Result<Self, RoutingKeyError> {
-        let parsed = Self::SYNTAX.parse(key).map_err(|e| RoutingKeyError {
-            key: key.to_owned(),
-            reason: e.at_byte(),
-        })?;
-        Self::new(parsed)
+        DestinationTemplate::parse_into(key, Self::new)
     }
 
     /// The key of a parsed template (one parsed with more kinds, such as jq): its own text
@@ -77,7 +75,7 @@ impl RoutingKey {
     }
 
     /// The key `msg` is published with, or why it has none.
-    fn for_message(&self, msg: &Message) -> Result<String, String> {
+    fn for_message(&self, msg: &Message) -> Result<String, RoutingKeyError> {
         let template = match self {
             RoutingKey::Fixed(key) => return Ok(key.clone()),
             RoutingKey::Subject => {
@@ -85,17 +83,31 @@ impl RoutingKey {
             }
             RoutingKey::Template(template) => template,
         };
-        let key = template.render(
-            msg,
-            |_, value| Ok(value.into()),
-            |e| format!("routing key `{template}`: {e}"),
-        )?;
+        let key = template.render(msg, |_, value| Ok(value.into()))?;
         match key.len() {
-            n if n > MAX_KEY_BYTES => Err(format!(
-                "routing key `{template}` made a key of {n} bytes, more than {MAX_KEY_BYTES}"
+            n if n > MAX_KEY_BYTES => Err(RoutingKeyError::unfilled(
+                template.as_str(),
+                format!("it made a key of {n} bytes, more than {MAX_KEY_BYTES}"),
             )),
             _ => Ok(key),
         }
+    }
+}
+
+impl DestinationError for RoutingKeyError {
+    fn template(template: &str, reason: String) -> Self {
+        RoutingKeyError {
+            key: template.to_owned(),
+            reason,
+        }
+    }
+
+    fn missing_subject(template: &str) -> Self {
+        Self::template(template, "the message has no subject".to_owned())
+    }
+
+    fn unfilled(template: &str, reason: String) -> Self {
+        Self::template(template, reason)
     }
 }
 
@@ -293,7 +305,10 @@ mod tests {
             .subject("paid")
             .build();
         assert_eq!(key.for_message(&msg).unwrap(), "orders.eu.paid");
-        let e = key.for_message(&Message::new("{}")).unwrap_err();
+        let e = key
+            .for_message(&Message::new("{}"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`$.region` selects nothing"), "{e}");
         // `{subject}` alone keeps publishing a message without one with the empty key.
         assert_eq!(

@@ -24,8 +24,8 @@ use eip_core::template::{Placeholder, RenderError, Syntax, Template, TemplateErr
 ///
 /// let template = DestinationTemplate::parse("eip.{subject}.{header.v}").unwrap();
 /// let msg = Message::builder("x").subject("orders.eu").header("v", 2).build();
-/// let made = template.render(&msg, |_, value| Ok::<_, String>(value.into()), |e| e.to_string());
-/// assert_eq!(made.unwrap(), "eip.orders.eu.2");
+/// let value = template.template().render(&msg).unwrap();
+/// assert_eq!(value, "eip.orders.eu.2");
 /// assert!(DestinationTemplate::parse("eip.{nope}").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,14 +66,26 @@ impl DestinationTemplate {
         self.0.literal_text()
     }
 
+    /// `text` parsed with [`SYNTAX`](Self::SYNTAX) and made into a broker's name by `new`
+    /// (which checks what the broker refuses); an error in the template is the broker's
+    /// error, naming it.
+    pub fn parse_into<T, E: DestinationError>(
+        text: &str,
+        new: impl FnOnce(Template) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let parsed = Self::SYNTAX
+            .parse(text)
+            .map_err(|e| E::template(text, e.at_byte()))?;
+        new(parsed)
+    }
+
     /// The destination `msg` makes, each value first passed through `value` (the broker's
     /// check: the value as it goes in, or why it can not); what the message could not fill in
-    /// becomes the broker's error through `unfilled`.
-    pub fn render<E>(
+    /// is the broker's error, naming the template.
+    pub fn render<E: DestinationError>(
         &self,
         msg: &Message,
         value: impl for<'v> Fn(Placeholder<'_>, &'v str) -> Result<Cow<'v, str>, E>,
-        unfilled: impl FnOnce(RenderError) -> E,
     ) -> Result<String, E> {
         let made = self.0.render_each(
             msg,
@@ -85,10 +97,22 @@ impl DestinationTemplate {
             },
         );
         made.map_err(|e| match e {
-            Failed::Render(e) => unfilled(e),
+            Failed::Render(RenderError::NoSubject) => E::missing_subject(self.as_str()),
+            Failed::Render(other) => E::unfilled(self.as_str(), other.to_string()),
             Failed::Value(e) => e,
         })
     }
+}
+
+/// A broker's error about its destination template: how it says each thing that can go
+/// wrong, for [`DestinationTemplate::parse_into`] and [`DestinationTemplate::render`].
+pub trait DestinationError {
+    /// `template` does not parse: `reason`.
+    fn template(template: &str, reason: String) -> Self;
+    /// `template` has `{subject}` and the message has no subject.
+    fn missing_subject(template: &str) -> Self;
+    /// The message could not fill in another placeholder of `template`: `reason`.
+    fn unfilled(template: &str, reason: String) -> Self;
 }
 
 /// What stopped a rendering: the message, or the broker's check of a value.
@@ -119,12 +143,28 @@ impl fmt::Display for DestinationTemplate {
 mod tests {
     use super::*;
 
-    fn as_is<'v>(_: Placeholder<'_>, v: &'v str) -> Result<Cow<'v, str>, String> {
+    /// What went wrong, in words.
+    #[derive(Debug, PartialEq)]
+    struct Said(String);
+
+    impl DestinationError for Said {
+        fn template(template: &str, reason: String) -> Self {
+            Said(format!("{template}: {reason}"))
+        }
+        fn missing_subject(template: &str) -> Self {
+            Said(format!("{template}: no subject"))
+        }
+        fn unfilled(_: &str, reason: String) -> Self {
+            Said(reason)
+        }
+    }
+
+    fn as_is<'v>(_: Placeholder<'_>, v: &'v str) -> Result<Cow<'v, str>, Said> {
         Ok(v.into())
     }
 
-    fn render(t: &DestinationTemplate, msg: &Message) -> Result<String, String> {
-        t.render(msg, as_is, |e| e.to_string())
+    fn render(t: &DestinationTemplate, msg: &Message) -> Result<String, Said> {
+        t.render(msg, as_is)
     }
 
     #[test]
@@ -159,15 +199,23 @@ mod tests {
         }
         let t = DestinationTemplate::parse("a.{subject}.{header.x}").unwrap();
         assert_eq!(
-            t.render(&Message::new("x"), as_is, |e| format!("{e:?}")),
-            Err("NoSubject".to_owned())
+            render(&t, &Message::new("x")),
+            Err(Said("a.{subject}.{header.x}: no subject".to_owned()))
         );
         let msg = Message::builder("x").subject("s").build();
         assert_eq!(
             render(&t, &msg),
-            Err("the message has no header `x`".to_owned())
+            Err(Said("the message has no header `x`".to_owned()))
         );
-        let refused = t.render(&msg, |_, _| Err("no".to_owned()), |e| e.to_string());
-        assert_eq!(refused, Err("no".to_owned()));
+        let refused = t.render(&msg, |_, _| Err(Said("no".to_owned())));
+        assert_eq!(refused, Err(Said("no".to_owned())));
+        assert_eq!(
+            DestinationTemplate::parse_into("a.{nope}", |t| Ok::<_, Said>(t)),
+            Err(Said(
+                "a.{nope}: at byte 3: unknown placeholder `{nope}`: a template takes `{subject}`, \
+                 `{id}`, `{header.NAME}` and `{$.json.path}`"
+                    .to_owned()
+            ))
+        );
     }
 }

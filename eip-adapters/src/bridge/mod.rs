@@ -30,7 +30,7 @@ mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
-pub use destination::DestinationTemplate;
+pub use destination::{DestinationError, DestinationTemplate};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
 pub use outbound::{Outbound, Publisher};
 pub use reconnect::Reconnect;

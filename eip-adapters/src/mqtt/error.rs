@@ -1,6 +1,6 @@
 //! What can be wrong with a topic: a template, or a subject that has no topic.
 
-use crate::bridge::BridgeError;
+use crate::bridge::{BridgeError, DestinationError};
 
 /// Why a topic template does not parse, or a message has no topic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +36,28 @@ pub enum TopicError {
         /// Which character is in the way.
         reason: &'static str,
     },
+}
+
+impl DestinationError for TopicError {
+    fn template(template: &str, reason: String) -> Self {
+        TopicError::Template {
+            template: template.to_owned(),
+            reason,
+        }
+    }
+
+    fn missing_subject(template: &str) -> Self {
+        TopicError::NoSubject {
+            template: template.to_owned(),
+        }
+    }
+
+    fn unfilled(template: &str, reason: String) -> Self {
+        TopicError::Render {
+            template: template.to_owned(),
+            reason,
+        }
+    }
 }
 
 impl TopicError {

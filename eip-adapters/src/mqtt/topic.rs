@@ -5,10 +5,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use eip_core::Message;
-use eip_core::template::{Placeholder, RenderError, Syntax, Template};
+use eip_core::template::{Placeholder, Syntax, Template};
 
 use super::error::TopicError;
-use crate::bridge::DestinationTemplate;
+use crate::bridge::{DestinationError, DestinationTemplate};
 
 /// Where the outbound bridge publishes: a fixed topic, or one built from each message.
 ///
@@ -36,13 +36,7 @@ impl TopicTemplate {
 
     /// A template: text, with eip placeholders (`{subject}` where the message's subject goes).
     pub fn parse(template: &str) -> Result<Self, TopicError> {
-        let parsed = Self::SYNTAX
-            .parse(template)
-            .map_err(|e| TopicError::Template {
-                template: template.to_owned(),
-                reason: e.at_byte(),
-            })?;
-        Self::new(parsed)
+        DestinationTemplate::parse_into(template, Self::new)
     }
 
     /// The topic of a parsed template (one parsed with more kinds, such as jq), checked: not
@@ -97,28 +91,13 @@ impl TopicTemplate {
 
     /// The topic `msg` goes to.
     pub fn topic_for(&self, msg: &Message) -> Result<String, TopicError> {
-        let template = || self.as_str().to_owned();
-        self.0.render(
-            msg,
-            |placeholder, value| match placeholder {
-                Placeholder::Subject => subject_to_topic(value).map(Cow::Owned),
-                _ => level(value)
-                    .map(Cow::Borrowed)
-                    .map_err(|reason| TopicError::Render {
-                        template: template(),
-                        reason: format!("`{placeholder}` is `{value}`: {reason}"),
-                    }),
-            },
-            |e| match e {
-                RenderError::NoSubject => TopicError::NoSubject {
-                    template: template(),
-                },
-                other => TopicError::Render {
-                    template: template(),
-                    reason: other.to_string(),
-                },
-            },
-        )
+        self.0.render(msg, |placeholder, value| match placeholder {
+            Placeholder::Subject => subject_to_topic(value).map(Cow::Owned),
+            _ => level(value).map(Cow::Borrowed).map_err(|reason| {
+                let reason = format!("`{placeholder}` is `{value}`: {reason}");
+                TopicError::unfilled(self.as_str(), reason)
+            }),
+        })
     }
 }
 

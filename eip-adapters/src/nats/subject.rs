@@ -5,9 +5,9 @@
 use std::fmt;
 
 use eip_core::Message;
-use eip_core::template::{RenderError, Syntax, Template};
+use eip_core::template::{Syntax, Template};
 
-use crate::bridge::DestinationTemplate;
+use crate::bridge::{DestinationError, DestinationTemplate};
 
 /// Why a subject template, or the subject it made for a message, is not a NATS subject.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,13 +60,7 @@ impl SubjectTemplate {
 
     /// A fixed subject, or a template.
     pub fn parse(template: &str) -> Result<Self, SubjectError> {
-        let parsed = Self::SYNTAX
-            .parse(template)
-            .map_err(|e| SubjectError::Template {
-                template: template.to_owned(),
-                reason: e.at_byte(),
-            })?;
-        Self::new(parsed)
+        DestinationTemplate::parse_into(template, Self::new)
     }
 
     /// A subject of a parsed template (one parsed with more kinds, such as jq), checked: its
@@ -100,22 +94,31 @@ impl SubjectTemplate {
 
     /// The subject `msg` is published to.
     pub fn render(&self, msg: &Message) -> Result<String, SubjectError> {
-        let template = || self.as_str().to_owned();
-        let made = self.0.render(
-            msg,
-            |_, value| Ok(value.into()),
-            |e| match e {
-                RenderError::NoSubject => SubjectError::MissingSubject {
-                    template: template(),
-                },
-                other => SubjectError::Render {
-                    template: template(),
-                    reason: other.to_string(),
-                },
-            },
-        )?;
+        let made = self.0.render(msg, |_, value| Ok(value.into()))?;
         check_subject(&made)?;
         Ok(made)
+    }
+}
+
+impl DestinationError for SubjectError {
+    fn template(template: &str, reason: String) -> Self {
+        SubjectError::Template {
+            template: template.to_owned(),
+            reason,
+        }
+    }
+
+    fn missing_subject(template: &str) -> Self {
+        SubjectError::MissingSubject {
+            template: template.to_owned(),
+        }
+    }
+
+    fn unfilled(template: &str, reason: String) -> Self {
+        SubjectError::Render {
+            template: template.to_owned(),
+            reason,
+        }
     }
 }
 

@@ -5,9 +5,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use eip_core::Message;
-use eip_core::template::{Placeholder, RenderError, Syntax, Template};
+use eip_core::template::{Placeholder, Syntax, Template};
 
-use crate::bridge::DestinationTemplate;
+use crate::bridge::{DestinationError, DestinationTemplate};
 
 /// Why a stream key template, or the key it made for a message, can not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,22 +50,13 @@ impl StreamKey {
 
     /// A fixed key, or a template.
     pub fn parse(template: &str) -> Result<Self, StreamKeyError> {
-        let parsed = Self::SYNTAX
-            .parse(template)
-            .map_err(|e| StreamKeyError::Template {
-                template: template.to_owned(),
-                reason: e.at_byte(),
-            })?;
-        Self::new(parsed)
+        DestinationTemplate::parse_into(template, Self::new)
     }
 
     /// The key of a parsed template (one parsed with more kinds, such as jq): not empty.
     pub fn new(template: Template) -> Result<Self, StreamKeyError> {
         if template.as_str().is_empty() {
-            return Err(StreamKeyError::Template {
-                template: String::new(),
-                reason: "it is empty".to_owned(),
-            });
+            return Err(StreamKeyError::template("", "it is empty".to_owned()));
         }
         Ok(StreamKey(template.into()))
     }
@@ -77,31 +68,40 @@ impl StreamKey {
 
     /// The key `msg` is appended to.
     pub fn render(&self, msg: &Message) -> Result<String, StreamKeyError> {
-        let template = || self.as_str().to_owned();
-        self.0.render(
-            msg,
-            |placeholder, value| match value.is_empty() {
+        let template = self.as_str();
+        self.0
+            .render(msg, |placeholder, value| match value.is_empty() {
                 false => Ok(Cow::Borrowed(value)),
                 true if placeholder == Placeholder::Subject => {
-                    Err(StreamKeyError::MissingSubject {
-                        template: template(),
-                    })
+                    Err(StreamKeyError::missing_subject(template))
                 }
-                true => Err(StreamKeyError::Render {
-                    template: template(),
-                    reason: format!("`{placeholder}` is empty"),
-                }),
-            },
-            |e| match e {
-                RenderError::NoSubject => StreamKeyError::MissingSubject {
-                    template: template(),
-                },
-                other => StreamKeyError::Render {
-                    template: template(),
-                    reason: other.to_string(),
-                },
-            },
-        )
+                true => Err(StreamKeyError::unfilled(
+                    template,
+                    format!("`{placeholder}` is empty"),
+                )),
+            })
+    }
+}
+
+impl DestinationError for StreamKeyError {
+    fn template(template: &str, reason: String) -> Self {
+        StreamKeyError::Template {
+            template: template.to_owned(),
+            reason,
+        }
+    }
+
+    fn missing_subject(template: &str) -> Self {
+        StreamKeyError::MissingSubject {
+            template: template.to_owned(),
+        }
+    }
+
+    fn unfilled(template: &str, reason: String) -> Self {
+        StreamKeyError::Render {
+            template: template.to_owned(),
+            reason,
+        }
     }
 }
 
