@@ -115,6 +115,31 @@ pub trait DestinationError {
     fn unfilled(template: &str, reason: String) -> Self;
 }
 
+/// Implements [`DestinationError`] for a broker's error enum whose variants `Template` and
+/// `Render` carry `template` and `reason`, and whose variant `$missing` carries `template`.
+macro_rules! destination_error {
+    ($error:ident, $missing:ident) => {
+        impl $crate::bridge::DestinationError for $error {
+            fn template(template: &str, reason: String) -> Self {
+                let template = template.to_owned();
+                $error::Template { template, reason }
+            }
+
+            fn missing_subject(template: &str) -> Self {
+                let template = template.to_owned();
+                $error::$missing { template }
+            }
+
+            fn unfilled(template: &str, reason: String) -> Self {
+                let template = template.to_owned();
+                $error::Render { template, reason }
+            }
+        }
+    };
+}
+
+pub(crate) use destination_error;
+
 /// What stopped a rendering: the message, or the broker's check of a value.
 enum Failed<E> {
     Render(RenderError),

@@ -30,6 +30,7 @@ mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
+pub(crate) use destination::destination_error;
 pub use destination::{DestinationError, DestinationTemplate};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
 pub use outbound::{Outbound, Publisher};

@@ -1,6 +1,6 @@
 //! What can be wrong with a topic: a template, or a subject that has no topic.
 
-use crate::bridge::{BridgeError, DestinationError};
+use crate::bridge::{BridgeError, destination_error};
 
 /// Why a topic template does not parse, or a message has no topic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,27 +38,7 @@ pub enum TopicError {
     },
 }
 
-impl DestinationError for TopicError {
-    fn template(template: &str, reason: String) -> Self {
-        TopicError::Template {
-            template: template.to_owned(),
-            reason,
-        }
-    }
-
-    fn missing_subject(template: &str) -> Self {
-        TopicError::NoSubject {
-            template: template.to_owned(),
-        }
-    }
-
-    fn unfilled(template: &str, reason: String) -> Self {
-        TopicError::Render {
-            template: template.to_owned(),
-            reason,
-        }
-    }
-}
+destination_error!(TopicError, NoSubject);
 
 impl TopicError {
     /// The bridge error for a message with no topic: permanent, the message can never be sent.

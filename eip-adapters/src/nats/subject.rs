@@ -7,7 +7,7 @@ use std::fmt;
 use eip_core::Message;
 use eip_core::template::{Syntax, Template};
 
-use crate::bridge::{DestinationError, DestinationTemplate};
+use crate::bridge::{DestinationTemplate, destination_error};
 
 /// Why a subject template, or the subject it made for a message, is not a NATS subject.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,27 +100,7 @@ impl SubjectTemplate {
     }
 }
 
-impl DestinationError for SubjectError {
-    fn template(template: &str, reason: String) -> Self {
-        SubjectError::Template {
-            template: template.to_owned(),
-            reason,
-        }
-    }
-
-    fn missing_subject(template: &str) -> Self {
-        SubjectError::MissingSubject {
-            template: template.to_owned(),
-        }
-    }
-
-    fn unfilled(template: &str, reason: String) -> Self {
-        SubjectError::Render {
-            template: template.to_owned(),
-            reason,
-        }
-    }
-}
+destination_error!(SubjectError, MissingSubject);
 
 impl fmt::Display for SubjectTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

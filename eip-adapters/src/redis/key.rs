@@ -7,7 +7,7 @@ use std::fmt;
 use eip_core::Message;
 use eip_core::template::{Placeholder, Syntax, Template};
 
-use crate::bridge::{DestinationError, DestinationTemplate};
+use crate::bridge::{DestinationError, DestinationTemplate, destination_error};
 
 /// Why a stream key template, or the key it made for a message, can not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,27 +83,7 @@ impl StreamKey {
     }
 }
 
-impl DestinationError for StreamKeyError {
-    fn template(template: &str, reason: String) -> Self {
-        StreamKeyError::Template {
-            template: template.to_owned(),
-            reason,
-        }
-    }
-
-    fn missing_subject(template: &str) -> Self {
-        StreamKeyError::MissingSubject {
-            template: template.to_owned(),
-        }
-    }
-
-    fn unfilled(template: &str, reason: String) -> Self {
-        StreamKeyError::Render {
-            template: template.to_owned(),
-            reason,
-        }
-    }
-}
+destination_error!(StreamKeyError, MissingSubject);
 
 impl fmt::Display for StreamKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
