@@ -146,3 +146,91 @@ adapters:
     let left = running.stop(Duration::from_secs(5)).await;
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_stream_key_made_by_jq_splits_messages_by_kind_and_a_jq_error_is_dead_lettered() {
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        eip_core::MessageId::new().as_uuid().simple()
+    );
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let yaml = format!(
+        "
+channels:
+  orders: {{kind: point-to-point}}
+bridges:
+  out: {{kind: redis-out, from: orders, url: '{url}', stream: 'eiptest:{tag}:{{jq: .kind}}'}}
+"
+    );
+    let scratch = Scratch::new("templates-redis");
+    let plan =
+        load_str(&yaml, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
+    let f = compile(&plan).expect("the flow compiles");
+    let adapters = f
+        .connect_adapters()
+        .await
+        .unwrap_or_else(|e| panic!("Redis at 127.0.0.1:6379 is needed: {e}"));
+    let seen: Arc<Mutex<Vec<(String, eip_core::Message)>>> = Arc::default();
+    let out = seen.clone();
+    let mut running = f.start(Arc::new(move |channel: &str, msg: &eip_core::Message| {
+        if let Ok(mut seen) = out.lock() {
+            seen.push((channel.to_owned(), msg.clone()));
+        }
+    }));
+    running.attach(adapters);
+    for payload in [
+        r#"{"kind": "paid"}"#,
+        r#"{"kind": "sent"}"#,
+        r#"{"kind": "paid"}"#,
+        r#"{"no": "kind"}"#,
+    ] {
+        let msg = eip_core::Message::new(payload.to_owned());
+        f.bus().publish("orders", msg).await.expect("sent");
+    }
+    let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+    let mut redis = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis at 127.0.0.1:6379");
+    let len = |key: String| {
+        let mut redis = redis.clone();
+        async move {
+            redis::cmd("XLEN")
+                .arg(key)
+                .query_async::<u64>(&mut redis)
+                .await
+                .unwrap_or(0)
+        }
+    };
+    let dead = || seen.lock().map(|s| s.clone()).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let paid = len(format!("eiptest:{tag}:paid")).await;
+        let sent = len(format!("eiptest:{tag}:sent")).await;
+        if (paid, sent, dead().len()) == (2, 1, 1) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "paid {paid}, sent {sent}, dead letters {:?}",
+            dead()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (channel, letter) = dead().remove(0);
+    assert_eq!(channel, "dead-letters");
+    let death = letter
+        .death()
+        .expect("a death header")
+        .expect("a death record");
+    let error = death.error.unwrap_or_default();
+    assert!(error.contains("made null"), "{error}");
+    let left = running.stop(Duration::from_secs(5)).await;
+    assert!(left.is_empty(), "{left:?}");
+    let _: Result<(), _> = redis::cmd("DEL")
+        .arg(format!("eiptest:{tag}:paid"))
+        .arg(format!("eiptest:{tag}:sent"))
+        .query_async(&mut redis)
+        .await;
+}
