@@ -31,16 +31,11 @@ fn problems(yaml: &str) -> String {
     }
 }
 
-const JQ_FLOW: &str = "
-channels:
-  orders: {kind: point-to-point}
-  orders.eu: {kind: point-to-point}
-  orders.us: {kind: point-to-point}
-  audit: {kind: point-to-point}
-routes:
-  - from: orders
-    to: ['orders.{jq: .region | ascii_downcase}', audit]
-";
+/// `FLOW` with the region written lower case by jq.
+#[cfg(feature = "jq")]
+fn jq_flow() -> String {
+    FLOW.replace("{$.region}", "{jq: .region | ascii_downcase}")
+}
 
 fn dry(flow: &Flow, line: &str) -> Report {
     flow.dry_run(&InputMessage::parse(line).unwrap()).unwrap()
@@ -145,6 +140,7 @@ routes:
     );
 }
 
+#[cfg(feature = "jq")]
 fn dry_payload(flow: &Flow, payload: &str) -> Report {
     dry(
         flow,
@@ -152,9 +148,10 @@ fn dry_payload(flow: &Flow, payload: &str) -> Report {
     )
 }
 
+#[cfg(feature = "jq")]
 #[test]
 fn a_jq_placeholder_names_each_message_s_destination() {
-    let f = flow(JQ_FLOW);
+    let f = flow(&jq_flow());
     assert_eq!(
         dry_payload(&f, r#"{"region": "EU"}"#).stored,
         ["audit", "orders", "orders.eu"]
@@ -165,9 +162,10 @@ fn a_jq_placeholder_names_each_message_s_destination() {
     );
 }
 
+#[cfg(feature = "jq")]
 #[test]
 fn a_jq_error_makes_the_message_invalid_and_a_name_no_channel_has_is_no_route() {
-    let f = flow(JQ_FLOW);
+    let f = flow(&jq_flow());
     // `ascii_downcase` of a number, of null, and a payload that is not JSON: jq errors.
     for payload in [r#"{"region": 5}"#, r#"{"country": "fr"}"#, r#""text""#] {
         let report = dry_payload(&f, payload);
@@ -192,9 +190,10 @@ fn a_jq_error_makes_the_message_invalid_and_a_name_no_channel_has_is_no_route() 
     );
 }
 
+#[cfg(feature = "jq")]
 #[test]
 fn the_running_route_dead_letters_a_jq_error_with_reason_invalid() {
-    let f = flow(JQ_FLOW);
+    let f = flow(&jq_flow());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -229,12 +228,27 @@ fn the_running_route_dead_letters_a_jq_error_with_reason_invalid() {
     assert_eq!(f.routes()[0].stats().invalid, 1);
 }
 
+#[cfg(feature = "jq")]
 #[test]
 fn a_bad_jq_expression_is_refused_at_its_byte_in_the_flow_file() {
-    let text = problems(&JQ_FLOW.replace("ascii_downcase", "lower"));
+    let text = problems(&jq_flow().replace("ascii_downcase", "lower"));
     assert!(text.contains("invalid template"), "{text}");
     assert!(text.contains("undefined filter `lower/0`"), "{text}");
     assert!(text.contains("key: routes[0].to[0]"), "{text}");
     // `    to: ['` is 10 columns; `lower` is byte 22 of the template.
     assert!(text.contains("flow.yaml:9:33"), "{text}");
+}
+
+#[cfg(not(feature = "jq"))]
+#[test]
+fn without_jq_a_jq_placeholder_is_refused_saying_so() {
+    let text = problems(&FLOW.replace("{$.region}", "{jq: .region}"));
+    assert!(
+        text.contains("needs the cargo feature `jq`, which this eip is built without"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flow.yaml:9:22"),
+        "points at the expression: {text}"
+    );
 }

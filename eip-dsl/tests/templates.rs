@@ -2,12 +2,22 @@
 //! file name take the placeholders a route target takes, jq ones included; `eip validate`
 //! reports a bad jq expression at its byte in the flow file, and what a place refuses in its
 //! own text is still refused. Route targets: `dynamic_routing.rs`.
+// Every test here uses jq and one adapter kind or another; built without them, nothing to run
+// (`dynamic_routing.rs` checks that a jq placeholder then says so).
+#![cfg(all(
+    feature = "jq",
+    feature = "file",
+    feature = "nats",
+    feature = "mqtt",
+    feature = "amqp",
+    feature = "redis"
+))]
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use eip_dsl::compile::compile;
+use eip_dsl::compile::{Flow, RunningFlow, compile};
 use eip_dsl::load::load_str;
 
 mod support {
@@ -42,6 +52,21 @@ fn amqp(value: &str) -> Vec<String> {
 fn mqtt(value: &str) -> Vec<String> {
     let settings = "url: 'mqtt://127.0.0.1:1883', client-id: t";
     bridge("mqtt-out", settings, "topic", value)
+}
+
+/// What reached the flow's outputs (the dead letter channel has no consumer here), by channel.
+type Outputs = Arc<Mutex<Vec<(String, eip_core::Message)>>>;
+
+/// `flow` started, collecting what reaches its outputs.
+fn start(flow: &Flow) -> (RunningFlow, Outputs) {
+    let seen: Outputs = Arc::default();
+    let out = seen.clone();
+    let running = flow.start(Arc::new(move |channel: &str, msg: &eip_core::Message| {
+        if let Ok(mut seen) = out.lock() {
+            seen.push((channel.to_owned(), msg.clone()));
+        }
+    }));
+    (running, seen)
 }
 
 fn lines(all: &[String]) -> Vec<&str> {
@@ -100,14 +125,7 @@ adapters:
     let plan = load_str(yaml, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
     let f = compile(&plan).expect("the flow compiles");
     let adapters = f.connect_adapters().await.expect("the adapters connect");
-    // The dead letter channel has no consumer: what reaches it is the flow's output.
-    let seen: Arc<Mutex<Vec<(String, eip_core::Message)>>> = Arc::default();
-    let out = seen.clone();
-    let mut running = f.start(Arc::new(move |channel: &str, msg: &eip_core::Message| {
-        if let Ok(mut seen) = out.lock() {
-            seen.push((channel.to_owned(), msg.clone()));
-        }
-    }));
+    let (mut running, seen) = start(&f);
     running.attach(adapters);
     let orders = f
         .channels()
@@ -171,13 +189,7 @@ bridges:
         .connect_adapters()
         .await
         .unwrap_or_else(|e| panic!("Redis at 127.0.0.1:6379 is needed: {e}"));
-    let seen: Arc<Mutex<Vec<(String, eip_core::Message)>>> = Arc::default();
-    let out = seen.clone();
-    let mut running = f.start(Arc::new(move |channel: &str, msg: &eip_core::Message| {
-        if let Ok(mut seen) = out.lock() {
-            seen.push((channel.to_owned(), msg.clone()));
-        }
-    }));
+    let (mut running, seen) = start(&f);
     running.attach(adapters);
     for payload in [
         r#"{"kind": "paid"}"#,

@@ -235,7 +235,7 @@ mod tests {
         let refused = t.render(&msg, |_, _| Err(Said("no".to_owned())));
         assert_eq!(refused, Err(Said("no".to_owned())));
         assert_eq!(
-            DestinationTemplate::parse_into("a.{nope}", |t| Ok::<_, Said>(t)),
+            DestinationTemplate::parse_into("a.{nope}", Ok::<_, Said>),
             Err(Said(
                 "a.{nope}: at byte 3: unknown placeholder `{nope}`: a template takes `{subject}`, \
                  `{id}`, `{header.NAME}` and `{$.json.path}`"

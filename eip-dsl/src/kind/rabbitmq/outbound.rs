@@ -41,19 +41,20 @@ fn check(
         .text(check, "exchange")
         .map_or(String::new(), |e| e.value);
     let mut config = AmqpOutboundConfig::new(url.0, exchange);
-    if let Some(key) = settings.text(check, "routing-key") {
-        if let Some(routing_key) = template::setting(
+    let help = "a fixed routing key, `{subject}` for each message's subject, or a template \
+                such as `orders.{$.region}` (see the book's Templates page)";
+    if let Some(key) = settings.text(check, "routing-key")
+        && let Some(routing_key) = template::setting(
             check,
             settings,
             "routing-key",
             &key,
             RoutingKey::SYNTAX,
             RoutingKey::new,
-            "a fixed routing key, `{subject}` for each message's subject, or a template such as \
-             `orders.{$.region}` (see the book's Templates page)",
-        ) {
-            config.routing_key = routing_key;
-        }
+            help,
+        )
+    {
+        config.routing_key = routing_key;
     }
     if let Some(kind) = settings.one_of(
         check,
