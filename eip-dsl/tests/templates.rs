@@ -69,6 +69,20 @@ fn start(flow: &Flow) -> (RunningFlow, Outputs) {
     (running, seen)
 }
 
+/// The one message that reached the dead letter channel, and the error of its death record.
+fn dead_letter(seen: &Outputs) -> (eip_core::Message, String) {
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    let [(channel, letter)] = seen.as_slice() else {
+        panic!("one dead letter, not {seen:?}")
+    };
+    assert_eq!(channel, "dead-letters");
+    let death = letter
+        .death()
+        .expect("a death header")
+        .expect("a death record");
+    (letter.clone(), death.error.unwrap_or_default())
+}
+
 fn lines(all: &[String]) -> Vec<&str> {
     all.iter().map(String::as_str).collect()
 }
@@ -150,13 +164,7 @@ adapters:
         std::fs::read_to_string(&written).expect("the file"),
         r#"{"kind": "PAID", "n": 1}"#
     );
-    let (channel, letter) = dead().remove(0);
-    assert_eq!(channel, "dead-letters");
-    let death = letter
-        .death()
-        .expect("a death header")
-        .expect("a death record");
-    let error = death.error.unwrap_or_default();
+    let (letter, error) = dead_letter(&seen);
     assert!(error.contains("would leave"), "{error}");
     assert_eq!(letter.payload_str(), Some(r#"{"kind": "../x", "n": 2}"#));
     assert!(!Path::new(&scratch.0.join("x")).exists());
@@ -230,13 +238,7 @@ bridges:
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (channel, letter) = dead().remove(0);
-    assert_eq!(channel, "dead-letters");
-    let death = letter
-        .death()
-        .expect("a death header")
-        .expect("a death record");
-    let error = death.error.unwrap_or_default();
+    let (_, error) = dead_letter(&seen);
     assert!(error.contains("made null"), "{error}");
     let left = running.stop(Duration::from_secs(5)).await;
     assert!(left.is_empty(), "{left:?}");
