@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use eip_core::channel::ChannelKind;
 use eip_core::router::Strategy;
-use eip_core::template::{Template, has_placeholders};
+use eip_core::template::{Syntax, has_placeholders};
 
 use super::Check;
 use super::names::{Names, listed_twice};
@@ -550,10 +550,12 @@ fn targets(
     out
 }
 
-/// A destination computed per message: a template that parses. What it names is known only
-/// per message (a name that is not declared dead-letters that message, reason `no-route`).
+/// A destination computed per message: a template that parses (with jq placeholders when
+/// built with jq, their expressions compiled here). What it names is known only per message (a
+/// name that is not declared dead-letters that message, reason `no-route`; a jq error on it,
+/// reason `invalid`).
 fn template(check: &mut Check<'_>, name: &Located<String>, key: &str) -> Option<TargetRef> {
-    match Template::parse(&name.value) {
+    match crate::template::parse(&name.value, Syntax::new()) {
         Ok(_) => Some(TargetRef::Template(name.value.clone())),
         Err(e) => {
             let at = check.inside(name, e.offset);
@@ -562,7 +564,8 @@ fn template(check: &mut Check<'_>, name: &Located<String>, key: &str) -> Option<
                     .with_key(key)
                     .with_help(
                         "a destination may be made from each message: `orders.{$.region}`, \
-                         `audit.{header.tenant}`, `{subject}`; `{{` is a brace",
+                         `audit.{header.tenant}`, `{subject}`, `{jq: .kind | ascii_downcase}`; \
+                         `{{` is a brace",
                     ),
             );
             None
