@@ -103,6 +103,28 @@ fn messages_out_of_order_are_held_until_the_numbers_before_them_arrive() {
 }
 
 #[test]
+fn messages_handled_at_the_same_time_still_go_on_in_order() {
+    let f = flow("      - resequence: {}");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let out = runtime.block_on(async {
+        let route = &f.routes()[0];
+        let handled = (1..=50)
+            .rev()
+            .map(|n| route.handle(numbered(n)))
+            .collect::<Vec<_>>();
+        for done in futures::future::join_all(handled).await {
+            done.expect("the route takes it");
+        }
+        drain(&f, "out").await
+    });
+    assert_eq!(payloads(&out), texts(&(1..=50).collect::<Vec<_>>()));
+}
+
+#[test]
 fn a_sequence_can_start_at_another_number_and_be_read_from_a_header() {
     let f = flow("      - resequence: {header: x-seq, start: 10}");
     let at = |n: i64| Message::builder(format!("{n}")).header("x-seq", n).build();
