@@ -22,7 +22,9 @@ mod delay;
 mod expr;
 mod filter;
 mod key;
+mod later;
 mod process;
+mod resequence;
 mod routing_slip;
 mod split;
 mod throttle;
@@ -36,6 +38,7 @@ pub use self::dedupe::DedupeConfig;
 pub use self::delay::DelayConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
+pub use self::resequence::ResequenceConfig;
 pub use self::routing_slip::RoutingSlipConfig;
 pub use self::split::SplitConfig;
 pub use self::throttle::{Rate, RateError, ThrottleConfig, parse_rate};
@@ -308,6 +311,7 @@ steps! {
     always, "process" => process::PROCESS,
     always, "dedupe" => dedupe::DEDUPE,
     always, "aggregate" => aggregate::AGGREGATE,
+    always, "resequence" => resequence::RESEQUENCE,
     "jq", "transform" => transform::TRANSFORM,
     always, "delay" => delay::DELAY,
     always, "throttle" => throttle::THROTTLE,

@@ -39,9 +39,6 @@
 
 mod durable;
 
-use std::fmt;
-use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use eip_core::MessageBus;
@@ -54,6 +51,7 @@ use tower::{Service, ServiceExt};
 
 use super::expr::{Jq, jq_setting};
 use super::key::{DefaultKey, KeyOf, key_of};
+use super::later::Later;
 use super::{Building, Entry, Made, RouteStep, Side, StepConfig, StepKind};
 use crate::compile::{CompileError, Rest, RouteFailure, WeakRest};
 use crate::diagnostic::Check;
@@ -325,36 +323,6 @@ fn combine(jq: &Jq, messages: &[Message]) -> Result<bytes::Bytes, String> {
         .map_err(|e| format!("combine `{}`: {e}", jq.source()))
 }
 
-/// The rest of the route, known once the route is built; what a released group goes to.
-#[derive(Clone, Default)]
-struct Later(Arc<OnceLock<WeakRest>>);
-
-impl fmt::Debug for Later {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Later")
-    }
-}
-
-impl Service<Message> for Later {
-    type Response = ();
-    type Error = RouteFailure;
-    type Future = BoxFuture<'static, Result<(), RouteFailure>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RouteFailure>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, msg: Message) -> Self::Future {
-        let rest = self.0.get().and_then(WeakRest::upgrade);
-        Box::pin(async move {
-            match rest {
-                Some(rest) => rest.run(msg).await,
-                None => Err(RouteFailure::Stopped),
-            }
-        })
-    }
-}
-
 #[derive(Debug)]
 struct Aggregate {
     aggregator: Aggregator<Later>,
@@ -384,8 +352,7 @@ impl RouteStep for Aggregate {
     }
 
     fn attach(&self, rest: WeakRest) {
-        // Built once, attached once: a second attach would be the same rest.
-        let _ = self.rest.0.set(rest);
+        self.rest.attach(rest);
     }
 
     fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
