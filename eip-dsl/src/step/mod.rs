@@ -15,7 +15,10 @@
 //! filter's discard, an invalid message). The running route carries that out by sending, the
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
+mod calls;
 mod convert;
+#[cfg(feature = "jq")]
+mod enrich;
 mod filter;
 mod process;
 mod split;
@@ -23,7 +26,10 @@ mod split;
 mod transform;
 mod wire_tap;
 
+pub use self::calls::CallError;
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
+#[cfg(feature = "jq")]
+pub use self::enrich::EnrichConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
 pub use self::split::SplitConfig;
@@ -223,6 +229,7 @@ steps! {
     always, "marshal" => convert::MARSHAL,
     always, "process" => process::PROCESS,
     "jq", "transform" => transform::TRANSFORM,
+    "jq", "enrich" => enrich::ENRICH,
 }
 
 /// The step kind named `name` in a flow file, if it is built.
