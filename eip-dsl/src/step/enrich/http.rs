@@ -35,7 +35,12 @@ pub(super) struct HttpSource {
     config: HttpLookupConfig,
 }
 
-pub(super) fn read(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<HttpSource> {
+/// `http:`; `timeout` is the step's deadline, after which the client's own comes.
+pub(super) fn read(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    timeout: Option<Duration>,
+) -> Option<HttpSource> {
     let http = settings.map(check, "http", KEYS)?;
     let text = http.required_text(check, "url", &format!("add `url:`, {URL_HELP}"))?;
     let url = match UrlTemplate::parse(&text.value) {
@@ -71,8 +76,7 @@ pub(super) fn read(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Htt
     if let Some(headers) = http.list(check, "headers") {
         config.copy_headers = headers.into_iter().map(|h| h.value).collect();
     }
-    // The step's `timeout` is the deadline; the client's own comes after it.
-    if let Some(timeout) = settings.positive_duration(check, "timeout") {
+    if let Some(timeout) = timeout {
         config.request_timeout = timeout + Duration::from_secs(1);
     }
     Some(HttpSource { config })

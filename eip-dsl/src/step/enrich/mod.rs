@@ -51,6 +51,7 @@ mod sql;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use eip_core::MessageBus;
@@ -170,11 +171,12 @@ fn check(
     _entry: &Entry<'_>,
 ) -> Option<Box<dyn StepConfig>> {
     let before = check.problems.len();
-    let source = source(check, settings);
+    let limits = calls::read(check, settings, true);
+    let timeout = limits.as_ref().and_then(|l| l.timeout);
+    let source = source(check, settings, timeout);
     let merge = settings
         .required_text(check, "merge", MERGE_HELP)
         .and_then(|text| merge(check, &text, &settings.key("merge")));
-    let limits = calls::read(check, settings, true);
     let cache = cache::read(check, settings);
     if check.problems.len() > before {
         return None;
@@ -188,7 +190,11 @@ fn check(
 }
 
 /// `http:` or `sql:`, exactly one.
-fn source(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Source> {
+fn source(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    timeout: Option<Duration>,
+) -> Option<Source> {
     match (settings.get("http"), settings.get("sql")) {
         (Some(_), Some(_)) => {
             settings.report_entry(
@@ -207,18 +213,26 @@ fn source(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Source> {
             );
             None
         }
-        (Some(_), None) => http_source(check, settings),
+        (Some(_), None) => http_source(check, settings, timeout),
         (None, Some(_)) => sql_source(check, settings),
     }
 }
 
 #[cfg(feature = "http")]
-fn http_source(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Source> {
-    http::read(check, settings).map(Source::Http)
+fn http_source(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    timeout: Option<Duration>,
+) -> Option<Source> {
+    http::read(check, settings, timeout).map(Source::Http)
 }
 
 #[cfg(not(feature = "http"))]
-fn http_source(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Source> {
+fn http_source(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    _timeout: Option<Duration>,
+) -> Option<Source> {
     not_built(check, settings, "http")
 }
 
@@ -374,6 +388,14 @@ impl fmt::Debug for Enrich {
 }
 
 impl Enrich {
+    /// The request for `msg`, which must be JSON for the merge (so a payload that is not is
+    /// refused before anything is asked).
+    fn request(&self, msg: &Message) -> Result<Request, String> {
+        msg.json_value()
+            .map_err(|e| format!("payload is not JSON: {e}"))?;
+        self.lookup.request(msg)
+    }
+
     fn invalid(msg: Message, error: String) -> Made {
         Made::instead(Side::Invalid { msg, error })
     }
@@ -393,7 +415,7 @@ impl RouteStep for Enrich {
     /// The dry run looks nothing up: a message that can not make its request is invalid, as
     /// it would be in a running flow; any other goes on unchanged.
     fn decide(&self, msg: Message) -> Made {
-        match self.lookup.request(&msg) {
+        match self.request(&msg) {
             Ok(_) => Made::next(msg),
             Err(error) => Self::invalid(msg, error),
         }
@@ -405,7 +427,7 @@ impl RouteStep for Enrich {
 
     fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
         Box::pin(async move {
-            let request = match self.lookup.request(&msg) {
+            let request = match self.request(&msg) {
                 Ok(request) => request,
                 Err(error) => return Ok(Self::invalid(msg, error)),
             };

@@ -1,0 +1,675 @@
+//! The `enrich` step (the Content Enricher) against a real HTTP server started here and the
+//! local PostgreSQL, and the limits of steps that call out (`timeout`, `retry`, `concurrency`,
+//! `circuit-breaker`), for `enrich` and `process`.
+
+mod support {
+    pub mod postgres;
+    pub mod problems;
+    pub mod validate;
+}
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use eip_core::Message;
+use eip_core::channel::Channel;
+use eip_dsl::compile::{self, Flow, InputMessage, Output};
+use eip_dsl::load;
+use eip_dsl::step::Services;
+use serde_json::{Value, json};
+use support::postgres::TestDatabase;
+use support::problems::{at, problems};
+
+/// What the test server saw.
+#[derive(Default)]
+struct Seen {
+    /// Requests by path.
+    calls: Mutex<HashMap<String, u32>>,
+    /// Requests being answered now, and the most at once.
+    in_flight: AtomicU32,
+    most: AtomicU32,
+}
+
+impl Seen {
+    fn calls(&self, path: &str) -> u32 {
+        self.calls.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+
+    fn count(&self, path: String) -> u32 {
+        let mut calls = self.calls.lock().unwrap();
+        let n = calls.entry(path).or_default();
+        *n += 1;
+        *n
+    }
+}
+
+/// A customer service on a port of its own:
+/// - `GET /customers/{id}`: `c1` and `c2` are known, `bad` is answered 400, `text` with a
+///   body that is not JSON, any other 404;
+/// - `GET /flaky/{id}`: 500 the first time, then the answer;
+/// - `GET /down/{id}`: 500 always; `GET /slow/{id}`: after 5 s;
+/// - `GET /gate/{id}`: answers once two requests are in flight (or after 5 s);
+/// - `POST /echo`: the body it was sent, as `{"sent": BODY}`.
+async fn server() -> (String, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let app = axum::Router::new()
+        .route("/customers/{id}", get(customer))
+        .route("/flaky/{id}", get(flaky))
+        .route("/down/{id}", get(down))
+        .route("/slow/{id}", get(slow))
+        .route("/gate/{id}", get(gate))
+        .route("/echo", post(echo))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{address}"), seen)
+}
+
+fn json_answer(value: Value) -> Response {
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+async fn customer(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
+    seen.count(format!("/customers/{id}"));
+    match id.as_str() {
+        "c1" => json_answer(json!({"name": "Ada", "tier": "gold"})),
+        "c2" => json_answer(json!({"name": "Grace", "tier": "silver"})),
+        "bad" => (StatusCode::BAD_REQUEST, "not a customer id").into_response(),
+        "text" => (StatusCode::OK, "<html>hello</html>").into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn flaky(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
+    match seen.count(format!("/flaky/{id}")) {
+        1 => (StatusCode::INTERNAL_SERVER_ERROR, "busy").into_response(),
+        _ => json_answer(json!({"ok": true})),
+    }
+}
+
+async fn down(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
+    seen.count(format!("/down/{id}"));
+    (StatusCode::INTERNAL_SERVER_ERROR, "down for maintenance").into_response()
+}
+
+async fn slow(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
+    seen.count(format!("/slow/{id}"));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    json_answer(json!({}))
+}
+
+async fn gate(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
+    seen.count(format!("/gate/{id}"));
+    let now = seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    seen.most.fetch_max(now, Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while seen.in_flight.load(Ordering::SeqCst) < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Both answered requests leave only once the other one was seen.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+    json_answer(json!({"id": id}))
+}
+
+async fn echo(body: String) -> Response {
+    let sent: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    json_answer(json!({ "sent": sent }))
+}
+
+/// A flow whose one route takes `orders` through `steps` to `out`.
+fn yaml(steps: &str, redelivery: &str) -> String {
+    format!(
+        "
+channels:
+  orders: {{kind: point-to-point{redelivery}}}
+  out: {{kind: point-to-point}}
+routes:
+  - from: orders
+    steps:
+{steps}
+    to: out
+"
+    )
+}
+
+fn flow(steps: &str) -> Flow {
+    flow_with(steps, "", &Services::new())
+}
+
+fn flow_with(steps: &str, redelivery: &str, services: &Services) -> Flow {
+    let text = yaml(steps, redelivery);
+    match load::load_str_with(&text, "flow.yaml", Path::new("."), services) {
+        Ok(plan) => compile::compile(&plan).unwrap(),
+        Err(errors) => panic!("{}", errors.render()),
+    }
+}
+
+/// What is waiting on the queue `name`, taken and acknowledged.
+async fn drain(flow: &Flow, name: &str) -> Vec<Message> {
+    let Some(Channel::PointToPoint(queue)) = flow.channels().iter().find(|c| c.name() == name)
+    else {
+        panic!("{name} is a queue")
+    };
+    let mut receiver = queue.receiver();
+    let mut got = Vec::new();
+    while queue.stats().depth > 0 {
+        let delivery = receiver.recv().await.unwrap();
+        got.push(delivery.message().clone());
+        delivery.ack();
+    }
+    got
+}
+
+fn payload(msg: &Message) -> Value {
+    serde_json::from_slice(msg.payload()).unwrap()
+}
+
+fn order(customer: &str) -> Message {
+    Message::builder(format!(r#"{{"order": 1, "customer_id": "{customer}"}}"#))
+        .header("customer", customer)
+        .build()
+}
+
+/// The death record's reason and error of a dead letter.
+fn death(msg: &Message) -> (String, String) {
+    let death = msg.death().unwrap().expect("a death record");
+    (death.reason.to_string(), death.error.unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_answer_is_merged_into_the_payload_and_not_found_is_null() {
+    let (base, seen) = server().await;
+    let flow = flow(&format!(
+        "      - enrich:
+          http: {{url: '{base}/customers/{{header.customer}}'}}
+          merge: '. + {{customer: $answer, by: $headers.customer}}'"
+    ));
+    let route = &flow.routes()[0];
+    let msg = order("c1");
+    let id = msg.id();
+    route.handle(msg).await.unwrap();
+    route.handle(order("nobody")).await.unwrap();
+    let out = drain(&flow, "out").await;
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        payload(&out[0]),
+        json!({"order": 1, "customer_id": "c1", "customer": {"name": "Ada", "tier": "gold"}, "by": "c1"})
+    );
+    assert_eq!(out[0].id(), id, "the same message, enriched");
+    assert_eq!(
+        out[0].headers().get("customer").unwrap().as_str(),
+        Some("c1")
+    );
+    assert_eq!(
+        payload(&out[1])["customer"],
+        Value::Null,
+        "404: nothing found"
+    );
+    assert_eq!(seen.calls("/customers/nobody"), 1);
+    assert!(drain(&flow, "dead-letters").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_merge_can_not_use_makes_the_message_invalid_at_once() {
+    let (base, seen) = server().await;
+    let flow = flow(&format!(
+        "      - enrich:
+          http: {{url: '{base}/customers/{{header.customer}}'}}
+          merge: '. + {{tier: $answer.tier | ascii_upcase}}'
+          retry: {{max-attempts: 3, backoff: 1ms}}"
+    ));
+    let route = &flow.routes()[0];
+    for customer in ["bad", "text", "nobody"] {
+        route.handle(order(customer)).await.unwrap();
+    }
+    // No header for the URL: the request can not be made.
+    route.handle(Message::new("{}")).await.unwrap();
+    route
+        .handle(
+            Message::builder("not json")
+                .header("customer", "c1")
+                .build(),
+        )
+        .await
+        .unwrap();
+    let dead = drain(&flow, "dead-letters").await;
+    let deaths: Vec<(String, String)> = dead.iter().map(death).collect();
+    assert_eq!(deaths.len(), 5, "{deaths:?}");
+    assert!(
+        deaths.iter().all(|(reason, _)| reason == "invalid"),
+        "{deaths:?}"
+    );
+    assert!(
+        deaths[0].1.contains("answered 400: not a customer id"),
+        "{deaths:?}"
+    );
+    assert!(deaths[1].1.contains("is not JSON"), "{deaths:?}");
+    assert!(
+        deaths[2]
+            .1
+            .contains("merge `. + {tier: $answer.tier | ascii_upcase}`"),
+        "{deaths:?}"
+    );
+    assert!(
+        deaths[3].1.contains("no text header `customer`"),
+        "{deaths:?}"
+    );
+    assert!(deaths[4].1.contains("payload is not JSON"), "{deaths:?}");
+    assert_eq!(seen.calls("/customers/bad"), 1, "a 4xx is not retried");
+    assert_eq!(
+        dead[0].payload(),
+        order("bad").payload(),
+        "the message as it came"
+    );
+    assert!(drain(&flow, "out").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_is_taken_from_the_cache_within_its_ttl_and_asked_again_after() {
+    let (base, seen) = server().await;
+    let steps = |ttl: &str| {
+        format!(
+            "      - enrich:
+          http: {{url: '{base}/customers/{{header.customer}}'}}
+          merge: '. + {{name: $answer.name}}'
+          cache: {{ttl: {ttl}, max-entries: 10}}"
+        )
+    };
+    let long = flow(&steps("1h"));
+    for customer in ["c1", "c1", "c2", "c1", "nobody", "nobody"] {
+        long.routes()[0].handle(order(customer)).await.unwrap();
+    }
+    let names: Vec<Value> = drain(&long, "out")
+        .await
+        .iter()
+        .map(|m| payload(m)["name"].clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            json!("Ada"),
+            json!("Ada"),
+            json!("Grace"),
+            json!("Ada"),
+            Value::Null,
+            Value::Null
+        ]
+    );
+    assert_eq!(seen.calls("/customers/c1"), 1, "the cache answered twice");
+    assert_eq!(seen.calls("/customers/c2"), 1);
+    assert_eq!(
+        seen.calls("/customers/nobody"),
+        1,
+        "nothing found is kept too"
+    );
+
+    let short = flow(&steps("50ms"));
+    short.routes()[0].handle(order("c2")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    short.routes()[0].handle(order("c2")).await.unwrap();
+    assert_eq!(
+        seen.calls("/customers/c2"),
+        3,
+        "asked again once the answer was too old"
+    );
+    assert_eq!(drain(&short, "out").await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_lookup_is_retried_and_the_second_attempt_is_merged() {
+    let (base, seen) = server().await;
+    let flow = flow(&format!(
+        "      - enrich:
+          http: {{url: '{base}/flaky/{{header.customer}}'}}
+          merge: '. + $answer'
+          retry: {{max-attempts: 3, backoff: 10ms}}"
+    ));
+    flow.routes()[0].handle(order("x")).await.unwrap();
+    assert_eq!(seen.calls("/flaky/x"), 2);
+    let out = drain(&flow, "out").await;
+    assert_eq!(payload(&out[0])["ok"], json!(true));
+}
+
+/// Runs `flow` until a dead letter arrives (at most 20 s), then stops it.
+async fn first_dead_letter(flow: &Flow, msg: Message) -> Message {
+    let dead = Arc::new(Mutex::new(Vec::<Message>::new()));
+    let seen = dead.clone();
+    let output: Output = Arc::new(move |channel: &str, msg: &Message| {
+        if channel == "dead-letters" {
+            seen.lock().unwrap().push(msg.clone());
+        }
+    });
+    let running = flow.start(output);
+    flow.bus().publish("orders", msg).await.unwrap();
+    for _ in 0..2000 {
+        if !dead.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    running.stop(Duration::from_secs(2)).await;
+    let dead = dead.lock().unwrap();
+    dead.first().cloned().expect("a dead letter within 20 s")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_past_its_timeout_is_redelivered_then_dead_lettered_with_the_error() {
+    let (base, seen) = server().await;
+    let flow = flow_with(
+        &format!(
+            "      - enrich:
+          http: {{url: '{base}/slow/{{header.customer}}'}}
+          merge: '. + $answer'
+          timeout: 100ms
+          retry: {{max-attempts: 2, backoff: 1ms}}"
+        ),
+        ", redelivery: {max-attempts: 2, initial-backoff: 10ms}",
+        &Services::new(),
+    );
+    let dead = first_dead_letter(&flow, order("x")).await;
+    let (reason, error) = death(&dead);
+    assert_eq!(reason, "max-redeliveries");
+    assert!(
+        error.contains("step 1 (enrich GET")
+            && error.contains("no answer within 100ms (after 2 attempts)"),
+        "{error}"
+    );
+    assert_eq!(seen.calls("/slow/x"), 4, "2 deliveries of 2 attempts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_circuit_breaker_fails_fast_without_calling_and_the_message_is_redelivered() {
+    let (base, seen) = server().await;
+    let flow = flow(&format!(
+        "      - enrich:
+          http: {{url: '{base}/down/{{header.customer}}'}}
+          merge: '. + $answer'
+          circuit-breaker: {{failures: 2, reset: 1h}}"
+    ));
+    let route = &flow.routes()[0];
+    for _ in 0..2 {
+        let failed = route.handle(order("x")).await.unwrap_err().to_string();
+        assert!(
+            failed.contains("answered 500: down for maintenance"),
+            "{failed}"
+        );
+    }
+    let failed = route.handle(order("x")).await.unwrap_err().to_string();
+    assert!(
+        failed.contains("circuit breaker open after 2 failed calls in a row"),
+        "{failed}"
+    );
+    assert!(failed.contains("the last failure: GET"), "{failed}");
+    assert_eq!(seen.calls("/down/x"), 2, "the third call was not made");
+    assert!(drain(&flow, "out").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_more_lookups_run_at_once_than_the_concurrency_limit() {
+    let (base, seen) = server().await;
+    let flow = flow(&format!(
+        "      - enrich:
+          http: {{url: '{base}/gate/{{header.customer}}'}}
+          merge: '. + {{gate: $answer.id}}'
+          concurrency: 2"
+    ));
+    let route = flow.routes()[0].clone();
+    let calls = (0..6).map(|n| {
+        let route = route.clone();
+        tokio::spawn(async move { route.handle(order(&format!("g{n}"))).await })
+    });
+    for call in futures::future::join_all(calls).await {
+        call.unwrap().unwrap();
+    }
+    assert_eq!(
+        seen.most.load(Ordering::SeqCst),
+        2,
+        "two at once, never more"
+    );
+    assert_eq!(drain(&flow, "out").await.len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_lookup_sends_the_payload() {
+    let (base, _seen) = server().await;
+    let flow = flow(&format!(
+        "      - enrich:
+          http: {{url: '{base}/echo', method: post}}
+          merge: '{{order: .order, echoed: $answer.sent.order}}'"
+    ));
+    flow.routes()[0].handle(order("c1")).await.unwrap();
+    let out = drain(&flow, "out").await;
+    assert_eq!(payload(&out[0]), json!({"order": 1, "echoed": 1}));
+}
+
+#[tokio::test]
+async fn the_dry_run_looks_nothing_up() {
+    let flow = flow(
+        "      - enrich:
+          http: {url: 'http://127.0.0.1:9/customers/{header.customer}'}
+          merge: '. + {customer: $answer}'",
+    );
+    let input = InputMessage::parse(
+        r#"{"to": "orders", "payload": {"a": 1}, "headers": {"customer": "c1"}}"#,
+    )
+    .unwrap();
+    let report = flow.dry_run_steps(&input).unwrap();
+    assert_eq!(report.stored, ["orders", "out"]);
+    assert_eq!(
+        report.steps[0].does,
+        "enrich GET http://127.0.0.1:9/customers/{header.customer} | . + {customer: $answer}"
+    );
+    assert_eq!(report.steps[0].out[0].payload, json!({"a": 1}), "unchanged");
+    // A message that can not make its request is invalid there too.
+    let input = InputMessage::parse(r#"{"to": "orders", "payload": {"a": 1}}"#).unwrap();
+    let report = flow.dry_run(&input).unwrap();
+    let dead = report.dead_letter.expect("a dead letter");
+    assert_eq!(
+        (dead.channel.as_str(), dead.reason.as_str()),
+        ("dead-letters", "invalid")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_s_first_row_or_all_rows_are_merged_with_named_parameters() {
+    TestDatabase::create("eip_enrich").await.run(|_, url, pool| async move {
+        sqlx::raw_sql(
+            "create table customers (id text primary key, name text, tier text);
+             insert into customers values ('c1', 'Ada', 'gold'), ('c2', 'Grace', 'gold'), ('c3', 'Alan', 'silver');",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        let flow = flow(&format!(
+            "      - enrich:
+          sql:
+            url: '{url}'
+            query: 'select name, tier from customers where id = :id'
+            params: {{id: '.customer_id'}}
+          merge: '. + {{customer: $answer}}'
+      - enrich:
+          sql:
+            url: '{url}'
+            query: 'select name from customers where tier = :$.customer.tier order by name'
+            rows: all
+          merge: '. + {{peers: $answer | map(.name)}}'"
+        ));
+        let route = &flow.routes()[0];
+        route.handle(order("c1")).await.unwrap();
+        route.handle(order("c9")).await.unwrap();
+        let out = drain(&flow, "out").await;
+        assert_eq!(
+            payload(&out[0]),
+            json!({"order": 1, "customer_id": "c1", "customer": {"name": "Ada", "tier": "gold"}, "peers": ["Ada", "Grace"]})
+        );
+        // No row is null; then the second query finds no value for its parameter: invalid.
+        assert!(out.len() == 1, "{out:?}");
+        let dead = drain(&flow, "dead-letters").await;
+        let (reason, error) = death(&dead[0]);
+        assert_eq!(reason, "invalid");
+        assert!(error.contains("parameter `:$.customer.tier` found no value"), "{error}");
+
+        // A query the database refuses fails the route (redelivery), naming the statement.
+        let broken = flow_with(
+            &format!(
+                "      - enrich:
+          sql: {{url: '{url}', query: 'select name from nowhere where id = :customer_id'}}
+          merge: '. + $answer'"
+            ),
+            "",
+            &Services::new(),
+        );
+        let failed = broken.routes()[0].handle(order("c1")).await.unwrap_err().to_string();
+        assert!(failed.contains("statement `select name from nowhere"), "{failed}");
+        assert!(failed.contains("nowhere"), "{failed}");
+    })
+    .await;
+}
+
+/// A service that answers after `delay`.
+fn slow_service(
+    delay: Duration,
+) -> impl tower::Service<
+    Message,
+    Response = Message,
+    Error = tower::BoxError,
+    Future = impl Future<Output = Result<Message, tower::BoxError>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |msg: Message| async move {
+        tokio::time::sleep(delay).await;
+        Ok::<Message, tower::BoxError>(msg)
+    })
+}
+
+#[tokio::test]
+async fn a_process_step_takes_the_same_limits() {
+    let services = Services::new().add("slow", slow_service(Duration::from_secs(5)));
+    let flow = flow_with(
+        "      - process: {service: slow, timeout: 50ms, circuit-breaker: {failures: 1, reset: 1h}}",
+        "",
+        &services,
+    );
+    let route = &flow.routes()[0];
+    let failed = route
+        .handle(Message::new("{}"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        failed,
+        "route `route-1`, step 1 (process slow (timeout 50ms, circuit breaker after 1 failures for 3600s)): no answer within 50ms"
+    );
+    let failed = route
+        .handle(Message::new("{}"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(failed.contains("circuit breaker open"), "{failed}");
+}
+
+fn enrich_flow(lines: &[&str]) -> Vec<String> {
+    let mut flow = vec![
+        "channels:",
+        "  orders: {kind: point-to-point}",
+        "  out: {kind: point-to-point}",
+        "routes:",
+        "  - from: orders",
+        "    to: out",
+        "    steps:",
+        "      - enrich:",
+    ];
+    flow.extend_from_slice(lines);
+    flow.into_iter().map(str::to_owned).collect()
+}
+
+/// Each problem of a flow: its message and position.
+fn refused(lines: &[&str]) -> Vec<(String, (u32, u32))> {
+    let flow = enrich_flow(lines);
+    let lines: Vec<&str> = flow.iter().map(String::as_str).collect();
+    problems(&lines)
+        .iter()
+        .map(|p| (p.message.clone(), at(p)))
+        .collect()
+}
+
+#[test]
+fn bad_settings_are_refused_with_their_positions() {
+    let got = refused(&[
+        "          http: {url: 'http://h/{nope}'}",
+        "          merge: '. + {a: $answr}'",
+        "          timeout: 0s",
+        "          circuit-breaker: {failures: 0}",
+        "          cache: {max-entries: 10}",
+        "          retry: {max-attempts: 0, backof: 1s}",
+    ]);
+    let text = format!("{got:#?}");
+    let has = |message: &str, at: (u32, u32)| {
+        assert!(
+            got.iter().any(|(m, a)| m.contains(message) && *a == at),
+            "no `{message}` at {at:?}: {text}"
+        );
+    };
+    has("invalid `url`: unknown placeholder `{nope}`", (9, 24));
+    has(
+        "invalid jq: invalid jq expression at byte 8: undefined variable `$answr`",
+        (10, 27),
+    );
+    has("`timeout` must be longer than zero", (11, 20));
+    has("`failures` must be a whole number of at least 1", (12, 39));
+    has("has no `ttl`", (13, 18));
+    has("unknown key `backof`", (14, 36));
+
+    let got = refused(&[
+        "          http: {url: 'http://h/x', methd: get}",
+        "          merge: '$answer'",
+    ]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].0.contains("unknown key `methd` in `http`"),
+        "{got:?}"
+    );
+    assert_eq!(got[0].1, (9, 37), "{got:?}");
+    let got = refused(&[
+        "          sql: {url: 'postgres://h/db', query: 'select a from t where id = :id and x = $1', params: {id: '.a'}}",
+        "          merge: '$answer'",
+    ]);
+    assert!(got[0].0.contains("invalid `query`"), "{got:?}");
+    assert_eq!(got[0].1, (9, 88), "{got:?}");
+    let got = refused(&[
+        "          sql: {url: 'postgres://h/db', query: 'select a from t where id = :key', params: {id: '.a'}}",
+        "          merge: '$answer'",
+    ]);
+    assert!(
+        got[0]
+            .0
+            .contains("the parameter `:key`, which `params` does not compute"),
+        "{got:?}"
+    );
+    let got = refused(&[
+        "          http: {url: 'http://h/x'}",
+        "          sql: {url: 'postgres://h/db', query: 'select 1'}",
+        "          merge: '$answer'",
+    ]);
+    assert!(
+        got[0].0.contains("`http` and `sql` contradict each other"),
+        "{got:?}"
+    );
+    let got = refused(&["          merge: '$answer'"]);
+    assert!(got[0].0.contains("has no `http`"), "{got:?}");
+}
