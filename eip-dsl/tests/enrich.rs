@@ -25,7 +25,7 @@ use eip_dsl::load;
 use eip_dsl::step::Services;
 use serde_json::{Value, json};
 use support::postgres::TestDatabase;
-use support::problems::{at, problems};
+use support::problems::{at, help, only, problems};
 
 /// What the test server saw.
 #[derive(Default)]
@@ -608,6 +608,18 @@ fn refused(lines: &[&str]) -> Vec<(String, (u32, u32))> {
         .collect()
 }
 
+/// The one problem of a flow: its message, position and help.
+fn refused_once(lines: &[&str]) -> (String, (u32, u32), String) {
+    let flow = enrich_flow(lines);
+    let lines: Vec<&str> = flow.iter().map(String::as_str).collect();
+    let problem = only(&lines);
+    (
+        problem.message.clone(),
+        at(&problem),
+        help(&problem).to_owned(),
+    )
+}
+
 #[test]
 fn bad_settings_are_refused_with_their_positions() {
     let got = refused(&[
@@ -635,32 +647,31 @@ fn bad_settings_are_refused_with_their_positions() {
     has("has no `ttl`", (13, 18));
     has("unknown key `backof`", (14, 36));
 
-    let got = refused(&[
+    let (message, at, help) = refused_once(&[
         "          http: {url: 'http://h/x', methd: get}",
         "          merge: '$answer'",
     ]);
-    assert_eq!(got.len(), 1, "{got:?}");
     assert!(
-        got[0].0.contains("unknown key `methd` in `http`"),
-        "{got:?}"
+        message.starts_with("unknown key `methd` in `http`"),
+        "{message}"
     );
-    assert_eq!(got[0].1, (9, 37), "{got:?}");
-    let got = refused(&[
+    assert_eq!(at, (9, 37));
+    assert_eq!(help, "did you mean `method`?");
+    let (message, at, _) = refused_once(&[
         "          sql: {url: 'postgres://h/db', query: 'select a from t where id = :id and x = $1', params: {id: '.a'}}",
         "          merge: '$answer'",
     ]);
-    assert!(got[0].0.contains("invalid `query`"), "{got:?}");
-    assert_eq!(got[0].1, (9, 88), "{got:?}");
-    let got = refused(&[
+    assert!(message.contains("invalid `query`"), "{message}");
+    assert_eq!(at, (9, 88), "the `$1`");
+    let (message, _, help) = refused_once(&[
         "          sql: {url: 'postgres://h/db', query: 'select a from t where id = :key', params: {id: '.a'}}",
         "          merge: '$answer'",
     ]);
     assert!(
-        got[0]
-            .0
-            .contains("the parameter `:key`, which `params` does not compute"),
-        "{got:?}"
+        message.contains("the parameter `:key`, which `params` does not compute"),
+        "{message}"
     );
+    assert!(help.contains("add it to `params:`"), "{help}");
     let got = refused(&[
         "          http: {url: 'http://h/x'}",
         "          sql: {url: 'postgres://h/db', query: 'select 1'}",

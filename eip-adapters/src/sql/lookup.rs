@@ -189,7 +189,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn parameters_are_listed_and_bound_from_a_document() {
+    fn a_query_is_checked_against_the_fields_it_binds_and_bound_from_them() {
         let query = "select name from customers where id = :id and tier = :$.tier.name";
         check_query(query, Dialect::Postgres, None).unwrap();
         let e = check_query(query, Dialect::Postgres, Some(&["id"])).unwrap_err();
