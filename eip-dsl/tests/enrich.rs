@@ -536,8 +536,59 @@ async fn a_query_s_first_row_or_all_rows_are_merged_with_named_parameters() {
         let failed = broken.routes()[0].handle(order("c1")).await.unwrap_err().to_string();
         assert!(failed.contains("statement `select name from nowhere"), "{failed}");
         assert!(failed.contains("nowhere"), "{failed}");
+
+        // A column read as no JSON type: the same on every attempt, so invalid at once.
+        let dated = flow_with(
+            &format!(
+                "      - enrich:
+          sql: {{url: '{url}', query: 'select now() as at where :customer_id is not null'}}
+          merge: '. + $answer'"
+            ),
+            "",
+            &Services::new(),
+        );
+        dated.routes()[0].handle(order("c1")).await.unwrap();
+        let dead = drain(&dated, "dead-letters").await;
+        let (reason, error) = death(&dead[0]);
+        assert_eq!(reason, "invalid");
+        assert!(error.contains("column `at` has type TIMESTAMPTZ"), "{error}");
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_query_is_merged_the_same_way() {
+    let url = std::env::var("EIP_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+    let pool = sqlx::MySqlPool::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("MariaDB at {url} is needed: {e}"));
+    let table = format!("enrich_customers_{}", std::process::id());
+    sqlx::raw_sql(&format!(
+        "drop table if exists {table}; create table {table} (id varchar(8) primary key, name text, orders int);
+         insert into {table} values ('c1', 'Ada', 3), ('c2', 'Grace', 5);"
+    ))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let flow = flow(&format!(
+        "      - enrich:
+          sql:
+            url: '{url}'
+            query: 'select name, orders from {table} where id = :id or orders > :min order by id'
+            params: {{id: '.customer_id', min: '4'}}
+            rows: all
+          merge: '. + {{found: $answer}}'"
+    ));
+    flow.routes()[0].handle(order("c1")).await.unwrap();
+    let _ = sqlx::raw_sql(&format!("drop table {table}"))
+        .execute(&pool)
+        .await;
+    let out = drain(&flow, "out").await;
+    assert_eq!(
+        payload(&out[0])["found"],
+        json!([{"name": "Ada", "orders": 3}, {"name": "Grace", "orders": 5}])
+    );
 }
 
 /// A service that answers after `delay`.

@@ -29,8 +29,9 @@
 //! message: it goes back to its channel, which redelivers it per its redelivery policy and
 //! dead-letters it with reason `max-redeliveries` and the lookup's error. An answer that can
 //! not be used is about the message, not the service, and another attempt would get it
-//! again: an HTTP 4xx other than 404, an answer that is not JSON, a jq error in `merge` or in
-//! a parameter, a URL placeholder or a query parameter the message can not fill. The message
+//! again: an HTTP 4xx other than 404, an answer that is not JSON, a column of a type that is
+//! not read as JSON, a jq error in `merge` or in a parameter, a URL placeholder or a query
+//! parameter the message can not fill. The message
 //! is then invalid: dead-lettered at once with reason `invalid` and the reason.
 //!
 //! **The cache** (optional) keeps what was found (`null` included, failures never) by the
@@ -42,6 +43,13 @@
 //! is described with the request it makes. `timeout`, `concurrency`, `circuit-breaker` and
 //! `retry` are those of every step that calls out (see [`calls`](super::calls)). The
 //! connection (an SQL pool, the HTTP client with its token) is made at the first lookup.
+
+// An `eip` built with jq but neither lookup refuses every enrich step: what runs one is there
+// but never made.
+#![cfg_attr(
+    not(any(feature = "http", feature = "sql")),
+    allow(dead_code, unreachable_code, unused_variables)
+)]
 
 mod cache;
 #[cfg(feature = "http")]
@@ -102,6 +110,9 @@ enum Source {
     Http(http::HttpSource),
     #[cfg(feature = "sql")]
     Sql(sql::SqlSource),
+    /// No lookup is built into this eip (neither `http` nor `sql`): never made.
+    #[cfg(not(any(feature = "http", feature = "sql")))]
+    Unbuilt(std::convert::Infallible),
 }
 
 impl Source {
@@ -111,6 +122,20 @@ impl Source {
             Source::Http(s) => s.describe(),
             #[cfg(feature = "sql")]
             Source::Sql(s) => s.describe(),
+            #[cfg(not(any(feature = "http", feature = "sql")))]
+            Source::Unbuilt(never) => match *never {},
+        }
+    }
+
+    /// The running lookup.
+    fn lookup(&self) -> Lookup {
+        match self {
+            #[cfg(feature = "http")]
+            Source::Http(s) => Lookup::Http(s.build()),
+            #[cfg(feature = "sql")]
+            Source::Sql(s) => Lookup::Sql(s.build()),
+            #[cfg(not(any(feature = "http", feature = "sql")))]
+            Source::Unbuilt(never) => match *never {},
         }
     }
 }
@@ -122,6 +147,9 @@ enum Request {
     Http(Message, eip_adapters::http::LookupRequest),
     #[cfg(feature = "sql")]
     Sql(eip_adapters::sql::lookup::BoundQuery),
+    /// No lookup is built into this eip (neither `http` nor `sql`): never made.
+    #[cfg(not(any(feature = "http", feature = "sql")))]
+    Unbuilt(std::convert::Infallible),
 }
 
 impl Request {
@@ -138,6 +166,8 @@ impl Request {
             }
             #[cfg(feature = "sql")]
             Request::Sql(q) => q.key(),
+            #[cfg(not(any(feature = "http", feature = "sql")))]
+            Request::Unbuilt(never) => match *never {},
         }
     }
 }
@@ -320,12 +350,7 @@ impl StepConfig for EnrichConfig {
     }
 
     fn build(&self, _bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError> {
-        let lookup = Arc::new(match &self.source {
-            #[cfg(feature = "http")]
-            Source::Http(s) => Lookup::Http(s.build()),
-            #[cfg(feature = "sql")]
-            Source::Sql(s) => Lookup::Sql(s.build()),
-        });
+        let lookup = Arc::new(self.source.lookup());
         let asking = lookup.clone();
         let service = tower::service_fn(move |request: Request| {
             let lookup = asking.clone();
@@ -346,6 +371,9 @@ enum Lookup {
     Http(http::HttpAsk),
     #[cfg(feature = "sql")]
     Sql(sql::SqlAsk),
+    /// No lookup is built into this eip (neither `http` nor `sql`): never made.
+    #[cfg(not(any(feature = "http", feature = "sql")))]
+    Unbuilt(std::convert::Infallible),
 }
 
 impl Lookup {
@@ -356,6 +384,8 @@ impl Lookup {
             Lookup::Http(l) => l.request(msg),
             #[cfg(feature = "sql")]
             Lookup::Sql(l) => l.request(msg),
+            #[cfg(not(any(feature = "http", feature = "sql")))]
+            Lookup::Unbuilt(never) => match *never {},
         }
     }
 

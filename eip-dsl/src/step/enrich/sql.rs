@@ -236,7 +236,12 @@ impl SqlAsk {
         &self,
         query: &eip_adapters::sql::lookup::BoundQuery,
     ) -> Result<Answer, BoxError> {
-        let rows = self.lookup.run(query).await?;
+        let rows = match self.lookup.run(query).await {
+            Ok(rows) => rows,
+            // The same on every attempt: the message can not be enriched as the query stands.
+            Err(e @ SqlError::ColumnType { .. }) => return Ok(Answer::Unusable(e.to_string())),
+            Err(e) => return Err(e.into()),
+        };
         Ok(Answer::Found(match self.rows {
             Rows::First => rows.into_iter().next().unwrap_or(Value::Null),
             Rows::All => Value::Array(rows),
