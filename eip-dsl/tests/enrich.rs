@@ -268,7 +268,7 @@ async fn an_answer_the_merge_can_not_use_makes_the_message_invalid_at_once() {
         deaths[3].1.contains("no text header `customer`"),
         "{deaths:?}"
     );
-    assert!(deaths[4].1.contains("payload is not JSON"), "{deaths:?}");
+    assert!(deaths[4].1.contains("is not valid JSON"), "{deaths:?}");
     assert_eq!(seen.calls("/customers/bad"), 1, "a 4xx is not retried");
     assert_eq!(
         dead[0].payload(),
@@ -734,4 +734,51 @@ fn bad_settings_are_refused_with_their_positions() {
     );
     let got = refused(&["          merge: '$answer'"]);
     assert!(got[0].0.contains("has no `http`"), "{got:?}");
+}
+
+/// `eip run` on `examples/flows/enrich-customers.yaml` with its input: what reached each
+/// channel, and the dead letters' reasons.
+#[test]
+fn the_enrich_example_routes_each_order_by_its_customer_s_tier() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/flows");
+    let data = std::env::temp_dir().join(format!("eip-enrich-example-{}", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_eip"))
+        .arg("run")
+        .arg(dir.join("enrich-customers.yaml"))
+        .arg("--input")
+        .arg(dir.join("enrich-customers.input.jsonl"))
+        .args(["--stats-interval", "0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("the eip binary runs");
+    let _ = std::fs::remove_dir_all(&data);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let mut delivered: HashMap<String, Vec<Value>> = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        let channel = record["channel"].as_str().unwrap().to_owned();
+        delivered
+            .entry(channel)
+            .or_default()
+            .push(record["payload"].clone());
+    }
+    let orders = |channel: &str| -> Vec<Value> {
+        let mut orders: Vec<Value> = delivered
+            .get(channel)
+            .map(|p| p.iter().map(|o| o["order"].clone()).collect())
+            .unwrap_or_default();
+        orders.sort_by_key(|o| o.as_i64());
+        orders
+    };
+    assert_eq!(orders("orders.gold"), [json!(1), json!(4)], "{delivered:?}");
+    assert_eq!(orders("orders.standard"), [json!(2)], "{delivered:?}");
+    assert_eq!(
+        orders("orders.unknown-customer"),
+        [json!(3)],
+        "{delivered:?}"
+    );
+    let gold = &delivered["orders.gold"];
+    assert!(gold.iter().all(|o| o["customer_name"] == "Ada"), "{gold:?}");
+    assert_eq!(delivered["dead-letters"].len(), 1, "{delivered:?}");
 }

@@ -10,8 +10,9 @@
 //! values bound ([`BoundQuery::key`]) before it asks the database.
 //!
 //! The pool is opened at the first query ([`SqlLookup::new`] is not async, so a route can be
-//! built without the database): a database that can not be reached fails that query, and the
-//! next query tries again.
+//! built without the database), and the `setup` statements run on it then: a database that
+//! can not be reached, or a setup statement that fails, fails that query, and the next query
+//! tries again.
 
 use eip_core::Message;
 use serde_json::Value;
@@ -41,6 +42,9 @@ pub struct SqlLookupConfig {
     pub query: String,
     /// Which rows it reads.
     pub rows: Rows,
+    /// Statements run as written, in order, once the pool is open and before the first query
+    /// (typically `CREATE TABLE IF NOT EXISTS …`); the operator's, never a message's.
+    pub setup: Vec<String>,
 }
 
 /// A query whose values are bound, ready to run.
@@ -68,6 +72,7 @@ struct Inner {
     connection: Connection,
     statement: Statement,
     rows: Rows,
+    setup: Vec<String>,
     pool: OnceCell<Pool>,
 }
 
@@ -107,6 +112,7 @@ impl SqlLookup {
                 connection: config.connection,
                 statement,
                 rows: config.rows,
+                setup: config.setup,
                 pool: OnceCell::new(),
             }),
         })
@@ -120,6 +126,7 @@ impl SqlLookup {
                 connection: inner.connection.clone(),
                 statement: inner.statement.clone(),
                 rows: inner.rows,
+                setup: inner.setup.clone(),
                 pool: OnceCell::new(),
             }),
         }
@@ -158,6 +165,13 @@ impl SqlLookup {
                         "the connection string `{}` names another database than its scheme",
                         inner.connection.redacted_url()
                     )));
+                }
+                for statement in &inner.setup {
+                    let done = on_pool!(&pool, p, _Db => sqlx::raw_sql(statement).execute(p).await.map(drop));
+                    done.map_err(|source| SqlError::Execute {
+                        statement: statement.clone(),
+                        source,
+                    })?;
                 }
                 Ok::<Pool, SqlError>(pool)
             })
@@ -204,6 +218,7 @@ mod tests {
             connection: Connection::new("postgres://127.0.0.1/test"),
             query: query.into(),
             rows: Rows::First,
+            setup: Vec::new(),
         })
         .unwrap();
         let bound = lookup

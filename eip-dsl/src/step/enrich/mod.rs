@@ -324,9 +324,7 @@ fn merge(check: &mut Check<'_>, text: &Located<String>, key: &str) -> Option<Mer
 impl Merge {
     /// The new payload: what the program makes of the payload and the answer.
     fn apply(&self, msg: &Message, answer: Value) -> Result<Bytes, String> {
-        let payload = msg
-            .json_value()
-            .map_err(|e| format!("payload is not JSON: {e}"))?;
+        let payload = msg.json_value().map_err(|e| e.to_string())?;
         let input = serde_json::to_vec(&[payload, &answer]).map_err(|e| e.to_string())?;
         let framed = Message::from_parts(msg.id(), msg.headers().clone(), input.into());
         self.jq
@@ -421,8 +419,7 @@ impl Enrich {
     /// The request for `msg`, which must be JSON for the merge (so a payload that is not is
     /// refused before anything is asked).
     fn request(&self, msg: &Message) -> Result<Request, String> {
-        msg.json_value()
-            .map_err(|e| format!("payload is not JSON: {e}"))?;
+        msg.json_value().map_err(|e| e.to_string())?;
         self.lookup.request(msg)
     }
 

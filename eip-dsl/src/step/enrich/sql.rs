@@ -1,7 +1,8 @@
 //! `enrich: {sql: ...}`: the lookup is a query with named parameters. The database is named
 //! as `sql-in` and `sql-out` name it (`url`, `password-env`, `max-connections`,
 //! `connect-timeout`); `query` is the query; `params` (optional) computes its values by jq;
-//! `rows: first` (the default) or `all` says what `$answer` holds.
+//! `rows: first` (the default) or `all` says what `$answer` holds; `setup` statements run once
+//! when the pool opens, at the first lookup, as the adapters' `setup` does.
 //!
 //! With `params: {id: '.customer_id'}`, `:id` in the query is the value of that jq program
 //! over the message; every parameter of the query must be one of `params`, which `eip
@@ -30,6 +31,7 @@ const KEYS: &[&str] = &[
     "query",
     "params",
     "rows",
+    "setup",
 ];
 
 /// The schemes a database URL may have.
@@ -63,6 +65,10 @@ pub(super) fn read(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Sql
     let rows = sql
         .one_of(check, "rows", &[("first", Rows::First), ("all", Rows::All)])
         .unwrap_or_default();
+    let setup = sql
+        .list(check, "setup")
+        .map(|statements| statements.into_iter().map(|s| s.value).collect())
+        .unwrap_or_default();
     if check.problems.len() > before {
         return None;
     }
@@ -79,6 +85,7 @@ pub(super) fn read(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Sql
         connection,
         query: query.value.clone(),
         rows,
+        setup,
     };
     match SqlLookup::new(config) {
         Ok(lookup) => Some(SqlSource {
