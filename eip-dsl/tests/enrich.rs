@@ -782,3 +782,47 @@ fn the_enrich_example_routes_each_order_by_its_customer_s_tier() {
     assert!(gold.iter().all(|o| o["customer_name"] == "Ada"), "{gold:?}");
     assert_eq!(delivered["dead-letters"].len(), 1, "{delivered:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_builder_makes_the_enrich_step_a_flow_file_makes() {
+    use eip_dsl::builder::adapter::Value as Setting;
+    use eip_dsl::builder::{FlowBuilder, channel, route, step};
+
+    let (base, seen) = server().await;
+    let url = format!("{base}/customers/{{header.customer}}");
+    let enrich = step::kind("enrich")
+        .set("http", Setting::map([("url", url.as_str())]))
+        .set("merge", ". + {customer: $answer.name}")
+        .set("timeout", Duration::from_secs(2))
+        .set("cache", Setting::map([("ttl", "1h")]));
+    let flow = FlowBuilder::new()
+        .channel("orders", channel::point_to_point())
+        .channel("out", channel::point_to_point())
+        .route(route::from("orders").step(enrich).to("out"))
+        .compile(".")
+        .unwrap();
+    let route = &flow.routes()[0];
+    route.handle(order("c2")).await.unwrap();
+    route.handle(order("c2")).await.unwrap();
+    let out = drain(&flow, "out").await;
+    assert_eq!(payload(&out[1])["customer"], "Grace");
+    assert_eq!(seen.calls("/customers/c2"), 1, "the second from the cache");
+    let same = flow_with(
+        &format!(
+            "      - enrich:
+          http: {{url: '{url}'}}
+          merge: '. + {{customer: $answer.name}}'
+          timeout: 2s
+          cache: {{ttl: 1h}}"
+        ),
+        "",
+        &Services::new(),
+    );
+    let input =
+        InputMessage::parse(r#"{"to": "orders", "payload": {}, "headers": {"customer": "c2"}}"#)
+            .unwrap();
+    assert_eq!(
+        flow.dry_run_steps(&input).unwrap().steps[0].does,
+        same.dry_run_steps(&input).unwrap().steps[0].does
+    );
+}
