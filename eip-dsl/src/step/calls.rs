@@ -8,7 +8,9 @@
 //!
 //! - `timeout: 2s`: a call that has not answered within it fails ("no answer within 2s").
 //! - `concurrency: 4`: at most 4 calls of this step at once, whatever the number of messages
-//!   in processing; a fifth waits for one of them to end (it is not refused).
+//!   in processing; a fifth waits for one of them to end (it is not refused). (A flow file's
+//!   route takes one message at a time; the limit bites when a program drives the route from
+//!   several tasks or with a consumer of concurrency above 1.)
 //! - `circuit-breaker: {failures: 5, reset: 30s}` (both optional, these are the defaults):
 //!   after 5 failed calls in a row the breaker opens, and for 30 s every call fails at once,
 //!   without calling, with an error naming the last failure. Then one call is let through (the
