@@ -55,6 +55,7 @@
 //! ```
 
 mod bearer;
+mod client;
 mod error;
 mod inbound;
 mod lookup;
