@@ -476,3 +476,41 @@ impl RouteStep for Enrich {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merged(program: &str, payload: &str, answer: Value) -> Result<Value, String> {
+        let framed = format!("{MERGE_PREFIX}{program}{MERGE_SUFFIX}");
+        let merge = Merge {
+            written: program.to_owned(),
+            jq: Jq::compile(&framed).map_err(|e| e.to_string())?,
+        };
+        let bytes = merge.apply(&Message::new(payload.to_owned()), answer)?;
+        serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_merge_sees_the_payload_as_dot_and_the_answer_as_a_variable() {
+        let answer = serde_json::json!({"name": "Ada"});
+        assert_eq!(
+            merged(". + {who: $answer.name}", r#"{"id": 1}"#, answer.clone()),
+            Ok(serde_json::json!({"id": 1, "who": "Ada"}))
+        );
+        // Definitions, and a comment at the end, stay inside the frame.
+        assert_eq!(
+            merged(
+                "def up: ascii_upcase; $answer.name | up # shout",
+                "{}",
+                answer
+            ),
+            Ok(serde_json::json!("ADA"))
+        );
+        let e = merged("$answer.name | ascii_upcase", "{}", Value::Null).unwrap_err();
+        assert!(
+            e.starts_with("merge `$answer.name | ascii_upcase`: jq"),
+            "{e}"
+        );
+    }
+}
