@@ -478,3 +478,55 @@ async fn a_full_durable_subscription_under_drop_oldest_dead_letters_the_oldest()
         d.ack();
     }
 }
+
+#[tokio::test]
+async fn an_ack_written_in_a_batch_of_the_caller_commits_with_the_batch() {
+    let dir = DataDir::new("batch-ack");
+    {
+        let store = dir.open();
+        let channel = orders(&store);
+        let table = store.store().table("seen").expect("a key table");
+        for i in 0..3 {
+            channel
+                .send(Message::new(format!("{i}")))
+                .await
+                .expect("sent");
+        }
+        let mut receiver = channel.receiver();
+        for i in 0..3 {
+            let delivery = receiver.recv().await.expect("a message");
+            let id = delivery.message().id();
+            if i < 2 {
+                let ack = channel
+                    .durable_ack(id)
+                    .expect("taken from a durable channel");
+                let batch = store
+                    .store()
+                    .batch()
+                    .put(&table, format!("k{i}"), "v", None);
+                ack.into_batch(batch).commit().await.expect("committed");
+            }
+            // Settled as usual; for the first two the ack is already written.
+            delivery.ack();
+            assert!(
+                channel.durable_ack(id).is_none(),
+                "settled: no longer in flight"
+            );
+        }
+        store.flush().await.expect("flushed");
+        assert_eq!(channel.stats().depth, 0, "{:?}", channel.stats());
+        assert_eq!(channel.stats().in_flight, 0);
+    }
+    let store = dir.open();
+    let channel = orders(&store);
+    assert_eq!(channel.stats().depth, 0, "nothing comes back");
+    let table = store.store().table("seen").expect("the key table");
+    assert_eq!(table.entries().expect("readable").len(), 2);
+}
+
+#[test]
+fn a_memory_channel_has_no_durable_ack() {
+    let channel = PointToPoint::new("orders", 4).expect("a channel");
+    let msg = Message::new("x");
+    assert!(channel.durable_ack(msg.id()).is_none());
+}

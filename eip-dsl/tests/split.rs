@@ -1,83 +1,19 @@
 //! The `split` step: a message's payload becomes its parts, by a format.
 
-use std::path::Path;
-
 use eip_core::Message;
-use eip_core::channel::Channel;
-use eip_dsl::compile::{self, Flow, InputMessage};
-use eip_dsl::load;
+use eip_dsl::compile::{Flow, InputMessage};
 
-fn flow(steps: &str) -> Flow {
-    let yaml = format!(
-        "
-channels:
-  orders: {{kind: point-to-point}}
-  parts: {{kind: point-to-point}}
-routes:
-  - from: orders
-    steps:
-{steps}
-    to: parts
-"
-    );
-    match load::load_str(&yaml, "flow.yaml", Path::new(".")) {
-        Ok(plan) => compile::compile(&plan).unwrap(),
-        Err(errors) => panic!("{}", errors.render()),
-    }
+mod support {
+    pub mod one_route;
 }
 
-fn problems(steps: &str) -> String {
-    let yaml = format!(
-        "
-channels:
-  orders: {{kind: point-to-point}}
-  parts: {{kind: point-to-point}}
-routes:
-  - from: orders
-    steps:
-{steps}
-    to: parts
-"
-    );
-    match load::load_str(&yaml, "flow.yaml", Path::new(".")) {
-        Ok(_) => panic!("the flow validated"),
-        Err(errors) => errors.render(),
-    }
-}
+use support::one_route::{flow, problems, run_all};
 
-/// Hands `payload` to the route and takes what reached `parts` and `dead-letters`.
+/// Hands `payload` to the route; the original, and what reached `out` and `dead-letters`.
 fn run(flow: &Flow, payload: &str) -> (Message, Vec<Message>, Vec<Message>) {
     let original = Message::new(payload.to_owned());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        flow.routes()[0].handle(original.clone()).await.unwrap();
-        let drain = |name: &str| {
-            let Some(Channel::PointToPoint(queue)) =
-                flow.channels().iter().find(|c| c.name() == name)
-            else {
-                panic!("{name} is a queue")
-            };
-            queue.clone()
-        };
-        let mut out = Vec::new();
-        for name in ["parts", "dead-letters"] {
-            let queue = drain(name);
-            let mut receiver = queue.receiver();
-            let mut got = Vec::new();
-            while queue.stats().depth > 0 {
-                let delivery = receiver.recv().await.unwrap();
-                got.push(delivery.message().clone());
-                delivery.ack();
-            }
-            out.push(got);
-        }
-        let dead = out.pop().unwrap();
-        let parts = out.pop().unwrap();
-        (original, parts, dead)
-    })
+    let (parts, dead) = run_all(flow, vec![original.clone()]);
+    (original, parts, dead)
 }
 
 #[test]
@@ -145,7 +81,7 @@ fn the_dry_run_lists_the_parts() {
     let report = f
         .dry_run_steps(&InputMessage::parse(r#"{"to": "orders", "payload": "x\ny"}"#).unwrap())
         .unwrap();
-    assert_eq!(report.stored, ["orders", "parts", "parts"]);
+    assert_eq!(report.stored, ["orders", "out", "out"]);
     assert_eq!(report.steps[0].does, "split lines");
     assert_eq!(report.steps[0].out.len(), 2);
     assert_eq!(report.steps[0].out[1].headers["sequence-number"], 2);

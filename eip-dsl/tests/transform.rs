@@ -1,68 +1,17 @@
 //! The `transform` step (the Message Translator, jq) and a `split` by jq.
 
-use std::path::Path;
-
 use eip_core::Message;
-use eip_core::channel::Channel;
-use eip_dsl::compile::{self, Flow, InputMessage};
-use eip_dsl::load;
+use eip_dsl::compile::{Flow, InputMessage};
 
-fn yaml(steps: &str) -> String {
-    format!(
-        "
-channels:
-  orders: {{kind: point-to-point}}
-  out: {{kind: point-to-point}}
-routes:
-  - from: orders
-    steps:
-{steps}
-    to: out
-"
-    )
+mod support {
+    pub mod one_route;
 }
 
-fn flow(steps: &str) -> Flow {
-    match load::load_str(&yaml(steps), "flow.yaml", Path::new(".")) {
-        Ok(plan) => compile::compile(&plan).unwrap(),
-        Err(errors) => panic!("{}", errors.render()),
-    }
-}
-
-fn problems(steps: &str) -> String {
-    match load::load_str(&yaml(steps), "flow.yaml", Path::new(".")) {
-        Ok(_) => panic!("the flow validated"),
-        Err(errors) => errors.render(),
-    }
-}
+use support::one_route::{flow, problems, run_all};
 
 /// Hands `msg` to the route; what reached `out` and `dead-letters`.
 fn run(flow: &Flow, msg: Message) -> (Vec<Message>, Vec<Message>) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        flow.routes()[0].handle(msg).await.unwrap();
-        let mut out = Vec::new();
-        for name in ["out", "dead-letters"] {
-            let Some(Channel::PointToPoint(queue)) =
-                flow.channels().iter().find(|c| c.name() == name)
-            else {
-                panic!("{name} is a queue")
-            };
-            let mut receiver = queue.receiver();
-            let mut got = Vec::new();
-            while queue.stats().depth > 0 {
-                let delivery = receiver.recv().await.unwrap();
-                got.push(delivery.message().clone());
-                delivery.ack();
-            }
-            out.push(got);
-        }
-        let dead = out.pop().unwrap();
-        (out.pop().unwrap(), dead)
-    })
+    run_all(flow, vec![msg])
 }
 
 fn json(msg: &Message) -> serde_json::Value {

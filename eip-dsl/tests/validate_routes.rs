@@ -107,7 +107,7 @@ fn a_route_sends_by_exactly_one_of_to_choice_and_recipient_list() {
     let p = only(&with_queues(&["routes:", "  - {from: in}"]));
     assert_eq!(
         p.message,
-        "route `route-1` sends nowhere: it needs `to`, `choice` or `recipient-list`"
+        "route `route-1` sends nowhere: it needs `to`, `choice`, `recipient-list` or `load-balance`"
     );
     assert_eq!(at(&p), (6, 5));
 

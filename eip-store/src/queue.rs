@@ -42,6 +42,10 @@ pub(crate) struct QueueState {
     /// The next sequence number to commit; only the committer advances it.
     pub(crate) head: AtomicU64,
     /// Committed records minus acks (an ack counts as soon as [`QueueLog::ack`] is called).
+    /// Counted ahead and corrected later, so it may pass below zero for a moment (an ack of a
+    /// record a batch deleted already counts until the committer finds it gone): it changes
+    /// by wrapping arithmetic, which the corrections undo exactly, and reads below zero as
+    /// zero. Stopping at zero instead would lose the decrements made meanwhile.
     pub(crate) len: AtomicU64,
     /// Bytes of the committed records not yet deleted.
     pub(crate) bytes: AtomicU64,
@@ -91,11 +95,7 @@ impl QueueState {
             return false;
         }
         // Counted now; the committer gives it back if the record turns out to be gone already
-        let _ = self
-            .len
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |len| {
-                Some(len.saturating_sub(1))
-            });
+        self.len.fetch_sub(1, Ordering::AcqRel);
         true
     }
 
@@ -349,11 +349,7 @@ impl QueueLog {
             "damaged record set aside in the store's quarantine"
         );
         if remove {
-            let _ = state
-                .len
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |len| {
-                    Some(len.saturating_sub(1))
-                });
+            state.len.fetch_sub(1, Ordering::AcqRel);
         }
         let job = Job::SetAside {
             queue: state.clone(),
@@ -370,7 +366,9 @@ impl QueueLog {
     /// How many records are committed and not yet acknowledged (an [`ack`](Self::ack) counts at
     /// once, before its deletion is committed).
     pub fn len(&self) -> u64 {
-        self.state.len.load(Ordering::Acquire)
+        let len = self.state.len.load(Ordering::Acquire);
+        // Below zero for a moment (see `QueueState::len`): none.
+        if i64::try_from(len).is_err() { 0 } else { len }
     }
 
     /// Whether [`len`](Self::len) is zero.

@@ -136,6 +136,18 @@ pub struct JqAndTheMessageTranslator;
 #[cfg(doctest)]
 pub struct ContentEnricher;
 
+#[doc = include_str!("../../book/src/delayer-and-throttler.md")]
+#[cfg(doctest)]
+pub struct DelayerAndThrottler;
+
+#[doc = include_str!("../../book/src/load-balancer.md")]
+#[cfg(doctest)]
+pub struct LoadBalancer;
+
+#[doc = include_str!("../../book/src/routing-slip.md")]
+#[cfg(doctest)]
+pub struct RoutingSlip;
+
 #[doc = include_str!("../../book/src/split.md")]
 #[cfg(doctest)]
 pub struct Splitter;

@@ -184,6 +184,21 @@ impl Channel {
         }
     }
 
+    /// The acknowledgement of the message `id`, taken from this channel (a publish-subscribe channel:
+    /// through its durable subscription `subscription`) and not settled yet, for a commit of
+    /// the caller's own: see [`MessageStore::durable_ack`](crate::store::MessageStore::durable_ack).
+    /// `None` unless that is durable.
+    pub fn durable_ack(
+        &self,
+        subscription: &str,
+        id: crate::message::MessageId,
+    ) -> Option<crate::store::durable::DurableAck> {
+        match self {
+            Channel::PointToPoint(c) => c.durable_ack(id),
+            Channel::PublishSubscribe(c) => c.durable_ack(subscription, id),
+        }
+    }
+
     /// Whether the channel is deleted.
     pub fn is_closed(&self) -> bool {
         match self {

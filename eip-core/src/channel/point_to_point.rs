@@ -19,7 +19,7 @@ use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Mode, Outcome, Refusal, Rules, Stored};
-use crate::message::{DeathReason, Message};
+use crate::message::{DeathReason, Message, MessageId};
 use crate::store::{MessageStore, Push};
 
 /// A channel whose every message goes to exactly one of its competing consumers.
@@ -177,6 +177,13 @@ impl PointToPoint {
     /// Whether the channel was deleted.
     pub fn is_closed(&self) -> bool {
         self.queue.store.is_closed()
+    }
+
+    /// The acknowledgement of the message `id`, taken from this channel and not settled yet, for a commit
+    /// of the caller's own: see [`MessageStore::durable_ack`](crate::store::MessageStore::durable_ack).
+    /// `None` unless the channel is durable.
+    pub fn durable_ack(&self, id: MessageId) -> Option<crate::store::durable::DurableAck> {
+        self.queue().store.durable_ack(id)
     }
 
     pub(crate) fn queue(&self) -> &Arc<Lane> {

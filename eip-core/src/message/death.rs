@@ -31,11 +31,14 @@ pub enum DeathReason {
     ChannelDeleted,
     /// A publish-subscribe subscriber with the drop-oldest policy fell behind.
     DroppedSlowSubscriber,
+    /// An aggregator gave up the message's group before it completed (its timeout passed, or
+    /// room was needed for a new group).
+    Incomplete,
 }
 
 impl DeathReason {
     /// Every reason, in declaration order.
-    pub const ALL: [DeathReason; 7] = [
+    pub const ALL: [DeathReason; 8] = [
         DeathReason::Invalid,
         DeathReason::Expired,
         DeathReason::NoRoute,
@@ -43,6 +46,7 @@ impl DeathReason {
         DeathReason::MaxRedeliveries,
         DeathReason::ChannelDeleted,
         DeathReason::DroppedSlowSubscriber,
+        DeathReason::Incomplete,
     ];
 
     /// The reason's name, as written in death records and flow files.
@@ -55,6 +59,7 @@ impl DeathReason {
             DeathReason::MaxRedeliveries => "max-redeliveries",
             DeathReason::ChannelDeleted => "channel-deleted",
             DeathReason::DroppedSlowSubscriber => "dropped-slow-subscriber",
+            DeathReason::Incomplete => "incomplete",
         }
     }
 }

@@ -25,6 +25,7 @@
 mod content_based;
 mod error;
 mod filter;
+mod load_balancer;
 mod recipient_list;
 mod target;
 mod wire_tap;
@@ -34,6 +35,7 @@ pub use content_based::{
 };
 pub use error::{RouteError, RouterError};
 pub use filter::{FilterError, FilterLayer, FilterStats, Filtered, MessageFilter};
+pub use load_balancer::{LoadBalancer, LoadBalancerStats, NoTargets, Pick, Strategy};
 pub use recipient_list::{Distribution, Recipient, RecipientList, Resolution};
 pub use target::{Sent, Target, TargetResolver};
 pub use wire_tap::{WireTap, WireTapLayer, WireTapStats};

@@ -45,7 +45,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::message::Message;
+use crate::message::{Message, MessageId};
 
 pub use memory::Overflow;
 pub use parking::Parking;
@@ -275,6 +275,16 @@ pub trait MessageStore: Send + Sync + 'static {
         }
         orphans.reverse();
         orphans
+    }
+
+    /// The acknowledgement of the taken message `id`, for a step that writes it in a commit of
+    /// its own (an idempotent receiver's seen key, an aggregator's group), so the two happen
+    /// together or not at all. The message stays in flight: settle it as usual afterwards (its
+    /// ack is then already done). `None` (the default) for a store that is not durable, or a
+    /// message it did not hand out.
+    fn durable_ack(&self, id: MessageId) -> Option<durable::DurableAck> {
+        let _ = id;
+        None
     }
 
     /// A taken message was acknowledged: it is gone.

@@ -26,7 +26,9 @@
 //! ```
 
 use super::StepBuilder;
-use crate::spec::{Located, RecipientsSpec, RouteSpec, WhenSpec};
+use eip_core::router::Strategy;
+
+use crate::spec::{LoadBalanceSpec, Located, RecipientsSpec, RouteSpec, WhenSpec};
 
 /// A route consuming the channel `channel` (`from:`).
 pub fn from(channel: impl Into<String>) -> RouteBuilder {
@@ -122,6 +124,26 @@ impl RouteBuilder {
     pub fn recipient_list_header(mut self, header: impl Into<String>) -> Self {
         let header = Located::new(header.into());
         self.spec.recipient_list = Some(Located::new(RecipientsSpec::Header(header)));
+        self
+    }
+
+    /// `load-balance: {to: TARGETS, strategy: STRATEGY}`: each message goes to one of the
+    /// channels or exchanges `targets`, picked in turn (round robin) or the first open one in
+    /// order (failover).
+    pub fn load_balance<I>(mut self, targets: I, strategy: Strategy) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        let to = targets
+            .into_iter()
+            .map(|t| Located::new(t.into()))
+            .collect();
+        let strategy = Located::new(strategy.name().to_owned());
+        self.spec.load_balance = Some(Located::new(LoadBalanceSpec {
+            to: Located::new(to),
+            strategy: Some(strategy),
+        }));
         self
     }
 

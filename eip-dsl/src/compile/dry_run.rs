@@ -61,6 +61,10 @@ pub struct StepReport {
     pub does: String,
     /// What went on from it: none when it held the message back, several from a split.
     pub out: Vec<MessageView>,
+    /// What it said it did, where `out` does not say it all (`held in group g, 3 of 10`);
+    /// left out of the JSON when there is nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A channel and a reason.
@@ -245,8 +249,8 @@ impl Run<'_> {
         for route in flow.routes_from(channel.name()) {
             for step in route.decide(msg.clone(), self.steps) {
                 let (target, msg) = match step {
-                    Step::Made { index, out } => {
-                        self.made(route, index, &out);
+                    Step::Made { index, out, notes } => {
+                        self.made(route, index, &out, notes);
                         continue;
                     }
                     Step::Side(Side::Tap { channel, copy, .. }) => (Target::Channel(channel), copy),
@@ -255,6 +259,10 @@ impl Run<'_> {
                         msg,
                     }) => (Target::Channel(channel), msg),
                     Step::Side(Side::Filtered { discard: None, .. }) => continue,
+                    Step::Side(Side::Duplicate {
+                        divert: Some((channel, msg)),
+                    }) => (Target::Channel(channel), msg),
+                    Step::Side(Side::Duplicate { divert: None }) => continue,
                     Step::Side(Side::Invalid { msg, error }) => {
                         let origin = route.from().name();
                         self.dead_letter(route, &msg, origin, DeathReason::Invalid, error);
@@ -272,12 +280,13 @@ impl Run<'_> {
     }
 
     /// Records what step `index` of `route` passed on.
-    fn made(&mut self, route: &super::Route, index: usize, out: &[Message]) {
+    fn made(&mut self, route: &super::Route, index: usize, out: &[Message], notes: Vec<String>) {
         self.report.steps.push(StepReport {
             route: route.name().to_owned(),
             step: index + 1,
             does: route.step_described(index).to_owned(),
             out: out.iter().map(MessageView::of).collect(),
+            notes,
         });
     }
 }

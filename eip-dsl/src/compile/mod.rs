@@ -40,7 +40,7 @@ use crate::plan::{
 pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
-pub use route::{Route, RouteFailure, RouteStats};
+pub use route::{Rest, Route, RouteFailure, RouteStats, WeakRest};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was
@@ -61,6 +61,14 @@ pub enum CompileError {
         /// The template.
         template: String,
         /// What is wrong.
+        reason: String,
+    },
+    /// A route step's settings can not run together.
+    #[error("step `{step}`: {reason}")]
+    Step {
+        /// The step in a few words.
+        step: String,
+        /// Why.
         reason: String,
     },
     /// A name the plan uses is not declared in it, or is of the wrong kind.
@@ -226,7 +234,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
     let routes = plan
         .routes
         .iter()
-        .map(|route| Route::compile(route, &bus))
+        .map(|route| Route::compile(route, &bus, store.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     let invalid = plan
         .channels

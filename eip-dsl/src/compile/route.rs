@@ -17,13 +17,18 @@ use std::task::{Context, Poll};
 
 use eip_core::channel::{Channel, DeadLetterChannel};
 use eip_core::message::{DeathReason, Message};
-use eip_core::router::{ContentBasedRouter, Recipient, RecipientList, RouteError, Target};
+use eip_core::router::{
+    ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouteError, RouterError,
+    Target,
+};
 use eip_core::template::Template;
 
 use super::{CompileError, bus_channel, bus_target};
 use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
-use crate::step::{Made, RouteStep, Side};
+use crate::step::{Building, Made, RouteStep, Side};
 use eip_core::MessageBus;
+use eip_core::store::durable::{Durable, DurableAck};
+use futures::future::BoxFuture;
 use tower::BoxError;
 
 /// A route, ready to consume its channel.
@@ -57,6 +62,8 @@ pub(super) enum Action {
     Choice(ContentBasedRouter),
     /// A recipient list (fixed or from a header).
     Recipients(RecipientList),
+    /// A load balancer: each message to one of its targets.
+    LoadBalance(LoadBalancer),
 }
 
 /// One thing a route does with a message, in the order [`Route::decide`] lists them. Each
@@ -70,6 +77,8 @@ pub(super) enum Step<'r> {
         index: usize,
         /// What went on from it, in order.
         out: Vec<Message>,
+        /// What it said it did, where passing messages on or not does not say it all.
+        notes: Vec<String>,
     },
     /// What a route step does besides passing messages on: a tap's copy, a filter's
     /// discard, an invalid message.
@@ -112,6 +121,7 @@ struct Counters {
     tapped: AtomicU64,
     tap_dropped: AtomicU64,
     invalid: AtomicU64,
+    duplicates: AtomicU64,
     dead_lettered: AtomicU64,
 }
 
@@ -131,14 +141,22 @@ pub struct RouteStats {
     pub tap_dropped: u64,
     /// Messages (or parts) a step could not process, dead-lettered with reason `invalid`.
     pub invalid: u64,
+    /// Messages an idempotent receiver found seen within its window (dropped or diverted).
+    pub duplicates: u64,
     /// Messages (or copies) dead-lettered because they had nowhere to go: no clause matched
     /// and no `otherwise`, a recipient that does not exist, a target that was deleted.
     pub dead_lettered: u64,
 }
 
 impl Route {
-    pub(super) fn compile(plan: &RoutePlan, bus: &MessageBus) -> Result<Route, CompileError> {
+    pub(super) fn compile(
+        plan: &RoutePlan,
+        bus: &MessageBus,
+        store: Option<&Arc<Durable>>,
+    ) -> Result<Route, CompileError> {
         let from = bus_channel(bus, &plan.from)?;
+        // Steps keep their state where the messages they come from live.
+        let store = store.filter(|_| from.is_durable());
         let dead_letters = dead_letters_of(&from, bus);
         let failed = |source| CompileError::Route {
             route: plan.name.clone(),
@@ -172,14 +190,34 @@ impl Route {
                 RecipientList::from_header(origin, header, bus)
                     .dead_letter_channel(dead_letters.clone()),
             ),
+            ActionPlan::LoadBalance { targets, strategy } => {
+                let targets = targets
+                    .iter()
+                    .map(|t| bus_target(bus, t))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Action::LoadBalance(LoadBalancer::new(origin, targets, *strategy).map_err(|e| {
+                    failed(RouterError::NoRecipients {
+                        name: e.name.clone(),
+                    })
+                })?)
+            }
         };
         let steps = plan
             .steps
             .iter()
-            .map(|step| step.config.build(bus))
+            .enumerate()
+            .map(|(index, step)| {
+                step.config.build_at(&Building {
+                    bus,
+                    route: &plan.name,
+                    from: &from,
+                    index,
+                    store,
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let calls_out = steps.iter().any(|s| s.calls_out());
-        Ok(Route {
+        let calls_out = steps.iter().any(|s| s.calls_out() || s.wraps());
+        let route = Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
                 from,
@@ -190,7 +228,14 @@ impl Route {
                 dead_letters,
                 counters: Counters::default(),
             }),
-        })
+        };
+        for (index, step) in route.inner.steps.iter().enumerate() {
+            step.attach(WeakRest {
+                route: Arc::downgrade(&route.inner),
+                first: index + 1,
+            });
+        }
+        Ok(route)
     }
 
     /// The route's name.
@@ -212,13 +257,17 @@ impl Route {
         let mut current = vec![msg];
         for (index, step) in self.inner.steps.iter().enumerate() {
             let mut next = Vec::with_capacity(current.len());
+            let mut notes = Vec::new();
             for msg in current {
-                take(step.decide(msg), &mut steps, &mut next);
+                let mut made = step.decide(msg);
+                notes.extend(made.note.take());
+                take(made, &mut steps, &mut next);
             }
             if report {
                 steps.push(Step::Made {
                     index,
                     out: next.clone(),
+                    notes,
                 });
             }
             current = next;
@@ -278,6 +327,25 @@ impl Route {
                     msg,
                 }),
             },
+            // A target closed by the time of the send fails the route: the redelivery picks
+            // another. With all closed, the send to the last one dead-letters the message
+            // (`channel-deleted`).
+            Action::LoadBalance(balancer) => match balancer.select() {
+                Pick::Target { target, .. } => steps.push(Step::Send {
+                    target: Cow::Borrowed(target),
+                    if_closed: IfClosed::Fail,
+                    msg,
+                }),
+                Pick::AllClosed => {
+                    if let Some(last) = balancer.targets().last() {
+                        steps.push(Step::Send {
+                            target: Cow::Borrowed(last),
+                            if_closed: IfClosed::DeadLetter,
+                            msg,
+                        });
+                    }
+                }
+            },
         }
     }
 
@@ -305,6 +373,7 @@ impl Route {
             tapped: c.tapped.load(Ordering::Relaxed),
             tap_dropped: c.tap_dropped.load(Ordering::Relaxed),
             invalid: c.invalid.load(Ordering::Relaxed),
+            duplicates: c.duplicates.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
         }
     }
@@ -315,37 +384,59 @@ impl Route {
     /// back for the consumer's redelivery policy.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
         self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
-        let steps = match self.inner.calls_out {
-            false => self.decide(msg, false),
-            true => self.call_out(msg).await?,
-        };
-        Ok(self.carry_out(steps).await?)
+        match self.inner.calls_out {
+            false => Ok(self.carry_out(self.decide(msg, false)).await?),
+            true => self.run_from(0, msg).await,
+        }
     }
 
-    /// [`decide`](Self::decide) in a running flow: a step that calls out does so.
-    async fn call_out(&self, msg: Message) -> Result<Vec<Step<'_>>, RouteFailure> {
-        let mut steps = Vec::with_capacity(2);
-        let mut current = vec![msg];
-        for (index, step) in self.inner.steps.iter().enumerate() {
-            let mut next = Vec::with_capacity(current.len());
-            for msg in current {
-                let made = match step.calls_out() {
-                    false => step.decide(msg),
-                    true => step.call(msg).await.map_err(|error| RouteFailure::Step {
-                        route: self.name().to_owned(),
-                        step: index + 1,
-                        does: self.step_described(index).to_owned(),
-                        error,
-                    })?,
-                };
-                take(made, &mut steps, &mut next);
+    /// [`decide`](Self::decide) and [`carry_out`](Self::carry_out) in a running flow from step
+    /// `first` on: a step that calls out does so, and one that [wraps](RouteStep::wraps) the
+    /// rest is handed it, once what the steps before it did was carried out.
+    fn run_from(&self, first: usize, msg: Message) -> BoxFuture<'_, Result<(), RouteFailure>> {
+        Box::pin(async move {
+            let mut steps = Vec::with_capacity(2);
+            let mut current = vec![msg];
+            for (index, step) in self.inner.steps.iter().enumerate().skip(first) {
+                if step.wraps() {
+                    self.carry_out(steps).await?;
+                    for msg in current {
+                        let rest = Rest {
+                            route: self.clone(),
+                            first: index + 1,
+                        };
+                        step.around(msg, rest).await?;
+                    }
+                    return Ok(());
+                }
+                let mut next = Vec::with_capacity(current.len());
+                for msg in current {
+                    let made = match step.calls_out() {
+                        false => step.decide(msg),
+                        true => step
+                            .call(msg)
+                            .await
+                            .map_err(|error| self.step_failed(index, error))?,
+                    };
+                    take(made, &mut steps, &mut next);
+                }
+                current = next;
             }
-            current = next;
+            for msg in current {
+                self.act(msg, &mut steps);
+            }
+            Ok(self.carry_out(steps).await?)
+        })
+    }
+
+    /// Step `index` failed with `error`.
+    pub(crate) fn step_failed(&self, index: usize, error: BoxError) -> RouteFailure {
+        RouteFailure::Step {
+            route: self.name().to_owned(),
+            step: index + 1,
+            does: self.step_described(index).to_owned(),
+            error,
         }
-        for msg in current {
-            self.act(msg, &mut steps);
-        }
-        Ok(steps)
     }
 
     /// Carries out what was decided, in order.
@@ -373,6 +464,12 @@ impl Route {
                         channel.send(msg).await?;
                     }
                     c.filtered.fetch_add(1, Ordering::Relaxed);
+                }
+                Step::Side(Side::Duplicate { divert }) => {
+                    if let Some((channel, msg)) = divert {
+                        channel.send(msg).await?;
+                    }
+                    c.duplicates.fetch_add(1, Ordering::Relaxed);
                 }
                 Step::Side(Side::Invalid { msg, error }) => {
                     self.bury(msg, self.from().name(), DeathReason::Invalid, error)
@@ -430,6 +527,77 @@ impl Route {
     }
 }
 
+/// The rest of a route, held weakly: for a step that hands messages on outside any call (an
+/// aggregator's timeout), so the step does not keep its own route alive.
+#[derive(Debug, Clone)]
+pub struct WeakRest {
+    route: std::sync::Weak<Inner>,
+    first: usize,
+}
+
+impl WeakRest {
+    /// The rest, while the route is there.
+    pub fn upgrade(&self) -> Option<Rest> {
+        Some(Rest {
+            route: Route {
+                inner: self.route.upgrade()?,
+            },
+            first: self.first,
+        })
+    }
+}
+
+/// The rest of a route after a step that [wraps](RouteStep::wraps) it: the steps after that
+/// one, then the action. A `tower::Service` too, so a step can put one of eip-steps' services
+/// (an idempotent receiver) in front of it.
+#[derive(Debug, Clone)]
+pub struct Rest {
+    route: Route,
+    /// The first step it runs.
+    first: usize,
+}
+
+impl Rest {
+    /// Runs `msg` through the rest of the route; completes once everything it became was
+    /// accepted.
+    pub async fn run(&self, msg: Message) -> Result<(), RouteFailure> {
+        self.route.run_from(self.first, msg).await
+    }
+
+    /// Carries out a step's side effect (a duplicate diverted, an invalid message
+    /// dead-lettered), counting it as the route counts its own.
+    pub async fn carry(&self, side: Side) -> Result<(), RouteFailure> {
+        Ok(self.route.carry_out(vec![Step::Side(side)]).await?)
+    }
+
+    /// The acknowledgement of `msg` if it is the message the route took from a durable
+    /// channel (a step that changed it kept its id) and it is not settled yet: a step that
+    /// keeps state writes it in its own commit.
+    pub fn source_ack(&self, msg: &Message) -> Option<DurableAck> {
+        self.route.from().durable_ack(self.route.name(), msg.id())
+    }
+
+    /// The failure of the step before this rest (the wrapping step) with `error`.
+    pub fn failed(&self, error: BoxError) -> RouteFailure {
+        self.route.step_failed(self.first.saturating_sub(1), error)
+    }
+}
+
+impl tower::Service<Message> for Rest {
+    type Response = ();
+    type Error = RouteFailure;
+    type Future = BoxFuture<'static, Result<(), RouteFailure>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RouteFailure>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, msg: Message) -> Self::Future {
+        let rest = self.clone();
+        Box::pin(async move { rest.run(msg).await })
+    }
+}
+
 /// What a step made goes on: its side effects to `steps`, its messages to `next`.
 fn take<'r>(made: Made, steps: &mut Vec<Step<'r>>, next: &mut Vec<Message>) {
     steps.extend(made.side.into_iter().map(Step::Side));
@@ -439,6 +607,9 @@ fn take<'r>(made: Made, steps: &mut Vec<Step<'r>>, next: &mut Vec<Message>) {
 /// Why a route could not take a message: the message goes back to its channel for redelivery.
 #[derive(Debug, thiserror::Error)]
 pub enum RouteFailure {
+    /// A step handed a message on after its route was dropped (the flow stopped).
+    #[error("the route is no longer running")]
+    Stopped,
     /// A send failed.
     #[error(transparent)]
     Send(#[from] RouteError),

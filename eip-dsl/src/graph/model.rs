@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use eip_core::channel::ChannelKind;
+use eip_core::router::Strategy;
 
 use crate::kind::{self, Drawing};
 use crate::plan::adapter::{AdapterKind, AdapterPlan};
@@ -341,7 +342,8 @@ impl<'p> Builder<'p> {
     }
 
     /// The edges from a route to where its action sends: each labelled with its clause
-    /// (`when …`, `otherwise`, `recipients`). A recipient list read from a header has none.
+    /// (`when …`, `otherwise`, `recipients`, `round-robin`, `failover N`). A recipient list
+    /// read from a header has none.
     fn action_edges(&mut self, action: &'p ActionPlan, router: usize) {
         match action {
             ActionPlan::To(targets) => {
@@ -367,6 +369,17 @@ impl<'p> Builder<'p> {
                 }
             }
             ActionPlan::RecipientList(RecipientsPlan::Header(_)) => {}
+            // Round robin's targets are equals; failover's are tried in order.
+            ActionPlan::LoadBalance { targets, strategy } => {
+                for (n, t) in targets.iter().enumerate() {
+                    let label = match strategy {
+                        Strategy::RoundRobin => "round-robin".to_owned(),
+                        Strategy::Failover => format!("failover {}", n + 1),
+                    };
+                    let to = self.target(t);
+                    self.edge(router, to, Some(label), Line::Solid);
+                }
+            }
         }
     }
 

@@ -5,7 +5,9 @@ use super::node::{Node, Value};
 use super::read::{Fields, Reader};
 use crate::diagnostic::Damage;
 use crate::diagnostic::{field_path, index_path};
-use crate::spec::{JoinSpec, Located, Position, RecipientsSpec, RouteSpec, WhenSpec};
+use crate::spec::{
+    JoinSpec, LoadBalanceSpec, Located, Position, RecipientsSpec, RouteSpec, WhenSpec,
+};
 
 const ROUTE: &[&str] = &[
     "name",
@@ -18,7 +20,9 @@ const ROUTE: &[&str] = &[
     "choice",
     "otherwise",
     "recipient-list",
+    "load-balance",
 ];
+const LOAD_BALANCE: &[&str] = &["to", "strategy"];
 const WHEN: &[&str] = &["when", "to"];
 const HEADER: &[&str] = &["header"];
 const JOIN: &[&str] = &["from", "to", "filter", "hops", "archival"];
@@ -104,7 +108,51 @@ pub(super) fn read_route(
     if let Some(v) = fields.get("recipient-list") {
         route.recipient_list = read_recipients(reader, v, &p("recipient-list"));
     }
+    if let Some(v) = fields.get("load-balance") {
+        route.load_balance = read_load_balance(reader, v, &p("load-balance"));
+    }
     route
+}
+
+/// `load-balance:` a list of names, or `{to: NAMES, strategy: STRATEGY}`.
+fn read_load_balance(
+    reader: &mut Reader<'_>,
+    node: &Node,
+    path: &str,
+) -> Option<Located<LoadBalanceSpec>> {
+    let at = reader.pos(node);
+    let (to, strategy) = match &node.value {
+        Value::Seq(_) => (reader.names(node, "load-balance", path)?, None),
+        Value::Map(_) => {
+            let what = "`load-balance`";
+            let fields = reader.fields(node, "load-balance", path, what, LOAD_BALANCE)?;
+            let strategy = match fields.get("strategy") {
+                Some(v) => reader.string(v, "strategy", &field_path(path, "strategy")),
+                None => None,
+            };
+            let Some(v) = fields.get("to") else {
+                reader.missing(
+                    at,
+                    what,
+                    "to",
+                    path,
+                    "add `to: [CHANNEL, ...]`, the targets that share the messages",
+                );
+                return None;
+            };
+            (reader.names(v, "to", &field_path(path, "to"))?, strategy)
+        }
+        _ => {
+            reader.wrong_type(
+                node,
+                "load-balance",
+                path,
+                "a list of names or `{to: [NAME, ...], strategy: round-robin}`",
+            );
+            return None;
+        }
+    };
+    Some(Located::at(LoadBalanceSpec { to, strategy }, at))
 }
 
 fn read_choice(reader: &mut Reader<'_>, node: &Node, path: &str) -> Option<Located<Vec<WhenSpec>>> {

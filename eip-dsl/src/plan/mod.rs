@@ -280,6 +280,13 @@ pub enum ActionPlan {
     },
     /// A copy to each recipient.
     RecipientList(RecipientsPlan),
+    /// Each message to one target, picked by the strategy (a closed channel is passed over).
+    LoadBalance {
+        /// The channels or exchanges, in order; never a template.
+        targets: Vec<TargetRef>,
+        /// How the target is picked.
+        strategy: eip_core::router::Strategy,
+    },
 }
 
 /// The recipients of a recipient list.

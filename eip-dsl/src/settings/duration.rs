@@ -138,6 +138,11 @@ fn suggest(text: &str) -> Option<String> {
     Some(spell(millis))
 }
 
+/// A duration as a flow file writes it, in its shortest whole unit (`1h`, `90s`, `250ms`).
+pub(crate) fn spell_duration(d: std::time::Duration) -> String {
+    spell(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// The shortest whole-unit spelling of `millis`.
 fn spell(millis: u64) -> String {
     for (unit, per) in [("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {

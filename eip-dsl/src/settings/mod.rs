@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use eip_core::channel::RedeliveryPolicy;
 
+pub(crate) use self::duration::spell_duration;
 pub use self::duration::{DurationError, parse_duration};
 pub(crate) use self::size::UNITS as BYTE_UNITS;
 pub use self::size::{ByteSizeError, parse_byte_size};

@@ -303,7 +303,8 @@ pub struct RedeliverySpec {
 }
 
 /// One entry under `routes:`: messages taken from `from`, optionally filtered and tapped, then
-/// sent by exactly one of `to`, `choice` (with `otherwise`) or `recipient-list`.
+/// sent by exactly one of `to`, `choice` (with `otherwise`), `recipient-list` or
+/// `load-balance`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RouteSpec {
     /// Where the route's entry starts.
@@ -327,6 +328,8 @@ pub struct RouteSpec {
     pub otherwise: Option<Located<String>>,
     /// `recipient-list:` a fixed list, or the header that names the recipients.
     pub recipient_list: Option<Located<RecipientsSpec>>,
+    /// `load-balance:` each message to one of several targets.
+    pub load_balance: Option<Located<LoadBalanceSpec>>,
     /// `steps:` what the route does to each message before it sends it on, in order.
     pub steps: Vec<StepSpec>,
 }
@@ -370,6 +373,7 @@ impl RouteSpec {
             choice: None,
             otherwise: None,
             recipient_list: None,
+            load_balance: None,
             steps: Vec::new(),
         }
     }
@@ -393,6 +397,16 @@ pub enum RecipientsSpec {
     Fixed(Vec<Located<String>>),
     /// `{header: NAME}`: each message's header `NAME` holds comma-separated names.
     Header(Located<String>),
+}
+
+/// `load-balance:` of a route: `{to: [a, b], strategy: failover}`, or a list of names (round
+/// robin).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadBalanceSpec {
+    /// `to:` the channels or exchanges, in order.
+    pub to: Located<Vec<Located<String>>>,
+    /// `strategy:` `round-robin` (the default) or `failover`.
+    pub strategy: Option<Located<String>>,
 }
 
 /// One entry under `joins:`.

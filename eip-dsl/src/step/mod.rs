@@ -15,38 +15,52 @@
 //! filter's discard, an invalid message). The running route carries that out by sending, the
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
+mod aggregate;
 mod calls;
 mod convert;
+mod dedupe;
+mod delay;
 #[cfg(feature = "jq")]
 mod enrich;
+mod expr;
 mod filter;
+mod key;
 mod process;
+mod routing_slip;
 mod split;
+mod throttle;
 #[cfg(feature = "jq")]
 mod transform;
 mod wire_tap;
 
+pub use self::aggregate::AggregateConfig;
 pub use self::calls::CallError;
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
+pub use self::dedupe::DedupeConfig;
+pub use self::delay::DelayConfig;
 #[cfg(feature = "jq")]
 pub use self::enrich::EnrichConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
+pub use self::routing_slip::RoutingSlipConfig;
 pub use self::split::SplitConfig;
+pub use self::throttle::{Rate, RateError, ThrottleConfig, parse_rate};
 #[cfg(feature = "jq")]
 pub use self::transform::TransformConfig;
 pub use self::wire_tap::WireTapConfig;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::message::Message;
+use eip_core::store::durable::Durable;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use crate::compile::CompileError;
+use crate::compile::{CompileError, Rest, RouteFailure, WeakRest};
 use crate::diagnostic::{Check, Problem};
 use crate::kind::AsAny;
 use crate::settings::Settings;
@@ -81,6 +95,9 @@ pub struct Entry<'a> {
     pub route: &'a str,
     /// The channel the route consumes.
     pub from: &'a str,
+    /// Whether that channel outlives the process (durable, or kept in a broker): a step that
+    /// holds messages in memory is refused there.
+    pub from_durable: bool,
     /// The flow file's directory: relative paths start there.
     pub base_dir: &'a Path,
     pub(crate) names: &'a Names,
@@ -125,6 +142,28 @@ pub trait StepConfig: AsAny + fmt::Debug + Send + Sync + 'static {
 
     /// The running step, over the flow's channels.
     fn build(&self, bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError>;
+
+    /// The running step of a route, where it is built ([`Building`]): a step that keeps state
+    /// (the keys an idempotent receiver has seen) keeps it in the route's durable store. By
+    /// default as [`build`](Self::build).
+    fn build_at(&self, at: &Building<'_>) -> Result<Box<dyn RouteStep>, CompileError> {
+        self.build(at.bus)
+    }
+}
+
+/// Where a route step is built.
+pub struct Building<'a> {
+    /// The flow's channels.
+    pub bus: &'a MessageBus,
+    /// The route's name (a durable subscription's name too, on a publish-subscribe channel).
+    pub route: &'a str,
+    /// The channel the route consumes.
+    pub from: &'a Channel,
+    /// The step's place in the route, from 0.
+    pub index: usize,
+    /// The embedded store, when the channel the route consumes lives there: a step's state is
+    /// kept there too, so it survives the process as the messages do.
+    pub store: Option<&'a Arc<Durable>>,
 }
 
 /// A step of a running route.
@@ -146,6 +185,37 @@ pub trait RouteStep: fmt::Debug + Send + Sync + 'static {
         let made = self.decide(msg);
         Box::pin(std::future::ready(Ok(made)))
     }
+
+    /// Whether, in a running flow, the step wraps the rest of the route (the steps after it
+    /// and the action): it is then [`around`](Self::around) that runs, and the step learns
+    /// whether what it passed on was accepted. An idempotent receiver forgets a key whose
+    /// message was refused, and keeps (durably) the key of one that went through.
+    fn wraps(&self) -> bool {
+        false
+    }
+
+    /// Once the route is built: the rest of it after this step, for a step that hands on
+    /// messages later, outside any call (an aggregator's timeout). Held weakly: it no longer
+    /// runs once the route is dropped. Nothing by default.
+    fn attach(&self, rest: WeakRest) {
+        let _ = rest;
+    }
+
+    /// For a step that [wraps](Self::wraps): takes `msg` and hands what it makes of it to
+    /// `rest`, completing once that was accepted. By default what [`decide`](Self::decide)
+    /// made goes on to `rest`, after its side effects.
+    fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
+        let made = self.decide(msg);
+        Box::pin(async move {
+            for side in made.side {
+                rest.carry(side).await?;
+            }
+            for msg in made.next {
+                rest.run(msg).await?;
+            }
+            Ok(())
+        })
+    }
 }
 
 /// What a step made of one message.
@@ -156,6 +226,9 @@ pub struct Made {
     pub next: Vec<Message>,
     /// What else happens, in order, before the next step runs.
     pub side: Vec<Side>,
+    /// What the step did with the message, for the dry run, when passing it on or not does
+    /// not say it all: `held in group sensor-7, 3 of 10`.
+    pub note: Option<String>,
 }
 
 impl Made {
@@ -164,6 +237,7 @@ impl Made {
         Made {
             next: vec![msg],
             side: Vec::new(),
+            note: None,
         }
     }
 
@@ -172,6 +246,7 @@ impl Made {
         Made {
             next: Vec::new(),
             side: vec![side],
+            note: None,
         }
     }
 }
@@ -195,6 +270,12 @@ pub enum Side {
         discard: Option<Channel>,
         /// The message.
         msg: Message,
+    },
+    /// An idempotent receiver found the message's key seen within its window: to its divert
+    /// channel if it has one, else dropped (and counted).
+    Duplicate {
+        /// The divert channel with the duplicate; `None` when it is dropped.
+        divert: Option<(Channel, Message)>,
     },
     /// The step could not process the message (a jq error on its content, a malformed
     /// record): it goes to the dead letter channel with reason `invalid` and this error.
@@ -228,7 +309,12 @@ steps! {
     always, "unmarshal" => convert::UNMARSHAL,
     always, "marshal" => convert::MARSHAL,
     always, "process" => process::PROCESS,
+    always, "dedupe" => dedupe::DEDUPE,
+    always, "aggregate" => aggregate::AGGREGATE,
     "jq", "transform" => transform::TRANSFORM,
+    always, "delay" => delay::DELAY,
+    always, "throttle" => throttle::THROTTLE,
+    always, "routing-slip" => routing_slip::ROUTING_SLIP,
     "jq", "enrich" => enrich::ENRICH,
 }
 

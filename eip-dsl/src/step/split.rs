@@ -231,7 +231,7 @@ impl RouteStep for Splitter {
             How::Jq(jq) => match jq.all(&msg) {
                 Ok(values) => Made {
                     next: Split::parts_of(&msg, values.iter().map(|v| v.to_string().into())),
-                    side: Vec::new(),
+                    ..Made::default()
                 },
                 Err(error) => Made::instead(Side::Invalid {
                     msg,

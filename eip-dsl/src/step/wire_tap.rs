@@ -104,6 +104,7 @@ impl RouteStep for WireTap {
                 wait: self.wait,
             }],
             next: vec![msg],
+            note: None,
         }
     }
 }

@@ -67,6 +67,7 @@ pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_d
 ///     choice: None,
 ///     otherwise: None,
 ///     recipient_list: None,
+///     load_balance: None,
 ///     steps: Vec::new(),
 /// };
 /// let spec = FlowSpec {

@@ -1,5 +1,5 @@
 //! Routes: where each consumes from, its filter and taps, and the one way it sends (`to`,
-//! `choice` with `otherwise`, or `recipient-list`).
+//! `choice` with `otherwise`, `recipient-list`, or `load-balance`).
 //!
 //! Beyond names and predicates, two things are refused because they can not be what was
 //! meant: two routes consuming the same point-to-point channel (each message would reach only
@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use eip_core::channel::ChannelKind;
+use eip_core::router::Strategy;
 use eip_core::template::{Template, has_placeholders};
 
 use super::Check;
@@ -61,6 +62,10 @@ pub(crate) fn check(
                 }
             }
         }
+        let from_durable = spec.channels.iter().any(|(channel, c)| {
+            channel.value == route.from.value
+                && (c.store.is_some() || c.durable.as_ref().is_some_and(|d| d.value))
+        });
         let this = Route {
             route,
             names,
@@ -68,6 +73,7 @@ pub(crate) fn check(
             services,
             key: &key,
             from: route.from.value.as_str(),
+            from_durable,
             whole: !check.damage.routes.contains(&i),
         };
         if let Some(plan) = this.check(name, check)
@@ -133,6 +139,8 @@ struct Route<'a> {
     key: &'a str,
     /// The channel it consumes.
     from: &'a str,
+    /// Whether that channel outlives the process (durable, or kept in a broker).
+    from_durable: bool,
     /// Whether it was read without damage: only then are missing or surplus keys reported
     /// (a damaged entry's missing keys may be the damage).
     whole: bool,
@@ -154,14 +162,16 @@ impl Route<'_> {
             .map(|to| targets(check, self.names, to, self.from, "to", &self.field("to")));
         let choice = self.choice(check);
         let recipients = self.recipients(check);
+        let balanced = self.load_balance(check);
 
         if check.problems.len() > before {
             return None;
         }
-        let action = match (to, choice, recipients) {
-            (Some(to), None, None) => ActionPlan::To(to),
-            (None, Some(choice), None) => choice,
-            (None, None, Some(recipients)) => ActionPlan::RecipientList(recipients),
+        let action = match (to, choice, recipients, balanced) {
+            (Some(to), None, None, None) => ActionPlan::To(to),
+            (None, Some(choice), None, None) => choice,
+            (None, None, Some(recipients), None) => ActionPlan::RecipientList(recipients),
+            (None, None, None, Some(balanced)) => balanced,
             // Reported above (none or several).
             _ => return None,
         };
@@ -228,6 +238,7 @@ impl Route<'_> {
         let entry = Entry {
             route: name,
             from: self.from,
+            from_durable: self.from_durable,
             base_dir: self.base_dir,
             names: self.names,
             services: self.services,
@@ -276,6 +287,7 @@ impl Route<'_> {
                 "recipient-list",
                 route.recipient_list.as_ref().map(|r| r.at),
             ),
+            ("load-balance", route.load_balance.as_ref().map(|l| l.at)),
         ]
         .into_iter()
         .filter_map(|(k, at)| at.map(|at| (k, at)))
@@ -284,7 +296,7 @@ impl Route<'_> {
             [] => check.report(
                 Problem::new(
                     format!(
-                        "route `{name}` sends nowhere: it needs `to`, `choice` or `recipient-list`"
+                        "route `{name}` sends nowhere: it needs `to`, `choice`, `recipient-list` or `load-balance`"
                     ),
                     route.at,
                 )
@@ -376,6 +388,78 @@ impl Route<'_> {
                 }
                 RecipientsPlan::Header(header.value.clone())
             }
+        })
+    }
+}
+
+/// The strategies of `load-balance`, by name.
+const STRATEGIES: &[(&str, Strategy)] = &[
+    ("round-robin", Strategy::RoundRobin),
+    ("failover", Strategy::Failover),
+];
+
+impl Route<'_> {
+    /// `load-balance`: named targets (no template: each message goes to one of a known set),
+    /// each once, and the strategy.
+    fn load_balance(&self, check: &mut Check<'_>) -> Option<ActionPlan> {
+        let spec = &self.route.load_balance.as_ref()?.value;
+        let key = self.field("load-balance");
+        let strategy = match &spec.strategy {
+            None => Some(Strategy::RoundRobin),
+            Some(text) => match STRATEGIES.iter().find(|(n, _)| *n == text.value) {
+                Some((_, strategy)) => Some(*strategy),
+                None => {
+                    let words: Vec<&str> = STRATEGIES.iter().map(|(n, _)| *n).collect();
+                    check.report(
+                        Problem::new(format!("`strategy` can not be `{}`", text.value), text.at)
+                            .with_key(format!("{key}.strategy"))
+                            .with_help(suggest_key(&text.value, &words)),
+                    );
+                    None
+                }
+            },
+        };
+        let list = &spec.to;
+        let to_key = format!("{key}.to");
+        if list.value.is_empty() {
+            check.report(
+                Problem::new("`load-balance` names no channel or exchange", list.at)
+                    .with_key(to_key.clone())
+                    .with_help("name the targets that share the messages"),
+            );
+        }
+        let mut targets = Vec::new();
+        for (j, name) in list.value.iter().enumerate() {
+            let key = format!("{to_key}[{j}]");
+            if listed_twice(check, &list.value, j, "load-balance", &key, "target") {
+                continue;
+            }
+            if has_placeholders(&name.value) {
+                check.report(
+                    Problem::new(
+                        format!(
+                            "`{}` is a template, and a load balancer sends to named channels or \
+                             exchanges",
+                            name.value
+                        ),
+                        name.at,
+                    )
+                    .with_key(key)
+                    .with_help(
+                        "a destination computed per message is for `to` and `recipient-list`",
+                    ),
+                );
+                continue;
+            }
+            if let Some(target) = self.names.target(check, name, &key)
+                && not_back(check, name, self.from, &key).is_some()
+            {
+                targets.push(target);
+            }
+        }
+        Some(ActionPlan::LoadBalance {
+            targets,
+            strategy: strategy?,
         })
     }
 }

@@ -27,8 +27,8 @@ pub const INVALID: &str = "invalid";
 /// A dead letter destination.
 #[derive(Clone)]
 pub enum DeadLetters {
-    /// A channel: each message is sent with a death record (reason `rejected`, the error text
-    /// starting with `incomplete:` or `invalid:`), waiting for room.
+    /// A channel: each message is sent with a death record (reason `incomplete`, or `invalid`
+    /// for a group that could not be combined), waiting for room.
     Channel(Channel),
     /// A function given the whole group.
     Callback(Arc<dyn Fn(IncompleteGroup) + Send + Sync>),
@@ -52,16 +52,14 @@ impl DeadLetters {
                 Vec::new()
             }
             DeadLetters::Channel(channel) => {
-                let error = format!("{}: group `{}`: {}", group.reason, group.key, group.detail);
+                let error = format!("group `{}`: {}", group.key, group.detail);
+                let reason = match group.reason {
+                    INCOMPLETE => DeathReason::Incomplete,
+                    _ => DeathReason::Invalid,
+                };
                 let mut refused = Vec::new();
                 for mut msg in group.messages {
-                    // eip-core's DeathReason has no `incomplete` yet: `rejected` with the reason
-                    // first in the error text.
-                    let fresh = DeathRecord::new(
-                        channel.name(),
-                        DeathReason::Rejected,
-                        Some(error.clone()),
-                    );
+                    let fresh = DeathRecord::new(channel.name(), reason, Some(error.clone()));
                     let record = DeathRecord::died_again(msg.death().ok().flatten(), fresh);
                     msg.set_death(&record);
                     if let Err(e) = channel.send(msg).await {

@@ -14,8 +14,9 @@
 //!   more first drops keys past the window, then the oldest, so the oldest expire first.
 //! - **Acknowledgement.** The key is recorded when the message arrives (so a concurrent copy
 //!   is caught), and forgotten again if the inner service refuses the original, so that its
-//!   redelivery is not taken for a duplicate. The call completes when the inner service took
-//!   the original. A durable [`SeenStore`] records the key in the commit that acks the message.
+//!   redelivery is not taken for a duplicate. Once the inner service took the original, the
+//!   store [keeps](SeenStore::keep) the key (a durable one writes it to disk), and only then
+//!   does the call complete, so the message is acknowledged after its key is safe.
 //!
 //! [`IdempotentReceiver::peek`] gives the decision without recording anything.
 //!
@@ -44,4 +45,4 @@ pub use service::{
     Decision, DedupeConfig, DedupeError, DedupeStats, Deduped, IdempotentReceiver,
     IdempotentReceiverLayer, OnDuplicate,
 };
-pub use store::{InMemorySeen, Seen, SeenStore};
+pub use store::{InMemorySeen, Keeping, Seen, SeenStore};

@@ -131,6 +131,11 @@ pub enum DedupeError<E> {
     /// is not taken for a duplicate).
     #[error(transparent)]
     Inner(E),
+    /// The inner service took the original, but its key could not be kept (a durable store
+    /// could not write it): the message is redelivered, and caught as a duplicate while this
+    /// process runs.
+    #[error("the dedupe key could not be kept: {0}")]
+    Keep(#[source] tower::BoxError),
     /// The divert channel is closed; the duplicate is in the error.
     #[error("divert channel: {0}")]
     Divert(#[source] SendError),
@@ -180,6 +185,21 @@ struct Shared {
 impl Shared {
     fn store(&self) -> MutexGuard<'_, Box<dyn SeenStore>> {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What a receiver would do with `msg` now, changing nothing.
+    fn peek(&self, msg: &Message) -> Decision {
+        let config = &self.config;
+        let key = match config.key.eval(msg) {
+            Ok(k) => k,
+            Err(e) => {
+                return Decision::Invalid {
+                    reason: format!("dedupe key: {e}"),
+                };
+            }
+        };
+        let seen = self.store().seen(&key, Instant::now(), config.window);
+        decision(key.into_owned(), seen)
     }
 }
 
@@ -246,20 +266,7 @@ impl<S> IdempotentReceiver<S> {
 
     /// What the receiver would do with `msg` now, changing nothing: the dry run.
     pub fn peek(&self, msg: &Message) -> Decision {
-        let config = &self.shared.config;
-        let key = match config.key.eval(msg) {
-            Ok(k) => k,
-            Err(e) => {
-                return Decision::Invalid {
-                    reason: format!("dedupe key: {e}"),
-                };
-            }
-        };
-        let seen = self
-            .shared
-            .store()
-            .seen(&key, Instant::now(), config.window);
-        decision(key.into_owned(), seen)
+        self.shared.peek(msg)
     }
 
     /// The counters.
@@ -332,11 +339,16 @@ where
             return duplicate(&shared.config.on_duplicate, msg);
         }
         shared.counters.passed.fetch_add(1, Ordering::Relaxed);
+        let id = msg.id();
         let future = self.inner.call(msg);
         let shared = shared.clone();
         Box::pin(async move {
             match future.await {
-                Ok(r) => Ok(Deduped::Passed(r)),
+                Ok(r) => {
+                    let keeping = shared.store().keep(key.as_str(), shared.config.window, id);
+                    keeping.await.map_err(DedupeError::Keep)?;
+                    Ok(Deduped::Passed(r))
+                }
                 Err(e) => {
                     shared.store().forget(key.as_str());
                     Err(DedupeError::Inner(e))
@@ -385,7 +397,13 @@ impl fmt::Debug for IdempotentReceiverLayer {
 impl IdempotentReceiverLayer {
     /// A layer of idempotent receivers with this configuration, sharing one in-memory store.
     pub fn new(config: DedupeConfig) -> Self {
-        let store = Box::new(InMemorySeen::with_capacity(config.max_keys));
+        let store = InMemorySeen::with_capacity(config.max_keys);
+        IdempotentReceiverLayer::with_store(config, store)
+    }
+
+    /// A layer of idempotent receivers with this configuration, sharing `store`.
+    pub fn with_store(config: DedupeConfig, store: impl SeenStore) -> Self {
+        let store: Box<dyn SeenStore> = Box::new(store);
         let shared = Shared {
             config,
             store: Mutex::new(store),
@@ -399,6 +417,11 @@ impl IdempotentReceiverLayer {
     /// The counters of all the receivers this layer made.
     pub fn stats(&self) -> DedupeStats {
         self.shared.counters.snapshot()
+    }
+
+    /// What its receivers would do with `msg` now, changing nothing: the dry run.
+    pub fn peek(&self, msg: &Message) -> Decision {
+        self.shared.peek(msg)
     }
 }
 

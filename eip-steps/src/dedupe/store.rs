@@ -11,7 +11,12 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use eip_core::message::MessageId;
 use tokio::time::Instant;
+
+/// A [`SeenStore::keep`] under way.
+pub type Keeping =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), tower::BoxError>> + Send>>;
 
 /// Whether a key was seen within the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +41,16 @@ pub trait SeenStore: Send + 'static {
 
     /// Forgets `key` (its message was not accepted after all).
     fn forget(&mut self, key: &str);
+
+    /// Makes the record of `key` last, once its message (`message`) was accepted downstream:
+    /// a durable store writes it, for `window`, in the commit that acknowledges the message,
+    /// and this completes once that is on disk. So a crash leaves either both (a redelivery
+    /// can not happen) or neither (the message comes again and passes). An error fails the
+    /// call, and the message is redelivered. In memory there is nothing to do.
+    fn keep(&self, key: &str, window: Duration, message: MessageId) -> Keeping {
+        let _ = (key, window, message);
+        Box::pin(std::future::ready(Ok(())))
+    }
 
     /// How many keys are kept.
     fn len(&self) -> usize;

@@ -97,11 +97,7 @@ impl Committer {
                         }
                         // A lazy ack counted it, and will give it back when it finds it gone
                         (false, true) => {
-                            let _ = queue.len.fetch_update(
-                                Ordering::AcqRel,
-                                Ordering::Acquire,
-                                |len| Some(len.saturating_sub(1)),
-                            );
+                            queue.len.fetch_sub(1, Ordering::AcqRel);
                         }
                         _ => {}
                     }

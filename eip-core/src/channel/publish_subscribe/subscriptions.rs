@@ -11,6 +11,7 @@ use crate::channel::lane::Lane;
 use crate::channel::outgoing::{Join, JoinId, Joins};
 use crate::channel::ready::Awaited;
 use crate::log::Escaped;
+use crate::message::MessageId;
 use crate::store::SUBSCRIPTION_SEPARATOR;
 
 /// The channel's subscriptions, under its lock.
@@ -166,6 +167,19 @@ impl PublishSubscribe {
             }
         }
         Some(n)
+    }
+
+    /// The acknowledgement of the message `id`, taken through the durable subscription `name` and not
+    /// settled yet, for a commit of the caller's own: see
+    /// [`MessageStore::durable_ack`](crate::store::MessageStore::durable_ack). `None` unless the
+    /// subscription is durable.
+    pub fn durable_ack(
+        &self,
+        name: &str,
+        id: MessageId,
+    ) -> Option<crate::store::durable::DurableAck> {
+        let queue = self.lock().durable.get(name)?.clone();
+        queue.store.durable_ack(id)
     }
 
     /// The names of the durable subscriptions.

@@ -48,11 +48,36 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use eip_store::{
-    QuarantinedRecord, QueueCheck, StoreCheck, StoreConfig, StoreError, check, salvage,
+    Batch, BatchTicket, KeyTable, QuarantinedRecord, QueueCheck, StoreCheck, StoreConfig,
+    StoreError, check, salvage,
 };
 pub use queue::{DurableQueue, SELECTOR_WINDOW};
 
 use super::{Backend, BackendError, MessageStore, Overflow, StoreFailure, Waiting};
+
+/// The acknowledgement of a message a durable channel handed out, to be written in a
+/// [`Batch`] of the caller's: see [`MessageStore::durable_ack`].
+#[derive(Clone)]
+pub struct DurableAck {
+    log: eip_store::QueueLog,
+    seq: u64,
+}
+
+impl DurableAck {
+    /// `batch`, acknowledging the message too when it commits.
+    pub fn into_batch(self, batch: Batch) -> Batch {
+        batch.ack(&self.log, self.seq)
+    }
+}
+
+impl std::fmt::Debug for DurableAck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableAck")
+            .field("queue", &self.log.name())
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
 
 /// The durable backend: the embedded store of one data directory.
 #[derive(Clone)]

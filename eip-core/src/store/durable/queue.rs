@@ -473,6 +473,16 @@ impl MessageStore for DurableQueue {
         orphans
     }
 
+    fn durable_ack(&self, id: MessageId) -> Option<super::DurableAck> {
+        let state = self.lock();
+        // The one `settle` would ack: the last taken of that id.
+        let seq = *state.in_flight.get(&id)?.last()?;
+        Some(super::DurableAck {
+            log: self.log.clone(),
+            seq,
+        })
+    }
+
     fn settle(&self, msg: &Message) {
         self.finish(msg, true);
     }

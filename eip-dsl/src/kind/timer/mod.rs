@@ -95,7 +95,7 @@ fn is_json(config: &TimerConfig) -> bool {
 
 impl AdapterConfig for TimerConfig {
     fn endpoint(&self) -> String {
-        let every = format!("every {}", spell(self.interval));
+        let every = format!("every {}", crate::settings::spell_duration(self.interval));
         match self.count {
             Some(n) => format!("{every}, {n} messages"),
             None => every,
@@ -108,15 +108,6 @@ impl AdapterConfig for TimerConfig {
             channel: site.channel.clone(),
         };
         Box::pin(async move { Ok(Endpoint::Inbound(Box::new(ready))) })
-    }
-}
-
-/// A duration as a flow file writes it (`500ms`, `2s`).
-fn spell(d: std::time::Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
     }
 }
 

@@ -1,0 +1,375 @@
+//! `aggregate`: the Aggregator. Correlated messages are held in groups; when a group is
+//! complete its messages become one, which goes on through the rest of the route.
+//!
+//! ```yaml
+//! steps:
+//!   - aggregate: 10                                   # groups of 10, by correlation id
+//!   - aggregate:
+//!       key: '.sensor'                                # correlation, by jq (or `header:`)
+//!       size: 100                                     # complete at 100 messages,
+//!       timeout: 30s                                  # or 30 s after the group's first
+//!       on-timeout: dead-letter                       # (default: release what it has)
+//!       combine: '{sensor: .[0].sensor, mean: (map(.value) | add / length)}'
+//!   - aggregate: {all-parts: true}                    # every part of a split
+//!   - aggregate: {complete-when: 'any(.[]; .last)'}   # a jq test over the group
+//! ```
+//!
+//! A group is the messages with one correlation key: a jq program's output, a header, or by
+//! default the `correlation-id` header (which a split sets on its parts). It completes by the
+//! first rule that holds: its `size`; `all-parts` (a part carried `sequence-size` N and every
+//! `sequence-number` 1..=N is there); `complete-when`, a jq program over the array of the
+//! group's payloads that gives `true`. `timeout` gives a group up that long after its first
+//! message, without another message coming: `on-timeout: release` (the default) sends on what
+//! it has, `dead-letter` sends its messages to the dead letter channel with reason
+//! `incomplete`. The aggregate has a new id, the group's key as correlation id, the first
+//! message's other headers, and as payload what `combine` (jq over the array of payloads)
+//! makes of the group, by default that array.
+//!
+//! A message whose key can not be computed is invalid (dead letter, reason `invalid`); a part
+//! whose sequence number its group holds already is a duplicate, counted and dropped. At most
+//! `max-groups` groups are open (10 000 by default): one more gives up the oldest.
+//!
+//! Groups are held in memory, so the step is for routes whose channel is not durable: a held
+//! message is acknowledged, and would be lost with the process (`eip validate` refuses the step
+//! on a durable route).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use eip_core::MessageBus;
+use eip_core::message::Message;
+use eip_steps::aggregate::{
+    AggregateError, Aggregated, Aggregator, AggregatorConfig, Decision, Incomplete, Overflow,
+};
+use futures::future::BoxFuture;
+use tower::{Service, ServiceExt};
+
+use super::expr::{Jq, jq_setting};
+use super::key::{DefaultKey, KeyOf, key_of};
+use super::{Building, Entry, Made, RouteStep, Side, StepConfig, StepKind};
+use crate::compile::{CompileError, Rest, RouteFailure, WeakRest};
+use crate::diagnostic::Check;
+use crate::settings::{Settings, spell_duration};
+
+pub(super) static AGGREGATE: StepKind = StepKind {
+    name: "aggregate",
+    feature: None,
+    main: "size",
+    keys: &[
+        "size",
+        "key",
+        "header",
+        "timeout",
+        "all-parts",
+        "complete-when",
+        "combine",
+        "on-timeout",
+        "max-groups",
+    ],
+    check,
+};
+
+/// How many groups are open at most unless the step says otherwise.
+const DEFAULT_MAX_GROUPS: u64 = 10_000;
+
+/// A checked `aggregate` step.
+#[derive(Debug, Clone)]
+pub struct AggregateConfig {
+    key: KeyOf,
+    /// Complete at this many messages.
+    pub size: Option<usize>,
+    /// Give a group up this long after its first message.
+    pub timeout: Option<Duration>,
+    /// Complete when every part of a split is there.
+    pub all_parts: bool,
+    complete_when: Option<Jq>,
+    combine: Option<Jq>,
+    /// Whether a group given up goes to the dead letters (else it is released).
+    pub dead_letter_incomplete: bool,
+    /// How many groups are open at most.
+    pub max_groups: usize,
+}
+
+fn check(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    entry: &Entry<'_>,
+) -> Option<Box<dyn StepConfig>> {
+    let before = check.problems.len();
+    let key = key_of(check, settings, DefaultKey::CorrelationId);
+    let size = optional(settings, "size", |s| s.whole(check, "size", 1));
+    let timeout = optional(settings, "timeout", |s| {
+        s.positive_duration(check, "timeout")
+    });
+    let all_parts = optional(settings, "all-parts", |s| s.boolean(check, "all-parts"));
+    let complete_when = optional(settings, "complete-when", |s| {
+        jq_setting(check, s, "complete-when")
+    });
+    let combine = optional(settings, "combine", |s| jq_setting(check, s, "combine"));
+    let on_timeout = optional(settings, "on-timeout", |s| {
+        s.one_of(
+            check,
+            "on-timeout",
+            &[("release", false), ("dead-letter", true)],
+        )
+    });
+    let max_groups = optional(settings, "max-groups", |s| s.whole(check, "max-groups", 1));
+    if check.problems.len() > before {
+        return None;
+    }
+    let config = AggregateConfig {
+        key: key?,
+        size: size.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        timeout,
+        all_parts: all_parts.unwrap_or(false),
+        complete_when,
+        combine,
+        dead_letter_incomplete: on_timeout.unwrap_or(false),
+        max_groups: usize::try_from(max_groups.unwrap_or(DEFAULT_MAX_GROUPS)).unwrap_or(usize::MAX),
+    };
+    if config.size.is_none()
+        && config.timeout.is_none()
+        && !config.all_parts
+        && config.complete_when.is_none()
+    {
+        settings.report_entry(
+            check,
+            "no rule completes a group".to_owned(),
+            Some(
+                "set `size: N`, `timeout: DURATION`, `all-parts: true` or `complete-when: JQ` \
+                 (any of them: the first that holds completes the group)",
+            ),
+        );
+        return None;
+    }
+    if entry.from_durable {
+        settings.report_entry(
+            check,
+            format!(
+                "route `{}` consumes the durable channel `{}`, and an aggregator holds its \
+                 groups in memory: a held message would be acknowledged and lost with the process",
+                entry.route, entry.from
+            ),
+            Some("aggregate on a route whose channel is not durable"),
+        );
+        return None;
+    }
+    Some(Box::new(config))
+}
+
+/// `read(settings)` when `key` is set, else `None`.
+fn optional<'s, T>(
+    settings: &'s Settings<'_>,
+    key: &str,
+    read: impl FnOnce(&'s Settings<'_>) -> Option<T>,
+) -> Option<T> {
+    settings.get(key)?;
+    read(settings)
+}
+
+impl StepConfig for AggregateConfig {
+    fn describe(&self) -> String {
+        let mut rules = Vec::new();
+        if let Some(n) = self.size {
+            rules.push(format!("{n} messages"));
+        }
+        if self.all_parts {
+            rules.push("all parts".to_owned());
+        }
+        if let Some(jq) = &self.complete_when {
+            rules.push(format!("when {}", jq.source()));
+        }
+        if let Some(t) = self.timeout {
+            rules.push(format!("{} after the first", spell_duration(t)));
+        }
+        format!("aggregate {}: {}", self.key.describe(), rules.join(" or "))
+    }
+
+    fn build(&self, bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError> {
+        let dead_letters = bus.dead_letter_channel().clone();
+        self.aggregator(dead_letters)
+    }
+
+    fn build_at(&self, at: &Building<'_>) -> Result<Box<dyn RouteStep>, CompileError> {
+        let dead_letters = at
+            .from
+            .dead_letter_channel()
+            .unwrap_or_else(|| at.bus.dead_letter_channel())
+            .clone();
+        self.aggregator(dead_letters)
+    }
+}
+
+impl AggregateConfig {
+    fn aggregator(
+        &self,
+        dead_letters: eip_core::channel::DeadLetterChannel,
+    ) -> Result<Box<dyn RouteStep>, CompileError> {
+        let mut builder = Aggregator::builder()
+            .correlate_by(self.key.key())
+            .max_groups(self.max_groups, Overflow::GiveUpOldest)
+            .on_incomplete(match self.dead_letter_incomplete {
+                true => Incomplete::DeadLetter,
+                false => Incomplete::Release,
+            })
+            .dead_letter_channel((*dead_letters).clone());
+        if let Some(n) = self.size {
+            builder = builder.complete_at_size(n);
+        }
+        if let Some(t) = self.timeout {
+            builder = builder.complete_after(t);
+        }
+        if self.all_parts {
+            builder = builder.complete_with_all_parts();
+        }
+        if let Some(jq) = self.complete_when.clone() {
+            builder = builder.complete_when(move |messages| completes(&jq, messages));
+        }
+        if let Some(jq) = self.combine.clone() {
+            builder = builder.combine_with(move |messages| combine(&jq, messages));
+        }
+        let config: AggregatorConfig = builder.build().map_err(|e| CompileError::Step {
+            step: self.describe(),
+            reason: e.to_string(),
+        })?;
+        let rest = Later::default();
+        Ok(Box::new(Aggregate {
+            aggregator: Aggregator::new(rest.clone(), config),
+            rest,
+        }))
+    }
+}
+
+/// The group's payloads as one message, a JSON array, with the first message's headers (so
+/// `$headers` reads them); why not, when a payload is not JSON.
+fn group_message(messages: &[Message]) -> Result<Message, String> {
+    let values = messages
+        .iter()
+        .map(|m| m.json_value().cloned().map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let payload = serde_json::to_vec(&values).map_err(|e| e.to_string())?;
+    let headers = messages
+        .first()
+        .map(|m| m.headers().clone())
+        .unwrap_or_default();
+    Ok(Message::from_parts(
+        eip_core::message::MessageId::new(),
+        headers,
+        payload.into(),
+    ))
+}
+
+/// Whether `jq` over the group gives `true`. Anything else, an error included, leaves the
+/// group open (and is logged): the timeout, if set, still ends it.
+fn completes(jq: &Jq, messages: &[Message]) -> bool {
+    let outcome = group_message(messages).and_then(|m| jq.one(&m).map_err(|e| e.to_string()));
+    match outcome {
+        Ok(serde_json::Value::Bool(done)) => done,
+        Ok(other) => {
+            tracing::warn!(program = jq.source(), gave = %other, "complete-when did not give true or false: the group stays open");
+            false
+        }
+        Err(error) => {
+            tracing::warn!(program = jq.source(), %error, "complete-when failed: the group stays open");
+            false
+        }
+    }
+}
+
+/// What `jq` makes of the group: the aggregate's payload.
+fn combine(jq: &Jq, messages: &[Message]) -> Result<bytes::Bytes, String> {
+    let group = group_message(messages)?;
+    jq.one_payload(&group)
+        .map_err(|e| format!("combine `{}`: {e}", jq.source()))
+}
+
+/// The rest of the route, known once the route is built; what a released group goes to.
+#[derive(Clone, Default)]
+struct Later(Arc<OnceLock<WeakRest>>);
+
+impl fmt::Debug for Later {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Later")
+    }
+}
+
+impl Service<Message> for Later {
+    type Response = ();
+    type Error = RouteFailure;
+    type Future = BoxFuture<'static, Result<(), RouteFailure>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), RouteFailure>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, msg: Message) -> Self::Future {
+        let rest = self.0.get().and_then(WeakRest::upgrade);
+        Box::pin(async move {
+            match rest {
+                Some(rest) => rest.run(msg).await,
+                None => Err(RouteFailure::Stopped),
+            }
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Aggregate {
+    aggregator: Aggregator<Later>,
+    rest: Later,
+}
+
+impl RouteStep for Aggregate {
+    fn decide(&self, msg: Message) -> Made {
+        let decision = self.aggregator.peek(&msg);
+        let note = Some(decision.to_string());
+        match decision {
+            Decision::Invalid { reason } => Made::instead(Side::Invalid { msg, error: reason }),
+            Decision::Duplicate { .. } => Made {
+                side: vec![Side::Duplicate { divert: None }],
+                note,
+                ..Made::default()
+            },
+            Decision::Held { .. } | Decision::Completes { .. } | Decision::Refused { .. } => Made {
+                note,
+                ..Made::default()
+            },
+        }
+    }
+
+    fn wraps(&self) -> bool {
+        true
+    }
+
+    fn attach(&self, rest: WeakRest) {
+        // Built once, attached once: a second attach would be the same rest.
+        let _ = self.rest.0.set(rest);
+    }
+
+    fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
+        let mut aggregator = self.aggregator.clone();
+        Box::pin(async move {
+            let outcome = match aggregator.ready().await {
+                Ok(ready) => ready.call(msg).await,
+                Err(error) => Err(error),
+            };
+            match outcome {
+                Ok(Aggregated::Duplicate { .. }) => {
+                    rest.carry(Side::Duplicate { divert: None }).await
+                }
+                Ok(_) => Ok(()),
+                Err(AggregateError::Invalid { reason, message }) => {
+                    rest.carry(Side::Invalid {
+                        msg: *message,
+                        error: reason,
+                    })
+                    .await
+                }
+                Err(AggregateError::Unavailable(failure)) => Err(failure),
+                Err(other) => Err(rest.failed(other.to_string().into())),
+            }
+        })
+    }
+}

@@ -1,0 +1,366 @@
+//! `delay`: the Delayer. Each message waits before it goes on: a fixed time (`for`), or until
+//! the time a jq program reads from the message (`until`).
+//!
+//! ```yaml
+//! steps:
+//!   - delay: 5s
+//!   - delay: {until: '.deliver_at', max: 2h}
+//! ```
+//!
+//! `until` gives one value per message: text in RFC 3339 (`2026-12-01T18:30:00Z`,
+//! `2026-12-01T19:30:00+01:00`) or a number of seconds since 1970-01-01 UTC, as jq's own
+//! `now`, `todate` and `fromdate` count (a fraction is kept; milliseconds are `.ms / 1000`).
+//! A time already past means no wait. A time further ahead than `max` (default 24h) is a
+//! mistake, not a wait: the message goes to the dead letter channel with reason `invalid` and
+//! the time it named, as does a jq error or a value that is not a time, and the route goes on
+//! with the next one.
+//!
+//! The wait is a call the route's consumer awaits: the message stays in processing, and a
+//! message from a durable channel stays unacknowledged until it went on. A process that dies
+//! while a message waits loses nothing: the channel delivers it again when the flow starts
+//! again, and the wait starts over (`for`) or goes on to the same time (`until`). Stopping
+//! the flow waits for the delay within its limit, then gives the message back the same way.
+//! The route takes its messages one at a time, so a delay also spaces them out: a route with
+//! `delay: 5s` sends at most one message every five seconds.
+//!
+//! The dry run (`eip route`) does not wait: the step's report says the delay, and a time that
+//! can not be read makes the message invalid there as in a running flow.
+
+use std::time::Duration;
+
+use eip_core::MessageBus;
+use eip_core::message::Message;
+use futures::future::BoxFuture;
+use tower::BoxError;
+
+use super::{Entry, Made, RouteStep, Side, StepConfig, StepKind};
+use crate::compile::CompileError;
+use crate::diagnostic::Check;
+use crate::settings::Settings;
+
+pub(super) static DELAY: StepKind = StepKind {
+    name: "delay",
+    feature: None,
+    main: "for",
+    keys: &["for", "until", "max"],
+    check,
+};
+
+/// How far ahead an `until` time may be when the step sets no `max`.
+#[cfg(feature = "jq")]
+pub const DEFAULT_MAX: Duration = Duration::from_secs(24 * 3600);
+
+/// A checked delay.
+#[derive(Debug, Clone)]
+pub struct DelayConfig {
+    wait: Wait,
+    described: String,
+}
+
+#[derive(Debug, Clone)]
+enum Wait {
+    /// The same time for every message.
+    For(Duration),
+    /// Until the time a jq program reads from the message, at most `max` from now.
+    #[cfg(feature = "jq")]
+    Until {
+        jq: eip_steps::expr::Jq,
+        max: Duration,
+    },
+}
+
+impl DelayConfig {
+    /// The fixed wait, for a `delay` written with `for`.
+    pub fn fixed(&self) -> Option<Duration> {
+        match self.wait {
+            Wait::For(d) => Some(d),
+            #[cfg(feature = "jq")]
+            Wait::Until { .. } => None,
+        }
+    }
+}
+
+fn check(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    _entry: &Entry<'_>,
+) -> Option<Box<dyn StepConfig>> {
+    match (settings.get("for"), settings.get("until")) {
+        (Some(_), Some(_)) => {
+            settings.report_entry(
+                check,
+                "`for` and `until` contradict each other".to_owned(),
+                Some("wait a fixed time (`for: 5s`) or until a time each message names (`until: JQ`): keep one"),
+            );
+            None
+        }
+        (None, None) => {
+            settings.missing(
+                check,
+                "for",
+                "add how long each message waits, `delay: 5s`, or `until:` with a jq program \
+                 giving the time it goes on, such as `until: '.deliver_at'`",
+            );
+            None
+        }
+        (Some(_), None) => {
+            if settings.get("max").is_some() {
+                settings.report_at(
+                    check,
+                    "max",
+                    "`max` caps an `until` time, and this delay waits a fixed time",
+                    Some("remove `max`, or wait `until:` a time each message names"),
+                );
+                return None;
+            }
+            let text = settings.text(check, "for")?;
+            let wait = settings.positive_duration(check, "for")?;
+            Some(Box::new(DelayConfig {
+                wait: Wait::For(wait),
+                described: format!("delay {}", text.value),
+            }))
+        }
+        (None, Some(_)) => until(check, settings),
+    }
+}
+
+#[cfg(feature = "jq")]
+fn until(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Box<dyn StepConfig>> {
+    const HELP: &str = "a jq program giving the time the message goes on: RFC 3339 text \
+                        (`.deliver_at`) or seconds since 1970 (`.sent + 60`)";
+    let jq = settings
+        .required_text(check, "until", HELP)
+        .and_then(|text| {
+            Some((
+                super::transform::compile(check, &text, &settings.key("until"))?,
+                text,
+            ))
+        });
+    let max = match settings.get("max") {
+        None => Some((DEFAULT_MAX, "24h".to_owned())),
+        // Read as text only once it is a duration: a wrong value is reported once.
+        Some(_) => settings
+            .positive_duration(check, "max")
+            .and_then(|max| Some((max, settings.text(check, "max")?.value))),
+    };
+    let ((jq, text), (max, max_text)) = (jq?, max?);
+    Some(Box::new(DelayConfig {
+        wait: Wait::Until { jq, max },
+        described: format!("delay until {} (at most {max_text})", text.value),
+    }))
+}
+
+#[cfg(not(feature = "jq"))]
+fn until(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Box<dyn StepConfig>> {
+    settings.report_entry(
+        check,
+        "a delay `until` a time needs the cargo feature `jq`, which this eip is built without"
+            .to_owned(),
+        Some("build eip with it: `cargo build -p eip-dsl --features jq`, or wait `for:` a fixed time"),
+    );
+    None
+}
+
+impl StepConfig for DelayConfig {
+    fn describe(&self) -> String {
+        self.described.clone()
+    }
+
+    fn build(&self, _bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError> {
+        Ok(Box::new(Delay {
+            wait: self.wait.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct Delay {
+    wait: Wait,
+}
+
+impl Delay {
+    /// How long `msg` waits from now; else why its time can not be read.
+    #[cfg_attr(not(feature = "jq"), allow(unused_variables))]
+    fn wait_for(&self, msg: &Message) -> Result<Duration, String> {
+        match &self.wait {
+            Wait::For(d) => Ok(*d),
+            #[cfg(feature = "jq")]
+            Wait::Until { jq, max } => {
+                let value = jq.one(msg).map_err(|e| e.to_string())?;
+                let at = time::read(&value).map_err(|e| format!("`{}`: {e}", jq.source()))?;
+                time::until(at, std::time::SystemTime::now(), *max)
+                    .map_err(|e| format!("`{}`: {e}", jq.source()))
+            }
+        }
+    }
+}
+
+impl RouteStep for Delay {
+    /// The dry run does not wait; a time that can not be read makes the message invalid.
+    fn decide(&self, msg: Message) -> Made {
+        match self.wait_for(&msg) {
+            Ok(_) => Made::next(msg),
+            Err(error) => Made::instead(Side::Invalid { msg, error }),
+        }
+    }
+
+    fn calls_out(&self) -> bool {
+        true
+    }
+
+    fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
+        let wait = match self.wait_for(&msg) {
+            Ok(wait) => wait,
+            Err(error) => {
+                return Box::pin(std::future::ready(Ok(Made::instead(Side::Invalid {
+                    msg,
+                    error,
+                }))));
+            }
+        };
+        Box::pin(async move {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            Ok(Made::next(msg))
+        })
+    }
+}
+
+/// Times an `until` program gives, read and measured from now.
+#[cfg(feature = "jq")]
+pub(crate) mod time {
+    use std::time::{Duration, SystemTime};
+
+    /// Why a value is not a time a message may wait for.
+    #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+    pub enum TimeError {
+        /// Text that is not an RFC 3339 time.
+        #[error("`{text}` is not an RFC 3339 time ({reason})")]
+        Text {
+            /// The text.
+            text: String,
+            /// What the parser said.
+            reason: String,
+        },
+        /// A number of seconds before 1970 or too large for a time.
+        #[error("{0} is not a number of seconds since 1970-01-01 UTC")]
+        Seconds(String),
+        /// Neither text nor a number.
+        #[error("gave {0}, not a time (RFC 3339 text or seconds since 1970)")]
+        NotATime(&'static str),
+        /// Further ahead than the step allows.
+        #[error(
+            "the time is {} from now, past the delay's `max` of {}",
+            spell(*ahead),
+            spell(*max)
+        )]
+        TooFar {
+            /// How far ahead.
+            ahead: Duration,
+            /// The most a message may wait.
+            max: Duration,
+        },
+    }
+
+    /// `d` in whole seconds, the largest units first: `1d 2h 3m 4s`, `0s`.
+    fn spell(d: Duration) -> String {
+        let mut left = d.as_secs();
+        let mut parts = Vec::new();
+        for (unit, per) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+            if left >= per {
+                parts.push(format!("{}{unit}", left / per));
+                left %= per;
+            }
+        }
+        match parts.is_empty() {
+            true => "0s".to_owned(),
+            false => parts.join(" "),
+        }
+    }
+
+    /// The time `value` names.
+    pub fn read(value: &serde_json::Value) -> Result<SystemTime, TimeError> {
+        match value {
+            serde_json::Value::String(text) => {
+                let at: jiff::Timestamp =
+                    text.parse().map_err(|e: jiff::Error| TimeError::Text {
+                        text: text.clone(),
+                        reason: e.to_string(),
+                    })?;
+                Ok(SystemTime::from(at))
+            }
+            serde_json::Value::Number(n) => {
+                let seconds = || TimeError::Seconds(n.to_string());
+                let secs = n.as_f64().filter(|s| s.is_finite() && *s >= 0.0);
+                let since = secs
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(seconds)?;
+                SystemTime::UNIX_EPOCH
+                    .checked_add(since)
+                    .ok_or_else(seconds)
+            }
+            serde_json::Value::Null => Err(TimeError::NotATime("null")),
+            serde_json::Value::Bool(_) => Err(TimeError::NotATime("a boolean")),
+            serde_json::Value::Array(_) => Err(TimeError::NotATime("an array")),
+            serde_json::Value::Object(_) => Err(TimeError::NotATime("an object")),
+        }
+    }
+
+    /// How long from `now` until `at`: zero for a time past, refused past `max`.
+    pub fn until(at: SystemTime, now: SystemTime, max: Duration) -> Result<Duration, TimeError> {
+        let ahead = at.duration_since(now).unwrap_or(Duration::ZERO);
+        if ahead > max {
+            return Err(TimeError::TooFar { ahead, max });
+        }
+        Ok(ahead)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::json;
+
+        #[test]
+        fn rfc3339_text_and_epoch_seconds_are_times() {
+            let noon = SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_315_200);
+            assert_eq!(read(&json!("2026-06-01T12:00:00Z")), Ok(noon));
+            assert_eq!(read(&json!("2026-06-01T14:00:00+02:00")), Ok(noon));
+            assert_eq!(read(&json!(1_780_315_200)), Ok(noon));
+            assert_eq!(
+                read(&json!(1_780_315_200.5)),
+                Ok(noon + Duration::from_millis(500))
+            );
+        }
+
+        #[test]
+        fn other_values_are_refused_with_what_they_are() {
+            let err = read(&json!("tomorrow")).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with("`tomorrow` is not an RFC 3339 time"),
+                "{err}"
+            );
+            assert_eq!(read(&json!(-1)), Err(TimeError::Seconds("-1".to_owned())));
+            assert!(matches!(read(&json!(1e300)), Err(TimeError::Seconds(_))));
+            assert_eq!(read(&json!(null)), Err(TimeError::NotATime("null")));
+            assert_eq!(read(&json!({})), Err(TimeError::NotATime("an object")));
+        }
+
+        #[test]
+        fn a_time_past_waits_nothing_and_one_too_far_is_refused() {
+            let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+            let hour = Duration::from_secs(3600);
+            let past = now - Duration::from_secs(10);
+            assert_eq!(until(past, now, hour), Ok(Duration::ZERO));
+            assert_eq!(until(now + hour, now, hour), Ok(hour));
+            assert_eq!(
+                until(now + hour + Duration::from_secs(1), now, hour),
+                Err(TimeError::TooFar {
+                    ahead: hour + Duration::from_secs(1),
+                    max: hour
+                })
+            );
+        }
+    }
+}
