@@ -159,8 +159,8 @@ impl Request {
             Request::Http(_, r) => {
                 let mut key = format!("{} {}", r.method.as_str(), r.url);
                 if let Some(body) = &r.body {
-                    key.push('\n');
-                    key.push_str(&String::from_utf8_lossy(body));
+                    // Escaped, so two bodies that differ in bytes that are not UTF-8 differ here.
+                    key.push_str(&format!("\n{body:?}"));
                 }
                 key
             }
@@ -512,5 +512,21 @@ mod tests {
             e.starts_with("merge `$answer.name | ascii_upcase`: jq"),
             "{e}"
         );
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn posted_bodies_that_differ_in_bytes_have_different_cache_keys() {
+        use eip_adapters::http::{LookupMethod, LookupRequest};
+        let key = |body: &'static [u8]| {
+            let request = LookupRequest {
+                method: LookupMethod::Post,
+                url: "http://h/prices".into(),
+                body: Some(Bytes::from_static(body)),
+            };
+            Request::Http(Message::new("{}"), request).key()
+        };
+        assert_ne!(key(b"\xff"), key(b"\xfe"));
+        assert_ne!(key(b"a"), key(b"b"));
     }
 }
