@@ -3,6 +3,8 @@
 //! `circuit-breaker`), for `enrich` and `process`.
 
 mod support {
+    pub mod customers;
+    pub mod one_route;
     pub mod postgres;
     pub mod problems;
     pub mod validate;
@@ -10,185 +12,17 @@ mod support {
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::{Path as UrlPath, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use eip_core::Message;
-use eip_core::channel::Channel;
-use eip_dsl::compile::{self, Flow, InputMessage, Output};
-use eip_dsl::load;
+use eip_dsl::compile::InputMessage;
 use eip_dsl::step::Services;
 use serde_json::{Value, json};
+use support::customers::server;
+use support::one_route::{death, drain, first_dead_letter, flow, flow_with, order, payload};
 use support::postgres::TestDatabase;
 use support::problems::{at, help, only, problems};
-
-/// What the test server saw.
-#[derive(Default)]
-struct Seen {
-    /// Requests by path.
-    calls: Mutex<HashMap<String, u32>>,
-    /// Requests being answered now, and the most at once.
-    in_flight: AtomicU32,
-    most: AtomicU32,
-}
-
-impl Seen {
-    fn calls(&self, path: &str) -> u32 {
-        self.calls.lock().unwrap().get(path).copied().unwrap_or(0)
-    }
-
-    fn count(&self, path: String) -> u32 {
-        let mut calls = self.calls.lock().unwrap();
-        let n = calls.entry(path).or_default();
-        *n += 1;
-        *n
-    }
-}
-
-/// A customer service on a port of its own:
-/// - `GET /customers/{id}`: `c1` and `c2` are known, `bad` is answered 400, `text` with a
-///   body that is not JSON, any other 404;
-/// - `GET /flaky/{id}`: 500 the first time, then the answer;
-/// - `GET /down/{id}`: 500 always; `GET /slow/{id}`: after 5 s;
-/// - `GET /gate/{id}`: answers once two requests are in flight (or after 5 s);
-/// - `POST /echo`: the body it was sent, as `{"sent": BODY}`.
-async fn server() -> (String, Arc<Seen>) {
-    let seen = Arc::new(Seen::default());
-    let app = axum::Router::new()
-        .route("/customers/{id}", get(customer))
-        .route("/flaky/{id}", get(flaky))
-        .route("/down/{id}", get(down))
-        .route("/slow/{id}", get(slow))
-        .route("/gate/{id}", get(gate))
-        .route("/echo", post(echo))
-        .with_state(seen.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{address}"), seen)
-}
-
-fn json_answer(value: Value) -> Response {
-    (
-        StatusCode::OK,
-        [("content-type", "application/json")],
-        value.to_string(),
-    )
-        .into_response()
-}
-
-async fn customer(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
-    seen.count(format!("/customers/{id}"));
-    match id.as_str() {
-        "c1" => json_answer(json!({"name": "Ada", "tier": "gold"})),
-        "c2" => json_answer(json!({"name": "Grace", "tier": "silver"})),
-        "bad" => (StatusCode::BAD_REQUEST, "not a customer id").into_response(),
-        "text" => (StatusCode::OK, "<html>hello</html>").into_response(),
-        _ => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-async fn flaky(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
-    match seen.count(format!("/flaky/{id}")) {
-        1 => (StatusCode::INTERNAL_SERVER_ERROR, "busy").into_response(),
-        _ => json_answer(json!({"ok": true})),
-    }
-}
-
-async fn down(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
-    seen.count(format!("/down/{id}"));
-    (StatusCode::INTERNAL_SERVER_ERROR, "down for maintenance").into_response()
-}
-
-async fn slow(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
-    seen.count(format!("/slow/{id}"));
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    json_answer(json!({}))
-}
-
-async fn gate(State(seen): State<Arc<Seen>>, UrlPath(id): UrlPath<String>) -> Response {
-    seen.count(format!("/gate/{id}"));
-    let now = seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-    seen.most.fetch_max(now, Ordering::SeqCst);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while seen.in_flight.load(Ordering::SeqCst) < 2 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    // Both answered requests leave only once the other one was seen.
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    seen.in_flight.fetch_sub(1, Ordering::SeqCst);
-    json_answer(json!({"id": id}))
-}
-
-async fn echo(body: String) -> Response {
-    let sent: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    json_answer(json!({ "sent": sent }))
-}
-
-/// A flow whose one route takes `orders` through `steps` to `out`.
-fn yaml(steps: &str, redelivery: &str) -> String {
-    format!(
-        "
-channels:
-  orders: {{kind: point-to-point{redelivery}}}
-  out: {{kind: point-to-point}}
-routes:
-  - from: orders
-    steps:
-{steps}
-    to: out
-"
-    )
-}
-
-fn flow(steps: &str) -> Flow {
-    flow_with(steps, "", &Services::new())
-}
-
-fn flow_with(steps: &str, redelivery: &str, services: &Services) -> Flow {
-    let text = yaml(steps, redelivery);
-    match load::load_str_with(&text, "flow.yaml", Path::new("."), services) {
-        Ok(plan) => compile::compile(&plan).unwrap(),
-        Err(errors) => panic!("{}", errors.render()),
-    }
-}
-
-/// What is waiting on the queue `name`, taken and acknowledged.
-async fn drain(flow: &Flow, name: &str) -> Vec<Message> {
-    let Some(Channel::PointToPoint(queue)) = flow.channels().iter().find(|c| c.name() == name)
-    else {
-        panic!("{name} is a queue")
-    };
-    let mut receiver = queue.receiver();
-    let mut got = Vec::new();
-    while queue.stats().depth > 0 {
-        let delivery = receiver.recv().await.unwrap();
-        got.push(delivery.message().clone());
-        delivery.ack();
-    }
-    got
-}
-
-fn payload(msg: &Message) -> Value {
-    serde_json::from_slice(msg.payload()).unwrap()
-}
-
-fn order(customer: &str) -> Message {
-    Message::builder(format!(r#"{{"order": 1, "customer_id": "{customer}"}}"#))
-        .header("customer", customer)
-        .build()
-}
-
-/// The death record's reason and error of a dead letter.
-fn death(msg: &Message) -> (String, String) {
-    let death = msg.death().unwrap().expect("a death record");
-    (death.reason.to_string(), death.error.unwrap_or_default())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_answer_is_merged_into_the_payload_and_not_found_is_null() {
@@ -342,28 +176,6 @@ async fn a_failed_lookup_is_retried_and_the_second_attempt_is_merged() {
     assert_eq!(seen.calls("/flaky/x"), 2);
     let out = drain(&flow, "out").await;
     assert_eq!(payload(&out[0])["ok"], json!(true));
-}
-
-/// Runs `flow` until a dead letter arrives (at most 20 s), then stops it.
-async fn first_dead_letter(flow: &Flow, msg: Message) -> Message {
-    let dead = Arc::new(Mutex::new(Vec::<Message>::new()));
-    let seen = dead.clone();
-    let output: Output = Arc::new(move |channel: &str, msg: &Message| {
-        if channel == "dead-letters" {
-            seen.lock().unwrap().push(msg.clone());
-        }
-    });
-    let running = flow.start(output);
-    flow.bus().publish("orders", msg).await.unwrap();
-    for _ in 0..2000 {
-        if !dead.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    running.stop(Duration::from_secs(2)).await;
-    let dead = dead.lock().unwrap();
-    dead.first().cloned().expect("a dead letter within 20 s")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
