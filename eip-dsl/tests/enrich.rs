@@ -4,7 +4,7 @@
 
 mod support {
     pub mod customers;
-    pub mod one_route;
+    pub mod enrich_route;
     pub mod postgres;
     pub mod problems;
     pub mod validate;
@@ -20,7 +20,7 @@ use eip_dsl::compile::InputMessage;
 use eip_dsl::step::Services;
 use serde_json::{Value, json};
 use support::customers::server;
-use support::one_route::{death, drain, first_dead_letter, flow, flow_with, order, payload};
+use support::enrich_route::{death, drain, first_dead_letter, flow, flow_with, order, payload};
 use support::postgres::TestDatabase;
 use support::problems::{at, help, only, problems};
 

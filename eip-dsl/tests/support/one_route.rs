@@ -1,25 +1,27 @@
-//! The enricher's tests' flow: one route from the queue `orders` through the steps under test
-//! to the queue `out`, and what reached its queues.
+//! What the tests of route steps share: a flow of one route from `orders` through the steps
+//! under test to `out`, the problems of one that must not validate, and what reached a channel.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use eip_core::Message;
 use eip_core::channel::Channel;
-use eip_dsl::compile::{self, Flow, Output};
+use eip_dsl::compile::{self, Flow};
 use eip_dsl::load;
-use eip_dsl::step::Services;
-use serde_json::Value;
 
-/// A flow whose one route takes `orders` through `steps` to `out`.
-pub fn yaml(steps: &str, redelivery: &str) -> String {
+/// The flow file: channels `orders` and `out` (and `more`, extra channel lines), and one
+/// route from `orders` through `steps` (lines indented for `steps:`) to `out`.
+pub fn yaml_with(more: &str, steps: &str) -> String {
+    // No line for no extra channel: the tests' line numbers stay put.
+    let more = match more {
+        "" => String::new(),
+        lines => format!("{lines}\n"),
+    };
     format!(
         "
 channels:
-  orders: {{kind: point-to-point{redelivery}}}
+  orders: {{kind: point-to-point}}
   out: {{kind: point-to-point}}
-routes:
+{more}routes:
   - from: orders
     steps:
 {steps}
@@ -28,68 +30,62 @@ routes:
     )
 }
 
-pub fn flow(steps: &str) -> Flow {
-    flow_with(steps, "", &Services::new())
-}
-
-pub fn flow_with(steps: &str, redelivery: &str, services: &Services) -> Flow {
-    let text = yaml(steps, redelivery);
-    match load::load_str_with(&text, "flow.yaml", Path::new("."), services) {
-        Ok(plan) => compile::compile(&plan).unwrap(),
+/// [`yaml_with`] compiled, every channel in memory.
+#[allow(dead_code)] // Not every test file compiles one this way.
+pub fn flow_with(more: &str, steps: &str) -> Flow {
+    match load::load_str(&yaml_with(more, steps), "flow.yaml", Path::new(".")) {
+        Ok(plan) => compile::compile(&plan).expect("the flow compiles"),
         Err(errors) => panic!("{}", errors.render()),
     }
 }
 
-/// What is waiting on the queue `name`, taken and acknowledged.
+/// The flow of one route through `steps`.
+#[allow(dead_code)]
+pub fn flow(steps: &str) -> Flow {
+    flow_with("", steps)
+}
+
+/// The rendered problems of a route through `steps` that must not validate.
+#[allow(dead_code)]
+pub fn problems(steps: &str) -> String {
+    match load::load_str(&yaml_with("", steps), "flow.yaml", Path::new(".")) {
+        Ok(_) => panic!("the flow validated:\n{steps}"),
+        Err(errors) => errors.render(),
+    }
+}
+
+/// Takes (and acknowledges) every message waiting on the queue `name`.
+#[allow(dead_code)]
 pub async fn drain(flow: &Flow, name: &str) -> Vec<Message> {
     let Some(Channel::PointToPoint(queue)) = flow.channels().iter().find(|c| c.name() == name)
     else {
-        panic!("{name} is a queue")
+        panic!("{name} is a queue of the flow")
     };
     let mut receiver = queue.receiver();
     let mut got = Vec::new();
     while queue.stats().depth > 0 {
-        let delivery = receiver.recv().await.unwrap();
+        let delivery = receiver.recv().await.expect("a waiting message");
         got.push(delivery.message().clone());
         delivery.ack();
     }
     got
 }
 
-pub fn payload(msg: &Message) -> Value {
-    serde_json::from_slice(msg.payload()).unwrap()
-}
-
-pub fn order(customer: &str) -> Message {
-    Message::builder(format!(r#"{{"order": 1, "customer_id": "{customer}"}}"#))
-        .header("customer", customer)
+/// Hands each of `messages` to the flow's first route, in order; then what reached `out` and
+/// `dead-letters`.
+#[allow(dead_code)]
+pub fn run_all(flow: &Flow, messages: Vec<Message>) -> (Vec<Message>, Vec<Message>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
-}
-
-/// The death record's reason and error of a dead letter.
-pub fn death(msg: &Message) -> (String, String) {
-    let death = msg.death().unwrap().expect("a death record");
-    (death.reason.to_string(), death.error.unwrap_or_default())
-}
-
-/// Runs `flow` until a dead letter arrives (at most 20 s), then stops it.
-pub async fn first_dead_letter(flow: &Flow, msg: Message) -> Message {
-    let dead = Arc::new(Mutex::new(Vec::<Message>::new()));
-    let seen = dead.clone();
-    let output: Output = Arc::new(move |channel: &str, msg: &Message| {
-        if channel == "dead-letters" {
-            seen.lock().unwrap().push(msg.clone());
+        .expect("a runtime");
+    runtime.block_on(async {
+        for msg in messages {
+            flow.routes()[0]
+                .handle(msg)
+                .await
+                .expect("the route takes it");
         }
-    });
-    let running = flow.start(output);
-    flow.bus().publish("orders", msg).await.unwrap();
-    for _ in 0..2000 {
-        if !dead.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    running.stop(Duration::from_secs(2)).await;
-    let dead = dead.lock().unwrap();
-    dead.first().cloned().expect("a dead letter within 20 s")
+        (drain(flow, "out").await, drain(flow, "dead-letters").await)
+    })
 }
