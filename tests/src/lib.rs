@@ -167,3 +167,7 @@ pub struct Resequencer;
 #[doc = include_str!("../../book/src/idempotent-receiver.md")]
 #[cfg(doctest)]
 pub struct IdempotentReceiver;
+
+#[doc = include_str!("../../book/src/templates.md")]
+#[cfg(doctest)]
+pub struct Templates;
