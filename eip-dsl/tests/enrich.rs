@@ -29,7 +29,7 @@ async fn an_http_answer_is_merged_into_the_payload_and_not_found_is_null() {
     let (base, seen) = server().await;
     let flow = flow(&format!(
         "      - enrich:
-          http: {{url: '{base}/customers/{{header.customer}}'}}
+          http: {{url: '{base}/customers/{{$.customer_id}}'}}
           merge: '. + {{customer: $answer, by: $headers.customer}}'"
     ));
     let route = &flow.routes()[0];
@@ -500,7 +500,7 @@ fn bad_settings_are_refused_with_their_positions() {
             "no `{message}` at {at:?}: {text}"
         );
     };
-    has("invalid `url`: unknown placeholder `{nope}`", (9, 24));
+    has("invalid `url`: unknown placeholder `{nope}`", (9, 34));
     has(
         "invalid jq: invalid jq expression at byte 8: undefined variable `$answr`",
         (10, 27),

@@ -15,6 +15,7 @@ use tower::BoxError;
 use super::{Answer, Request};
 use crate::diagnostic::Check;
 use crate::settings::Settings;
+use crate::template;
 
 /// The keys of `http:`.
 const KEYS: &[&str] = &[
@@ -26,8 +27,9 @@ const KEYS: &[&str] = &[
 ];
 
 /// The help of `url`.
-const URL_HELP: &str = "an `http://` URL with a host; `{id}` and `{header.NAME}` are filled \
-                        from each message";
+const URL_HELP: &str = "an `http://` URL with a host; `{id}`, `{header.NAME}`, `{$.path}` and \
+                        `{jq: EXPR}` are filled from each message, percent-encoded (see the \
+                        book's Templates page)";
 
 /// A checked `http:` lookup.
 #[derive(Debug, Clone)]
@@ -43,19 +45,15 @@ pub(super) fn read(
 ) -> Option<HttpSource> {
     let http = settings.map(check, "http", KEYS)?;
     let text = http.required_text(check, "url", &format!("add `url:`, {URL_HELP}"))?;
-    let url = match UrlTemplate::parse(&text.value) {
-        Ok(url) => url,
-        Err(e) => {
-            http.report_value(
-                check,
-                "url",
-                &text,
-                format!("invalid `url`: {}", e.reason),
-                Some(URL_HELP),
-            );
-            return None;
-        }
-    };
+    let url = template::setting(
+        check,
+        &http,
+        "url",
+        &text,
+        UrlTemplate::SYNTAX,
+        |t| UrlTemplate::new(t).map_err(|e| e.reason),
+        URL_HELP,
+    )?;
     let mut config = HttpLookupConfig::new(url);
     if let Some(method) = http.one_of(
         check,

@@ -5,7 +5,7 @@
 //! ```yaml
 //! steps:
 //!   - enrich:
-//!       http: {url: 'http://127.0.0.1:8080/customers/{header.customer}'}
+//!       http: {url: 'http://127.0.0.1:8080/customers/{$.customer_id}'}
 //!       merge: '. + {customer: $answer}'
 //!       timeout: 2s
 //!       retry: {max-attempts: 3, backoff: 100ms}
