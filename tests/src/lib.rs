@@ -132,6 +132,10 @@ pub struct RouteSteps;
 #[cfg(doctest)]
 pub struct JqAndTheMessageTranslator;
 
+#[doc = include_str!("../../book/src/content-enricher.md")]
+#[cfg(doctest)]
+pub struct ContentEnricher;
+
 #[doc = include_str!("../../book/src/delayer-and-throttler.md")]
 #[cfg(doctest)]
 pub struct DelayerAndThrottler;

@@ -55,10 +55,13 @@
 //! ```
 
 mod bearer;
+mod client;
 mod error;
 mod inbound;
+mod lookup;
 mod outbound;
 
 pub use error::{ConfigError, ConfigProblem, HttpInboundError, HttpOutboundError, is_permanent};
 pub use inbound::{HttpInbound, HttpInboundConfig, HttpInboundServer};
+pub use lookup::{HttpLookup, HttpLookupConfig, LookupMethod, LookupRequest};
 pub use outbound::{HttpOutbound, HttpOutboundConfig, OutboundMethod, TemplateError, UrlTemplate};

@@ -31,6 +31,7 @@
 mod connection;
 mod error;
 pub mod inbound;
+pub mod lookup;
 mod multi_row;
 pub mod outbound;
 mod statement;
@@ -39,5 +40,6 @@ mod value;
 pub use connection::Connection;
 pub use error::SqlError;
 pub use inbound::{Claim, ClaimColumns, SqlInbound, SqlInboundConfig, SqlInboundHandle};
+pub use lookup::{SqlLookup, SqlLookupConfig};
 pub use outbound::{SqlOutbound, SqlOutboundConfig};
 pub use statement::Dialect;

@@ -16,9 +16,12 @@
 //! dry run (`eip route`) by recording it, so the two can not drift apart.
 
 mod aggregate;
+mod calls;
 mod convert;
 mod dedupe;
 mod delay;
+#[cfg(feature = "jq")]
+mod enrich;
 mod expr;
 mod filter;
 mod key;
@@ -33,9 +36,12 @@ mod transform;
 mod wire_tap;
 
 pub use self::aggregate::AggregateConfig;
+pub use self::calls::CallError;
 pub use self::convert::{ConvertConfig, Direction as ConvertDirection, Format as ConvertFormat};
 pub use self::dedupe::DedupeConfig;
 pub use self::delay::DelayConfig;
+#[cfg(feature = "jq")]
+pub use self::enrich::EnrichConfig;
 pub use self::filter::FilterConfig;
 pub use self::process::{ProcessConfig, Services};
 pub use self::resequence::ResequenceConfig;
@@ -316,6 +322,7 @@ steps! {
     always, "delay" => delay::DELAY,
     always, "throttle" => throttle::THROTTLE,
     always, "routing-slip" => routing_slip::ROUTING_SLIP,
+    "jq", "enrich" => enrich::ENRICH,
 }
 
 /// The step kind named `name` in a flow file, if it is built.

@@ -15,6 +15,15 @@
 //! consumer and redelivered by the channel's redelivery policy, then dead-lettered with reason
 //! `max-redeliveries` and the service's error. The dry run (`eip route`) does not call the
 //! service: the message goes on unchanged there.
+//!
+//! ```yaml
+//! steps:
+//!   - process: {service: price-lookup, timeout: 2s, concurrency: 4, circuit-breaker: {failures: 5, reset: 30s}}
+//! ```
+//!
+//! `timeout`, `concurrency` and `circuit-breaker` limit the calls as for every step that calls
+//! out (see [`calls`](super::calls)): a call past its deadline, or refused by the open
+//! breaker, fails the route for the message like an error of the service.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,6 +35,7 @@ use futures::future::BoxFuture;
 use tower::util::BoxCloneService;
 use tower::{BoxError, Service, ServiceExt};
 
+use super::calls::{self, Call, CallLimits};
 use super::{Entry, Made, RouteStep, StepConfig, StepKind};
 use crate::compile::CompileError;
 use crate::diagnostic::{Check, suggest_key};
@@ -35,7 +45,7 @@ pub(super) static PROCESS: StepKind = StepKind {
     name: "process",
     feature: None,
     main: "service",
-    keys: &["service"],
+    keys: &["service", "timeout", "concurrency", "circuit-breaker"],
     check,
 };
 
@@ -90,6 +100,7 @@ pub struct ProcessConfig {
     /// The service's name.
     pub service: String,
     shared: Shared,
+    limits: CallLimits,
 }
 
 impl fmt::Debug for ProcessConfig {
@@ -127,26 +138,46 @@ fn check(
         );
         return None;
     };
+    let limits = calls::read(check, settings, false)?;
     Some(Box::new(ProcessConfig {
         service: name.value,
         shared: shared.clone(),
+        limits,
     }))
 }
 
 impl StepConfig for ProcessConfig {
     fn describe(&self) -> String {
-        format!("process {}", self.service)
+        let limits = self.limits.describe();
+        match limits.is_empty() {
+            true => format!("process {}", self.service),
+            false => format!("process {} ({limits})", self.service),
+        }
+    }
+
+    fn label(&self) -> Option<String> {
+        Some(format!("process {}", self.service))
     }
 
     fn build(&self, _bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError> {
+        let shared = self.shared.clone();
+        // A clone per call: the shared service is only locked to be cloned, never across a call.
+        let service = tower::service_fn(move |msg: Message| {
+            let service = shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            service.oneshot(msg)
+        });
         Ok(Box::new(Process {
-            shared: self.shared.clone(),
+            call: self.limits.wrap(service),
         }))
     }
 }
 
+/// The program's service behind the step's limits, built once: its clones share them.
 struct Process {
-    shared: Shared,
+    call: Call<Message, Message>,
 }
 
 impl fmt::Debug for Process {
@@ -166,12 +197,7 @@ impl RouteStep for Process {
     }
 
     fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
-        // A clone per call: the shared service is only locked to be cloned, never across a call.
-        let service = self
-            .shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let service = self.call.clone();
         Box::pin(async move {
             let answer = service.oneshot(msg).await?;
             Ok(Made::next(answer))
