@@ -163,3 +163,7 @@ pub struct Resequencer;
 #[doc = include_str!("../../book/src/idempotent-receiver.md")]
 #[cfg(doctest)]
 pub struct IdempotentReceiver;
+
+#[doc = include_str!("../../book/src/error-handling.md")]
+#[cfg(doctest)]
+pub struct ErrorHandling;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use eip_core::channel::{Channel, DeadLetterChannel};
+use eip_core::channel::{Channel, DeadLetterChannel, RedeliveryPolicy, marked_dead};
 use eip_core::message::{DeathReason, Message};
 use eip_core::router::{
     ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouteError, RouterError,
@@ -24,7 +24,7 @@ use eip_core::router::{
 use eip_core::template::Template;
 
 use super::{CompileError, bus_channel, bus_target};
-use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
+use crate::plan::{ActionPlan, Plan, RecipientsPlan, RoutePlan, TargetRef};
 use crate::step::{Building, Made, RouteStep, Side};
 use eip_core::MessageBus;
 use eip_core::store::durable::{Durable, DurableAck};
@@ -48,6 +48,10 @@ struct Inner {
     calls_out: bool,
     action: Action,
     dead_letters: DeadLetterChannel,
+    /// `on-error:` where a message whose step failed goes once `redelivery` is used up.
+    on_error: Option<Channel>,
+    /// The redelivery policy of the channel it consumes, which its consumer follows.
+    redelivery: RedeliveryPolicy,
     counters: Counters,
 }
 
@@ -123,6 +127,7 @@ struct Counters {
     invalid: AtomicU64,
     duplicates: AtomicU64,
     dead_lettered: AtomicU64,
+    diverted: AtomicU64,
 }
 
 /// A route's counters since the flow started.
@@ -146,11 +151,16 @@ pub struct RouteStats {
     /// Messages (or copies) dead-lettered because they had nowhere to go: no clause matched
     /// and no `otherwise`, a recipient that does not exist, a target that was deleted.
     pub dead_lettered: u64,
+    /// Messages whose step failed sent to the route's `on-error` channel once the
+    /// redelivery policy was used up.
+    pub diverted: u64,
 }
 
 impl Route {
+    /// The route `plan` of `flow` over `bus`'s channels.
     pub(super) fn compile(
         plan: &RoutePlan,
+        flow: &Plan,
         bus: &MessageBus,
         store: Option<&Arc<Durable>>,
     ) -> Result<Route, CompileError> {
@@ -217,6 +227,15 @@ impl Route {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let calls_out = steps.iter().any(|s| s.calls_out() || s.wraps());
+        // The policy its consumer follows: the one of the channel it consumes.
+        let redelivery = flow
+            .channel(&plan.from)
+            .and_then(|c| c.redelivery.clone())
+            .unwrap_or_default();
+        let on_error = match &plan.on_error {
+            Some(on_error) => Some(bus_channel(bus, &on_error.to)?),
+            None => None,
+        };
         let route = Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
@@ -226,6 +245,8 @@ impl Route {
                 calls_out,
                 action,
                 dead_letters,
+                on_error,
+                redelivery,
                 counters: Counters::default(),
             }),
         };
@@ -375,6 +396,7 @@ impl Route {
             invalid: c.invalid.load(Ordering::Relaxed),
             duplicates: c.duplicates.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
+            diverted: c.diverted.load(Ordering::Relaxed),
         }
     }
 
@@ -382,11 +404,61 @@ impl Route {
     /// [`decide`](Self::decide) lists, in order. Completes when every channel has accepted
     /// what it was sent (taps that wait and discards included); an error hands the message
     /// back for the consumer's redelivery policy.
+    ///
+    /// With `on-error`, a step's failure on the message's last delivery the policy allows
+    /// sends the message, as it was taken, to the `on-error` channel with a death record
+    /// (reason `max-redeliveries`, the step's place and error), and the message counts as
+    /// handled; other failures (a send, the flow stopping) are handed back as without it.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
         self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
-        match self.inner.calls_out {
-            false => Ok(self.carry_out(self.decide(msg, false)).await?),
-            true => self.run_from(0, msg).await,
+        if !self.inner.calls_out {
+            // Every step decides alone: no step can fail.
+            return Ok(self.carry_out(self.decide(msg, false)).await?);
+        }
+        let Some(on_error) = &self.inner.on_error else {
+            return self.run_from(0, msg).await;
+        };
+        let taken = msg.clone();
+        match self.run_from(0, msg).await {
+            Err(failure @ RouteFailure::Step { .. }) if self.last_delivery(&taken) => {
+                self.divert(on_error, taken, failure).await
+            }
+            done => done,
+        }
+    }
+
+    /// Whether `msg` is on the last delivery its channel's redelivery policy allows, counted
+    /// as the consumer counts.
+    fn last_delivery(&self, msg: &Message) -> bool {
+        let attempts = msg.redelivery_count().unwrap_or(0).saturating_add(1);
+        !self.inner.redelivery.allows_another(attempts)
+    }
+
+    /// Sends `msg`, whose step failed with `failure`, to the `on-error` channel with its death
+    /// record. A channel that does not take it (closed, or refusing it) hands the failure back:
+    /// the consumer dead-letters the message then, so it is not lost.
+    async fn divert(
+        &self,
+        channel: &Channel,
+        msg: Message,
+        failure: RouteFailure,
+    ) -> Result<(), RouteFailure> {
+        let error = failure.to_string();
+        let msg = marked_dead(
+            msg,
+            self.from().name(),
+            DeathReason::MaxRedeliveries,
+            Some(error),
+        );
+        match channel.send(msg).await {
+            Ok(_) => {
+                self.inner.counters.diverted.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(refused) => {
+                tracing::warn!(route = self.name(), channel = channel.name(), error = %refused, "the on-error channel did not take a failed message: dead-lettered instead");
+                Err(failure)
+            }
         }
     }
 

@@ -211,6 +211,18 @@ pub struct RoutePlan {
     pub steps: Vec<StepPlan>,
     /// Where the messages go.
     pub action: ActionPlan,
+    /// `on-error:` where a message goes whose step failed once the channel's redelivery
+    /// policy is used up, instead of the dead letter channel; `None`: the dead letter channel.
+    pub on_error: Option<OnErrorPlan>,
+}
+
+/// A checked `on-error:` of a route: where a message whose step failed goes (see the book's
+/// error handling chapter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnErrorPlan {
+    /// The channel (of the plan, never the one the route consumes) it goes to, with a death
+    /// record (reason `max-redeliveries`, the step's place and error).
+    pub to: String,
 }
 
 /// A checked route step.

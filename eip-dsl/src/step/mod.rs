@@ -22,6 +22,7 @@ mod delay;
 mod expr;
 mod filter;
 mod key;
+pub(crate) mod on_error;
 mod process;
 mod routing_slip;
 mod split;

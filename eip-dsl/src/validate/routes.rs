@@ -17,10 +17,10 @@ use eip_core::template::{Template, has_placeholders};
 use super::Check;
 use super::names::{Names, listed_twice};
 use crate::diagnostic::{Problem, suggest_key};
-use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, StepPlan, TargetRef};
+use crate::plan::{ActionPlan, OnErrorPlan, RecipientsPlan, RoutePlan, StepPlan, TargetRef};
 use crate::settings::Settings;
-use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec};
-use crate::step::{self, Entry, Services};
+use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec, SettingValue};
+use crate::step::{self, Entry, Services, on_error};
 
 /// Checks every route; the plan's routes in the order declared.
 pub(crate) fn check(
@@ -62,12 +62,10 @@ pub(crate) fn check(
                 }
             }
         }
-        let from_durable = spec.channels.iter().any(|(channel, c)| {
-            channel.value == route.from.value
-                && (c.store.is_some() || c.durable.as_ref().is_some_and(|d| d.value))
-        });
+        let from_durable = durable(spec, &route.from.value);
         let this = Route {
             route,
+            spec,
             names,
             base_dir,
             services,
@@ -83,6 +81,13 @@ pub(crate) fn check(
         }
     }
     plans
+}
+
+/// Whether the channel `name` outlives the process: durable, or kept in a broker.
+fn durable(spec: &FlowSpec, name: &str) -> bool {
+    spec.channels.iter().any(|(channel, c)| {
+        channel.value == name && (c.store.is_some() || c.durable.as_ref().is_some_and(|d| d.value))
+    })
 }
 
 /// The route's name (given, or `route-N`), reporting an empty or repeated one.
@@ -130,6 +135,8 @@ fn route_name(
 /// One route being checked: what its parts are checked against.
 struct Route<'a> {
     route: &'a RouteSpec,
+    /// The whole flow, for what the route's channels are.
+    spec: &'a FlowSpec,
     names: &'a Names,
     /// The flow file's directory.
     base_dir: &'a Path,
@@ -163,6 +170,7 @@ impl Route<'_> {
         let choice = self.choice(check);
         let recipients = self.recipients(check);
         let balanced = self.load_balance(check);
+        let on_error = self.on_error(&name, check);
 
         if check.problems.len() > before {
             return None;
@@ -180,7 +188,46 @@ impl Route<'_> {
             from: self.from.to_owned(),
             steps,
             action,
+            on_error,
         })
+    }
+
+    /// `on-error:` where a message whose step failed goes. From a channel that outlives the
+    /// process, only to one that does too: the message is acked once it is there.
+    fn on_error(&self, name: &str, check: &mut Check<'_>) -> Option<OnErrorPlan> {
+        let value = self.route.on_error.as_ref()?;
+        let place = on_error::Place {
+            path: self.field("on-error"),
+            what: format!("`on-error` of route `{name}`"),
+            from: self.from,
+            names: self.names,
+            damaged: !self.whole,
+        };
+        let plan = on_error::check(check, value, &place)?;
+        if self.from_durable && !durable(self.spec, &plan.to) {
+            let at = match &value.value {
+                SettingValue::Map(items) => items
+                    .iter()
+                    .find(|s| s.key.value == "to")
+                    .and_then(|s| s.value.at),
+                _ => value.at,
+            };
+            check.report(
+                Problem::new(
+                    format!(
+                        "`on-error` of route `{name}` sends to `{}`, which is kept in memory, \
+                         from `{}`, which outlives the process: a message acked there would \
+                         be lost with the process",
+                        plan.to, self.from
+                    ),
+                    at.or(value.at),
+                )
+                .with_key(format!("{}.to", place.path))
+                .with_help(format!("make `{}` durable: `durable: true`", plan.to)),
+            );
+            return None;
+        }
+        Some(plan)
     }
 
     fn field(&self, k: &str) -> String {
