@@ -96,8 +96,7 @@ async fn run(flow: &Flow, payloads: &[&str]) -> Vec<(String, Message)> {
     assert!(idle, "idle in time: {:?}", running.counters());
     let left = running.stop(Duration::from_secs(5)).await;
     assert!(left.is_empty(), "nothing left: {left:?}");
-    let out = seen.lock().expect("not poisoned").clone();
-    out
+    seen.lock().expect("not poisoned").clone()
 }
 
 fn payloads_at<'m>(out: &'m [(String, Message)], channel: &str) -> Vec<&'m str> {
