@@ -48,7 +48,7 @@ fn pricing(
         async move {
             calls.fetch_add(1, Ordering::SeqCst);
             let text = msg.payload_str().unwrap_or_default().to_owned();
-            if text == "fail" {
+            if text.contains("fail") {
                 return Err::<Message, tower::BoxError>("pricing is down".into());
             }
             Ok(Message::new(text.to_uppercase()))
@@ -355,4 +355,138 @@ routes:
 
     let text = problems(&route("orders.failed").replace("on-error", "on-eror"));
     assert!(text.contains("did you mean `on-error`?"), "{text}");
+}
+
+const STEP_LEVEL: &str = "
+channels:
+  orders:
+    kind: point-to-point
+    redelivery: {max-attempts: 3, initial-backoff: 1ms, max-backoff: 1ms}
+  priced: {kind: point-to-point}
+  orders.failed: {kind: point-to-point}
+  pricing.failed: {kind: point-to-point}
+routes:
+  - name: price
+    from: orders
+    on-error: orders.failed
+    steps:
+      - transform: '. + \"!\"'
+      - process: {service: pricing, on-error: pricing.failed}
+      - process: tax
+    to: priced
+";
+
+/// A service that fails on everything: `tax` is down.
+fn down() -> impl tower::Service<
+    Message,
+    Response = Message,
+    Error = tower::BoxError,
+    Future = std::future::Ready<Result<Message, tower::BoxError>>,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(|_: Message| std::future::ready(Err("tax is down".into())))
+}
+
+#[test]
+fn a_steps_own_on_error_takes_the_message_it_failed_on_at_once() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new()
+        .add("pricing", pricing(calls.clone()))
+        .add("tax", down());
+    let plan = load_with(STEP_LEVEL, &services).expect("validates");
+    assert_eq!(
+        plan.routes[0].steps[1]
+            .on_error
+            .as_ref()
+            .map(|o| o.to.as_str()),
+        Some("pricing.failed")
+    );
+    assert!(plan.routes[0].steps[2].on_error.is_none());
+    let flow = compile::compile(&plan).expect("compiles");
+    // The transform makes `fail!` of `fail`, which the pricing refuses.
+    let out = runtime().block_on(run(&flow, &["\"fail\""]));
+
+    // Once, not redelivered: the step's own `on-error` took it at once.
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let failed: Vec<&Message> = out
+        .iter()
+        .filter(|(c, _)| c == "pricing.failed")
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(failed.len(), 1, "{out:?}");
+    // As the step received it: after the transform.
+    assert_eq!(failed[0].payload_str(), Some("\"fail!\""));
+    let death = failed[0].death().expect("readable").expect("a record");
+    assert_eq!(death.reason, DeathReason::Rejected);
+    assert_eq!(death.channel, "orders");
+    assert_eq!(
+        death.error.as_deref(),
+        Some("route `price`, step 2 (process pricing): pricing is down")
+    );
+    assert!(payloads_at(&out, "orders.failed").is_empty(), "{out:?}");
+    assert!(payloads_at(&out, "priced").is_empty(), "{out:?}");
+    assert_eq!(flow.routes()[0].stats().diverted, 1);
+    assert_eq!(flow.routes()[0].stats().taken, 1);
+}
+
+#[test]
+fn a_step_without_its_own_on_error_falls_to_the_routes() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new()
+        .add("pricing", pricing(calls.clone()))
+        .add("tax", down());
+    let plan = load_with(STEP_LEVEL, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    // Priced, then `tax` fails: redelivered three times, then the route's `on-error`.
+    let out = runtime().block_on(run(&flow, &["\"abc\""]));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(payloads_at(&out, "orders.failed"), ["\"abc\""], "{out:?}");
+    assert!(payloads_at(&out, "pricing.failed").is_empty());
+    let failed = &out
+        .iter()
+        .find(|(c, _)| c == "orders.failed")
+        .expect("one")
+        .1;
+    let death = failed.death().expect("readable").expect("a record");
+    assert_eq!(death.reason, DeathReason::MaxRedeliveries);
+    assert_eq!(
+        death.error.as_deref(),
+        Some("route `price`, step 3 (process tax): tax is down")
+    );
+}
+
+#[test]
+fn a_steps_on_error_is_checked_like_the_routes() {
+    let services = Services::new()
+        .add("pricing", pricing(Arc::default()))
+        .add("tax", down());
+    let with = |on_error: &str| {
+        let source = STEP_LEVEL.replace("on-error: pricing.failed", on_error);
+        match load_with(&source, &services) {
+            Ok(_) => panic!("validated: {on_error}"),
+            Err(text) => text,
+        }
+    };
+    let text = with("on-error: nowhere");
+    assert!(text.contains("unknown channel `nowhere`"), "{text}");
+    assert!(
+        text.contains("routes[0].steps[1].process.on-error.to"),
+        "{text}"
+    );
+    let text = with("on-error: orders");
+    assert!(text.contains("the channel its route consumes"), "{text}");
+    let text = with("on-error: {to: pricing.failed, retry: 3}");
+    assert!(text.contains("unknown key `retry`"), "{text}");
+
+    // Only a step that calls out takes it.
+    let source = STEP_LEVEL.replace(
+        "      - transform: '. + \"!\"'",
+        "      - transform: {payload: '. + \"!\"', on-error: pricing.failed}",
+    );
+    let text = match load_with(&source, &services) {
+        Ok(_) => panic!("validated"),
+        Err(text) => text,
+    };
+    assert!(text.contains("unknown key `on-error`"), "{text}");
 }

@@ -24,7 +24,7 @@ use eip_core::router::{
 use eip_core::template::Template;
 
 use super::{CompileError, bus_channel, bus_target};
-use crate::plan::{ActionPlan, Plan, RecipientsPlan, RoutePlan, TargetRef};
+use crate::plan::{ActionPlan, OnErrorPlan, Plan, RecipientsPlan, RoutePlan, TargetRef};
 use crate::step::{Building, Made, RouteStep, Side};
 use eip_core::MessageBus;
 use eip_core::store::durable::{Durable, DurableAck};
@@ -52,6 +52,9 @@ struct Inner {
     on_error: Option<Channel>,
     /// The redelivery policy of the channel it consumes, which its consumer follows.
     redelivery: RedeliveryPolicy,
+    /// Each step's own `on-error:` channel, in the steps' order: where a message the step
+    /// fails on goes at once.
+    step_errors: Vec<Option<Channel>>,
     counters: Counters,
 }
 
@@ -151,8 +154,8 @@ pub struct RouteStats {
     /// Messages (or copies) dead-lettered because they had nowhere to go: no clause matched
     /// and no `otherwise`, a recipient that does not exist, a target that was deleted.
     pub dead_lettered: u64,
-    /// Messages whose step failed sent to the route's `on-error` channel once the
-    /// redelivery policy was used up.
+    /// Messages whose step failed sent to an `on-error` channel: the route's, once the
+    /// redelivery policy was used up, or the failing step's own, at once.
     pub diverted: u64,
 }
 
@@ -232,10 +235,16 @@ impl Route {
             .channel(&plan.from)
             .and_then(|c| c.redelivery.clone())
             .unwrap_or_default();
-        let on_error = match &plan.on_error {
-            Some(on_error) => Some(bus_channel(bus, &on_error.to)?),
-            None => None,
+        let channel_of = |on_error: &Option<OnErrorPlan>| match on_error {
+            Some(on_error) => bus_channel(bus, &on_error.to).map(Some),
+            None => Ok(None),
         };
+        let on_error = channel_of(&plan.on_error)?;
+        let step_errors = plan
+            .steps
+            .iter()
+            .map(|step| channel_of(&step.on_error))
+            .collect::<Result<Vec<_>, _>>()?;
         let route = Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
@@ -247,6 +256,7 @@ impl Route {
                 dead_letters,
                 on_error,
                 redelivery,
+                step_errors,
                 counters: Counters::default(),
             }),
         };
@@ -421,7 +431,8 @@ impl Route {
         let taken = msg.clone();
         match self.run_from(0, msg).await {
             Err(failure @ RouteFailure::Step { .. }) if self.last_delivery(&taken) => {
-                self.divert(on_error, taken, failure).await
+                self.divert(on_error, taken, failure, DeathReason::MaxRedeliveries)
+                    .await
             }
             done => done,
         }
@@ -434,22 +445,19 @@ impl Route {
         !self.inner.redelivery.allows_another(attempts)
     }
 
-    /// Sends `msg`, whose step failed with `failure`, to the `on-error` channel with its death
-    /// record. A channel that does not take it (closed, or refusing it) hands the failure back:
-    /// the consumer dead-letters the message then, so it is not lost.
+    /// Sends `msg`, whose step failed with `failure`, to an `on-error` channel with its death
+    /// record (`reason`, the route's channel, the failure). A channel that does not take it
+    /// (closed, or refusing it) hands the failure back: the message is then redelivered or
+    /// dead-lettered as without `on-error`, so it is not lost.
     async fn divert(
         &self,
         channel: &Channel,
         msg: Message,
         failure: RouteFailure,
+        reason: DeathReason,
     ) -> Result<(), RouteFailure> {
         let error = failure.to_string();
-        let msg = marked_dead(
-            msg,
-            self.from().name(),
-            DeathReason::MaxRedeliveries,
-            Some(error),
-        );
+        let msg = marked_dead(msg, self.from().name(), reason, Some(error));
         match channel.send(msg).await {
             Ok(_) => {
                 self.inner.counters.diverted.fetch_add(1, Ordering::Relaxed);
@@ -482,15 +490,27 @@ impl Route {
                     return Ok(());
                 }
                 let mut next = Vec::with_capacity(current.len());
+                let on_error = self.inner.step_errors.get(index).and_then(Option::as_ref);
                 for msg in current {
-                    let made = match step.calls_out() {
-                        false => step.decide(msg),
-                        true => step
-                            .call(msg)
-                            .await
-                            .map_err(|error| self.step_failed(index, error))?,
-                    };
-                    take(made, &mut steps, &mut next);
+                    if !step.calls_out() {
+                        take(step.decide(msg), &mut steps, &mut next);
+                        continue;
+                    }
+                    // Kept only where the step's own `on-error` may need it.
+                    let received = on_error.map(|_| msg.clone());
+                    match step.call(msg).await {
+                        Ok(made) => take(made, &mut steps, &mut next),
+                        Err(error) => {
+                            let failure = self.step_failed(index, error);
+                            let (Some(channel), Some(received)) = (on_error, received) else {
+                                return Err(failure);
+                            };
+                            // What the steps before decided happens first, in order.
+                            self.carry_out(std::mem::take(&mut steps)).await?;
+                            self.divert(channel, received, failure, DeathReason::Rejected)
+                                .await?;
+                        }
+                    }
                 }
                 current = next;
             }

@@ -216,12 +216,13 @@ pub struct RoutePlan {
     pub on_error: Option<OnErrorPlan>,
 }
 
-/// A checked `on-error:` of a route: where a message whose step failed goes (see the book's
-/// error handling chapter).
+/// A checked `on-error:` of a route or of a step: where a message whose step failed goes (see
+/// the book's error handling chapter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OnErrorPlan {
     /// The channel (of the plan, never the one the route consumes) it goes to, with a death
-    /// record (reason `max-redeliveries`, the step's place and error).
+    /// record: reason `max-redeliveries` from a route's `on-error`, `rejected` from a step's,
+    /// and the step's place and error.
     pub to: String,
 }
 
@@ -235,6 +236,9 @@ pub struct StepPlan {
     pub key: String,
     /// What its kind made of its settings.
     pub config: Arc<dyn StepConfig>,
+    /// `on-error:` of a step that calls out: where a message it fails on goes at once, without
+    /// redelivery; `None`: its failure fails the route for the message.
+    pub on_error: Option<OnErrorPlan>,
 }
 
 impl StepPlan {
@@ -249,6 +253,7 @@ impl StepPlan {
                 text,
                 discard,
             }),
+            on_error: None,
         }
     }
 
@@ -261,6 +266,7 @@ impl StepPlan {
                 channel: channel.into(),
                 wait: true,
             }),
+            on_error: None,
         }
     }
 

@@ -1,23 +1,27 @@
-//! `on-error:` what a route does with a message whose step failed, read in one place for
-//! every entry that has the key.
+//! `on-error:` what happens to a message whose step failed, read in one place for every entry
+//! that has the key: a route, and each step kind that lists `on-error` among its keys (the
+//! kinds that call out: `process`).
 //!
 //! ```yaml
 //! routes:
 //!   - from: orders
 //!     on-error: orders.failed        # or {to: orders.failed}
 //!     steps:
-//!       - process: pricing
+//!       - process: {service: pricing, on-error: pricing.failed}
+//!       - process: tax
 //!     to: priced
 //! ```
 //!
 //! A step that calls out (a `process` step's service) and fails fails the route for the
 //! message: the route's consumer redelivers it by the channel's redelivery policy, as without
-//! `on-error`. Once that policy is used up the message goes to the `on-error` channel instead of
-//! the dead letter channel, as the route took it, with a death record (reason
-//! `max-redeliveries`, the route's channel, and an error naming the route, the step's place and
-//! what the step said), and is acked there. Failures that are not a step's (no route, a deleted
-//! target, an invalid message) keep going to the dead letter channel. See the book's chapter
-//! on error handling.
+//! `on-error`. With the **route's** `on-error`, once that policy is used up the message goes to
+//! that channel instead of the dead letter channel, as the route took it, with a death record
+//! (reason `max-redeliveries`, the route's channel, and an error naming the route, the step's
+//! place and what the step said), and is acked. With the **step's** own `on-error` the message
+//! the step failed on goes there at once, without a redelivery of the whole message (reason
+//! `rejected`); the rest of the route does not run for it, and the message it came from is
+//! acked. Failures that are not a step's (no route, a deleted target, an invalid message) keep
+//! going to the dead letter channel. See the book's chapter on error handling.
 
 use crate::diagnostic::Check;
 use crate::plan::OnErrorPlan;

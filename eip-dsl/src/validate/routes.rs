@@ -203,7 +203,18 @@ impl Route<'_> {
             names: self.names,
             damaged: !self.whole,
         };
-        let plan = on_error::check(check, value, &place)?;
+        self.on_error_plan(value, &place, check)
+    }
+
+    /// An `on-error:` (a route's or a step's) at `place`, checked by the one reading of the
+    /// key.
+    fn on_error_plan(
+        &self,
+        value: &Located<SettingValue>,
+        place: &on_error::Place<'_>,
+        check: &mut Check<'_>,
+    ) -> Option<OnErrorPlan> {
+        let plan = on_error::check(check, value, place)?;
         if self.from_durable && !durable(self.spec, &plan.to) {
             let at = match &value.value {
                 SettingValue::Map(items) => items
@@ -215,10 +226,9 @@ impl Route<'_> {
             check.report(
                 Problem::new(
                     format!(
-                        "`on-error` of route `{name}` sends to `{}`, which is kept in memory, \
-                         from `{}`, which outlives the process: a message acked there would \
-                         be lost with the process",
-                        plan.to, self.from
+                        "{} sends to `{}`, which is kept in memory, from `{}`, which outlives \
+                         the process: a message acked there would be lost with the process",
+                        place.what, plan.to, self.from
                     ),
                     at.or(value.at),
                 )
@@ -312,11 +322,28 @@ impl Route<'_> {
                 damaged: !self.whole,
             };
             settings.check_keys(check, kind.keys);
+            // Read here for every kind that lists the key (the kinds that call out), so that
+            // no kind reads it itself.
+            let on_error = match (kind.keys.contains(&"on-error"), settings.get("on-error")) {
+                (true, Some(value)) => {
+                    let place = on_error::Place {
+                        path: settings.key("on-error"),
+                        what: format!("`on-error` of step {} of route `{name}`", j + 1),
+                        from: self.from,
+                        names: self.names,
+                        damaged: !self.whole,
+                    };
+                    // A refused one is reported: the route has no plan then.
+                    self.on_error_plan(value, &place, check)
+                }
+                _ => None,
+            };
             if let Some(config) = (kind.check)(check, &settings, &entry) {
                 plans.push(StepPlan {
                     kind: kind.name,
                     key,
                     config: Arc::from(config),
+                    on_error,
                 });
             }
         }
