@@ -490,3 +490,70 @@ fn a_steps_on_error_is_checked_like_the_routes() {
     };
     assert!(text.contains("unknown key `on-error`"), "{text}");
 }
+
+#[test]
+fn a_steps_on_error_takes_each_failing_part_of_a_split_and_the_rest_goes_on() {
+    let services = Services::new()
+        .add("pricing", pricing(Arc::default()))
+        .add("tax", down());
+    let routes = "
+routes:
+  - name: price
+    from: orders
+    steps:
+      - wire-tap: audit
+      - split: {jq: '.[]'}
+      - process: {service: pricing, on-error: pricing.failed}
+    to: priced
+";
+    let source = format!(
+        "{}  audit: {{kind: point-to-point}}\n  pricing.failed: {{kind: point-to-point}}\n{routes}",
+        CHANNELS
+    );
+    let plan = load_with(&source, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &[r#"["a", "fail", "b"]"#]));
+    assert_eq!(
+        payloads_at(&out, "audit").len(),
+        1,
+        "the tap's copy: {out:?}"
+    );
+    assert_eq!(payloads_at(&out, "priced"), ["\"A\"", "\"B\""]);
+    assert_eq!(payloads_at(&out, "pricing.failed"), ["\"fail\""]);
+    assert!(payloads_at(&out, "dead-letters").is_empty(), "{out:?}");
+    assert_eq!(flow.routes()[0].stats().diverted, 1);
+}
+
+#[test]
+fn behind_an_idempotent_receiver_only_a_steps_on_error_keeps_the_key() {
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    let route = |on_error: &str, step_on_error: &str| {
+        format!(
+            "{CHANNELS}  pricing.failed: {{kind: point-to-point}}
+routes:
+  - name: price
+    from: orders
+{on_error}
+    steps:
+      - dedupe: '.'
+      - process: {{service: pricing{step_on_error}}}
+    to: priced
+"
+        )
+    };
+    // The route's `on-error`: the failure reaches the receiver, which forgets the key, so the
+    // second copy is priced (and fails) again.
+    let plan = load_with(&route("    on-error: orders.failed", ""), &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &["\"fail\"", "\"fail\""]));
+    assert_eq!(payloads_at(&out, "orders.failed").len(), 2, "{out:?}");
+    assert_eq!(flow.routes()[0].stats().duplicates, 0);
+
+    // The step's own: handled inside the route, the key is kept, the second is a duplicate.
+    let source = route("", ", on-error: pricing.failed");
+    let plan = load_with(&source, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &["\"fail\"", "\"fail\""]));
+    assert_eq!(payloads_at(&out, "pricing.failed").len(), 1, "{out:?}");
+    assert_eq!(flow.routes()[0].stats().duplicates, 1);
+}
