@@ -464,7 +464,7 @@ impl Route {
                 Ok(())
             }
             Err(refused) => {
-                tracing::warn!(route = self.name(), channel = channel.name(), error = %refused, "the on-error channel did not take a failed message: dead-lettered instead");
+                tracing::warn!(route = self.name(), channel = channel.name(), error = %refused, "the on-error channel did not take a failed message: handed back as a failure");
                 Err(failure)
             }
         }
