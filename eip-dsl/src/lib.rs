@@ -24,6 +24,7 @@ pub mod plan;
 mod settings;
 pub mod spec;
 pub mod step;
+mod template;
 pub mod text_file;
 pub mod validate;
 

@@ -12,10 +12,14 @@ use eip_dsl::load;
 use proptest::prelude::*;
 
 mod support {
+    pub mod durable_run;
     pub mod one_route;
+    pub mod scratch;
 }
 
+use support::durable_run::run_durable;
 use support::one_route::{drain, flow, problems, run_all};
+use support::scratch::Scratch;
 
 fn reading(sensor: &str, value: u64) -> Message {
     Message::new(format!(r#"{{"sensor": "{sensor}", "value": {value}}}"#))
@@ -189,9 +193,9 @@ fn problems_are_reported_with_help() {
     let text = problems("      - aggregate: {sise: 2}");
     assert!(text.contains("did you mean `size`?"), "{text}");
 
-    let durable = "
+    let broker = "
 channels:
-  orders: {kind: point-to-point, durable: true}
+  orders: {kind: point-to-point, store: {rabbitmq: {url: 'amqp://127.0.0.1:5672'}}}
   out: {kind: point-to-point}
 routes:
   - from: orders
@@ -199,14 +203,75 @@ routes:
       - aggregate: 10
     to: out
 ";
-    let text = match load::load_str(durable, "flow.yaml", Path::new(".")) {
-        Ok(_) => panic!("an aggregate on a durable route validated"),
+    let text = match load::load_str(broker, "flow.yaml", Path::new(".")) {
+        Ok(_) => panic!("an aggregate on a broker's channel validated"),
         Err(errors) => errors.render(),
     };
-    assert!(
-        text.contains("consumes the durable channel `orders`"),
-        "{text}"
+    assert!(text.contains("kept in a broker"), "{text}");
+}
+
+const DURABLE: &str = "
+channels:
+  orders: {kind: point-to-point, durable: true}
+  out: {kind: point-to-point, durable: true}
+routes:
+  - name: batch
+    from: orders
+    steps:
+      - aggregate: {key: '.sensor', size: 3, timeout: 1s}
+    to: out
+";
+
+#[test]
+fn on_a_durable_route_a_group_survives_a_restart_and_its_timeout_still_counts() {
+    let scratch = Scratch::new("aggregate-durable");
+    let data = scratch.0.join("data");
+    let out = run_durable(
+        DURABLE,
+        &data,
+        "orders",
+        vec![reading("s1", 1), reading("s1", 2)],
+        Duration::ZERO,
     );
+    assert!(out.is_empty(), "held");
+    // A new process: the group is read back, and the third message completes it.
+    let out = run_durable(
+        DURABLE,
+        &data,
+        "orders",
+        vec![reading("s1", 3), reading("s2", 1)],
+        Duration::ZERO,
+    );
+    assert_eq!(out.len(), 1);
+    let values: Vec<u64> = json(&out[0])
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|v| v["value"].as_u64())
+        .collect();
+    assert_eq!(values, [1, 2, 3]);
+    // s2's group was held across this restart too; its timeout releases it without a message.
+    let out = run_durable(
+        DURABLE,
+        &data,
+        "orders",
+        Vec::new(),
+        Duration::from_millis(1500),
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        json(&out[0]),
+        serde_json::json!([{"sensor": "s2", "value": 1}])
+    );
+    // Nothing is held any more.
+    let out = run_durable(
+        DURABLE,
+        &data,
+        "orders",
+        Vec::new(),
+        Duration::from_millis(1500),
+    );
+    assert!(out.is_empty());
 }
 
 proptest! {

@@ -3,22 +3,23 @@
 //! the problems `eip validate` reports.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use eip_core::Message;
-use eip_core::channel::Channel;
 use eip_core::message::DeathReason;
-use eip_dsl::compile::{self, InputMessage, StoreOptions};
+use eip_dsl::compile::{self, InputMessage};
 use eip_dsl::load;
 use eip_dsl::step::Services;
 
 mod support {
+    pub mod durable_run;
     pub mod one_route;
     pub mod scratch;
 }
 
+use support::durable_run::run_durable;
 use support::one_route::{drain, flow, flow_with, problems, run_all, yaml_with};
 use support::scratch::Scratch;
 
@@ -166,53 +167,26 @@ routes:
     to: out
 ";
 
-/// Runs the durable flow on `data` once: sends `orders`, waits until the flow is idle, and
-/// stops it; what came out at `out` (an output of the flow), in order.
-fn run_durable(data: &Path, orders: &[u64]) -> Vec<u64> {
-    let plan = load::load_str(DURABLE, "flow.yaml", Path::new(".")).expect("validates");
-    let store = StoreOptions {
-        data_dir: data.to_owned(),
-        max_bytes: None,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let f = compile::compile_with(&plan, &store).expect("compiles");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        let running = f.start(Arc::new(move |_: &str, msg: &Message| {
-            sink.lock().expect("not poisoned").push(msg.clone());
-        }));
-        let Some(Channel::PointToPoint(input)) = f.channels().iter().find(|c| c.name() == "orders")
-        else {
-            panic!("orders is a queue")
-        };
-        for n in orders {
-            input.send(order(*n)).await.expect("accepted");
-        }
-        let idle = running.settle(Duration::from_secs(10)).await;
-        assert!(idle, "idle in time: {:?}", running.counters());
-        let left = running.stop(Duration::from_secs(5)).await;
-        assert!(left.is_empty(), "nothing left: {left:?}");
-        orders_of(&seen.lock().expect("not poisoned"))
-    })
+/// Runs the durable flow on `data` once with `orders`; the orders that came out.
+fn run_once(data: &Path, orders: &[u64]) -> Vec<u64> {
+    let messages = orders.iter().map(|n| order(*n)).collect();
+    orders_of(&run_durable(
+        DURABLE,
+        data,
+        "orders",
+        messages,
+        Duration::ZERO,
+    ))
 }
 
 #[test]
 fn on_a_durable_route_the_seen_keys_survive_a_restart() {
     let scratch = Scratch::new("dedupe-durable");
     let data = scratch.0.join("data");
-    assert_eq!(run_durable(&data, &[1, 2, 1]), [1, 2]);
+    assert_eq!(run_once(&data, &[1, 2, 1]), [1, 2]);
     // A new process on the same store: 1 and 2 were seen, 3 is new.
-    assert_eq!(run_durable(&data, &[2, 3, 1, 3]), [3]);
-    assert_eq!(
-        run_durable(&data, &[4]),
-        [4],
-        "the store opens a third time"
-    );
+    assert_eq!(run_once(&data, &[2, 3, 1, 3]), [3]);
+    assert_eq!(run_once(&data, &[4]), [4], "the store opens a third time");
 }
 
 #[test]

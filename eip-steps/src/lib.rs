@@ -19,6 +19,11 @@
 //! - [`dedupe`]: the Idempotent Receiver: a message whose key was seen within a window goes no
 //!   further.
 
+/// A change of a step's state being made lasting (a durable store writing it); it completes
+/// once the change is on disk, or fails with why.
+pub type Keeping =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), tower::BoxError>> + Send>>;
+
 pub mod aggregate;
 pub mod dedupe;
 pub mod error;

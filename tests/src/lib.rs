@@ -164,6 +164,10 @@ pub struct Resequencer;
 #[cfg(doctest)]
 pub struct IdempotentReceiver;
 
+#[doc = include_str!("../../book/src/templates.md")]
+#[cfg(doctest)]
+pub struct Templates;
+
 #[doc = include_str!("../../book/src/error-handling.md")]
 #[cfg(doctest)]
 pub struct ErrorHandling;

@@ -16,7 +16,14 @@ use lapin::{Confirmation, Connection};
 
 use super::connection::{self, AmqpUrl, ExchangeDeclaration, lost};
 use super::properties::properties;
-use crate::bridge::{Backoff, BridgeError, DestinationTemplate, Outbound, Publisher, Reconnect};
+use eip_core::template::{Syntax, Template};
+
+use crate::bridge::{
+    Backoff, BridgeError, DestinationError, DestinationTemplate, Outbound, Publisher, Reconnect,
+};
+
+/// The longest routing key AMQP 0-9-1 carries (a short string).
+const MAX_KEY_BYTES: usize = 255;
 
 /// The routing key of each published message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +32,9 @@ pub enum RoutingKey {
     Fixed(String),
     /// The message's `subject` header (the empty key when it has none).
     Subject,
+    /// A key made from each message (`orders.{$.region}`); a message that can not fill it in
+    /// is refused permanently, as is a key longer than 255 bytes.
+    Template(DestinationTemplate),
 }
 
 /// Why a routing key as written can not be one.
@@ -34,35 +44,70 @@ pub struct RoutingKeyError {
     /// The key as written.
     pub key: String,
     /// What is wrong with it.
-    pub reason: &'static str,
+    pub reason: String,
 }
 
 impl RoutingKey {
-    /// `{subject}` alone, or a fixed key (a [`DestinationTemplate`] of those two shapes). A
-    /// brace anywhere else is a placeholder this key can not fill (`{header.x}`,
-    /// `orders.{subject}`, or one left unclosed): refused, rather than published as a literal
-    /// key no binding expects.
+    /// The placeholders a routing key takes: those of every destination.
+    pub const SYNTAX: Syntax<'static> = DestinationTemplate::SYNTAX;
+
+    /// A fixed key, `{subject}` alone, or a template. An unknown placeholder or an unclosed
+    /// brace is refused, rather than published as a literal key no binding expects.
     pub fn parse(key: &str) -> Result<Self, RoutingKeyError> {
-        let refused = || RoutingKeyError {
-            key: key.to_owned(),
-            reason: "the only placeholder is `{subject}`, standing alone for the whole key",
+        DestinationTemplate::parse_into(key, Self::new)
+    }
+
+    /// The key of a parsed template (one parsed with more kinds, such as jq): its own text
+    /// fits in a routing key.
+    pub fn new(template: Template) -> Result<Self, RoutingKeyError> {
+        let fixed = template.sample("");
+        if fixed.len() > MAX_KEY_BYTES {
+            return Err(RoutingKeyError {
+                key: template.as_str().to_owned(),
+                reason: format!("{} bytes, more than {MAX_KEY_BYTES}", fixed.len()),
+            });
+        }
+        Ok(match template {
+            t if t.is_fixed() => RoutingKey::Fixed(fixed),
+            t if t.is_subject_alone() => RoutingKey::Subject,
+            t => RoutingKey::Template(t.into()),
+        })
+    }
+
+    /// The key `msg` is published with, or why it has none.
+    fn for_message(&self, msg: &Message) -> Result<String, RoutingKeyError> {
+        let template = match self {
+            RoutingKey::Fixed(key) => return Ok(key.clone()),
+            RoutingKey::Subject => {
+                return Ok(msg.subject().ok().flatten().unwrap_or_default().to_owned());
+            }
+            RoutingKey::Template(template) => template,
         };
-        let template = DestinationTemplate::parse(key).map_err(|_| refused())?;
-        if !template.uses_subject() {
-            Ok(RoutingKey::Fixed(key.to_owned()))
-        } else if template.literal_text().all(str::is_empty) {
-            Ok(RoutingKey::Subject)
-        } else {
-            Err(refused())
+        let key = template.render(msg, |_, value| Ok(value.into()))?;
+        match key.len() {
+            n if n > MAX_KEY_BYTES => Err(RoutingKeyError::unfilled(
+                template.as_str(),
+                format!("it made a key of {n} bytes, more than {MAX_KEY_BYTES}"),
+            )),
+            _ => Ok(key),
+        }
+    }
+}
+
+impl DestinationError for RoutingKeyError {
+    fn template(template: &str, reason: String) -> Self {
+        RoutingKeyError {
+            key: template.to_owned(),
+            reason,
         }
     }
 
-    /// The key `msg` is published with.
-    fn for_message(&self, msg: &Message) -> String {
-        match self {
-            RoutingKey::Fixed(key) => key.clone(),
-            RoutingKey::Subject => msg.subject().ok().flatten().unwrap_or_default().to_owned(),
-        }
+    fn missing_subject(template: &str) -> Self {
+        Self::template(template, "the message has no subject".to_owned())
+    }
+
+    fn unfilled(template: &str, reason: String) -> Self {
+        Self::template(template, reason)
     }
 }
 
@@ -180,8 +225,11 @@ impl Publisher for AmqpPublisher {
 
     async fn publish(&self, msg: &Message) -> Result<(), BridgeError> {
         let config = &self.config;
+        let key = config.routing_key.for_message(msg).map_err(|reason| {
+            let what = format!("a publish to exchange `{}`", config.exchange);
+            BridgeError::refused(config.url.broker(), what, reason, true)
+        })?;
         let (generation, channel) = self.channel().await?;
-        let key = config.routing_key.for_message(msg);
         let refused = |reason: String| {
             let what = format!(
                 "a publish to exchange `{}` with key `{key}`",
@@ -245,23 +293,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_routing_key_is_fixed_text_or_the_subject_and_no_other_placeholder() {
+    fn a_routing_key_is_fixed_text_the_subject_or_a_template() {
         assert_eq!(RoutingKey::parse("{subject}"), Ok(RoutingKey::Subject));
         assert_eq!(
             RoutingKey::parse("orders.eu"),
             Ok(RoutingKey::Fixed("orders.eu".to_owned()))
         );
+        let key = RoutingKey::parse("orders.{$.region}.{subject}").unwrap();
+        assert!(matches!(key, RoutingKey::Template(_)));
+        let msg = Message::builder(r#"{"region": "eu"}"#)
+            .subject("paid")
+            .build();
+        assert_eq!(key.for_message(&msg).unwrap(), "orders.eu.paid");
+        let e = key
+            .for_message(&Message::new("{}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`$.region` selects nothing"), "{e}");
+        // `{subject}` alone keeps publishing a message without one with the empty key.
+        assert_eq!(
+            RoutingKey::Subject.for_message(&Message::new("")).unwrap(),
+            ""
+        );
+    }
+
+    #[test]
+    fn an_unknown_placeholder_an_unclosed_brace_or_a_long_key_is_refused() {
         for bad in [
             "{header.x",
             "orders.{header.region",
-            "{header.region}",
-            "orders.{subject}",
+            "{nope}",
             "{subject",
             "orders}",
         ] {
             let e = RoutingKey::parse(bad).unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
-            assert!(e.to_string().contains("`{subject}`"), "{e}");
         }
+        assert!(RoutingKey::parse(&"k".repeat(256)).is_err());
+        let long = RoutingKey::parse(&format!("{}.{{header.x}}", "k".repeat(250))).unwrap();
+        let msg = Message::builder("").header("x", "123456").build();
+        let e = long.for_message(&msg).unwrap_err().to_string();
+        assert!(e.contains("more than 255"), "{e}");
     }
 }

@@ -1,123 +1,166 @@
-//! The `{subject}` template: where an outbound bridge sends a message, made from the message.
+//! Where an outbound bridge sends a message, made from the message: an eip
+//! [`Template`](eip_core::template::Template).
 //!
 //! Every broker names its destinations its own way (a NATS subject, a Redis stream key, an
 //! MQTT topic, an AMQP routing key), and every outbound bridge lets the message choose it the
-//! same way: fixed text, or text with one placeholder `{subject}` standing for the message's
-//! `subject` header (`{subject}` alone maps eip routing keys one to one; `eip.{subject}` puts
-//! them under a prefix). [`DestinationTemplate`] is that template, parsed once when the bridge
-//! is configured; filling it never parses again. What a broker allows in the text, and how it
-//! turns a subject into its own kind of name (MQTT's dots become slashes), stays in the broker's
-//! module, which wraps this one.
+//! same way: a template, with the placeholders every eip template takes (`{subject}`, `{id}`,
+//! `{header.NAME}`, `{$.path}`, and `{jq: EXPR}` where the flow was built with jq), parsed once
+//! when the bridge is configured. [`DestinationTemplate`] is that template; what a broker allows
+//! in a name, and how it turns a value into its own kind of name (MQTT's dots become slashes),
+//! stays in the broker's module, which wraps this one and checks each value through
+//! [`DestinationTemplate::render`].
 
+use std::borrow::Cow;
 use std::fmt;
 
-/// The placeholder replaced by the message's `subject` header.
-const SUBJECT: &str = "{subject}";
+use eip_core::Message;
+use eip_core::template::{Placeholder, RenderError, Syntax, Template, TemplateError};
 
-/// Why a text is not a `{subject}` template.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TemplateError {
-    /// `{subject}` appears twice or more.
-    #[error("`{{subject}}` may appear only once")]
-    Repeated,
-    /// A brace that is not part of `{subject}`: another placeholder, or one left unclosed.
-    #[error("the only placeholder is `{{subject}}`")]
-    UnknownPlaceholder,
-}
-
-impl TemplateError {
-    /// The reason as fixed text, for the brokers' errors that carry one.
-    pub fn reason(self) -> &'static str {
-        match self {
-            TemplateError::Repeated => "`{subject}` may appear only once",
-            TemplateError::UnknownPlaceholder => "the only placeholder is `{subject}`",
-        }
-    }
-}
-
-/// Fixed text, or text around one `{subject}`; see the [module](self).
+/// A destination made per message; see the [module](self).
 ///
 /// ```
 /// use eip_adapters::bridge::DestinationTemplate;
 /// use eip_adapters::core::Message;
 ///
-/// let template = DestinationTemplate::parse("eip.{subject}.v1").unwrap();
-/// let msg = Message::builder("x").subject("orders.eu").build();
-/// let subject = msg.subject().ok().flatten().unwrap_or_default();
-/// assert_eq!(template.fill(subject), "eip.orders.eu.v1");
-/// assert!(DestinationTemplate::parse("eip.{id}").is_err());
+/// let template = DestinationTemplate::parse("eip.{subject}.{header.v}").unwrap();
+/// let msg = Message::builder("x").subject("orders.eu").header("v", 2).build();
+/// let value = template.template().render(&msg).unwrap();
+/// assert_eq!(value, "eip.orders.eu.2");
+/// assert!(DestinationTemplate::parse("eip.{nope}").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DestinationTemplate {
-    template: String,
-    /// The text before and after the placeholder, when there is one.
-    parts: Option<(String, String)>,
-}
+pub struct DestinationTemplate(Template);
 
 impl DestinationTemplate {
-    /// Fixed text, or text with one `{subject}`; any other brace is refused.
+    /// The syntax of a destination: every eip placeholder, no names of a broker's own.
+    pub const SYNTAX: Syntax<'static> = Syntax::new();
+
+    /// Parses `template` with [`SYNTAX`](Self::SYNTAX).
     pub fn parse(template: &str) -> Result<Self, TemplateError> {
-        let parts = match template.split_once(SUBJECT) {
-            Some((_, after)) if after.contains(SUBJECT) => {
-                return Err(TemplateError::Repeated);
-            }
-            Some((before, after)) => Some((before.to_owned(), after.to_owned())),
-            None => None,
-        };
-        let template = DestinationTemplate {
-            template: template.to_owned(),
-            parts,
-        };
-        if template
-            .literal_text()
-            .any(|text| text.contains(['{', '}']))
-        {
-            return Err(TemplateError::UnknownPlaceholder);
-        }
-        Ok(template)
+        Self::SYNTAX.parse(template).map(DestinationTemplate)
     }
 
     /// `{subject}` alone: the message's subject is the destination.
     pub fn subject() -> Self {
-        DestinationTemplate {
-            template: SUBJECT.to_owned(),
-            parts: Some((String::new(), String::new())),
-        }
+        DestinationTemplate(Template::parse("{subject}").expect("`{subject}` is a template"))
     }
 
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.template
+        self.0.as_str()
     }
 
-    /// Whether the destination depends on the message (it has a `{subject}`).
-    pub fn uses_subject(&self) -> bool {
-        self.parts.is_some()
+    /// The template.
+    pub fn template(&self) -> &Template {
+        &self.0
     }
 
-    /// The text around the placeholder (the whole template when it has none), for a broker to
-    /// check what it allows in a name.
+    /// Whether the destination depends on the message (it has a placeholder).
+    pub fn uses_message(&self) -> bool {
+        !self.0.is_fixed()
+    }
+
+    /// The text between the placeholders (the whole template when it has none), for a broker
+    /// to check what it allows in a name once, when it is configured.
     pub fn literal_text(&self) -> impl Iterator<Item = &str> {
-        let (first, second) = match &self.parts {
-            Some((before, after)) => (before.as_str(), after.as_str()),
-            None => (self.template.as_str(), ""),
-        };
-        [first, second].into_iter()
+        self.0.literal_text()
     }
 
-    /// The destination with `subject` (as the broker names it) in place of the placeholder;
-    /// a fixed template is itself.
-    pub fn fill(&self, subject: &str) -> String {
-        match &self.parts {
-            Some((before, after)) => format!("{before}{subject}{after}"),
-            None => self.template.clone(),
+    /// `text` parsed with [`SYNTAX`](Self::SYNTAX) and made into a broker's name by `new`
+    /// (which checks what the broker refuses); an error in the template is the broker's
+    /// error, naming it.
+    pub fn parse_into<T, E: DestinationError>(
+        text: &str,
+        new: impl FnOnce(Template) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let parsed = Self::SYNTAX
+            .parse(text)
+            .map_err(|e| E::template(text, e.at_byte()))?;
+        new(parsed)
+    }
+
+    /// The destination `msg` makes, each value first passed through `value` (the broker's
+    /// check: the value as it goes in, or why it can not); what the message could not fill in
+    /// is the broker's error, naming the template.
+    pub fn render<E: DestinationError>(
+        &self,
+        msg: &Message,
+        value: impl for<'v> Fn(Placeholder<'_>, &'v str) -> Result<Cow<'v, str>, E>,
+    ) -> Result<String, E> {
+        let made = self.0.render_each(
+            msg,
+            |_| None,
+            |out, placeholder, text| {
+                let checked = value(placeholder, text).map_err(Failed::Value)?;
+                out.push_str(&checked);
+                Ok(())
+            },
+        );
+        made.map_err(|e| match e {
+            Failed::Render(RenderError::NoSubject) => E::missing_subject(self.as_str()),
+            Failed::Render(other) => E::unfilled(self.as_str(), other.to_string()),
+            Failed::Value(e) => e,
+        })
+    }
+}
+
+/// A broker's error about its destination template: how it says each thing that can go
+/// wrong, for [`DestinationTemplate::parse_into`] and [`DestinationTemplate::render`].
+pub trait DestinationError {
+    /// `template` does not parse: `reason`.
+    fn template(template: &str, reason: String) -> Self;
+    /// `template` has `{subject}` and the message has no subject.
+    fn missing_subject(template: &str) -> Self;
+    /// The message could not fill in another placeholder of `template`: `reason`.
+    fn unfilled(template: &str, reason: String) -> Self;
+}
+
+/// Implements [`DestinationError`] for a broker's error enum whose variants `Template` and
+/// `Render` carry `template` and `reason`, and whose variant `$missing` carries `template`.
+macro_rules! destination_error {
+    ($error:ident, $missing:ident) => {
+        impl $crate::bridge::DestinationError for $error {
+            fn template(template: &str, reason: String) -> Self {
+                let template = template.to_owned();
+                $error::Template { template, reason }
+            }
+
+            fn missing_subject(template: &str) -> Self {
+                let template = template.to_owned();
+                $error::$missing { template }
+            }
+
+            fn unfilled(template: &str, reason: String) -> Self {
+                let template = template.to_owned();
+                $error::Render { template, reason }
+            }
         }
+    };
+}
+
+pub(crate) use destination_error;
+
+/// What stopped a rendering: the message, or the broker's check of a value.
+enum Failed<E> {
+    Render(RenderError),
+    Value(E),
+}
+
+impl<E> From<RenderError> for Failed<E> {
+    fn from(e: RenderError) -> Self {
+        Failed::Render(e)
+    }
+}
+
+impl From<Template> for DestinationTemplate {
+    fn from(template: Template) -> Self {
+        DestinationTemplate(template)
     }
 }
 
 impl fmt::Display for DestinationTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.template)
+        f.write_str(self.as_str())
     }
 }
 
@@ -125,19 +168,43 @@ impl fmt::Display for DestinationTemplate {
 mod tests {
     use super::*;
 
+    /// What went wrong, in words.
+    #[derive(Debug, PartialEq)]
+    struct Said(String);
+
+    impl DestinationError for Said {
+        fn template(template: &str, reason: String) -> Self {
+            Said(format!("{template}: {reason}"))
+        }
+        fn missing_subject(template: &str) -> Self {
+            Said(format!("{template}: no subject"))
+        }
+        fn unfilled(_: &str, reason: String) -> Self {
+            Said(reason)
+        }
+    }
+
+    fn as_is<'v>(_: Placeholder<'_>, v: &'v str) -> Result<Cow<'v, str>, Said> {
+        Ok(v.into())
+    }
+
+    fn render(t: &DestinationTemplate, msg: &Message) -> Result<String, Said> {
+        t.render(msg, as_is)
+    }
+
     #[test]
-    fn a_template_is_fixed_text_or_text_around_one_subject() {
+    fn a_template_is_fixed_text_or_text_with_any_eip_placeholder() {
         let fixed = DestinationTemplate::parse("orders.created").unwrap();
-        assert!(!fixed.uses_subject());
-        assert_eq!(fixed.fill("ignored"), "orders.created");
-        let t = DestinationTemplate::parse("eip.{subject}.v1").unwrap();
-        assert!(t.uses_subject());
-        assert_eq!(t.fill("orders"), "eip.orders.v1");
-        assert_eq!(t.literal_text().collect::<Vec<_>>(), ["eip.", ".v1"]);
-        assert_eq!(
-            DestinationTemplate::parse("{subject}").unwrap().fill("a.b"),
-            "a.b"
-        );
+        assert!(!fixed.uses_message());
+        let msg = Message::builder(r#"{"t": "paid"}"#)
+            .subject("orders")
+            .header("v", 1)
+            .build();
+        assert_eq!(render(&fixed, &msg).unwrap(), "orders.created");
+        let t = DestinationTemplate::parse("eip.{subject}.{$.t}.v{header.v}").unwrap();
+        assert!(t.uses_message());
+        assert_eq!(render(&t, &msg).unwrap(), "eip.orders.paid.v1");
+        assert_eq!(t.literal_text().collect::<Vec<_>>(), ["eip.", ".", ".v"]);
         assert_eq!(
             DestinationTemplate::subject(),
             DestinationTemplate::parse("{subject}").unwrap()
@@ -145,23 +212,35 @@ mod tests {
     }
 
     #[test]
-    fn other_placeholders_unclosed_braces_and_a_second_subject_are_refused() {
-        assert_eq!(
-            DestinationTemplate::parse("{subject}.{subject}"),
-            Err(TemplateError::Repeated)
-        );
+    fn unknown_placeholders_and_unclosed_braces_are_refused_and_unfilled_ones_say_why() {
         for bad in [
-            "{id}",
+            "{nope}",
             "a.{subject",
             "a.{header.x",
             "a.{header.x.{subject}",
             "a}",
         ] {
-            assert_eq!(
-                DestinationTemplate::parse(bad),
-                Err(TemplateError::UnknownPlaceholder),
-                "{bad}"
-            );
+            assert!(DestinationTemplate::parse(bad).is_err(), "{bad}");
         }
+        let t = DestinationTemplate::parse("a.{subject}.{header.x}").unwrap();
+        assert_eq!(
+            render(&t, &Message::new("x")),
+            Err(Said("a.{subject}.{header.x}: no subject".to_owned()))
+        );
+        let msg = Message::builder("x").subject("s").build();
+        assert_eq!(
+            render(&t, &msg),
+            Err(Said("the message has no header `x`".to_owned()))
+        );
+        let refused = t.render(&msg, |_, _| Err(Said("no".to_owned())));
+        assert_eq!(refused, Err(Said("no".to_owned())));
+        assert_eq!(
+            DestinationTemplate::parse_into("a.{nope}", Ok::<_, Said>),
+            Err(Said(
+                "a.{nope}: at byte 3: unknown placeholder `{nope}`: a template takes `{subject}`, \
+                 `{id}`, `{header.NAME}` and `{$.json.path}`"
+                    .to_owned()
+            ))
+        );
     }
 }

@@ -9,8 +9,8 @@
 //!   endpoint like any outbound adapter (`Err` is redelivered with the channel's backoff, then
 //!   dead-lettered); the publisher owns its connection ([`Reconnect`], or MQTT's own task)
 //!   and reconnects after a failure, so a broker restart costs retries, not messages; where
-//!   it publishes is a [`DestinationTemplate`] (fixed, or made from the message's
-//!   `{subject}`);
+//!   it publishes is a [`DestinationTemplate`] (fixed, or made from the message: an eip
+//!   template);
 //! - **inbound**, broker → channel: a [`Source`] run by [`InboundBridge`], which acknowledges
 //!   to the broker only once the channel accepted the message, keeps at most a window of
 //!   deliveries unacknowledged, and reconnects with [`Backoff`].
@@ -30,7 +30,8 @@ mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
-pub use destination::{DestinationTemplate, TemplateError};
+pub(crate) use destination::destination_error;
+pub use destination::{DestinationError, DestinationTemplate};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
 pub use outbound::{Outbound, Publisher};
 pub use reconnect::Reconnect;

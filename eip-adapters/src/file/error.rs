@@ -98,6 +98,15 @@ pub enum FileError {
         /// What is wrong with it ("is missing", "holds bytes").
         reason: &'static str,
     },
+    /// The template needs what the message does not have (a subject, a path that selects
+    /// something, a jq expression that succeeds on it).
+    #[error("name template `{template}`: {reason}")]
+    Render {
+        /// The template.
+        template: String,
+        /// Why the message could not fill it in.
+        reason: String,
+    },
     /// A file larger than the adapter's limit: it was not read.
     #[error("`{}` is {size} bytes, more than the limit of {limit}", path.display())]
     TooLarge {

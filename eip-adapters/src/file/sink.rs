@@ -101,6 +101,13 @@ impl FileSinkBuilder {
         self
     }
 
+    /// How messages are written, with a template already parsed (one parsed with more kinds,
+    /// such as jq: see [`NameTemplate::new`]).
+    pub fn mode(mut self, mode: SinkMode) -> Self {
+        self.mode = Ok(mode);
+        self
+    }
+
     /// Whether writing a file whose name exists replaces it (the default: a redelivered
     /// message rewrites its own file) or fails with [`FileError::Exists`].
     pub fn overwrite(mut self, overwrite: bool) -> Self {

@@ -1,34 +1,27 @@
-//! File name templates: `{id}`, `{header.NAME}` and UTC date parts, parsed once.
+//! File name templates: an eip template, with the UTC date parts of the time of writing.
 //!
-//! A template is text with placeholders: `{id}` (the message id), `{header.NAME}` (a header's
-//! value), `{yyyy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}` (the time of writing, UTC); `{{` and `}}`
-//! are literal braces, and a `{` without its `}` is refused. `/` in the template's own text makes subdirectories. A template can not
-//! leave its directory: it may not be absolute nor have an empty, `.` or `..` component, and a
-//! value put in a placeholder may not hold `/`, `\` or NUL nor be empty, `.` or `..`.
+//! A name is an eip template (`{id}`, `{subject}`, `{header.NAME}`, `{$.path}`, and
+//! `{jq: EXPR}` where the flow was built with jq; `{{` and `}}` are braces, and a `{` without
+//! its `}` is refused), plus the file's own `{yyyy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}`: the
+//! time of writing, UTC. `/` in the template's own text makes subdirectories. A template can
+//! not leave its directory: it may not be absolute nor have an empty, `.` or `..` component,
+//! and a value put in a placeholder may not hold `/`, `\` or NUL nor be empty, `.` or `..`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use eip_core::Message;
-use eip_core::message::HeaderValue;
+use eip_core::template::{Placeholder, RenderError, Syntax, Template};
 
 use super::FileError;
 
+/// The names a file name template fills itself, in the order of [`DatePart`].
+const DATE_NAMES: [&str; 6] = ["yyyy", "MM", "dd", "HH", "mm", "ss"];
+
 /// A parsed file name template (see the [module](self) for the syntax and rules).
 #[derive(Clone, PartialEq, Eq)]
-pub struct NameTemplate {
-    source: String,
-    parts: Vec<Part>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Part {
-    Literal(String),
-    Id,
-    Header(String),
-    Date(DatePart),
-}
+pub struct NameTemplate(Template);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DatePart {
@@ -40,79 +33,67 @@ enum DatePart {
     Second,
 }
 
+const DATE_PARTS: [DatePart; 6] = [
+    DatePart::Year,
+    DatePart::Month,
+    DatePart::Day,
+    DatePart::Hour,
+    DatePart::Minute,
+    DatePart::Second,
+];
+
 impl NameTemplate {
+    /// The placeholders a file name takes: every eip placeholder and the date parts.
+    pub const SYNTAX: Syntax<'static> = Syntax::new().names(&DATE_NAMES);
+
     /// Parses a template, refusing one that could leave its directory whatever it is given.
     pub fn parse(template: &str) -> Result<Self, FileError> {
+        let parsed = Self::SYNTAX
+            .parse(template)
+            .map_err(|e| FileError::Template {
+                template: template.to_owned(),
+                reason: e.at_byte(),
+            })?;
+        Self::new(parsed)
+    }
+
+    /// The name of a parsed template (one parsed with [`SYNTAX`](Self::SYNTAX) and more kinds,
+    /// such as jq), refused if it could leave its directory whatever it is given.
+    pub fn new(template: Template) -> Result<Self, FileError> {
         let bad = |reason: &str| FileError::Template {
-            template: template.to_owned(),
+            template: template.as_str().to_owned(),
             reason: reason.to_owned(),
         };
-        if template.starts_with('/') || template.starts_with('\\') {
+        // Its own text, with every placeholder one harmless component.
+        let shape = template.sample("x");
+        if shape.starts_with('/') || shape.starts_with('\\') {
             return Err(bad("an absolute path leaves the directory"));
         }
-        if template.contains('\\') || template.contains('\0') {
+        if shape.contains('\\') || shape.contains('\0') {
             return Err(bad("`\\` and NUL are not allowed"));
         }
-        for component in template.split('/') {
+        for component in shape.split('/') {
             match component {
                 "" => return Err(bad("empty path component")),
                 "." | ".." => return Err(bad("`.` and `..` components are not allowed")),
                 _ => {}
             }
         }
-        let mut parts = Vec::new();
-        let mut literal = String::new();
-        let mut chars = template.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    literal.push('{');
-                }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    literal.push('}');
-                }
-                '}' => return Err(bad("unmatched `}` (write `}}` for a brace)")),
-                '{' => {
-                    let mut name = String::new();
-                    let closed = loop {
-                        match chars.next() {
-                            Some('}') => break true,
-                            Some(c) => name.push(c),
-                            None => break false,
-                        }
-                    };
-                    if !closed {
-                        return Err(bad(&format!(
-                            "unclosed placeholder `{{{name}` (a `{{` needs its `}}`; write `{{{{` for a brace)"
-                        )));
-                    }
-                    let part = placeholder(&name).ok_or_else(|| {
-                        bad(&format!(
-                            "unknown placeholder `{{{name}}}` (known: id, header.NAME, yyyy, MM, dd, HH, mm, ss)"
-                        ))
-                    })?;
-                    if !literal.is_empty() {
-                        parts.push(Part::Literal(std::mem::take(&mut literal)));
-                    }
-                    parts.push(part);
-                }
-                c => literal.push(c),
+        for placeholder in template.placeholders() {
+            if let Placeholder::Header(name) = placeholder
+                && name.contains('/')
+            {
+                return Err(bad(&format!(
+                    "unknown placeholder `{placeholder}`: a header name has no `/`"
+                )));
             }
         }
-        if !literal.is_empty() {
-            parts.push(Part::Literal(literal));
-        }
-        Ok(NameTemplate {
-            source: template.to_owned(),
-            parts,
-        })
+        Ok(NameTemplate(template))
     }
 
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.source
+        self.0.as_str()
     }
 
     /// The relative path this template makes for `msg` at time `now`, or why it can not
@@ -124,28 +105,30 @@ impl NameTemplate {
             reason,
         };
         let date = Civil::from(now);
-        let mut out = String::new();
-        for part in &self.parts {
-            let value = match part {
-                Part::Literal(text) => {
-                    out.push_str(text);
-                    continue;
+        let out = self.0.render_each(
+            msg,
+            |i| DATE_PARTS.get(i).map(|part| date.format(*part)),
+            |out, _, value| {
+                if value.is_empty() || value == "." || value == ".." {
+                    return Err(Failed::File(escape(
+                        out,
+                        format!("a placeholder's value is `{value}`"),
+                    )));
                 }
-                Part::Id => msg.id().to_string(),
-                Part::Date(d) => date.format(*d),
-                Part::Header(name) => self.header_value(msg, name)?,
-            };
-            if value.is_empty() || value == "." || value == ".." {
-                return Err(escape(&out, format!("a placeholder's value is `{value}`")));
-            }
-            if let Some(c) = value.chars().find(|c| matches!(c, '/' | '\\' | '\0')) {
-                return Err(escape(
-                    &format!("{out}{value}"),
-                    format!("a placeholder's value holds {c:?}"),
-                ));
-            }
-            out.push_str(&value);
-        }
+                if let Some(c) = value.chars().find(|c| matches!(c, '/' | '\\' | '\0')) {
+                    return Err(Failed::File(escape(
+                        &format!("{out}{value}"),
+                        format!("a placeholder's value holds {c:?}"),
+                    )));
+                }
+                out.push_str(value);
+                Ok(())
+            },
+        );
+        let out = out.map_err(|e| match e {
+            Failed::File(e) => e,
+            Failed::Render(e) => self.unfilled(e),
+        })?;
         // Placeholders are single components, so only the template's own `/` split the path.
         if out
             .split('/')
@@ -156,48 +139,47 @@ impl NameTemplate {
         Ok(PathBuf::from(out))
     }
 
-    fn header_value(&self, msg: &Message, name: &str) -> Result<String, FileError> {
-        let missing = |reason| FileError::Header {
-            template: self.source.clone(),
-            header: name.to_owned(),
+    /// What the message could not fill in: a header named as such, anything else with the
+    /// template's reason.
+    fn unfilled(&self, e: RenderError) -> FileError {
+        let header = |header: String, reason| FileError::Header {
+            template: self.as_str().to_owned(),
+            header,
             reason,
         };
-        match msg.headers().get(name) {
-            None => Err(missing("is missing")),
-            Some(HeaderValue::Bytes(_)) => Err(missing("holds bytes, not text")),
-            Some(value) => Ok(value.to_string()),
+        match e {
+            RenderError::NoHeader(name) => header(name, "is missing"),
+            RenderError::BytesHeader(name) => header(name, "holds bytes, not text"),
+            other => FileError::Render {
+                template: self.as_str().to_owned(),
+                reason: other.to_string(),
+            },
         }
     }
 }
 
-fn placeholder(name: &str) -> Option<Part> {
-    Some(match name {
-        "id" => Part::Id,
-        "yyyy" => Part::Date(DatePart::Year),
-        "MM" => Part::Date(DatePart::Month),
-        "dd" => Part::Date(DatePart::Day),
-        "HH" => Part::Date(DatePart::Hour),
-        "mm" => Part::Date(DatePart::Minute),
-        "ss" => Part::Date(DatePart::Second),
-        _ => {
-            let header = name.strip_prefix("header.")?;
-            if header.is_empty() || header.contains(['/', '{']) {
-                return None;
-            }
-            Part::Header(header.to_owned())
-        }
-    })
+/// What stopped a name: the message could not fill it in, or a value would leave the
+/// directory.
+enum Failed {
+    Render(RenderError),
+    File(FileError),
+}
+
+impl From<RenderError> for Failed {
+    fn from(e: RenderError) -> Self {
+        Failed::Render(e)
+    }
 }
 
 impl fmt::Debug for NameTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("NameTemplate").field(&self.source).finish()
+        f.debug_tuple("NameTemplate").field(&self.as_str()).finish()
     }
 }
 
 impl fmt::Display for NameTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.source)
+        f.write_str(self.as_str())
     }
 }
 
@@ -290,12 +272,45 @@ mod tests {
     fn an_unclosed_placeholder_is_refused_with_the_reason() {
         for bad in ["{header.x", "out/{id", "a-{", "{{id}}-{yyyy"] {
             let refused = NameTemplate::parse(bad).unwrap_err().to_string();
-            assert!(
-                refused.contains("unclosed placeholder"),
-                "{bad:?}: {refused}"
-            );
+            assert!(refused.contains("never closed"), "{bad:?}: {refused}");
         }
         assert!(NameTemplate::parse("{header.x}").is_ok());
+    }
+
+    #[test]
+    fn every_eip_placeholder_names_files_and_a_value_can_not_leave_the_directory() {
+        let t = NameTemplate::parse("{subject}/{$.kind}-{header.n}.json").unwrap();
+        let dir = Path::new("/out");
+        let msg = |kind: &str| {
+            Message::builder(format!(r#"{{"kind": "{kind}"}}"#))
+                .subject("orders")
+                .header("n", 3)
+                .build()
+        };
+        assert_eq!(
+            t.render(&msg("paid"), at(0), dir).unwrap(),
+            PathBuf::from("orders/paid-3.json")
+        );
+        for bad in ["../x", "a/b", ".."] {
+            assert!(
+                matches!(
+                    t.render(&msg(bad), at(0), dir),
+                    Err(FileError::Escape { .. })
+                ),
+                "{bad}"
+            );
+        }
+        let e = t.render(&Message::new("{}"), at(0), dir).unwrap_err();
+        assert!(matches!(e, FileError::Render { .. }), "{e}");
+        let e = NameTemplate::parse("{id}")
+            .unwrap()
+            .render(&msg("x"), at(0), dir);
+        assert!(e.is_ok());
+        let missing = NameTemplate::parse("{header.gone}").unwrap();
+        assert!(matches!(
+            missing.render(&msg("x"), at(0), dir),
+            Err(FileError::Header { .. })
+        ));
     }
 
     #[test]

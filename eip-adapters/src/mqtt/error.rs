@@ -1,6 +1,6 @@
 //! What can be wrong with a topic: a template, or a subject that has no topic.
 
-use crate::bridge::BridgeError;
+use crate::bridge::{BridgeError, destination_error};
 
 /// Why a topic template does not parse, or a message has no topic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,6 +19,15 @@ pub enum TopicError {
         /// The template.
         template: String,
     },
+    /// Another placeholder the message could not fill, or filled with a value that is not one
+    /// topic level.
+    #[error("topic template `{template}`: {reason}")]
+    Render {
+        /// The template.
+        template: String,
+        /// Why.
+        reason: String,
+    },
     /// The subject can not be part of a topic name.
     #[error("subject `{subject}` can not be an MQTT topic: {reason}")]
     Subject {
@@ -28,6 +37,8 @@ pub enum TopicError {
         reason: &'static str,
     },
 }
+
+destination_error!(TopicError, NoSubject);
 
 impl TopicError {
     /// The bridge error for a message with no topic: permanent, the message can never be sent.

@@ -1,19 +1,23 @@
 //! Topics from subjects and back: dots are slashes.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use eip_core::Message;
+use eip_core::template::{Placeholder, Syntax, Template};
 
 use super::error::TopicError;
-use crate::bridge::DestinationTemplate;
+use crate::bridge::{DestinationError, DestinationTemplate};
 
-/// Where the outbound bridge publishes: a fixed topic, or one built from each message's
-/// subject.
+/// Where the outbound bridge publishes: a fixed topic, or one built from each message.
 ///
-/// A template ([`DestinationTemplate`]) is a topic name in which one `{subject}` stands for the message's subject with its
-/// dots turned into slashes: with `sensors/{subject}`, a message with subject `room1.temp` goes
-/// to `sensors/room1/temp`. Parsed once, when the bridge is configured.
+/// A template ([`DestinationTemplate`]) is a topic name with eip placeholders. `{subject}`
+/// stands for the message's subject with its dots turned into slashes: with
+/// `sensors/{subject}`, a message with subject `room1.temp` goes to `sensors/room1/temp`. Any
+/// other value (`{header.NAME}`, `{$.path}`, `{jq: ...}`) is one topic level as it is: it may
+/// not be empty nor hold `/`, `+`, `#` or NUL, so a message can not publish to a level, or a
+/// wildcard, the template did not write. Parsed once, when the bridge is configured.
 ///
 /// ```
 /// use eip_adapters::mqtt::TopicTemplate;
@@ -27,17 +31,25 @@ use crate::bridge::DestinationTemplate;
 pub struct TopicTemplate(DestinationTemplate);
 
 impl TopicTemplate {
-    /// A template: text, with `{subject}` where the message's subject goes.
+    /// The placeholders a topic takes: those of every destination.
+    pub const SYNTAX: Syntax<'static> = DestinationTemplate::SYNTAX;
+
+    /// A template: text, with eip placeholders (`{subject}` where the message's subject goes).
     pub fn parse(template: &str) -> Result<Self, TopicError> {
+        DestinationTemplate::parse_into(template, Self::new)
+    }
+
+    /// The topic of a parsed template (one parsed with more kinds, such as jq), checked: not
+    /// empty, and no wildcard nor NUL in its own text.
+    pub fn new(template: Template) -> Result<Self, TopicError> {
         let bad = |reason: &str| TopicError::Template {
-            template: template.to_owned(),
+            template: template.as_str().to_owned(),
             reason: reason.to_owned(),
         };
-        if template.is_empty() {
+        if template.as_str().is_empty() {
             return Err(bad("a topic name can not be empty"));
         }
-        let parsed = DestinationTemplate::parse(template).map_err(|e| bad(e.reason()))?;
-        for text in parsed.literal_text() {
+        for text in template.literal_text() {
             if text.contains(['+', '#']) {
                 return Err(bad(
                     "`+` and `#` are wildcards, not allowed in a topic name",
@@ -47,7 +59,7 @@ impl TopicTemplate {
                 return Err(bad("a topic name can not hold NUL"));
             }
         }
-        Ok(TopicTemplate(parsed))
+        Ok(TopicTemplate(template.into()))
     }
 
     /// A fixed topic, whatever the message.
@@ -56,7 +68,7 @@ impl TopicTemplate {
         if !template.is_fixed() {
             return Err(TopicError::Template {
                 template: topic.to_owned(),
-                reason: "a fixed topic has no `{subject}`".to_owned(),
+                reason: "a fixed topic has no placeholder".to_owned(),
             });
         }
         Ok(template)
@@ -69,7 +81,7 @@ impl TopicTemplate {
 
     /// Whether every message goes to the same topic.
     pub fn is_fixed(&self) -> bool {
-        !self.0.uses_subject()
+        !self.0.uses_message()
     }
 
     /// The template as written.
@@ -79,17 +91,24 @@ impl TopicTemplate {
 
     /// The topic `msg` goes to.
     pub fn topic_for(&self, msg: &Message) -> Result<String, TopicError> {
-        if self.is_fixed() {
-            return Ok(self.0.fill(""));
-        }
-        let subject = msg
-            .subject()
-            .ok()
-            .flatten()
-            .ok_or_else(|| TopicError::NoSubject {
-                template: self.as_str().to_owned(),
-            })?;
-        Ok(self.0.fill(&subject_to_topic(subject)?))
+        self.0.render(msg, |placeholder, value| match placeholder {
+            Placeholder::Subject => subject_to_topic(value).map(Cow::Owned),
+            _ => level(value).map(Cow::Borrowed).map_err(|reason| {
+                let reason = format!("`{placeholder}` is `{value}`: {reason}");
+                TopicError::unfilled(self.as_str(), reason)
+            }),
+        })
+    }
+}
+
+/// A value that is one topic level, or why it is not.
+fn level(value: &str) -> Result<&str, &'static str> {
+    match value {
+        "" => Err("a level can not be empty"),
+        _ if value.contains('/') => Err("`/` would add a level"),
+        _ if value.contains(['+', '#']) => Err("`+` and `#` are MQTT wildcards"),
+        _ if value.contains('\0') => Err("it holds NUL"),
+        _ => Ok(value),
     }
 }
 
@@ -166,10 +185,32 @@ mod tests {
     }
 
     #[test]
+    fn another_value_is_one_level_and_may_not_add_levels_or_wildcards() {
+        let template = TopicTemplate::parse("plant/{header.line}/{$.sensor}").unwrap();
+        let msg = |line: &str| {
+            Message::builder(r#"{"sensor": "temp"}"#)
+                .header("line", line)
+                .build()
+        };
+        assert_eq!(template.topic_for(&msg("l2")).unwrap(), "plant/l2/temp");
+        for bad in ["a/b", "+", "#", ""] {
+            assert!(
+                matches!(
+                    template.topic_for(&msg(bad)),
+                    Err(TopicError::Render { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let e = template.topic_for(&Message::new("{}")).unwrap_err();
+        assert!(e.to_string().contains("no header `line`"), "{e}");
+    }
+
+    #[test]
     fn a_template_with_a_wildcard_or_an_unknown_placeholder_does_not_parse() {
         assert!(TopicTemplate::parse("a/#").is_err());
-        assert!(TopicTemplate::parse("a/{id}").is_err());
-        assert!(TopicTemplate::parse("{subject}/{subject}").is_err());
+        assert!(TopicTemplate::parse("a/{nope}").is_err());
+        assert!(TopicTemplate::parse("a/{subject").is_err());
         assert!(TopicTemplate::parse("").is_err());
         assert!(TopicTemplate::fixed("a/{subject}").is_err());
     }

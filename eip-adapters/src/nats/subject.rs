@@ -1,16 +1,19 @@
-//! Where the outbound bridge publishes: a NATS subject, fixed or made from the message's own
-//! `subject` header, so eip routing keys (`orders.eu.created`) map onto NATS subjects.
+//! Where the outbound bridge publishes: a NATS subject, fixed or made from each message (an eip
+//! template: `{subject}` maps eip routing keys such as `orders.eu.created` onto NATS subjects,
+//! `events.{$.type}` takes a part of the payload).
 
 use std::fmt;
 
 use eip_core::Message;
+use eip_core::template::{Syntax, Template};
 
-use crate::bridge::DestinationTemplate;
+use crate::bridge::{DestinationTemplate, destination_error};
 
 /// Why a subject template, or the subject it made for a message, is not a NATS subject.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubjectError {
-    /// The template has a placeholder other than `{subject}`, or an unclosed brace.
+    /// The template does not parse: an unknown placeholder, or an unclosed brace.
     #[error("subject template `{template}`: {reason}")]
     Template {
         /// The template as written.
@@ -25,6 +28,15 @@ pub enum SubjectError {
         /// The template as written.
         template: String,
     },
+    /// Another placeholder the message could not fill (no such header, a path that selects
+    /// nothing, a jq error).
+    #[error("subject template `{template}`: {reason}")]
+    Render {
+        /// The template as written.
+        template: String,
+        /// Why.
+        reason: String,
+    },
     /// The subject made is not one a message can be published to.
     #[error("`{subject}` is not a NATS subject to publish to: {reason}")]
     Invalid {
@@ -35,24 +47,27 @@ pub enum SubjectError {
     },
 }
 
-/// A NATS subject to publish to: a [`DestinationTemplate`], fixed text or text with the
-/// placeholder `{subject}` taking the message's `subject` header (`{subject}` alone maps
-/// routing keys one to one; `eip.{subject}` puts them under a prefix), whose result must be a
-/// subject one can publish to. Parsed once; rendering never re-parses.
+/// A NATS subject to publish to: a [`DestinationTemplate`], fixed text or text with eip
+/// placeholders (`{subject}` alone maps routing keys one to one; `eip.{subject}` puts them
+/// under a prefix), whose result must be a subject one can publish to. Parsed once; rendering
+/// never re-parses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubjectTemplate(DestinationTemplate);
 
 impl SubjectTemplate {
-    /// A fixed subject, or a template with one `{subject}` placeholder.
+    /// The placeholders a subject takes: those of every destination.
+    pub const SYNTAX: Syntax<'static> = DestinationTemplate::SYNTAX;
+
+    /// A fixed subject, or a template.
     pub fn parse(template: &str) -> Result<Self, SubjectError> {
-        let parsed = DestinationTemplate::parse(template).map_err(|e| SubjectError::Template {
-            template: template.to_owned(),
-            reason: e.reason().to_owned(),
-        })?;
-        if !parsed.uses_subject() {
-            check_subject(template)?;
-        }
-        Ok(SubjectTemplate(parsed))
+        DestinationTemplate::parse_into(template, Self::new)
+    }
+
+    /// A subject of a parsed template (one parsed with more kinds, such as jq), checked: its
+    /// own text with any value in its placeholders must be a subject one can publish to.
+    pub fn new(template: Template) -> Result<Self, SubjectError> {
+        check_subject(&template.sample("x"))?;
+        Ok(SubjectTemplate(template.into()))
     }
 
     /// A fixed subject.
@@ -62,7 +77,7 @@ impl SubjectTemplate {
             false => Ok(template),
             true => Err(SubjectError::Template {
                 template: subject.to_owned(),
-                reason: "a fixed subject has no `{subject}`".to_owned(),
+                reason: "a fixed subject has no placeholder".to_owned(),
             }),
         }
     }
@@ -74,24 +89,18 @@ impl SubjectTemplate {
 
     /// Whether the subject depends on the message.
     pub fn uses_message_subject(&self) -> bool {
-        self.0.uses_subject()
+        self.0.uses_message()
     }
 
     /// The subject `msg` is published to.
     pub fn render(&self, msg: &Message) -> Result<String, SubjectError> {
-        if !self.0.uses_subject() {
-            return Ok(self.0.fill(""));
-        }
-        let Ok(Some(subject)) = msg.subject() else {
-            return Err(SubjectError::MissingSubject {
-                template: self.as_str().to_owned(),
-            });
-        };
-        let made = self.0.fill(subject);
+        let made = self.0.render(msg, |_, value| Ok(value.into()))?;
         check_subject(&made)?;
         Ok(made)
     }
 }
+
+destination_error!(SubjectError, MissingSubject);
 
 impl fmt::Display for SubjectTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -174,13 +183,28 @@ mod tests {
     }
 
     #[test]
+    fn every_eip_placeholder_makes_subjects_and_a_missing_value_names_the_template() {
+        let t = SubjectTemplate::parse("events.{$.type}.{header.region}").unwrap();
+        let msg = Message::builder(r#"{"type": "paid"}"#)
+            .header("region", "eu")
+            .build();
+        assert_eq!(t.render(&msg).unwrap(), "events.paid.eu");
+        let e = t.render(&Message::new("{}")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "subject template `events.{$.type}.{header.region}`: `$.type` selects nothing in the payload"
+        );
+        // A value is checked as part of the subject it makes.
+        let wild = Message::builder(r#"{"type": "*"}"#)
+            .header("region", "eu")
+            .build();
+        assert!(matches!(t.render(&wild), Err(SubjectError::Invalid { .. })));
+    }
+
+    #[test]
     fn unknown_placeholders_and_bad_fixed_subjects_fail_at_parse() {
         assert!(matches!(
-            SubjectTemplate::parse("{id}"),
-            Err(SubjectError::Template { .. })
-        ));
-        assert!(matches!(
-            SubjectTemplate::parse("{subject}.{subject}"),
+            SubjectTemplate::parse("{nope}"),
             Err(SubjectError::Template { .. })
         ));
         for unclosed in ["a.{subject", "a.{header.x", "a.{header.x.{subject}"] {
@@ -194,6 +218,11 @@ mod tests {
         }
         assert!(matches!(
             SubjectTemplate::parse(""),
+            Err(SubjectError::Invalid { .. })
+        ));
+        // The template's own text is checked when it is parsed.
+        assert!(matches!(
+            SubjectTemplate::parse("a..{subject}"),
             Err(SubjectError::Invalid { .. })
         ));
         assert!(SubjectTemplate::fixed("orders.>").is_err());

@@ -2,27 +2,23 @@
 //!
 //! A placeholder is a name in braces: `{seq}` (the message's sequence number, from 1),
 //! `{timestamp}` (when it fired, in milliseconds since the Unix epoch), `{id}` (the message's
-//! id) and `{name}` (the timer's name). Any other brace is text, so a JSON payload is written as
-//! it is: `{"seq": {seq}, "at": {timestamp}}`. A name in braces that is not a placeholder
-//! (`{sqe}`) is refused rather than sent as written.
+//! id, the eip placeholder) and `{name}` (the timer's name). It is an eip template read with
+//! [text braces](eip_core::template::Syntax::text_braces): any other brace is text, so a JSON
+//! payload is written as it is: `{"seq": {seq}, "at": {timestamp}}`. A name in braces that is
+//! not a placeholder (`{sqe}`) is refused rather than sent as written, and so are the eip
+//! placeholders that read a message (`{subject}`, `{header.NAME}`): the payload is made before
+//! there is one.
 
 use std::fmt::Write as _;
 
+use eip_core::template::{Piece, Placeholder, Syntax, Template};
+
+/// The names a timer fills itself.
+const NAMES: [&str; 3] = ["seq", "timestamp", "name"];
+
 /// A parsed payload template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PayloadTemplate {
-    parts: Vec<Part>,
-    text: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    Text(String),
-    Seq,
-    Timestamp,
-    Id,
-    Name,
-}
+pub struct PayloadTemplate(Template);
 
 /// A template that names a placeholder that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,71 +46,50 @@ pub struct Fill<'a> {
 }
 
 impl PayloadTemplate {
+    /// The placeholders a payload takes, with braces as text.
+    pub const SYNTAX: Syntax<'static> = Syntax::new().names(&NAMES).text_braces();
+
     /// Parses `text`.
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
-        let mut parts = Vec::new();
-        let mut literal = String::new();
-        let mut rest = text;
-        let mut offset = 0;
-        while let Some(open) = rest.find('{') {
-            literal.push_str(&rest[..open]);
-            let after = &rest[open + 1..];
-            let name_len = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-                .unwrap_or(after.len());
-            let is_placeholder = name_len > 0 && after[name_len..].starts_with('}');
-            if !is_placeholder {
-                literal.push('{');
-                rest = after;
-                offset += open + 1;
-                continue;
+        let unknown = |offset: usize| {
+            let inner = &text[offset..];
+            let name = inner.split('}').next().unwrap_or(inner);
+            TemplateError {
+                name: name.to_owned(),
+                offset: offset.saturating_sub(1),
             }
-            let part = match &after[..name_len] {
-                "seq" => Part::Seq,
-                "timestamp" => Part::Timestamp,
-                "id" => Part::Id,
-                "name" => Part::Name,
-                other => {
-                    return Err(TemplateError {
-                        name: other.to_owned(),
-                        offset: offset + open,
-                    });
-                }
-            };
-            if !literal.is_empty() {
-                parts.push(Part::Text(std::mem::take(&mut literal)));
+        };
+        let template = Self::SYNTAX.parse(text).map_err(|e| unknown(e.offset))?;
+        for placeholder in template.placeholders() {
+            if !matches!(placeholder, Placeholder::Id | Placeholder::Name(_)) {
+                let written = placeholder.to_string();
+                let at = text.find(&written).unwrap_or(0);
+                return Err(unknown(at + 1));
             }
-            parts.push(part);
-            let consumed = open + 1 + name_len + 1;
-            rest = &rest[consumed..];
-            offset += consumed;
         }
-        literal.push_str(rest);
-        if !literal.is_empty() {
-            parts.push(Part::Text(literal));
-        }
-        Ok(PayloadTemplate {
-            parts,
-            text: text.to_owned(),
-        })
+        Ok(PayloadTemplate(template))
     }
 
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.text
+        self.0.as_str()
     }
 
     /// The payload of one message.
     pub fn render(&self, fill: Fill<'_>) -> String {
-        let mut out = String::with_capacity(self.text.len() + 16);
-        for part in &self.parts {
+        let mut out = String::with_capacity(self.as_str().len() + 16);
+        for piece in self.0.pieces() {
             // Writing to a String can not fail.
-            let _ = match part {
-                Part::Text(text) => out.write_str(text),
-                Part::Seq => write!(out, "{}", fill.seq),
-                Part::Timestamp => write!(out, "{}", fill.timestamp),
-                Part::Id => out.write_str(fill.id),
-                Part::Name => out.write_str(fill.name),
+            let _ = match piece {
+                Piece::Text(text) => out.write_str(text),
+                Piece::Placeholder(Placeholder::Name("seq")) => write!(out, "{}", fill.seq),
+                Piece::Placeholder(Placeholder::Name("timestamp")) => {
+                    write!(out, "{}", fill.timestamp)
+                }
+                Piece::Placeholder(Placeholder::Name("name")) => out.write_str(fill.name),
+                Piece::Placeholder(Placeholder::Id) => out.write_str(fill.id),
+                // `parse` took no other.
+                Piece::Placeholder(_) => Ok(()),
             };
         }
         out
@@ -154,6 +129,14 @@ mod tests {
     fn an_unknown_placeholder_is_refused_with_its_place() {
         let e = PayloadTemplate::parse("n={sqe}").unwrap_err();
         assert_eq!((e.name.as_str(), e.offset), ("sqe", 2));
+    }
+
+    #[test]
+    fn placeholders_that_read_a_message_are_refused_as_there_is_none_yet() {
+        for (bad, name, offset) in [("a {subject}", "subject", 2), ("{header.x}", "header.x", 0)] {
+            let e = PayloadTemplate::parse(bad).unwrap_err();
+            assert_eq!((e.name.as_str(), e.offset), (name, offset), "{bad}");
+        }
     }
 
     #[test]

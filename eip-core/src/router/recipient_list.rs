@@ -93,6 +93,9 @@ pub struct Resolution {
     pub unknown: Vec<(String, String)>,
     /// Why the message names no recipient at all (it is dead-lettered, reason `no-route`).
     pub no_recipients: Option<String>,
+    /// Templates the message could not fill in because a computed placeholder (jq) failed on
+    /// its content, with the error: for each, a copy is dead-lettered with reason `invalid`.
+    pub invalid: Vec<(String, String)>,
 }
 
 /// What a recipient list did with a message.
@@ -166,7 +169,9 @@ impl RecipientList {
     /// A list whose recipients may be [templates](crate::template): each message fills them
     /// in, and `resolver` looks up the names they make. A template the message can not fill
     /// in, or whose name is unknown, dead-letters a copy to `dead_letters` with reason
-    /// `no-route` and the reason: a computed destination never drops a message silently.
+    /// `no-route` and the reason, unless a computed placeholder (jq) failed on it: then the
+    /// message is at fault and its copy is dead-lettered with reason `invalid`. A computed
+    /// destination never drops a message silently.
     ///
     /// ```
     /// use eip_core::Message;
@@ -307,6 +312,11 @@ impl RecipientList {
                 .await?;
             done.dead_lettered += 1;
         }
+        for (template, error) in resolution.invalid {
+            self.bury(msg.clone(), &template, DeathReason::Invalid, error)
+                .await?;
+            done.dead_lettered += 1;
+        }
         self.send_all(&msg, &resolution.targets, &mut done).await?;
         Ok(done)
     }
@@ -420,6 +430,9 @@ fn computed(msg: &Message, recipients: &[Recipient], resolver: &dyn TargetResolv
                         .unknown
                         .push((name.clone(), format!("`{template}` made `{name}`: {error}"))),
                 },
+                Err(error) if error.is_invalid_message() => resolution
+                    .invalid
+                    .push((template.to_string(), format!("`{template}`: {error}"))),
                 Err(error) => resolution
                     .unknown
                     .push((template.to_string(), format!("`{template}`: {error}"))),

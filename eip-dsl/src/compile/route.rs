@@ -21,7 +21,7 @@ use eip_core::router::{
     ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouteError, RouterError,
     Target,
 };
-use eip_core::template::Template;
+use eip_core::template::Syntax;
 
 use super::{CompileError, bus_channel, bus_target};
 use crate::plan::{ActionPlan, OnErrorPlan, Plan, RecipientsPlan, RoutePlan, TargetRef};
@@ -329,6 +329,10 @@ impl Route {
                         error,
                         msg: msg.clone(),
                     });
+                }
+                for (_, error) in resolution.invalid {
+                    let msg = msg.clone();
+                    steps.push(Step::Side(Side::Invalid { msg, error }));
                 }
                 let last = resolution.targets.len().saturating_sub(1);
                 let mut msg = Some(msg);
@@ -752,9 +756,11 @@ fn recipients(
     for target in targets {
         list.push(match target {
             TargetRef::Template(text) => {
-                let template = Template::parse(text).map_err(|e| CompileError::Template {
-                    template: text.clone(),
-                    reason: e.to_string(),
+                let template = crate::template::parse(text, Syntax::new()).map_err(|e| {
+                    CompileError::Template {
+                        template: text.clone(),
+                        reason: e.to_string(),
+                    }
                 })?;
                 Recipient::Template(template)
             }

@@ -93,6 +93,9 @@ pub struct Entry<'a> {
     /// Whether that channel outlives the process (durable, or kept in a broker): a step that
     /// holds messages in memory is refused there.
     pub from_durable: bool,
+    /// Whether that channel is kept in a broker (its messages are acknowledged there, not in
+    /// a commit of the flow's store).
+    pub from_broker: bool,
     /// The flow file's directory: relative paths start there.
     pub base_dir: &'a Path,
     pub(crate) names: &'a Names,

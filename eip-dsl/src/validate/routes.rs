@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use eip_core::channel::ChannelKind;
 use eip_core::router::Strategy;
-use eip_core::template::{Template, has_placeholders};
+use eip_core::template::{Syntax, has_placeholders};
 
 use super::Check;
 use super::names::{Names, listed_twice};
@@ -62,7 +62,14 @@ pub(crate) fn check(
                 }
             }
         }
-        let from_durable = durable(spec, &route.from.value);
+        let from_spec = spec
+            .channels
+            .iter()
+            .find(|(channel, _)| channel.value == route.from.value)
+            .map(|(_, c)| c);
+        let from_broker = from_spec.is_some_and(|c| c.store.is_some());
+        let from_durable =
+            from_broker || from_spec.is_some_and(|c| c.durable.as_ref().is_some_and(|d| d.value));
         let this = Route {
             route,
             spec,
@@ -72,6 +79,7 @@ pub(crate) fn check(
             key: &key,
             from: route.from.value.as_str(),
             from_durable,
+            from_broker,
             whole: !check.damage.routes.contains(&i),
         };
         if let Some(plan) = this.check(name, check)
@@ -148,6 +156,8 @@ struct Route<'a> {
     from: &'a str,
     /// Whether that channel outlives the process (durable, or kept in a broker).
     from_durable: bool,
+    /// Whether it is kept in a broker.
+    from_broker: bool,
     /// Whether it was read without damage: only then are missing or surplus keys reported
     /// (a damaged entry's missing keys may be the damage).
     whole: bool,
@@ -296,6 +306,7 @@ impl Route<'_> {
             route: name,
             from: self.from,
             from_durable: self.from_durable,
+            from_broker: self.from_broker,
             base_dir: self.base_dir,
             names: self.names,
             services: self.services,
@@ -616,10 +627,12 @@ fn targets(
     out
 }
 
-/// A destination computed per message: a template that parses. What it names is known only
-/// per message (a name that is not declared dead-letters that message, reason `no-route`).
+/// A destination computed per message: a template that parses (with jq placeholders when
+/// built with jq, their expressions compiled here). What it names is known only per message (a
+/// name that is not declared dead-letters that message, reason `no-route`; a jq error on it,
+/// reason `invalid`).
 fn template(check: &mut Check<'_>, name: &Located<String>, key: &str) -> Option<TargetRef> {
-    match Template::parse(&name.value) {
+    match crate::template::parse(&name.value, Syntax::new()) {
         Ok(_) => Some(TargetRef::Template(name.value.clone())),
         Err(e) => {
             let at = check.inside(name, e.offset);
@@ -628,7 +641,8 @@ fn template(check: &mut Check<'_>, name: &Located<String>, key: &str) -> Option<
                     .with_key(key)
                     .with_help(
                         "a destination may be made from each message: `orders.{$.region}`, \
-                         `audit.{header.tenant}`, `{subject}`; `{{` is a brace",
+                         `audit.{header.tenant}`, `{subject}`, `{jq: .kind | ascii_downcase}`; \
+                         `{{` is a brace",
                     ),
             );
             None

@@ -47,6 +47,15 @@ pub enum AggregateError<E> {
     /// The inner service failed its readiness check; no message was taken.
     #[error("the inner service is not available: {0}")]
     Unavailable(E),
+    /// The message joined its group, but its store could not make that last (a durable store
+    /// could not write it): the message is handed back, to be redelivered.
+    #[error("group `{group}`: the message could not be kept: {error}")]
+    Keep {
+        /// The correlation key.
+        group: String,
+        /// What the store said.
+        error: tower::BoxError,
+    },
 }
 
 impl<E> AggregateError<E> {
@@ -67,7 +76,7 @@ impl<E> AggregateError<E> {
             AggregateError::Combine { messages, .. } | AggregateError::Inner { messages, .. } => {
                 messages
             }
-            AggregateError::Unavailable(_) => Vec::new(),
+            AggregateError::Unavailable(_) | AggregateError::Keep { .. } => Vec::new(),
         }
     }
 }

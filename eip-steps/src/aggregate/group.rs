@@ -10,7 +10,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use eip_core::message::Message;
+use eip_core::message::{Message, MessageId};
+
+use crate::Keeping;
 use tokio::time::Instant;
 
 use super::config::Rule;
@@ -199,6 +201,23 @@ pub trait GroupStore: Send + 'static {
 
     /// The key of the group opened first, and when.
     fn oldest(&self) -> Option<(&str, Instant)>;
+
+    /// Makes lasting that `message` joined the group of `key` and is held there, before the
+    /// message's call completes: a durable store writes it, with the message's
+    /// acknowledgement, in one commit. `None` (the default): nothing to wait for.
+    fn keep_added(&self, key: &str, message: &Message) -> Option<Keeping> {
+        let _ = (key, message);
+        None
+    }
+
+    /// Makes lasting that the group of `key` is gone, once its aggregate was accepted (or the
+    /// group was given up and went to the dead letters): a durable store deletes its messages
+    /// (`messages`, the whole group) in one commit, with the acknowledgement of the one whose
+    /// call is still under way. `None` (the default): nothing to wait for.
+    fn keep_removed(&self, key: &str, messages: &[MessageId]) -> Option<Keeping> {
+        let _ = (key, messages);
+        None
+    }
 }
 
 /// Open groups in memory: a hash map by key, and an index by opening time for timeouts and

@@ -7,6 +7,7 @@ use tower::{Service, ServiceExt};
 use super::config::{AggregatorConfig, Incomplete, Rule};
 use super::dead_letter::{INCOMPLETE, INVALID, IncompleteGroup};
 use super::group::Group;
+use super::state::Shared;
 use super::stats::Counters;
 
 /// The aggregate of `messages` (already in aggregate order) for group `key`: a new id,
@@ -90,6 +91,35 @@ pub(crate) async fn give_up<S>(
             let detail = format!("the aggregate was refused: {e}");
             dead_letter(config, counters, &key, INCOMPLETE, detail, messages).await;
         }
+    }
+}
+
+/// [`give_up`], then the store forgets the group (a durable one deletes it).
+pub(crate) async fn give_up_and_forget<S>(shared: &Shared, group: Group, rule: Rule, inner: S)
+where
+    S: Service<Message>,
+    S::Error: std::fmt::Display,
+{
+    let key = group.shared_key();
+    let ids: Vec<MessageId> = group.messages().iter().map(Message::id).collect();
+    give_up(&shared.config, &shared.counters, group, rule, inner).await;
+    forget(shared, &key, &ids).await;
+}
+
+/// The store forgets the group `key` of `ids`, its aggregate accepted or its messages
+/// dead-lettered. A store that can not is logged: after a restart it would hold the group
+/// again, and send its aggregate a second time.
+pub(crate) async fn forget(shared: &Shared, key: &str, ids: &[MessageId]) {
+    let Some(keeping) = shared.keep_removed(key, ids) else {
+        return;
+    };
+    if let Err(error) = keeping.await {
+        tracing::error!(
+            group = %eip_core::log::escape(key),
+            %error,
+            "aggregator: the store could not forget a group that was sent on; after a restart \
+             it would be sent again"
+        );
     }
 }
 

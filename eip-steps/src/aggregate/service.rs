@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use eip_core::message::Message;
+use eip_core::message::{Message, MessageId};
 use futures::future::{Either, Ready, ready};
 use tower::{Layer, Service};
 
@@ -13,7 +13,7 @@ use super::dead_letter::{INCOMPLETE, INVALID};
 use super::decision::Decision;
 use super::error::AggregateError;
 use super::group::{Group, GroupStore, InMemoryGroups};
-use super::release::{aggregate, dead_letter, give_up};
+use super::release::{aggregate, dead_letter, forget, give_up_and_forget};
 use super::state::{Shared, Step};
 use super::stats::{AggregatorStats, Counters};
 use super::timer;
@@ -132,6 +132,25 @@ impl<S> Aggregator<S> {
         self.shared.counters.snapshot()
     }
 
+    /// Puts messages back into their groups after a restart, as a durable [`GroupStore`]
+    /// read them back, each with the time its group opened (so its timeout still counts from
+    /// then). Nothing is kept again and no group completes here: a message that completed
+    /// its group was never kept as held, and comes again from its channel. Returns how many
+    /// went back, and why each other one could not (its key no longer reads, say, after the
+    /// configuration changed).
+    pub fn restore(&self, held: Vec<(Message, tokio::time::Instant)>) -> (usize, Vec<String>)
+    where
+        S: Service<Message> + Clone + Send + 'static,
+        S::Future: Send,
+        S::Response: Send + 'static,
+        S::Error: fmt::Display + Send + 'static,
+    {
+        let restored = self.shared.restore(held);
+        // Restored groups time out even if no message comes.
+        timer::ensure_started(&self.shared, &self.inner);
+        restored
+    }
+
     /// How many groups are open.
     pub fn open_groups(&self) -> usize {
         self.shared.open_groups()
@@ -183,12 +202,16 @@ where
             Err(reason) => return invalid(counters, msg, reason),
         };
         match self.shared.step(key.as_str(), sequence.part(msg)) {
-            Step::Held { count, given_up } => {
+            Step::Held {
+                count,
+                given_up,
+                kept,
+            } => {
                 counters.held();
                 let held = Ok(Aggregated::Held { count });
-                match given_up {
-                    None => Either::Left(ready(held)),
-                    Some(old) => self.give_up_then(*old, held),
+                match (given_up, kept) {
+                    (None, None) => Either::Left(ready(held)),
+                    (given_up, kept) => self.hold(key.as_str(), kept, given_up, held),
                 }
             }
             Step::Completed { group, rule } => {
@@ -223,16 +246,27 @@ where
     S::Response: Send + 'static,
     S::Error: fmt::Display + Send + 'static,
 {
-    /// Gives up the group `old` (overflow) on a clone of the inner service, then answers `held`.
-    fn give_up_then(
+    /// Waits for the store to keep the held message (`kept`), gives up the group `old`
+    /// (overflow) on a clone of the inner service, then answers `held`.
+    fn hold(
         &self,
-        old: Group,
+        key: &str,
+        kept: Option<crate::Keeping>,
+        old: Option<Box<Group>>,
         held: Result<Aggregated<S::Response>, AggregateError<S::Error>>,
     ) -> AggregateFuture<S::Response, S::Error> {
         let shared = self.shared.clone();
         let inner = self.inner.clone();
+        let group = key.to_owned();
         Either::Right(Box::pin(async move {
-            give_up(&shared.config, &shared.counters, old, Rule::Overflow, inner).await;
+            if let Some(keeping) = kept {
+                keeping
+                    .await
+                    .map_err(|error| AggregateError::Keep { group, error })?;
+            }
+            if let Some(old) = old {
+                give_up_and_forget(&shared, *old, Rule::Overflow, inner).await;
+            }
             held
         }))
     }
@@ -242,6 +276,7 @@ where
     fn complete(&mut self, group: Group, rule: Rule) -> AggregateFuture<S::Response, S::Error> {
         let shared = self.shared.clone();
         let key = group.shared_key();
+        let ids: Vec<MessageId> = group.messages().iter().map(Message::id).collect();
         let messages = group.into_ordered_messages();
         let count = messages.len();
         let sent = match aggregate(&shared.config, &key, &messages) {
@@ -255,6 +290,7 @@ where
                 Ok(future) => match future.await {
                     Ok(response) => {
                         shared.counters.completed();
+                        forget(&shared, &key, &ids).await;
                         return Ok(Aggregated::Released {
                             group: key,
                             count,
@@ -280,6 +316,7 @@ where
                 });
             }
             dead_letter(config, &shared.counters, &key, reason, detail, messages).await;
+            forget(&shared, &key, &ids).await;
             Ok(Aggregated::DeadLettered { group: key, count })
         }))
     }

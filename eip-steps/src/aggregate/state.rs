@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use eip_core::message::Message;
+use eip_core::message::{Message, MessageId};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -12,12 +12,15 @@ use super::config::{AggregatorConfig, Overflow, Rule};
 use super::decision::{Decision, Refusal};
 use super::group::{Added, Group, GroupRules, GroupStore, Part};
 use super::stats::Counters;
+use crate::Keeping;
 
 /// What taking one message did to the groups.
 pub(crate) enum Step {
     Held {
         count: usize,
         given_up: Option<Box<Group>>,
+        /// The store making the addition last, when it has to.
+        kept: Option<Keeping>,
     },
     Completed {
         group: Box<Group>,
@@ -116,9 +119,14 @@ impl Shared {
                 None => Step::Held {
                     count,
                     given_up: None,
+                    kept: None,
                 },
             };
         }
+        let kept = store
+            .group(key)
+            .and_then(|group| group.messages().last())
+            .and_then(|held| store.keep_added(key, held));
         let given_up = if store.len() > config.max_groups {
             let oldest = store.oldest().map(|(k, _)| k.to_owned());
             oldest.and_then(|k| store.remove(&k, false)).map(Box::new)
@@ -129,7 +137,47 @@ impl Shared {
         if count == 1 {
             self.wake.notify_one();
         }
-        Step::Held { count, given_up }
+        Step::Held {
+            count,
+            given_up,
+            kept,
+        }
+    }
+
+    /// Makes lasting that the group `key` of `messages` is gone (see
+    /// [`GroupStore::keep_removed`]).
+    pub(crate) fn keep_removed(&self, key: &str, messages: &[MessageId]) -> Option<Keeping> {
+        self.store().keep_removed(key, messages)
+    }
+
+    /// Puts messages back into their groups as a store read them back after a restart, each
+    /// with the time its group opened; nothing is kept again and no group completes (a
+    /// message that completed its group was never kept as held). How many went back, and the
+    /// reasons of those that could not.
+    pub(crate) fn restore(&self, held: Vec<(Message, Instant)>) -> (usize, Vec<String>) {
+        let mut store = self.store();
+        let mut problems = Vec::new();
+        let mut restored = 0;
+        for (msg, opened) in held {
+            let (key, part) = match self.config.read(&msg) {
+                Ok((key, sequence)) => (key.as_str().to_owned(), sequence.part(msg)),
+                Err(reason) => {
+                    problems.push(reason);
+                    continue;
+                }
+            };
+            let rules = Admission {
+                config: &self.config,
+                closed: false,
+            };
+            match store.add(&key, part, &|| opened, &rules) {
+                Ok(_) => restored += 1,
+                Err(refused) => problems.push(format!("group `{key}`: {:?}", refused.0)),
+            }
+        }
+        drop(store);
+        self.wake.notify_one();
+        (restored, problems)
     }
 
     /// What [`step`](Self::step) would do with `msg`, changing nothing.

@@ -14,7 +14,7 @@ use tokio::time::{Instant, sleep_until};
 use tower::Service;
 
 use super::config::Rule;
-use super::release::give_up;
+use super::release::give_up_and_forget;
 use super::state::Shared;
 
 /// Starts the timer of `shared` if it has a timeout, none runs yet, and a tokio runtime is
@@ -64,7 +64,7 @@ where
         }
         let Some(s) = shared.upgrade() else { return };
         for group in s.take_expired(Instant::now(), timeout) {
-            give_up(&s.config, &s.counters, group, Rule::Timeout, inner.clone()).await;
+            give_up_and_forget(&s, group, Rule::Timeout, inner.clone()).await;
         }
     }
 }

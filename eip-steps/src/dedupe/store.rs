@@ -14,9 +14,7 @@ use std::time::Duration;
 use eip_core::message::MessageId;
 use tokio::time::Instant;
 
-/// A [`SeenStore::keep`] under way.
-pub type Keeping =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), tower::BoxError>> + Send>>;
+pub use crate::Keeping;
 
 /// Whether a key was seen within the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

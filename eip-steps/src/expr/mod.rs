@@ -49,6 +49,7 @@
 
 mod depth;
 mod error;
+mod template;
 mod value;
 
 use std::fmt;
@@ -61,6 +62,7 @@ use jaq_core::{Compiler, Ctx, Vars, data};
 use jaq_json::Val;
 
 pub use error::{JqError, JqErrorKind, RunError};
+pub use template::JqPlaceholder;
 
 /// The most outputs [`Jq::all`] collects; one more is [`RunError::TooManyOutputs`].
 pub const MAX_OUTPUTS: usize = 1_000_000;

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use eip_core::Message;
-use eip_core::message::HeaderValue;
+use eip_core::template::{RenderError, Syntax, Template};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// Everything but RFC 3986's unreserved characters is encoded, so a value can never add a path
@@ -14,20 +14,11 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-/// A URL with placeholders filled from each message: `{id}` (the message id) and
-/// `{header.NAME}` (a header's value), both percent-encoded.
+/// A URL with eip placeholders filled from each message (`{id}`, `{subject}`,
+/// `{header.NAME}`, `{$.path}`, `{jq: EXPR}` where the flow was built with jq), every value
+/// percent-encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlTemplate {
-    source: String,
-    parts: Vec<Part>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    Literal(String),
-    Id,
-    Header(String),
-}
+pub struct UrlTemplate(Template);
 
 /// A URL template that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,59 +31,34 @@ pub struct TemplateError {
 }
 
 impl UrlTemplate {
+    /// The placeholders a URL takes: every eip placeholder.
+    pub const SYNTAX: Syntax<'static> = Syntax::new();
+
     /// The template as written.
     pub fn as_str(&self) -> &str {
-        &self.source
+        self.0.as_str()
     }
 
     /// Parses a template; the URL it makes must be `http` or `https` with a host.
     pub fn parse(template: &str) -> Result<Self, TemplateError> {
-        let error = |reason: String| TemplateError {
+        let parsed = Self::SYNTAX.parse(template).map_err(|e| TemplateError {
             template: template.to_owned(),
+            reason: e.at_byte(),
+        })?;
+        Self::new(parsed)
+    }
+
+    /// The URL of a parsed template (one parsed with more kinds, such as jq): its own text
+    /// must make an `http` or `https` URL with a host, whatever the values are.
+    pub fn new(template: Template) -> Result<Self, TemplateError> {
+        let error = |reason: String| TemplateError {
+            template: template.as_str().to_owned(),
             reason,
         };
-        let mut parts = Vec::new();
-        let mut rest = template;
-        while let Some(open) = rest.find('{') {
-            if open > 0 {
-                parts.push(Part::Literal(rest[..open].to_owned()));
+        match reqwest::Url::parse(&template.sample("x")) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
+                Ok(UrlTemplate(template))
             }
-            let unclosed = || {
-                error(format!(
-                    "`{{` at {} is not closed",
-                    template.len() - rest.len() + open
-                ))
-            };
-            let close = rest[open..].find('}').ok_or_else(unclosed)?;
-            let name = &rest[open + 1..open + close];
-            // `{header.x/{id}`: the first brace was left open, the `}` closes the second.
-            if name.contains('{') {
-                return Err(unclosed());
-            }
-            parts.push(match name {
-                "id" => Part::Id,
-                _ => match name.strip_prefix("header.") {
-                    Some(header) if !header.is_empty() => Part::Header(header.to_owned()),
-                    _ => {
-                        return Err(error(format!(
-                            "unknown placeholder `{{{name}}}` (`{{id}}` or `{{header.NAME}}`)"
-                        )));
-                    }
-                },
-            });
-            rest = &rest[open + close + 1..];
-        }
-        if !rest.is_empty() {
-            parts.push(Part::Literal(rest.to_owned()));
-        }
-        let parsed = UrlTemplate {
-            source: template.to_owned(),
-            parts,
-        };
-        // The literal parts must make a URL whatever the values are.
-        let sample = parsed.fill(|_| Some("x".into()));
-        match reqwest::Url::parse(&sample) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(parsed),
             Ok(url) => Err(error(format!(
                 "scheme `{}` is not http or https, or there is no host",
                 url.scheme()
@@ -103,46 +69,26 @@ impl UrlTemplate {
 
     /// The URL for `message`; a missing header (or one of raw bytes) is named in the error.
     pub fn render(&self, message: &Message) -> Result<String, String> {
-        let mut missing = None;
-        let url = self.fill(|part| match part {
-            Part::Id => Some(message.id().to_string()),
-            Part::Header(name) => match message.headers().get(name) {
-                None | Some(HeaderValue::Bytes(_)) => {
-                    missing.get_or_insert_with(|| name.clone());
-                    None
-                }
-                Some(value) => Some(value.to_string()),
+        let url = self.0.render_each(
+            message,
+            |_| None,
+            |url, _, value| {
+                url.extend(utf8_percent_encode(value, COMPONENT));
+                Ok::<_, RenderError>(())
             },
-            Part::Literal(_) => None,
-        });
-        match missing {
-            Some(name) => Err(format!(
-                "no text header `{name}` for the URL `{}`",
-                self.source
-            )),
-            None => Ok(url),
-        }
-    }
-
-    fn fill(&self, mut value: impl FnMut(&Part) -> Option<String>) -> String {
-        let mut url = String::with_capacity(self.source.len() + 32);
-        for part in &self.parts {
-            match part {
-                Part::Literal(text) => url.push_str(text),
-                _ => {
-                    if let Some(v) = value(part) {
-                        url.extend(utf8_percent_encode(&v, COMPONENT));
-                    }
-                }
+        );
+        url.map_err(|e| match e {
+            RenderError::NoHeader(name) | RenderError::BytesHeader(name) => {
+                format!("no text header `{name}` for the URL `{}`", self.as_str())
             }
-        }
-        url
+            other => format!("the URL `{}`: {other}", self.as_str()),
+        })
     }
 }
 
 impl fmt::Display for UrlTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.source)
+        f.write_str(self.as_str())
     }
 }
 
@@ -173,6 +119,17 @@ mod tests {
     }
 
     #[test]
+    fn a_value_from_the_payload_is_encoded_like_any_other() {
+        let t = UrlTemplate::parse("http://h/orders/{$.customer}?s={subject}").unwrap();
+        let msg = Message::builder(r#"{"customer": "a b/c"}"#)
+            .subject("x&y")
+            .build();
+        assert_eq!(t.render(&msg).unwrap(), "http://h/orders/a%20b%2Fc?s=x%26y");
+        let err = t.render(&Message::new("{}")).unwrap_err();
+        assert!(err.contains("`$.customer` selects nothing"), "{err}");
+    }
+
+    #[test]
     fn a_missing_header_is_named() {
         let t = UrlTemplate::parse("http://h/{header.customer}").unwrap();
         let err = t.render(&Message::new("x")).unwrap_err();
@@ -183,9 +140,15 @@ mod tests {
     fn bad_templates_are_refused_with_the_reason() {
         for (bad, why) in [
             ("http://h/{nope}", "unknown placeholder"),
-            ("http://h/{id", "not closed"),
-            ("http://h/{header.x", "`{` at 9 is not closed"),
-            ("http://h/{header.x/{id}", "`{` at 9 is not closed"),
+            ("http://h/{id", "never closed"),
+            (
+                "http://h/{header.x",
+                "at byte 9: a `{` that is never closed",
+            ),
+            (
+                "http://h/{header.x/{id}",
+                "at byte 9: a `{` that is never closed",
+            ),
             ("ftp://h/{id}", "scheme"),
             ("not a url", "relative URL"),
         ] {

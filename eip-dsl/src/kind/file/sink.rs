@@ -1,7 +1,7 @@
 //! `file-out`: messages become files (or JSON lines) in a directory, each written atomically,
 //! never outside it.
 
-use eip_adapters::file::{FileError, FileSink, FileSinkConfig, NameTemplate};
+use eip_adapters::file::{FileError, FileSink, FileSinkConfig, NameTemplate, SinkMode};
 use futures::future::BoxFuture;
 use tower::BoxError;
 
@@ -9,6 +9,7 @@ use crate::diagnostic::Check;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction, Located};
+use crate::template;
 
 /// `file-out`
 pub(crate) static SINK: Kind = Kind {
@@ -40,16 +41,16 @@ fn check(
             ),
         ),
         (Some(name), None) => {
-            if template(check, settings, &name, "name") {
-                builder = builder.name_template(&name.value);
+            if let Some(template) = name_template(check, settings, &name, "name") {
+                builder = builder.mode(SinkMode::Write(template));
             }
         }
         (None, Some(append)) => {
-            if template(check, settings, &append, "append") {
-                builder = match settings.boolean(check, "envelope") {
-                    Some(true) => builder.append_envelopes(&append.value),
-                    _ => builder.append_json_lines(&append.value),
-                };
+            if let Some(template) = name_template(check, settings, &append, "append") {
+                builder = builder.mode(match settings.boolean(check, "envelope") {
+                    Some(true) => SinkMode::AppendEnvelopes(template),
+                    _ => SinkMode::AppendJsonLines(template),
+                });
             }
         }
         (None, None) => {}
@@ -73,29 +74,23 @@ fn check(
     }
 }
 
-/// Whether `text` (the value of `key`) is a file name template.
-fn template(
+/// The file name template `text` (the value of `key`), or the problem reported.
+fn name_template(
     check: &mut Check<'_>,
     settings: &Settings<'_>,
     text: &Located<String>,
     key: &str,
-) -> bool {
-    match NameTemplate::parse(&text.value) {
-        Ok(_) => true,
-        Err(e) => {
-            settings.report_value(
-                check,
-                key,
-                text,
-                e.to_string(),
-                Some(
-                    "a file name relative to `dir`, with `{id}`, `{header.NAME}` and date parts \
-                     such as `{yyyy}-{MM}-{dd}`",
-                ),
-            );
-            false
-        }
-    }
+) -> Option<NameTemplate> {
+    template::setting(
+        check,
+        settings,
+        key,
+        text,
+        NameTemplate::SYNTAX,
+        NameTemplate::new,
+        "a file name relative to `dir`, with `{id}`, `{header.NAME}`, `{$.path}` and date parts \
+         such as `{yyyy}-{MM}-{dd}` (see the book's Templates page)",
+    )
 }
 
 impl AdapterConfig for FileSinkConfig {

@@ -8,6 +8,7 @@ use crate::diagnostic::Check;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `http-out`
 pub(crate) static OUTBOUND: Kind = Kind {
@@ -36,18 +37,17 @@ fn check(
             "url",
             "add `url: http://HOST:PORT/PATH`, where `{id}` and `{header.NAME}` are filled from each message",
         )
-        .and_then(|url| match UrlTemplate::parse(&url.value) {
-            Ok(template) => Some(template),
-            Err(e) => {
-                settings.report_value(
-                    check,
-                    "url",
-                    &url,
-                    format!("invalid `url`: {}", e.reason),
-                    Some("an `http://` URL with a host; `{id}` and `{header.NAME}` are filled from each message"),
-                );
-                None
-            }
+        .and_then(|url| {
+            template::setting(
+                check,
+                settings,
+                "url",
+                &url,
+                UrlTemplate::SYNTAX,
+                |t| UrlTemplate::new(t).map_err(|e| e.reason),
+                "an `http://` URL with a host; `{id}`, `{header.NAME}`, `{$.path}` are filled \
+                 from each message, percent-encoded (see the book's Templates page)",
+            )
         });
     let mut config = HttpOutboundConfig::new(url?);
     if let Some(method) = settings.one_of(

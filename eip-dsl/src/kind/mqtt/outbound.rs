@@ -11,6 +11,7 @@ use crate::kind::bridge;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `mqtt-out`
 pub(crate) static OUTBOUND: Kind = Kind {
@@ -28,19 +29,16 @@ fn check(
 ) -> Option<Box<dyn AdapterConfig>> {
     let broker = broker(check, settings);
     let topic = match settings.text(check, "topic") {
-        Some(text) => match TopicTemplate::parse(&text.value) {
-            Ok(topic) => Some(topic),
-            Err(e) => {
-                settings.report_value(
-                    check,
-                    "topic",
-                    &text,
-                    format!("invalid `topic`: {e}"),
-                    Some("an MQTT topic, where `{subject}` is each message's subject with its dots as slashes"),
-                );
-                None
-            }
-        },
+        Some(text) => template::setting(
+            check,
+            settings,
+            "topic",
+            &text,
+            TopicTemplate::SYNTAX,
+            TopicTemplate::new,
+            "an MQTT topic, where `{subject}` is each message's subject with its dots as slashes \
+             (see the book's Templates page for every placeholder)",
+        ),
         None => TopicTemplate::parse("{subject}").ok(),
     };
     let (broker, client_id) = broker?;

@@ -12,6 +12,7 @@ use crate::kind::bridge;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `nats-out`
 pub(crate) static OUTBOUND: Kind = Kind {
@@ -30,19 +31,16 @@ fn check(
     let url = url(check, settings);
     let stream = stream(check, settings, false);
     let subject = match settings.text(check, "subject") {
-        Some(text) => match SubjectTemplate::parse(&text.value) {
-            Ok(subject) => Some(subject),
-            Err(e) => {
-                settings.report_value(
-                    check,
-                    "subject",
-                    &text,
-                    format!("invalid `subject`: {e}"),
-                    Some("a NATS subject, where `{subject}` is each message's subject"),
-                );
-                None
-            }
-        },
+        Some(text) => template::setting(
+            check,
+            settings,
+            "subject",
+            &text,
+            SubjectTemplate::SYNTAX,
+            SubjectTemplate::new,
+            "a NATS subject, where `{subject}` is each message's subject (see the book's \
+             Templates page for every placeholder)",
+        ),
         None => SubjectTemplate::parse("{subject}").ok(),
     };
     let mut config = JetStreamOutboundConfig::new(url?, subject?);

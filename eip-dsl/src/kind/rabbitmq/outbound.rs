@@ -11,6 +11,7 @@ use crate::kind::bridge;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `rabbitmq-out`
 pub(crate) static OUTBOUND: Kind = Kind {
@@ -40,17 +41,20 @@ fn check(
         .text(check, "exchange")
         .map_or(String::new(), |e| e.value);
     let mut config = AmqpOutboundConfig::new(url.0, exchange);
-    if let Some(key) = settings.text(check, "routing-key") {
-        match RoutingKey::parse(&key.value) {
-            Ok(routing_key) => config.routing_key = routing_key,
-            Err(e) => settings.report_value(
-                check,
-                "routing-key",
-                &key,
-                format!("invalid `routing-key`: {e}"),
-                Some("a fixed routing key, or `{subject}` for each message's subject"),
-            ),
-        }
+    let help = "a fixed routing key, `{subject}` for each message's subject, or a template \
+                such as `orders.{$.region}` (see the book's Templates page)";
+    if let Some(key) = settings.text(check, "routing-key")
+        && let Some(routing_key) = template::setting(
+            check,
+            settings,
+            "routing-key",
+            &key,
+            RoutingKey::SYNTAX,
+            RoutingKey::new,
+            help,
+        )
+    {
+        config.routing_key = routing_key;
     }
     if let Some(kind) = settings.one_of(
         check,

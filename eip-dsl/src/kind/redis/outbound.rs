@@ -12,6 +12,7 @@ use crate::kind::bridge;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
+use crate::template;
 
 /// `redis-out`
 pub(crate) static OUTBOUND: Kind = Kind {
@@ -34,18 +35,17 @@ fn check(
             "stream",
             "add `stream: KEY`; `{subject}` is each message's subject",
         )
-        .and_then(|text| match StreamKey::parse(&text.value) {
-            Ok(key) => Some(key),
-            Err(e) => {
-                settings.report_value(
-                    check,
-                    "stream",
-                    &text,
-                    format!("invalid `stream`: {e}"),
-                    None,
-                );
-                None
-            }
+        .and_then(|text| {
+            template::setting(
+                check,
+                settings,
+                "stream",
+                &text,
+                StreamKey::SYNTAX,
+                StreamKey::new,
+                "a stream key; `{subject}` is each message's subject (see the book's Templates \
+                 page for every placeholder)",
+            )
         });
     let mut config = RedisStreamOutboundConfig::new(url?, stream?);
     if let Some(n) = settings.whole(check, "max-len", 1) {

@@ -29,9 +29,15 @@
 //! whose sequence number its group holds already is a duplicate, counted and dropped. At most
 //! `max-groups` groups are open (10 000 by default): one more gives up the oldest.
 //!
-//! Groups are held in memory, so the step is for routes whose channel is not durable: a held
-//! message is acknowledged, and would be lost with the process (`eip validate` refuses the step
-//! on a durable route).
+//! On a route whose channel is durable the groups live in the flow's store too: a held message
+//! is written into its group in the commit that acknowledges it, and a group is deleted in the
+//! commit that acknowledges the message that completed it, once its aggregate was accepted.
+//! After a crash every message is either in an aggregate that was sent or still in its group
+//! (read back at start, its timeout counting from when the group opened); an aggregate is sent
+//! twice only if the crash came while it was being sent. A channel kept in a broker is refused:
+//! its acknowledgements can not share a commit with the flow's store.
+
+mod durable;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -144,15 +150,19 @@ fn check(
         );
         return None;
     }
-    if entry.from_durable {
+    if entry.from_broker {
         settings.report_entry(
             check,
             format!(
-                "route `{}` consumes the durable channel `{}`, and an aggregator holds its \
-                 groups in memory: a held message would be acknowledged and lost with the process",
+                "route `{}` consumes `{}`, kept in a broker: an aggregator keeps its groups in \
+                 the flow's own store, and can not acknowledge a broker's message in the same \
+                 commit",
                 entry.route, entry.from
             ),
-            Some("aggregate on a route whose channel is not durable"),
+            Some(
+                "aggregate on a channel of the flow (durable: true keeps its groups across \
+                 restarts)",
+            ),
         );
         return None;
     }
@@ -198,7 +208,30 @@ impl StepConfig for AggregateConfig {
             .dead_letter_channel()
             .unwrap_or_else(|| at.bus.dead_letter_channel())
             .clone();
-        self.aggregator(dead_letters)
+        let config = self.config(dead_letters)?;
+        let rest = Later::default();
+        let Some(store) = at.store else {
+            return Ok(Box::new(Aggregate {
+                aggregator: Aggregator::new(rest.clone(), config),
+                rest,
+            }));
+        };
+        let table = format!("aggregate/{}/{}", at.route, at.index + 1);
+        let (groups, held) = durable::DurableGroups::open(store, &table, at.from, at.route)?;
+        let aggregator = Aggregator::with_store(rest.clone(), config, groups);
+        let (restored, problems) = aggregator.restore(held);
+        for problem in &problems {
+            tracing::error!(route = at.route, %problem, "a held message could not go back into its group");
+        }
+        if restored > 0 {
+            tracing::info!(
+                route = at.route,
+                restored,
+                groups = aggregator.open_groups(),
+                "aggregator: groups read back from the store"
+            );
+        }
+        Ok(Box::new(Aggregate { aggregator, rest }))
     }
 }
 
@@ -207,6 +240,18 @@ impl AggregateConfig {
         &self,
         dead_letters: eip_core::channel::DeadLetterChannel,
     ) -> Result<Box<dyn RouteStep>, CompileError> {
+        let config = self.config(dead_letters)?;
+        let rest = Later::default();
+        Ok(Box::new(Aggregate {
+            aggregator: Aggregator::new(rest.clone(), config),
+            rest,
+        }))
+    }
+
+    fn config(
+        &self,
+        dead_letters: eip_core::channel::DeadLetterChannel,
+    ) -> Result<AggregatorConfig, CompileError> {
         let mut builder = Aggregator::builder()
             .correlate_by(self.key.key())
             .max_groups(self.max_groups, Overflow::GiveUpOldest)
@@ -230,15 +275,10 @@ impl AggregateConfig {
         if let Some(jq) = self.combine.clone() {
             builder = builder.combine_with(move |messages| combine(&jq, messages));
         }
-        let config: AggregatorConfig = builder.build().map_err(|e| CompileError::Step {
+        builder.build().map_err(|e| CompileError::Step {
             step: self.describe(),
             reason: e.to_string(),
-        })?;
-        let rest = Later::default();
-        Ok(Box::new(Aggregate {
-            aggregator: Aggregator::new(rest.clone(), config),
-            rest,
-        }))
+        })
     }
 }
 
