@@ -557,3 +557,53 @@ routes:
     assert_eq!(payloads_at(&out, "pricing.failed").len(), 1, "{out:?}");
     assert_eq!(flow.routes()[0].stats().duplicates, 1);
 }
+
+#[test]
+fn a_route_on_a_publish_subscribe_channel_counts_its_subscriptions_redeliveries() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new().add("pricing", pricing(calls.clone()));
+    let source = "
+channels:
+  news:
+    kind: publish-subscribe
+    redelivery: {max-attempts: 2, initial-backoff: 1ms, max-backoff: 1ms}
+  priced: {kind: point-to-point}
+  news.failed: {kind: point-to-point}
+routes:
+  - name: price
+    from: news
+    on-error: news.failed
+    steps:
+      - process: pricing
+    to: priced
+";
+    let plan = load_with(source, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(async {
+        let seen: Outputs = Arc::default();
+        let sink = seen.clone();
+        let running = flow.start(Arc::new(move |channel: &str, msg: &Message| {
+            sink.lock()
+                .expect("not poisoned")
+                .push((channel.to_owned(), msg.clone()));
+        }));
+        let Some(Channel::PublishSubscribe(news)) =
+            flow.channels().iter().find(|c| c.name() == "news")
+        else {
+            panic!("news is a topic")
+        };
+        news.publish(Message::new("fail")).await.expect("accepted");
+        assert!(
+            running.settle(Duration::from_secs(10)).await,
+            "idle in time"
+        );
+        let left = running.stop(Duration::from_secs(5)).await;
+        assert!(left.is_empty(), "nothing left: {left:?}");
+        seen.lock().expect("not poisoned").clone()
+    });
+    assert_eq!(payloads_at(&out, "news.failed"), ["fail"], "{out:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let failed = &out.iter().find(|(c, _)| c == "news.failed").expect("one").1;
+    let death = failed.death().expect("readable").expect("a record");
+    assert_eq!(death.channel, "news");
+}
