@@ -171,3 +171,7 @@ pub struct IdempotentReceiver;
 #[doc = include_str!("../../book/src/templates.md")]
 #[cfg(doctest)]
 pub struct Templates;
+
+#[doc = include_str!("../../book/src/error-handling.md")]
+#[cfg(doctest)]
+pub struct ErrorHandling;

@@ -28,7 +28,7 @@
 use super::StepBuilder;
 use eip_core::router::Strategy;
 
-use crate::spec::{LoadBalanceSpec, Located, RecipientsSpec, RouteSpec, WhenSpec};
+use crate::spec::{LoadBalanceSpec, Located, RecipientsSpec, RouteSpec, SettingValue, WhenSpec};
 
 /// A route consuming the channel `channel` (`from:`).
 pub fn from(channel: impl Into<String>) -> RouteBuilder {
@@ -144,6 +144,26 @@ impl RouteBuilder {
             to: Located::new(to),
             strategy: Some(strategy),
         }));
+        self
+    }
+
+    /// `on-error: CHANNEL`: a message whose step failed (a service's error) goes to the
+    /// channel `channel` once the redelivery policy of the channel the route consumes is used
+    /// up, with a death record, instead of the dead letter channel. Other failures (no route,
+    /// a deleted target) still go to the dead letter channel.
+    ///
+    /// ```
+    /// use eip_dsl::builder::route;
+    ///
+    /// // routes: - {from: orders, steps: [process: pricing], to: priced, on-error: orders.failed}
+    /// let price = route::from("orders")
+    ///     .process("pricing")
+    ///     .to("priced")
+    ///     .on_error("orders.failed");
+    /// # let _ = price;
+    /// ```
+    pub fn on_error(mut self, channel: impl Into<String>) -> Self {
+        self.spec.on_error = Some(Located::new(SettingValue::Text(channel.into())));
         self
     }
 

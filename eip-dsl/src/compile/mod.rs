@@ -234,7 +234,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
     let routes = plan
         .routes
         .iter()
-        .map(|route| Route::compile(route, &bus, store.as_ref()))
+        .map(|route| Route::compile(route, plan, &bus, store.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     let invalid = plan
         .channels

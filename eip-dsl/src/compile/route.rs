@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use eip_core::channel::{Channel, DeadLetterChannel};
+use eip_core::channel::{Channel, DeadLetterChannel, RedeliveryPolicy, marked_dead};
 use eip_core::message::{DeathReason, Message};
 use eip_core::router::{
     ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouteError, RouterError,
@@ -24,7 +24,7 @@ use eip_core::router::{
 use eip_core::template::Syntax;
 
 use super::{CompileError, bus_channel, bus_target};
-use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, TargetRef};
+use crate::plan::{ActionPlan, OnErrorPlan, Plan, RecipientsPlan, RoutePlan, TargetRef};
 use crate::step::{Building, Made, RouteStep, Side};
 use eip_core::MessageBus;
 use eip_core::store::durable::{Durable, DurableAck};
@@ -48,6 +48,13 @@ struct Inner {
     calls_out: bool,
     action: Action,
     dead_letters: DeadLetterChannel,
+    /// `on-error:` where a message whose step failed goes once `redelivery` is used up.
+    on_error: Option<Channel>,
+    /// The redelivery policy of the channel it consumes, which its consumer follows.
+    redelivery: RedeliveryPolicy,
+    /// Each step's own `on-error:` channel, in the steps' order: where a message the step
+    /// fails on goes at once.
+    step_errors: Vec<Option<Channel>>,
     counters: Counters,
 }
 
@@ -123,6 +130,7 @@ struct Counters {
     invalid: AtomicU64,
     duplicates: AtomicU64,
     dead_lettered: AtomicU64,
+    diverted: AtomicU64,
 }
 
 /// A route's counters since the flow started.
@@ -146,11 +154,16 @@ pub struct RouteStats {
     /// Messages (or copies) dead-lettered because they had nowhere to go: no clause matched
     /// and no `otherwise`, a recipient that does not exist, a target that was deleted.
     pub dead_lettered: u64,
+    /// Messages whose step failed sent to an `on-error` channel: the route's, once the
+    /// redelivery policy was used up, or the failing step's own, at once.
+    pub diverted: u64,
 }
 
 impl Route {
+    /// The route `plan` of `flow` over `bus`'s channels.
     pub(super) fn compile(
         plan: &RoutePlan,
+        flow: &Plan,
         bus: &MessageBus,
         store: Option<&Arc<Durable>>,
     ) -> Result<Route, CompileError> {
@@ -217,6 +230,21 @@ impl Route {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let calls_out = steps.iter().any(|s| s.calls_out() || s.wraps());
+        // The policy its consumer follows: the one of the channel it consumes.
+        let redelivery = flow
+            .channel(&plan.from)
+            .and_then(|c| c.redelivery.clone())
+            .unwrap_or_default();
+        let channel_of = |on_error: &Option<OnErrorPlan>| match on_error {
+            Some(on_error) => bus_channel(bus, &on_error.to).map(Some),
+            None => Ok(None),
+        };
+        let on_error = channel_of(&plan.on_error)?;
+        let step_errors = plan
+            .steps
+            .iter()
+            .map(|step| channel_of(&step.on_error))
+            .collect::<Result<Vec<_>, _>>()?;
         let route = Route {
             inner: Arc::new(Inner {
                 name: plan.name.clone(),
@@ -226,6 +254,9 @@ impl Route {
                 calls_out,
                 action,
                 dead_letters,
+                on_error,
+                redelivery,
+                step_errors,
                 counters: Counters::default(),
             }),
         };
@@ -379,6 +410,7 @@ impl Route {
             invalid: c.invalid.load(Ordering::Relaxed),
             duplicates: c.duplicates.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
+            diverted: c.diverted.load(Ordering::Relaxed),
         }
     }
 
@@ -386,11 +418,59 @@ impl Route {
     /// [`decide`](Self::decide) lists, in order. Completes when every channel has accepted
     /// what it was sent (taps that wait and discards included); an error hands the message
     /// back for the consumer's redelivery policy.
+    ///
+    /// With `on-error`, a step's failure on the message's last delivery the policy allows
+    /// sends the message, as it was taken, to the `on-error` channel with a death record
+    /// (reason `max-redeliveries`, the step's place and error), and the message counts as
+    /// handled; other failures (a send, the flow stopping) are handed back as without it.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
         self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
-        match self.inner.calls_out {
-            false => Ok(self.carry_out(self.decide(msg, false)).await?),
-            true => self.run_from(0, msg).await,
+        if !self.inner.calls_out {
+            // Every step decides alone: no step can fail.
+            return Ok(self.carry_out(self.decide(msg, false)).await?);
+        }
+        let Some(on_error) = &self.inner.on_error else {
+            return self.run_from(0, msg).await;
+        };
+        let taken = msg.clone();
+        match self.run_from(0, msg).await {
+            Err(failure @ RouteFailure::Step { .. }) if self.last_delivery(&taken) => {
+                self.divert(on_error, taken, failure, DeathReason::MaxRedeliveries)
+                    .await
+            }
+            done => done,
+        }
+    }
+
+    /// Whether `msg` is on the last delivery its channel's redelivery policy allows, counted
+    /// as the consumer counts.
+    fn last_delivery(&self, msg: &Message) -> bool {
+        let attempts = msg.redelivery_count().unwrap_or(0).saturating_add(1);
+        !self.inner.redelivery.allows_another(attempts)
+    }
+
+    /// Sends `msg`, whose step failed with `failure`, to an `on-error` channel with its death
+    /// record (`reason`, the route's channel, the failure). A channel that does not take it
+    /// (closed, or refusing it) hands the failure back: the message is then redelivered or
+    /// dead-lettered as without `on-error`, so it is not lost.
+    async fn divert(
+        &self,
+        channel: &Channel,
+        msg: Message,
+        failure: RouteFailure,
+        reason: DeathReason,
+    ) -> Result<(), RouteFailure> {
+        let error = failure.to_string();
+        let msg = marked_dead(msg, self.from().name(), reason, Some(error));
+        match channel.send(msg).await {
+            Ok(_) => {
+                self.inner.counters.diverted.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(refused) => {
+                tracing::warn!(route = self.name(), channel = channel.name(), error = %refused, "the on-error channel did not take a failed message: handed back as a failure");
+                Err(failure)
+            }
         }
     }
 
@@ -414,15 +494,27 @@ impl Route {
                     return Ok(());
                 }
                 let mut next = Vec::with_capacity(current.len());
+                let on_error = self.inner.step_errors.get(index).and_then(Option::as_ref);
                 for msg in current {
-                    let made = match step.calls_out() {
-                        false => step.decide(msg),
-                        true => step
-                            .call(msg)
-                            .await
-                            .map_err(|error| self.step_failed(index, error))?,
-                    };
-                    take(made, &mut steps, &mut next);
+                    if !step.calls_out() {
+                        take(step.decide(msg), &mut steps, &mut next);
+                        continue;
+                    }
+                    // Kept only where the step's own `on-error` may need it.
+                    let received = on_error.map(|_| msg.clone());
+                    match step.call(msg).await {
+                        Ok(made) => take(made, &mut steps, &mut next),
+                        Err(error) => {
+                            let failure = self.step_failed(index, error);
+                            let (Some(channel), Some(received)) = (on_error, received) else {
+                                return Err(failure);
+                            };
+                            // What the steps before decided happens first, in order.
+                            self.carry_out(std::mem::take(&mut steps)).await?;
+                            self.divert(channel, received, failure, DeathReason::Rejected)
+                                .await?;
+                        }
+                    }
                 }
                 current = next;
             }

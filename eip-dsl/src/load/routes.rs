@@ -21,6 +21,7 @@ const ROUTE: &[&str] = &[
     "otherwise",
     "recipient-list",
     "load-balance",
+    "on-error",
 ];
 const LOAD_BALANCE: &[&str] = &["to", "strategy"];
 const WHEN: &[&str] = &["when", "to"];
@@ -110,6 +111,12 @@ pub(super) fn read_route(
     }
     if let Some(v) = fields.get("load-balance") {
         route.load_balance = read_load_balance(reader, v, &p("load-balance"));
+    }
+    if let Some(v) = fields.get("on-error") {
+        route.on_error = Some(Located::at(
+            super::adapters::setting_value(reader, v),
+            reader.pos(v),
+        ));
     }
     route
 }

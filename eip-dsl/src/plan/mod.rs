@@ -211,6 +211,19 @@ pub struct RoutePlan {
     pub steps: Vec<StepPlan>,
     /// Where the messages go.
     pub action: ActionPlan,
+    /// `on-error:` where a message goes whose step failed once the channel's redelivery
+    /// policy is used up, instead of the dead letter channel; `None`: the dead letter channel.
+    pub on_error: Option<OnErrorPlan>,
+}
+
+/// A checked `on-error:` of a route or of a step: where a message whose step failed goes (see
+/// the book's error handling chapter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnErrorPlan {
+    /// The channel (of the plan, never the one the route consumes) it goes to, with a death
+    /// record: reason `max-redeliveries` from a route's `on-error`, `rejected` from a step's,
+    /// and the step's place and error.
+    pub to: String,
 }
 
 /// A checked route step.
@@ -223,6 +236,9 @@ pub struct StepPlan {
     pub key: String,
     /// What its kind made of its settings.
     pub config: Arc<dyn StepConfig>,
+    /// `on-error:` of a step that calls out: where a message it fails on goes at once, without
+    /// redelivery; `None`: its failure fails the route for the message.
+    pub on_error: Option<OnErrorPlan>,
 }
 
 impl StepPlan {
@@ -237,6 +253,7 @@ impl StepPlan {
                 text,
                 discard,
             }),
+            on_error: None,
         }
     }
 
@@ -249,6 +266,7 @@ impl StepPlan {
                 channel: channel.into(),
                 wait: true,
             }),
+            on_error: None,
         }
     }
 

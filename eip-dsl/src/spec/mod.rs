@@ -332,6 +332,9 @@ pub struct RouteSpec {
     pub load_balance: Option<Located<LoadBalanceSpec>>,
     /// `steps:` what the route does to each message before it sends it on, in order.
     pub steps: Vec<StepSpec>,
+    /// `on-error:` where a message whose step failed goes once the channel's redelivery
+    /// policy is used up: a channel's name, or `{to: CHANNEL}`. Checked by validation.
+    pub on_error: Option<Located<SettingValue>>,
 }
 
 /// One step of a route, as written: `- KIND: VALUE`, the value either the kind's main setting
@@ -375,6 +378,7 @@ impl RouteSpec {
             recipient_list: None,
             load_balance: None,
             steps: Vec::new(),
+            on_error: None,
         }
     }
 }

@@ -26,6 +26,7 @@ mod expr;
 mod filter;
 mod key;
 mod later;
+pub(crate) mod on_error;
 mod process;
 mod resequence;
 mod routing_slip;

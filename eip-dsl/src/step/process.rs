@@ -13,7 +13,10 @@
 //!
 //! A service that fails fails the route for that message: it is handed back to the route's
 //! consumer and redelivered by the channel's redelivery policy, then dead-lettered with reason
-//! `max-redeliveries` and the service's error. The dry run (`eip route`) does not call the
+//! `max-redeliveries` and the service's error (or sent to the route's `on-error` channel).
+//! With its own `on-error: CHANNEL` (`- process: {service: NAME, on-error: CHANNEL}`) the step
+//! sends the message it failed on there at once instead, with reason `rejected`; see
+//! [`on_error`](super::on_error). The dry run (`eip route`) does not call the
 //! service: the message goes on unchanged there.
 //!
 //! ```yaml
@@ -45,7 +48,7 @@ pub(super) static PROCESS: StepKind = StepKind {
     name: "process",
     feature: None,
     main: "service",
-    keys: &["service", "timeout", "concurrency", "circuit-breaker"],
+    keys: &["service", "timeout", "concurrency", "circuit-breaker", "on-error"],
     check,
 };
 

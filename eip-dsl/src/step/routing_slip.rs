@@ -125,7 +125,7 @@ fn check(
 
 /// The kinds that wrap the rest of their route (they learn what became of each message and
 /// keep state across messages): a slip that runs them for some messages only can not.
-const WRAPS: &[&str] = &["dedupe", "aggregate"];
+const WRAPS: &[&str] = &["dedupe", "aggregate", "resequence"];
 
 /// One named step: a mapping of one key, its kind, checked by that kind.
 fn inner(
@@ -217,7 +217,9 @@ fn inner(
         items: &items,
         damaged: settings.damaged,
     };
-    inner.check_keys(check, kind.keys);
+    // A slip's step has no `on-error` of its own: the slip's route decides.
+    let keys: Vec<&str> = kind.keys.iter().copied().filter(|k| *k != "on-error").collect();
+    inner.check_keys(check, &keys);
     (kind.check)(check, &inner, entry)
 }
 

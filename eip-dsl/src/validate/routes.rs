@@ -17,10 +17,10 @@ use eip_core::template::{Syntax, has_placeholders};
 use super::Check;
 use super::names::{Names, listed_twice};
 use crate::diagnostic::{Problem, suggest_key};
-use crate::plan::{ActionPlan, RecipientsPlan, RoutePlan, StepPlan, TargetRef};
+use crate::plan::{ActionPlan, OnErrorPlan, RecipientsPlan, RoutePlan, StepPlan, TargetRef};
 use crate::settings::Settings;
-use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec};
-use crate::step::{self, Entry, Services};
+use crate::spec::{FlowSpec, Located, Position, RecipientsSpec, RouteSpec, SettingValue};
+use crate::step::{self, Entry, Services, on_error};
 
 /// Checks every route; the plan's routes in the order declared.
 pub(crate) fn check(
@@ -72,6 +72,7 @@ pub(crate) fn check(
             from_broker || from_spec.is_some_and(|c| c.durable.as_ref().is_some_and(|d| d.value));
         let this = Route {
             route,
+            spec,
             names,
             base_dir,
             services,
@@ -88,6 +89,13 @@ pub(crate) fn check(
         }
     }
     plans
+}
+
+/// Whether the channel `name` outlives the process: durable, or kept in a broker.
+fn durable(spec: &FlowSpec, name: &str) -> bool {
+    spec.channels.iter().any(|(channel, c)| {
+        channel.value == name && (c.store.is_some() || c.durable.as_ref().is_some_and(|d| d.value))
+    })
 }
 
 /// The route's name (given, or `route-N`), reporting an empty or repeated one.
@@ -135,6 +143,8 @@ fn route_name(
 /// One route being checked: what its parts are checked against.
 struct Route<'a> {
     route: &'a RouteSpec,
+    /// The whole flow, for what the route's channels are.
+    spec: &'a FlowSpec,
     names: &'a Names,
     /// The flow file's directory.
     base_dir: &'a Path,
@@ -170,6 +180,7 @@ impl Route<'_> {
         let choice = self.choice(check);
         let recipients = self.recipients(check);
         let balanced = self.load_balance(check);
+        let on_error = self.on_error(&name, check);
 
         if check.problems.len() > before {
             return None;
@@ -187,7 +198,56 @@ impl Route<'_> {
             from: self.from.to_owned(),
             steps,
             action,
+            on_error,
         })
+    }
+
+    /// `on-error:` where a message whose step failed goes. From a channel that outlives the
+    /// process, only to one that does too: the message is acked once it is there.
+    fn on_error(&self, name: &str, check: &mut Check<'_>) -> Option<OnErrorPlan> {
+        let value = self.route.on_error.as_ref()?;
+        let place = on_error::Place {
+            path: self.field("on-error"),
+            what: format!("`on-error` of route `{name}`"),
+            from: self.from,
+            names: self.names,
+            damaged: !self.whole,
+        };
+        self.on_error_plan(value, &place, check)
+    }
+
+    /// An `on-error:` (a route's or a step's) at `place`, checked by the one reading of the
+    /// key.
+    fn on_error_plan(
+        &self,
+        value: &Located<SettingValue>,
+        place: &on_error::Place<'_>,
+        check: &mut Check<'_>,
+    ) -> Option<OnErrorPlan> {
+        let plan = on_error::check(check, value, place)?;
+        if self.from_durable && !durable(self.spec, &plan.to) {
+            let at = match &value.value {
+                SettingValue::Map(items) => items
+                    .iter()
+                    .find(|s| s.key.value == "to")
+                    .and_then(|s| s.value.at),
+                _ => value.at,
+            };
+            check.report(
+                Problem::new(
+                    format!(
+                        "{} sends to `{}`, which is kept in memory, from `{}`, which outlives \
+                         the process: a message acked there would be lost with the process",
+                        place.what, plan.to, self.from
+                    ),
+                    at.or(value.at),
+                )
+                .with_key(format!("{}.to", place.path))
+                .with_help(format!("make `{}` durable: `durable: true`", plan.to)),
+            );
+            return None;
+        }
+        Some(plan)
     }
 
     fn field(&self, k: &str) -> String {
@@ -273,11 +333,28 @@ impl Route<'_> {
                 damaged: !self.whole,
             };
             settings.check_keys(check, kind.keys);
+            // Read here for every kind that lists the key (the kinds that call out), so that
+            // no kind reads it itself.
+            let on_error = match (kind.keys.contains(&"on-error"), settings.get("on-error")) {
+                (true, Some(value)) => {
+                    let place = on_error::Place {
+                        path: settings.key("on-error"),
+                        what: format!("`on-error` of step {} of route `{name}`", j + 1),
+                        from: self.from,
+                        names: self.names,
+                        damaged: !self.whole,
+                    };
+                    // A refused one is reported: the route has no plan then.
+                    self.on_error_plan(value, &place, check)
+                }
+                _ => None,
+            };
             if let Some(config) = (kind.check)(check, &settings, &entry) {
                 plans.push(StepPlan {
                     kind: kind.name,
                     key,
                     config: Arc::from(config),
+                    on_error,
                 });
             }
         }

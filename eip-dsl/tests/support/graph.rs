@@ -45,6 +45,7 @@ pub fn route(name: &str, from: &str, action: ActionPlan) -> RoutePlan {
         from: from.into(),
         steps: Vec::new(),
         action,
+        on_error: None,
     }
 }
 

@@ -90,6 +90,7 @@ pub(super) static ENRICH: StepKind = StepKind {
         "timeout",
         "concurrency",
         "circuit-breaker",
+        "on-error",
     ],
     check,
 };

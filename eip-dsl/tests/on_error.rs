@@ -1,0 +1,609 @@
+//! A route's `on-error:`: a step that fails is redelivered by the channel's policy, then the
+//! message goes to the `on-error` channel (not the dead letter channel) with its death record
+//! and is acked; other failures keep going to the dead letter channel; `eip validate` refuses
+//! what can not be meant, at the key.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use eip_core::Message;
+use eip_core::channel::Channel;
+use eip_core::message::DeathReason;
+use eip_dsl::builder::{FlowBuilder, channel, route};
+use eip_dsl::compile::{self, Flow, StoreOptions};
+use eip_dsl::load;
+use eip_dsl::step::Services;
+
+mod support {
+    pub mod scratch;
+}
+use support::scratch::Scratch;
+
+const CHANNELS: &str = "
+channels:
+  orders:
+    kind: point-to-point
+    redelivery: {max-attempts: 3, initial-backoff: 1ms, max-backoff: 1ms}
+  priced: {kind: point-to-point}
+  orders.failed: {kind: point-to-point}
+  news: {kind: publish-subscribe}
+";
+
+/// A service that counts its calls and fails on the payload `fail`, answering the payload in
+/// capitals otherwise.
+fn pricing(
+    calls: Arc<AtomicUsize>,
+) -> impl tower::Service<
+    Message,
+    Response = Message,
+    Error = tower::BoxError,
+    Future = impl Future<Output = Result<Message, tower::BoxError>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |msg: Message| {
+        let calls = calls.clone();
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let text = msg.payload_str().unwrap_or_default().to_owned();
+            if text.contains("fail") {
+                return Err::<Message, tower::BoxError>("pricing is down".into());
+            }
+            Ok(Message::new(text.to_uppercase()))
+        }
+    })
+}
+
+fn load_with(source: &str, services: &Services) -> Result<eip_dsl::plan::Plan, String> {
+    load::load_str_with(source, "flow.yaml", Path::new("."), services).map_err(|e| e.render())
+}
+
+/// The rendered problems of routes over [`CHANNELS`] that must not validate.
+fn problems(routes: &str) -> String {
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    match load_with(&format!("{CHANNELS}{routes}"), &services) {
+        Ok(_) => panic!("the flow validated:\n{routes}"),
+        Err(text) => text,
+    }
+}
+
+/// What the flow's outputs (channels no route consumes) got, by channel, in order.
+type Outputs = Arc<Mutex<Vec<(String, Message)>>>;
+
+/// Starts `flow`, sends `payloads` to `orders`, waits until it is idle and stops it; what came
+/// out of each output channel.
+async fn run(flow: &Flow, payloads: &[&str]) -> Vec<(String, Message)> {
+    let seen: Outputs = Arc::default();
+    let sink = seen.clone();
+    let running = flow.start(Arc::new(move |channel: &str, msg: &Message| {
+        sink.lock()
+            .expect("not poisoned")
+            .push((channel.to_owned(), msg.clone()));
+    }));
+    let Some(Channel::PointToPoint(orders)) = flow.channels().iter().find(|c| c.name() == "orders")
+    else {
+        panic!("orders is a queue")
+    };
+    for payload in payloads {
+        orders
+            .send(Message::new(payload.to_string()))
+            .await
+            .expect("accepted");
+    }
+    let idle = running.settle(Duration::from_secs(10)).await;
+    assert!(idle, "idle in time: {:?}", running.counters());
+    let left = running.stop(Duration::from_secs(5)).await;
+    assert!(left.is_empty(), "nothing left: {left:?}");
+    seen.lock().expect("not poisoned").clone()
+}
+
+fn payloads_at<'m>(out: &'m [(String, Message)], channel: &str) -> Vec<&'m str> {
+    out.iter()
+        .filter(|(c, _)| c == channel)
+        .filter_map(|(_, m)| m.payload_str())
+        .collect()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+const PRICE: &str = "
+routes:
+  - name: price
+    from: orders
+    on-error: orders.failed
+    steps:
+      - process: pricing
+    to: priced
+";
+
+#[test]
+fn a_failed_step_is_redelivered_then_goes_to_the_on_error_channel_with_its_death_record() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new().add("pricing", pricing(calls.clone()));
+    let plan = load_with(&format!("{CHANNELS}{PRICE}"), &services).expect("validates");
+    assert_eq!(
+        plan.routes[0].on_error.as_ref().map(|o| o.to.as_str()),
+        Some("orders.failed")
+    );
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &["abc", "fail"]));
+
+    assert_eq!(payloads_at(&out, "priced"), ["ABC"]);
+    assert_eq!(payloads_at(&out, "orders.failed"), ["fail"]);
+    assert!(
+        payloads_at(&out, "dead-letters").is_empty(),
+        "not dead-lettered: {out:?}"
+    );
+    // One call for `abc`; `fail` three times, as the channel's policy allows.
+    assert_eq!(calls.load(Ordering::SeqCst), 1 + 3);
+
+    let (_, failed) = out
+        .iter()
+        .find(|(c, _)| c == "orders.failed")
+        .expect("a failed message");
+    let death = failed
+        .death()
+        .expect("a readable death record")
+        .expect("a death record");
+    assert_eq!(death.reason, DeathReason::MaxRedeliveries);
+    assert_eq!(death.channel, "orders", "replay sends it back to the route");
+    assert_eq!(
+        death.error.as_deref(),
+        Some("route `price`, step 1 (process pricing): pricing is down")
+    );
+    let route = &flow.routes()[0];
+    assert_eq!(route.stats().diverted, 1);
+    assert_eq!(route.stats().taken, 1 + 3);
+    // Acked: nothing waits in `orders`, nothing in flight.
+    let orders = flow.channels().iter().find(|c| c.name() == "orders");
+    let Some(Channel::PointToPoint(orders)) = orders else {
+        panic!("orders is a queue")
+    };
+    assert_eq!(orders.stats().depth + orders.stats().in_flight, 0);
+    assert_eq!(orders.stats().dead_lettered, 0);
+}
+
+#[test]
+fn without_on_error_the_failed_message_goes_to_the_dead_letter_channel_as_before() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new().add("pricing", pricing(calls.clone()));
+    let source = format!(
+        "{CHANNELS}{}",
+        PRICE.replace("    on-error: orders.failed\n", "")
+    );
+    let plan = load_with(&source, &services).expect("validates");
+    assert!(plan.routes[0].on_error.is_none());
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &["fail"]));
+    assert!(payloads_at(&out, "orders.failed").is_empty(), "{out:?}");
+    assert_eq!(payloads_at(&out, "dead-letters"), ["fail"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(flow.routes()[0].stats().diverted, 0);
+}
+
+#[test]
+fn on_error_takes_step_failures_only_a_message_with_no_route_is_dead_lettered() {
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    let routes = "
+routes:
+  - name: price
+    from: orders
+    on-error: {to: orders.failed}
+    steps:
+      - process: pricing
+    choice:
+      - {when: '$.side == \"buy\"', to: priced}
+";
+    let plan = load_with(&format!("{CHANNELS}{routes}"), &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    // `ABC` (what the service made of `abc`) is not JSON: no clause matches, no `otherwise`.
+    let out = runtime().block_on(run(&flow, &["abc", "fail"]));
+    assert_eq!(payloads_at(&out, "orders.failed"), ["fail"]);
+    let dead: Vec<&Message> = out
+        .iter()
+        .filter(|(c, _)| c == "dead-letters")
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(dead.len(), 1, "{out:?}");
+    let death = dead[0].death().expect("readable").expect("a record");
+    assert_eq!(death.reason, DeathReason::NoRoute);
+}
+
+#[test]
+fn a_closed_on_error_channel_hands_the_message_to_the_dead_letter_channel() {
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    let plan = load_with(&format!("{CHANNELS}{PRICE}"), &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let failed = flow.channels().iter().find(|c| c.name() == "orders.failed");
+    let Some(Channel::PointToPoint(failed)) = failed else {
+        panic!("orders.failed is a queue")
+    };
+    let out = runtime().block_on(async {
+        failed.delete().await;
+        run(&flow, &["fail"]).await
+    });
+    assert_eq!(payloads_at(&out, "dead-letters"), ["fail"], "{out:?}");
+    let dead = &out
+        .iter()
+        .find(|(c, _)| c == "dead-letters")
+        .expect("one")
+        .1;
+    let death = dead.death().expect("readable").expect("a record");
+    assert_eq!(death.reason, DeathReason::MaxRedeliveries);
+    assert_eq!(flow.routes()[0].stats().diverted, 0);
+}
+
+#[test]
+fn the_builder_sets_on_error_as_the_flow_file_does() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let flow = FlowBuilder::new()
+        .channel(
+            "orders",
+            channel::point_to_point().redelivery(
+                channel::redelivery()
+                    .max_attempts(2)
+                    .initial_backoff(Duration::from_millis(1)),
+            ),
+        )
+        .channel("priced", channel::point_to_point())
+        .channel("orders.failed", channel::point_to_point())
+        .service("pricing", pricing(calls.clone()))
+        .route(
+            route::from("orders")
+                .name("price")
+                .process("pricing")
+                .to("priced")
+                .on_error("orders.failed"),
+        )
+        .compile(".")
+        .expect("compiles");
+    let out = runtime().block_on(run(&flow, &["fail"]));
+    assert_eq!(payloads_at(&out, "orders.failed"), ["fail"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn on_a_durable_route_the_failed_message_is_kept_on_the_durable_on_error_channel() {
+    let scratch = Scratch::new("on-error-durable");
+    let source = "
+channels:
+  orders:
+    kind: point-to-point
+    durable: true
+    redelivery: {max-attempts: 2, initial-backoff: 1ms, max-backoff: 1ms}
+  priced: {kind: point-to-point, durable: true}
+  orders.failed: {kind: point-to-point, durable: true}
+routes:
+  - name: price
+    from: orders
+    on-error: orders.failed
+    steps:
+      - process: pricing
+    to: priced
+";
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    let plan = load_with(source, &services).expect("validates");
+    let store = StoreOptions {
+        data_dir: scratch.0.join("data"),
+        max_bytes: None,
+    };
+    {
+        let flow = compile::compile_with(&plan, &store).expect("compiles");
+        let out = runtime().block_on(run(&flow, &["fail"]));
+        assert_eq!(payloads_at(&out, "orders.failed"), ["fail"]);
+    }
+    // Reopened: the failed message was acked in `orders`, so nothing is taken again.
+    let flow = compile::compile_with(&plan, &store).expect("compiles again");
+    let out = runtime().block_on(run(&flow, &[]));
+    assert!(out.is_empty(), "nothing redelivered: {out:?}");
+}
+
+#[test]
+fn validate_refuses_what_on_error_can_not_mean_at_the_key() {
+    let route = |on_error: &str| {
+        format!(
+            "
+routes:
+  - name: price
+    from: orders
+    on-error: {on_error}
+    steps:
+      - process: pricing
+    to: priced
+"
+        )
+    };
+    let text = problems(&route("nowhere"));
+    assert!(text.contains("unknown channel `nowhere`"), "{text}");
+    assert!(text.contains("routes[0].on-error.to"), "{text}");
+    assert!(text.contains("flow.yaml:13:15"), "{text}");
+
+    let text = problems(&route("orders"));
+    assert!(
+        text.contains("`on-error` sends to `orders`, the channel its route consumes"),
+        "{text}"
+    );
+
+    let text = problems(&route("{too: orders.failed}"));
+    assert!(text.contains("unknown key `too`"), "{text}");
+    assert!(text.contains("did you mean `to`?"), "{text}");
+
+    let text = problems(&route("{}"));
+    assert!(text.contains("has no `to`"), "{text}");
+
+    let text = problems(&route("[a, b]"));
+    assert!(text.contains("`to` must be a string"), "{text}");
+
+    let text = problems(
+        &route("orders.failed")
+            .replace(
+                "routes:",
+                "  archive: {kind: point-to-point, durable: true}\nroutes:",
+            )
+            .replace("from: orders", "from: archive"),
+    );
+    assert!(text.contains("which is kept in memory"), "{text}");
+    assert!(text.contains("durable: true"), "{text}");
+
+    let text = problems(&route("orders.failed").replace("on-error", "on-eror"));
+    assert!(text.contains("did you mean `on-error`?"), "{text}");
+}
+
+const STEP_LEVEL: &str = "
+channels:
+  orders:
+    kind: point-to-point
+    redelivery: {max-attempts: 3, initial-backoff: 1ms, max-backoff: 1ms}
+  priced: {kind: point-to-point}
+  orders.failed: {kind: point-to-point}
+  pricing.failed: {kind: point-to-point}
+routes:
+  - name: price
+    from: orders
+    on-error: orders.failed
+    steps:
+      - transform: '. + \"!\"'
+      - process: {service: pricing, on-error: pricing.failed}
+      - process: tax
+    to: priced
+";
+
+/// A service that fails on everything: `tax` is down.
+fn down() -> impl tower::Service<
+    Message,
+    Response = Message,
+    Error = tower::BoxError,
+    Future = std::future::Ready<Result<Message, tower::BoxError>>,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(|_: Message| std::future::ready(Err("tax is down".into())))
+}
+
+#[test]
+fn a_steps_own_on_error_takes_the_message_it_failed_on_at_once() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new()
+        .add("pricing", pricing(calls.clone()))
+        .add("tax", down());
+    let plan = load_with(STEP_LEVEL, &services).expect("validates");
+    assert_eq!(
+        plan.routes[0].steps[1]
+            .on_error
+            .as_ref()
+            .map(|o| o.to.as_str()),
+        Some("pricing.failed")
+    );
+    assert!(plan.routes[0].steps[2].on_error.is_none());
+    let flow = compile::compile(&plan).expect("compiles");
+    // The transform makes `fail!` of `fail`, which the pricing refuses.
+    let out = runtime().block_on(run(&flow, &["\"fail\""]));
+
+    // Once, not redelivered: the step's own `on-error` took it at once.
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let failed: Vec<&Message> = out
+        .iter()
+        .filter(|(c, _)| c == "pricing.failed")
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(failed.len(), 1, "{out:?}");
+    // As the step received it: after the transform.
+    assert_eq!(failed[0].payload_str(), Some("\"fail!\""));
+    let death = failed[0].death().expect("readable").expect("a record");
+    assert_eq!(death.reason, DeathReason::Rejected);
+    assert_eq!(death.channel, "orders");
+    assert_eq!(
+        death.error.as_deref(),
+        Some("route `price`, step 2 (process pricing): pricing is down")
+    );
+    assert!(payloads_at(&out, "orders.failed").is_empty(), "{out:?}");
+    assert!(payloads_at(&out, "priced").is_empty(), "{out:?}");
+    assert_eq!(flow.routes()[0].stats().diverted, 1);
+    assert_eq!(flow.routes()[0].stats().taken, 1);
+}
+
+#[test]
+fn a_step_without_its_own_on_error_falls_to_the_routes() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new()
+        .add("pricing", pricing(calls.clone()))
+        .add("tax", down());
+    let plan = load_with(STEP_LEVEL, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    // Priced, then `tax` fails: redelivered three times, then the route's `on-error`.
+    let out = runtime().block_on(run(&flow, &["\"abc\""]));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(payloads_at(&out, "orders.failed"), ["\"abc\""], "{out:?}");
+    assert!(payloads_at(&out, "pricing.failed").is_empty());
+    let failed = &out
+        .iter()
+        .find(|(c, _)| c == "orders.failed")
+        .expect("one")
+        .1;
+    let death = failed.death().expect("readable").expect("a record");
+    assert_eq!(death.reason, DeathReason::MaxRedeliveries);
+    assert_eq!(
+        death.error.as_deref(),
+        Some("route `price`, step 3 (process tax): tax is down")
+    );
+}
+
+#[test]
+fn a_steps_on_error_is_checked_like_the_routes() {
+    let services = Services::new()
+        .add("pricing", pricing(Arc::default()))
+        .add("tax", down());
+    let with = |on_error: &str| {
+        let source = STEP_LEVEL.replace("on-error: pricing.failed", on_error);
+        match load_with(&source, &services) {
+            Ok(_) => panic!("validated: {on_error}"),
+            Err(text) => text,
+        }
+    };
+    let text = with("on-error: nowhere");
+    assert!(text.contains("unknown channel `nowhere`"), "{text}");
+    assert!(
+        text.contains("routes[0].steps[1].process.on-error.to"),
+        "{text}"
+    );
+    let text = with("on-error: orders");
+    assert!(text.contains("the channel its route consumes"), "{text}");
+    let text = with("on-error: {to: pricing.failed, retry: 3}");
+    assert!(text.contains("unknown key `retry`"), "{text}");
+
+    // Only a step that calls out takes it.
+    let source = STEP_LEVEL.replace(
+        "      - transform: '. + \"!\"'",
+        "      - transform: {payload: '. + \"!\"', on-error: pricing.failed}",
+    );
+    let text = match load_with(&source, &services) {
+        Ok(_) => panic!("validated"),
+        Err(text) => text,
+    };
+    assert!(text.contains("unknown key `on-error`"), "{text}");
+}
+
+#[test]
+fn a_steps_on_error_takes_each_failing_part_of_a_split_and_the_rest_goes_on() {
+    let services = Services::new()
+        .add("pricing", pricing(Arc::default()))
+        .add("tax", down());
+    let routes = "
+routes:
+  - name: price
+    from: orders
+    steps:
+      - wire-tap: audit
+      - split: {jq: '.[]'}
+      - process: {service: pricing, on-error: pricing.failed}
+    to: priced
+";
+    let source = format!(
+        "{}  audit: {{kind: point-to-point}}\n  pricing.failed: {{kind: point-to-point}}\n{routes}",
+        CHANNELS
+    );
+    let plan = load_with(&source, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &[r#"["a", "fail", "b"]"#]));
+    assert_eq!(
+        payloads_at(&out, "audit").len(),
+        1,
+        "the tap's copy: {out:?}"
+    );
+    assert_eq!(payloads_at(&out, "priced"), ["\"A\"", "\"B\""]);
+    assert_eq!(payloads_at(&out, "pricing.failed"), ["\"fail\""]);
+    assert!(payloads_at(&out, "dead-letters").is_empty(), "{out:?}");
+    assert_eq!(flow.routes()[0].stats().diverted, 1);
+}
+
+#[test]
+fn behind_an_idempotent_receiver_only_a_steps_on_error_keeps_the_key() {
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    let route = |on_error: &str, step_on_error: &str| {
+        format!(
+            "{CHANNELS}  pricing.failed: {{kind: point-to-point}}
+routes:
+  - name: price
+    from: orders
+{on_error}
+    steps:
+      - dedupe: '.'
+      - process: {{service: pricing{step_on_error}}}
+    to: priced
+"
+        )
+    };
+    // The route's `on-error`: the failure reaches the receiver, which forgets the key, so the
+    // second copy is priced (and fails) again.
+    let plan = load_with(&route("    on-error: orders.failed", ""), &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &["\"fail\"", "\"fail\""]));
+    assert_eq!(payloads_at(&out, "orders.failed").len(), 2, "{out:?}");
+    assert_eq!(flow.routes()[0].stats().duplicates, 0);
+
+    // The step's own: handled inside the route, the key is kept, the second is a duplicate.
+    let source = route("", ", on-error: pricing.failed");
+    let plan = load_with(&source, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(run(&flow, &["\"fail\"", "\"fail\""]));
+    assert_eq!(payloads_at(&out, "pricing.failed").len(), 1, "{out:?}");
+    assert_eq!(flow.routes()[0].stats().duplicates, 1);
+}
+
+#[test]
+fn a_route_on_a_publish_subscribe_channel_counts_its_subscriptions_redeliveries() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let services = Services::new().add("pricing", pricing(calls.clone()));
+    let source = "
+channels:
+  news:
+    kind: publish-subscribe
+    redelivery: {max-attempts: 2, initial-backoff: 1ms, max-backoff: 1ms}
+  priced: {kind: point-to-point}
+  news.failed: {kind: point-to-point}
+routes:
+  - name: price
+    from: news
+    on-error: news.failed
+    steps:
+      - process: pricing
+    to: priced
+";
+    let plan = load_with(source, &services).expect("validates");
+    let flow = compile::compile(&plan).expect("compiles");
+    let out = runtime().block_on(async {
+        let seen: Outputs = Arc::default();
+        let sink = seen.clone();
+        let running = flow.start(Arc::new(move |channel: &str, msg: &Message| {
+            sink.lock()
+                .expect("not poisoned")
+                .push((channel.to_owned(), msg.clone()));
+        }));
+        let Some(Channel::PublishSubscribe(news)) =
+            flow.channels().iter().find(|c| c.name() == "news")
+        else {
+            panic!("news is a topic")
+        };
+        news.publish(Message::new("fail")).await.expect("accepted");
+        assert!(
+            running.settle(Duration::from_secs(10)).await,
+            "idle in time"
+        );
+        let left = running.stop(Duration::from_secs(5)).await;
+        assert!(left.is_empty(), "nothing left: {left:?}");
+        seen.lock().expect("not poisoned").clone()
+    });
+    assert_eq!(payloads_at(&out, "news.failed"), ["fail"], "{out:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let failed = &out.iter().find(|(c, _)| c == "news.failed").expect("one").1;
+    let death = failed.death().expect("readable").expect("a record");
+    assert_eq!(death.channel, "news");
+}
