@@ -124,8 +124,9 @@ mod template;
 pub use error::FileError;
 pub use sink::{FileSink, FileSinkBuilder, FileSinkConfig, SinkMode, envelope_line};
 pub use source::{
-    DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig, FileSourceHandle,
-    MAX_BATCH_BYTES, MAX_BATCH_FILES, ReadMode, WhenDone, headers,
+    CHUNK_BYTES, DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig,
+    FileSourceHandle, MAX_BATCH_BYTES, MAX_BATCH_FILES, ReadMode, Record, RecordFormat,
+    RecordSplitter, WhenDone, headers,
 };
 pub use template::NameTemplate;
 

@@ -24,7 +24,7 @@ mod filter;
 mod key;
 mod process;
 mod routing_slip;
-mod split;
+pub(crate) mod split;
 mod throttle;
 #[cfg(feature = "jq")]
 mod transform;

@@ -25,6 +25,7 @@ mod claim;
 mod config;
 mod dirs;
 mod read;
+mod records;
 mod send;
 mod settle;
 mod watch;
@@ -54,6 +55,7 @@ use eip_core::log::Escaped;
 pub use config::{
     DEFAULT_MAX_SIZE, FileGlob, FileSourceBuilder, FileSourceConfig, ReadMode, WhenDone,
 };
+pub use records::{CHUNK_BYTES, Record, RecordFormat, RecordSplitter};
 
 /// The most files in a batch. Files claimed and not yet sent number at most two batches: the
 /// one being sent and the one read ahead.
