@@ -63,6 +63,14 @@ pub(super) struct AtOpen {
 }
 
 impl AtOpen {
+    /// What `meta`, a file's metadata at its open, says.
+    pub(super) fn of(meta: &std::fs::Metadata) -> AtOpen {
+        AtOpen {
+            size: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+
     /// The modification time in milliseconds since the Unix epoch (0 when unknown).
     pub(super) fn modified_ms(&self) -> i64 {
         self.modified
@@ -105,10 +113,7 @@ fn at_open(file: &File, path: &Path, limit: u64) -> Result<AtOpen, FileError> {
             limit,
         });
     }
-    Ok(AtOpen {
-        size: meta.len(),
-        modified: meta.modified().ok(),
-    })
+    Ok(AtOpen::of(&meta))
 }
 
 /// Checks that a file of which `read` bytes were read is as it was at open: as many bytes as
