@@ -153,21 +153,38 @@ pub(crate) fn read_format(check: &mut Check<'_>, settings: &Settings<'_>) -> Opt
         }
     };
     if name.value != "csv" {
-        for key in ["delimiter", "quote", "header"] {
-            if settings.get(key).is_some() {
-                settings.report_entry(
-                    check,
-                    format!("`{key}` is for `format: csv`"),
-                    Some("remove it, or use `format: csv`"),
-                );
-            }
-        }
+        refuse_csv_keys(check, settings);
     }
     Some(format)
 }
 
+/// Reports each CSV option (`delimiter`, `quote`, `header`) given to a format that is not CSV.
+pub(crate) fn refuse_csv_keys(check: &mut Check<'_>, settings: &Settings<'_>) {
+    for key in ["delimiter", "quote", "header"] {
+        if settings.get(key).is_some() {
+            settings.report_entry(
+                check,
+                format!("`{key}` is for `format: csv`"),
+                Some("remove it, or use `format: csv`"),
+            );
+        }
+    }
+}
+
 #[cfg(feature = "csv")]
 fn csv(check: &mut Check<'_>, settings: &Settings<'_>, max: Option<u64>) -> Option<Format> {
+    Some(Format::csv(csv_options(check, settings, max)))
+}
+
+/// Reads the CSV options `delimiter`, `quote` and `header` (a wrong one is reported and left
+/// at its default), with `max` as the longest row: for `split`, `file-in`, `unmarshal` and
+/// `marshal`.
+#[cfg(feature = "csv")]
+pub(crate) fn csv_options(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    max: Option<u64>,
+) -> CsvOptions {
     let mut options = CsvOptions::new();
     if let Some(d) = one_byte(check, settings, "delimiter") {
         options = options.delimiter(d);
@@ -181,7 +198,7 @@ fn csv(check: &mut Check<'_>, settings: &Settings<'_>, max: Option<u64>) -> Opti
     if let Some(max) = max {
         options = options.max_record_len(usize::try_from(max).unwrap_or(usize::MAX));
     }
-    Some(Format::csv(options))
+    options
 }
 
 #[cfg(not(feature = "csv"))]
