@@ -61,6 +61,19 @@
 //! `file-size` and `file-modified` (milliseconds since the Unix epoch), and in JSON-lines mode
 //! `file-line`.
 //!
+//! **Streamed, a message per record**: given a [`RecordFormat`]
+//! ([`FileSourceBuilder::records`]; the flow file's `format:` gives eip-steps' splitter), a
+//! file of any size is read in chunks of [`CHUNK_BYTES`] on a blocking thread and split as it
+//! is read, each record's message sent once the channel has room, so a full channel holds the
+//! reading back: what a file holds in memory is a chunk being read, the messages of at most
+//! three chunks, and the format's unfinished record. No size limit applies unless one is
+//! given. A [`Record::Malformed`] goes to the invalid message channel (or among the rejects
+//! written to the error directory, at most 1 MiB of them), and the records after it go on.
+//! Such a file is not "whole or not at all": its first records are sent before its last is
+//! read, and a file found changed at its end goes to the error directory saying how many
+//! records were accepted. It stays claimed until its last record was accepted, so a crash
+//! part way makes the next run stream it again from its start (at least once).
+//!
 //! Writers should create files under a name the glob does not match (a dot name, say) and
 //! rename them into place, as [`FileSink`] does; for writers that can not,
 //! [`min_age`](FileSourceBuilder::min_age) leaves files alone until they stopped changing.
@@ -124,8 +137,9 @@ mod template;
 pub use error::FileError;
 pub use sink::{FileSink, FileSinkBuilder, FileSinkConfig, SinkMode, envelope_line};
 pub use source::{
-    DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig, FileSourceHandle,
-    MAX_BATCH_BYTES, MAX_BATCH_FILES, ReadMode, WhenDone, headers,
+    CHUNK_BYTES, DEFAULT_MAX_SIZE, FileGlob, FileSource, FileSourceBuilder, FileSourceConfig,
+    FileSourceHandle, MAX_BATCH_BYTES, MAX_BATCH_FILES, ReadMode, Record, RecordFormat,
+    RecordSplitter, WhenDone, headers,
 };
 pub use template::NameTemplate;
 

@@ -7,13 +7,16 @@
 //!   - unmarshal: xml          # <order id="7"><line>A</line></order> → {"order": {"@id": "7", "line": "A"}}
 //!   - transform: '{id: .order."@id"}'
 //!   - marshal: csv            # [{"id": "7"}] → id\n7\n
+//!   - marshal: {format: csv, delimiter: ';', header: false}
 //! ```
 //!
 //! The XML mapping: the document is an object whose one key is the root element's name;
 //! attributes are `"@name"`, an element's text is its value when it has nothing else and
 //! `"#text"` when it has, an element name that repeats is an array, every value is a string.
 //! CSV: the header line names the fields; a CSV payload becomes an array of objects, and an
-//! array of objects (or of arrays) becomes CSV, its columns sorted by name. A payload that can not be read goes to the dead
+//! array of objects (or of arrays) becomes CSV, its columns sorted by name. The `split` step's
+//! CSV options apply, read by its code: `delimiter`, `quote`, and `header: false` (no header
+//! line: rows read as arrays of strings, and written without the header of names). A payload that can not be read goes to the dead
 //! letter channel with reason `invalid` and the reason, with its line (and column for XML).
 //! XML needs the cargo feature `xml`, CSV the feature `csv`.
 
@@ -30,7 +33,7 @@ pub(super) static UNMARSHAL: StepKind = StepKind {
     name: "unmarshal",
     feature: None,
     main: "format",
-    keys: &["format"],
+    keys: &["format", "delimiter", "quote", "header"],
     check: check_unmarshal,
 };
 
@@ -38,7 +41,7 @@ pub(super) static MARSHAL: StepKind = StepKind {
     name: "marshal",
     feature: None,
     main: "format",
-    keys: &["format"],
+    keys: &["format", "delimiter", "quote", "header"],
     check: check_marshal,
 };
 
@@ -61,12 +64,23 @@ pub enum Direction {
 }
 
 /// A checked `unmarshal` or `marshal`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConvertConfig {
     /// Which way.
     pub direction: Direction,
     /// The format other than JSON.
     pub format: Format,
+    /// For CSV: the delimiter, quote and header (the `split` step's options, read by its code).
+    #[cfg(feature = "csv")]
+    csv: eip_steps::format::CsvOptions,
+}
+
+impl ConvertConfig {
+    /// The CSV options a CSV conversion reads or writes with.
+    #[cfg(feature = "csv")]
+    pub fn csv_options(&self) -> &eip_steps::format::CsvOptions {
+        &self.csv
+    }
 }
 
 fn check_unmarshal(
@@ -123,7 +137,26 @@ fn checked(
         );
         return None;
     }
-    Some(Box::new(ConvertConfig { direction, format }))
+    match format {
+        #[cfg(feature = "csv")]
+        Format::Csv => {
+            let csv = super::split::csv_options(check, settings, None);
+            Some(Box::new(ConvertConfig {
+                direction,
+                format,
+                csv,
+            }))
+        }
+        _ => {
+            super::split::refuse_csv_keys(check, settings);
+            Some(Box::new(ConvertConfig {
+                direction,
+                format,
+                #[cfg(feature = "csv")]
+                csv: eip_steps::format::CsvOptions::new(),
+            }))
+        }
+    }
 }
 
 impl StepConfig for ConvertConfig {
@@ -140,7 +173,7 @@ impl StepConfig for ConvertConfig {
     }
 
     fn build(&self, _bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError> {
-        Ok(Box::new(*self))
+        Ok(Box::new(self.clone()))
     }
 }
 
@@ -159,18 +192,14 @@ impl ConvertConfig {
                 .map_err(|e| e.to_string()),
             #[cfg(feature = "csv")]
             (Direction::Unmarshal, Format::Csv) => {
-                let options = eip_steps::format::CsvOptions::new();
-                eip_steps::format::csv_to_json(payload, &options)
+                eip_steps::format::csv_to_json(payload, &self.csv)
                     .map(|json| (json, "application/json"))
                     .map_err(|e| e.to_string())
             }
             #[cfg(feature = "csv")]
-            (Direction::Marshal, Format::Csv) => {
-                let options = eip_steps::format::CsvOptions::new();
-                eip_steps::format::json_to_csv(payload, &options)
-                    .map(|csv| (csv, "text/csv"))
-                    .map_err(|e| e.to_string())
-            }
+            (Direction::Marshal, Format::Csv) => eip_steps::format::json_to_csv(payload, &self.csv)
+                .map(|csv| (csv, "text/csv"))
+                .map_err(|e| e.to_string()),
             // Refused when the flow was checked.
             #[allow(unreachable_patterns)]
             _ => Err(format!("{} is not built into this eip", self.describe())),
@@ -191,5 +220,60 @@ impl RouteStep for ConvertConfig {
                 msg,
             }),
         }
+    }
+}
+
+#[cfg(all(test, feature = "csv"))]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use eip_steps::format::CsvOptions;
+
+    fn convert(direction: Direction, csv: CsvOptions, payload: &str) -> Made {
+        let config = ConvertConfig {
+            direction,
+            format: Format::Csv,
+            csv,
+        };
+        config.decide(Message::new(payload.to_owned()))
+    }
+
+    #[test]
+    fn csv_options_change_how_a_payload_is_read_and_written() {
+        let semi = CsvOptions::new().delimiter(b';').quote(b'\'');
+        let made = convert(Direction::Unmarshal, semi.clone(), "a;b\n'1;2';3\n");
+        assert_eq!(made.next[0].payload_str(), Some(r#"[{"a":"1;2","b":"3"}]"#));
+        let made = convert(Direction::Marshal, semi, r#"[{"a":"1;2","b":3}]"#);
+        assert_eq!(made.next[0].payload_str(), Some("a;b\n'1;2';3\n"));
+        let bare = CsvOptions::new().has_header(false);
+        let made = convert(Direction::Unmarshal, bare.clone(), "1,2\n3,4\n");
+        assert_eq!(made.next[0].payload_str(), Some(r#"[["1","2"],["3","4"]]"#));
+        let made = convert(Direction::Marshal, bare, r#"[{"a":1,"b":2}]"#);
+        assert_eq!(made.next[0].payload_str(), Some("1,2\n"));
+    }
+
+    fn problems(step: &str) -> String {
+        let yaml = format!(
+            "channels:\n  a: {{kind: point-to-point}}\n  b: {{kind: point-to-point}}\n\
+             routes:\n  - from: a\n    steps:\n      - {step}\n    to: b\n"
+        );
+        match crate::load::load_str(&yaml, "flow.yaml", Path::new(".")) {
+            Ok(_) => panic!("`{step}` validated"),
+            Err(errors) => errors.render(),
+        }
+    }
+
+    #[test]
+    fn csv_options_are_checked_and_refused_for_xml() {
+        let text = problems("unmarshal: {format: xml, delimiter: ';'}");
+        assert!(text.contains("`delimiter` is for `format: csv`"), "{text}");
+        let text = problems("marshal: {format: csv, quote: '<<'}");
+        assert!(
+            text.contains("`quote` must be one ASCII character"),
+            "{text}"
+        );
+        let text = problems("marshal: {format: csv, headr: false}");
+        assert!(text.contains("header"), "the closest key: {text}");
     }
 }

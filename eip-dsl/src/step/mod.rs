@@ -30,7 +30,7 @@ pub(crate) mod on_error;
 mod process;
 mod resequence;
 mod routing_slip;
-mod split;
+pub(crate) mod split;
 mod throttle;
 #[cfg(feature = "jq")]
 mod transform;

@@ -103,7 +103,32 @@ fn by_jq(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Box<dyn StepC
 }
 
 fn by_format(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Box<dyn StepConfig>> {
-    let name = settings.text(check, "format")?;
+    let format = read_format(check, settings)?;
+    Some(Box::new(SplitConfig {
+        described: format!("split {}", format.name()),
+        how: How::Format(Split::new(format)),
+    }))
+}
+
+/// The keys of a format besides `format` itself, which [`read_format`] reads too.
+pub(crate) const FORMAT_KEYS: &[&str] = &["delimiter", "quote", "header", "max-record"];
+
+/// Reads `format:` (`lines`, `json-lines`, `csv`) and its options ([`FORMAT_KEYS`]): the one
+/// reader of them, for the `split` step and for `file-in`. `None` when `format` is missing
+/// (an option without it is reported) or wrong.
+pub(crate) fn read_format(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Format> {
+    let Some(name) = settings.text(check, "format") else {
+        for key in FORMAT_KEYS {
+            if settings.get(key).is_some() {
+                settings.report_entry(
+                    check,
+                    format!("`{key}` is an option of `format`, which is not given"),
+                    Some("add `format:` (`lines`, `json-lines` or `csv`), or remove it"),
+                );
+            }
+        }
+        return None;
+    };
     let max = settings.size(check, "max-record");
     let lines = |max: Option<u64>| {
         let options = LineOptions::default();
@@ -128,24 +153,38 @@ fn by_format(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Box<dyn S
         }
     };
     if name.value != "csv" {
-        for key in ["delimiter", "quote", "header"] {
-            if settings.get(key).is_some() {
-                settings.report_entry(
-                    check,
-                    format!("`{key}` is for `format: csv`"),
-                    Some("remove it, or split by `csv`"),
-                );
-            }
+        refuse_csv_keys(check, settings);
+    }
+    Some(format)
+}
+
+/// Reports each CSV option (`delimiter`, `quote`, `header`) given to a format that is not CSV.
+pub(crate) fn refuse_csv_keys(check: &mut Check<'_>, settings: &Settings<'_>) {
+    for key in ["delimiter", "quote", "header"] {
+        if settings.get(key).is_some() {
+            settings.report_entry(
+                check,
+                format!("`{key}` is for `format: csv`"),
+                Some("remove it, or use `format: csv`"),
+            );
         }
     }
-    Some(Box::new(SplitConfig {
-        described: format!("split {}", name.value),
-        how: How::Format(Split::new(format)),
-    }))
 }
 
 #[cfg(feature = "csv")]
 fn csv(check: &mut Check<'_>, settings: &Settings<'_>, max: Option<u64>) -> Option<Format> {
+    Some(Format::csv(csv_options(check, settings, max)))
+}
+
+/// Reads the CSV options `delimiter`, `quote` and `header` (a wrong one is reported and left
+/// at its default), with `max` as the longest row: for `split`, `file-in`, `unmarshal` and
+/// `marshal`.
+#[cfg(feature = "csv")]
+pub(crate) fn csv_options(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    max: Option<u64>,
+) -> CsvOptions {
     let mut options = CsvOptions::new();
     if let Some(d) = one_byte(check, settings, "delimiter") {
         options = options.delimiter(d);
@@ -159,7 +198,7 @@ fn csv(check: &mut Check<'_>, settings: &Settings<'_>, max: Option<u64>) -> Opti
     if let Some(max) = max {
         options = options.max_record_len(usize::try_from(max).unwrap_or(usize::MAX));
     }
-    Some(Format::csv(options))
+    options
 }
 
 #[cfg(not(feature = "csv"))]

@@ -55,7 +55,7 @@ mod stream;
 pub use error::SplitError;
 pub use layer::SplitLayer;
 pub use service::{SplitOutcome, SplitService};
-pub use stream::SplitStream;
+pub use stream::{SplitFeed, SplitStream};
 
 use eip_core::Message;
 
@@ -151,6 +151,12 @@ impl Split {
     /// part only.
     pub fn stream<R>(&self, original: &Message, reader: R) -> SplitStream<R> {
         SplitStream::new(reader, original, &self.format)
+    }
+
+    /// The same parts as [`stream`](Self::stream), for input pushed chunk by chunk (a file
+    /// read on a blocking thread): see [`SplitFeed`].
+    pub fn feed(&self, original: &Message) -> SplitFeed {
+        SplitFeed::new(original, &self.format)
     }
 }
 

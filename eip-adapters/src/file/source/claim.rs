@@ -199,6 +199,8 @@ pub(super) enum Body {
     Whole(Message),
     /// [`ReadMode::JsonLines`]: its bytes, split into messages as they are sent.
     Lines(Contents),
+    /// A record format: the file open, streamed record by record as it is sent.
+    Stream(read::Opened),
 }
 
 /// Claims up to `max` files from the front of `candidates`, in order, without reading them.
@@ -240,6 +242,12 @@ pub(super) fn read_batch(
         let Some(claimed) = claimed.pop_front() else {
             break;
         };
+        if config.records.is_some() {
+            // Opened only: its bytes are read as it is sent, so they count for no budget.
+            let body = read::open(&dirs.claims, &claimed, config.max_size).map(Body::Stream);
+            taken.push(Taken { claimed, body });
+            continue;
+        }
         let body = read::read(&dirs.claims, &claimed, config.max_size).map(|contents| {
             bytes += contents.bytes.len() as u64;
             match config.mode {

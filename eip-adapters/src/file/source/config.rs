@@ -1,8 +1,10 @@
 //! The inbound adapter's configuration: plain data, parsed and checked once by the builder.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::records::{RecordFormat, Records};
 use crate::file::FileError;
 
 /// A glob over file names (not paths): `*`, `?`, `[abc]`, `{a,b}`; parsed once.
@@ -79,6 +81,7 @@ pub struct FileSourceConfig {
     pub(super) dir: PathBuf,
     pub(super) glob: FileGlob,
     pub(super) mode: ReadMode,
+    pub(super) records: Option<Records>,
     pub(super) when_done: WhenDone,
     pub(super) claim_dir: PathBuf,
     pub(super) error_dir: PathBuf,
@@ -105,6 +108,11 @@ impl FileSourceConfig {
         self.mode
     }
 
+    /// The format a file is streamed in, a message per record, if one was given.
+    pub fn records(&self) -> Option<&Arc<dyn RecordFormat>> {
+        self.records.as_ref().map(|r| &r.0)
+    }
+
     /// What becomes of a file once accepted.
     pub fn when_done(&self) -> &WhenDone {
         &self.when_done
@@ -120,7 +128,7 @@ impl FileSourceConfig {
         &self.error_dir
     }
 
-    /// The largest file read, in bytes.
+    /// The largest file read, in bytes (streamed files: no limit unless one was given).
     pub fn max_size(&self) -> u64 {
         self.max_size
     }
@@ -137,10 +145,11 @@ pub struct FileSourceBuilder {
     dir: PathBuf,
     glob: Result<FileGlob, FileError>,
     mode: ReadMode,
+    records: Option<Arc<dyn RecordFormat>>,
     when_done: WhenDone,
     claim_dir: PathBuf,
     error_dir: PathBuf,
-    max_size: u64,
+    max_size: Option<u64>,
     poll_interval: Duration,
     min_age: Duration,
     watch: bool,
@@ -156,10 +165,11 @@ impl FileSourceBuilder {
             dir,
             glob: FileGlob::parse("*"),
             mode: ReadMode::WholeFile,
+            records: None,
             when_done: WhenDone::MoveTo(".done".into()),
             claim_dir: ".claimed".into(),
             error_dir: ".error".into(),
-            max_size: DEFAULT_MAX_SIZE,
+            max_size: None,
             poll_interval: Duration::from_secs(2),
             min_age: Duration::ZERO,
             watch: true,
@@ -176,6 +186,14 @@ impl FileSourceBuilder {
     /// How a file becomes messages (default [`ReadMode::WholeFile`]).
     pub fn mode(mut self, mode: ReadMode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// Streams each file in `format`, a message per record, as it is read: a file of any
+    /// size, in bounded memory (see the [file module](crate::file)). Instead of a
+    /// [`ReadMode`], which then must be left [`ReadMode::WholeFile`].
+    pub fn records(mut self, format: Arc<dyn RecordFormat>) -> Self {
+        self.records = Some(format);
         self
     }
 
@@ -205,9 +223,10 @@ impl FileSourceBuilder {
     }
 
     /// Files larger than `bytes` go to the error directory unread (default
-    /// [`DEFAULT_MAX_SIZE`]).
+    /// [`DEFAULT_MAX_SIZE`]; no limit for files streamed by [`records`](Self::records),
+    /// which are never held whole).
     pub fn max_size(mut self, bytes: u64) -> Self {
-        self.max_size = bytes;
+        self.max_size = Some(bytes);
         self
     }
 
@@ -268,11 +287,22 @@ impl FileSourceBuilder {
                 )));
             }
         }
-        if self.max_size == 0 {
+        let max_size = self.max_size.unwrap_or(match self.records {
+            Some(_) => u64::MAX,
+            None => DEFAULT_MAX_SIZE,
+        });
+        if max_size == 0 {
             return Err(bad("the size limit must be at least 1 byte".into()));
         }
         if self.poll_interval.is_zero() {
             return Err(bad("the poll interval must be positive".into()));
+        }
+        if self.records.is_some() && self.mode != ReadMode::WholeFile {
+            return Err(bad(
+                "a record format and JSON-lines mode contradict each other: a file is streamed \
+                 by its format, or read whole"
+                    .into(),
+            ));
         }
         Ok(FileSourceConfig {
             name: self
@@ -281,10 +311,11 @@ impl FileSourceBuilder {
             dir: self.dir,
             glob,
             mode: self.mode,
+            records: self.records.map(Records),
             when_done,
             claim_dir,
             error_dir,
-            max_size: self.max_size,
+            max_size,
             poll_interval: self.poll_interval,
             min_age: self.min_age,
             watch: self.watch,

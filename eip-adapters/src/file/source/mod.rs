@@ -25,6 +25,7 @@ mod claim;
 mod config;
 mod dirs;
 mod read;
+mod records;
 mod send;
 mod settle;
 mod watch;
@@ -54,6 +55,7 @@ use eip_core::log::Escaped;
 pub use config::{
     DEFAULT_MAX_SIZE, FileGlob, FileSourceBuilder, FileSourceConfig, ReadMode, WhenDone,
 };
+pub use records::{CHUNK_BYTES, Record, RecordFormat, RecordSplitter};
 
 /// The most files in a batch. Files claimed and not yet sent number at most two batches: the
 /// one being sent and the one read ahead.
@@ -149,7 +151,8 @@ where
         }
     }
 
-    /// Where JSON lines that are not JSON go, each with its reason; without one they are
+    /// Where JSON lines that are not JSON, and malformed records of a streamed file, go,
+    /// each with its reason (a dead letter with reason `invalid`); without one they are
     /// written to the error directory.
     pub fn invalid_message_channel(mut self, channel: InvalidMessageChannel) -> Self {
         self.invalid = Some(channel);
@@ -165,8 +168,8 @@ where
     /// directories can not be created (then the error). A file being sent when `shutdown`
     /// completes is finished first, and every file whose messages were accepted is settled
     /// before this returns; files claimed but not sent yet go back into the directory, and a
-    /// JSON-lines file waiting for room for its next line stays claimed and is taken again by
-    /// the next run.
+    /// JSON-lines or streamed file waiting for room for its next record stays claimed and is
+    /// taken again by the next run (and sent again from its start).
     pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) -> Result<(), FileError> {
         let config = self.config.clone();
         blocking({

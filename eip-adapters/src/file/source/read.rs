@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use eip_core::Message;
@@ -16,6 +16,7 @@ use eip_core::message::names;
 
 use super::claim::Claimed;
 use super::headers;
+use super::records::Record;
 use crate::file::FileError;
 use crate::file::dir::Dir;
 
@@ -48,6 +49,99 @@ fn not_opened(path: &Path, e: std::io::Error) -> FileError {
     FileError::io(path, "open")(e)
 }
 
+/// A file opened to be streamed, and what it was at open.
+pub(super) struct Opened {
+    pub(super) file: File,
+    pub(super) at_open: AtOpen,
+}
+
+/// A file's size and modification time when it was opened.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AtOpen {
+    pub(super) size: u64,
+    modified: Option<SystemTime>,
+}
+
+impl AtOpen {
+    /// What `meta`, a file's metadata at its open, says.
+    pub(super) fn of(meta: &std::fs::Metadata) -> AtOpen {
+        AtOpen {
+            size: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+
+    /// The modification time in milliseconds since the Unix epoch (0 when unknown).
+    pub(super) fn modified_ms(&self) -> i64 {
+        self.modified
+            .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    /// The message standing for the file `name`: no payload, the file's headers.
+    pub(super) fn file_message(&self, name: &str) -> Message {
+        let mut msg = Message::new(Bytes::new());
+        describe(&mut msg, name, self.size, self.modified_ms());
+        msg
+    }
+}
+
+/// Opens the claimed file to be streamed (never through a symlink), refusing one larger than
+/// `limit`; its bytes are read later, chunk by chunk.
+pub(super) fn open(claims: &Dir, claimed: &Claimed, limit: u64) -> Result<Opened, FileError> {
+    let path = &claimed.path;
+    let file = claims
+        .open_file(&claimed.file_name)
+        .map_err(|e| not_opened(path, e))?;
+    let at_open = at_open(&file, path, limit)?;
+    Ok(Opened { file, at_open })
+}
+
+/// What `file` is at open: a regular file within `limit`.
+fn at_open(file: &File, path: &Path, limit: u64) -> Result<AtOpen, FileError> {
+    let meta = file.metadata().map_err(FileError::io(path, "stat"))?;
+    if !meta.is_file() {
+        return Err(FileError::Content {
+            path: path.into(),
+            reason: "not a regular file".into(),
+        });
+    }
+    if meta.len() > limit {
+        return Err(FileError::TooLarge {
+            path: path.into(),
+            size: meta.len(),
+            limit,
+        });
+    }
+    Ok(AtOpen::of(&meta))
+}
+
+/// Checks that a file of which `read` bytes were read is as it was at open: as many bytes as
+/// its size then, and its size and modification time unchanged now (`after`).
+pub(super) fn check_unchanged(
+    path: &Path,
+    at_open: AtOpen,
+    read: u64,
+    after: &std::fs::Metadata,
+) -> Result<(), FileError> {
+    let rewritten = after.modified().ok() != at_open.modified;
+    if read != at_open.size || after.len() != at_open.size || rewritten {
+        let mut reason = format!(
+            "{} bytes at open, {read} read, {} now",
+            at_open.size,
+            after.len()
+        );
+        if rewritten {
+            reason.push_str(", modified meanwhile");
+        }
+        return Err(FileError::Changed {
+            path: path.into(),
+            reason,
+        });
+    }
+    Ok(())
+}
+
 /// Reads `file`, open, through `reader` (the file itself, but for tests), and checks that what
 /// was read is the file as it was at open: as many bytes as its size then, and its size and
 /// modification time unchanged after the read.
@@ -57,54 +151,36 @@ fn read_open(
     path: &Path,
     limit: u64,
 ) -> Result<Contents, FileError> {
-    let meta = file.metadata().map_err(FileError::io(path, "stat"))?;
-    if !meta.is_file() {
-        return Err(FileError::Content {
-            path: path.into(),
-            reason: "not a regular file".into(),
-        });
-    }
-    let too_large = |size| FileError::TooLarge {
-        path: path.into(),
-        size,
-        limit,
-    };
-    let at_open = meta.len();
-    if at_open > limit {
-        return Err(too_large(at_open));
-    }
+    let at_open = at_open(file, path, limit)?;
     // One byte past the size at open (never past the limit): a file that grew shows.
-    let mut bytes = Vec::with_capacity(usize::try_from(at_open).unwrap_or(0));
+    let mut bytes = Vec::with_capacity(usize::try_from(at_open.size).unwrap_or(0));
     reader
-        .take(at_open + 1)
+        .take(at_open.size + 1)
         .read_to_end(&mut bytes)
         .map_err(FileError::io(path, "read"))?;
     let size = bytes.len() as u64;
     if size > limit {
-        return Err(too_large(size));
-    }
-    let after = file.metadata().map_err(FileError::io(path, "stat"))?;
-    let rewritten = after.modified().ok() != meta.modified().ok();
-    if size != at_open || after.len() != at_open || rewritten {
-        let mut reason = format!("{at_open} bytes at open, {size} read, {} now", after.len());
-        if rewritten {
-            reason.push_str(", modified meanwhile");
-        }
-        return Err(FileError::Changed {
+        return Err(FileError::TooLarge {
             path: path.into(),
-            reason,
+            size,
+            limit,
         });
     }
-    let modified_ms = meta
-        .modified()
-        .ok()
-        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let after = file.metadata().map_err(FileError::io(path, "stat"))?;
+    check_unchanged(path, at_open, size, &after)?;
     Ok(Contents {
         bytes: bytes.into(),
         size,
-        modified_ms,
+        modified_ms: at_open.modified_ms(),
     })
+}
+
+/// Puts the file's headers on `msg`.
+fn describe(msg: &mut Message, name: &str, size: u64, modified_ms: i64) {
+    let h = msg.headers_mut();
+    h.insert(headers::NAME, name);
+    h.insert(headers::SIZE, i64::try_from(size).unwrap_or(i64::MAX));
+    h.insert(headers::MODIFIED, modified_ms);
 }
 
 impl Contents {
@@ -124,7 +200,7 @@ impl Contents {
         &'a self,
         name: &'a str,
         path: &Path,
-    ) -> Result<impl Iterator<Item = (usize, Line)> + 'a, FileError> {
+    ) -> Result<impl Iterator<Item = (usize, Record)> + 'a, FileError> {
         let text = std::str::from_utf8(&self.bytes).map_err(|e| FileError::Content {
             path: path.into(),
             reason: format!("JSON lines must be UTF-8: {e}"),
@@ -143,10 +219,10 @@ impl Contents {
                     Ok(_) => {
                         msg.headers_mut()
                             .insert(names::CONTENT_TYPE, "application/json");
-                        Line::Json(msg)
+                        Record::Part(msg)
                     }
-                    Err(e) => Line::Malformed {
-                        msg,
+                    Err(e) => Record::Malformed {
+                        message: msg,
                         reason: format!("line {n}: not JSON: {e}"),
                     },
                 };
@@ -155,19 +231,8 @@ impl Contents {
     }
 
     fn describe(&self, msg: &mut Message, name: &str) {
-        let h = msg.headers_mut();
-        h.insert(headers::NAME, name);
-        h.insert(headers::SIZE, i64::try_from(self.size).unwrap_or(i64::MAX));
-        h.insert(headers::MODIFIED, self.modified_ms);
+        describe(msg, name, self.size, self.modified_ms);
     }
-}
-
-/// One line of a JSON-lines file.
-pub(super) enum Line {
-    /// A JSON value, as a message.
-    Json(Message),
-    /// A line that is not JSON, as a message, and the reason.
-    Malformed { msg: Message, reason: String },
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! note of what becomes of it.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::pin::Pin;
 
@@ -10,7 +11,8 @@ use eip_core::channel::SendError;
 use tower::Service;
 
 use super::claim::{Body, Claimed, Taken};
-use super::read::{self, Line};
+use super::read;
+use super::records::{self, Batch, Record};
 use super::settle::Settle;
 use super::{BoxError, FileSource, Room};
 use crate::file::FileError;
@@ -114,6 +116,10 @@ where
                 self.send_lines(claimed, contents, settled, waited, shutdown)
                     .await
             }
+            Body::Stream(opened) => {
+                self.send_stream(claimed, opened, settled, waited, shutdown)
+                    .await
+            }
         }
     }
 
@@ -135,57 +141,218 @@ where
                 return Flow::Go;
             }
         };
-        let mut rejects = Vec::new();
-        let mut reasons = Vec::new();
-        let mut accepted = 0usize;
-        let mut begun = false;
+        let mut progress = Progress::default();
         for (n, line) in lines {
-            match line {
-                Line::Json(msg) => {
-                    match self.ready(shutdown, settled).await {
-                        Ok(Room::Now) => {}
-                        Ok(Room::Waited) => *waited = true,
-                        Ok(Room::Shutdown) if !begun => {
-                            settled.push(Settle::Release(claimed));
-                            return Flow::Shutdown;
-                        }
-                        // Part sent: it stays claimed, for the next run to send again.
-                        Ok(Room::Shutdown) => return Flow::Shutdown,
-                        Err(reason) => {
-                            let note = format!("line {n}: ");
-                            return failed_send(claimed, Failure::Closed(reason), note, settled);
+            let sent = self
+                .send_record(
+                    line,
+                    Some(n),
+                    &claimed,
+                    &mut progress,
+                    settled,
+                    waited,
+                    shutdown,
+                )
+                .await;
+            if let ControlFlow::Break(flow) = sent {
+                return flow;
+            }
+        }
+        progress.settle(claimed, settled);
+        Flow::Go
+    }
+
+    /// Streams a file in the adapter's record format: read chunk by chunk on a blocking
+    /// thread, each record sent once the channel has room, as it comes.
+    async fn send_stream<F: Future<Output = ()>>(
+        &mut self,
+        claimed: Claimed,
+        opened: read::Opened,
+        settled: &mut Vec<Settle>,
+        waited: &mut bool,
+        shutdown: &mut Pin<&mut F>,
+    ) -> Flow {
+        let Some(format) = self.config.records.clone() else {
+            let reason = "streamed without a record format".to_owned();
+            settled.push(Settle::Failed { claimed, reason });
+            return Flow::Go;
+        };
+        let file = opened.at_open.file_message(&claimed.name);
+        let splitter = format.0.splitter(&file);
+        let mut batches = records::start(opened, claimed.path.clone(), splitter);
+        let mut progress = Progress::default();
+        loop {
+            match batches.recv().await {
+                Some(Batch::Records(records)) => {
+                    for record in records {
+                        let sent = self
+                            .send_record(
+                                record,
+                                None,
+                                &claimed,
+                                &mut progress,
+                                settled,
+                                waited,
+                                shutdown,
+                            )
+                            .await;
+                        if let ControlFlow::Break(flow) = sent {
+                            return flow;
                         }
                     }
-                    if let Err(failure) = self.send(msg).await {
-                        let note = format!("line {n} ({accepted} lines before it accepted): ");
-                        return failed_send(claimed, failure, note, settled);
-                    }
-                    accepted += 1;
-                    begun = true;
                 }
-                Line::Malformed { msg, reason } => {
-                    let unplaced = match &self.invalid {
-                        Some(invalid) => invalid.put(msg, &self.config.name, reason.clone()).await,
-                        None => Err(msg),
-                    };
-                    if let Err(msg) = unplaced {
-                        rejects.extend_from_slice(msg.payload());
-                        rejects.push(b'\n');
-                        reasons.push(reason);
-                    }
-                    begun = true;
+                Some(Batch::End(Ok(()))) => break,
+                Some(Batch::End(Err(error))) => {
+                    let reason =
+                        format!("{error} ({} records before it accepted)", progress.accepted);
+                    settled.push(Settle::Failed { claimed, reason });
+                    return Flow::Go;
+                }
+                None => {
+                    let reason = format!(
+                        "the reading thread stopped before the end of the file ({} records \
+                         accepted)",
+                        progress.accepted
+                    );
+                    settled.push(Settle::Failed { claimed, reason });
+                    return Flow::Go;
                 }
             }
         }
-        if !rejects.is_empty() {
+        progress.settle(claimed, settled);
+        Flow::Go
+    }
+
+    /// Sends one record of a file (line `line` of a JSON-lines file, or the next record of a
+    /// streamed one) once the channel has room, or puts a malformed one in the invalid message
+    /// channel (or among the file's rejects). Breaks with how the loop goes on when the file
+    /// can not go on: shut down, or the send failed (the file is then noted as failed).
+    #[allow(clippy::too_many_arguments)]
+    async fn send_record<F: Future<Output = ()>>(
+        &mut self,
+        record: Record,
+        line: Option<usize>,
+        claimed: &Claimed,
+        progress: &mut Progress,
+        settled: &mut Vec<Settle>,
+        waited: &mut bool,
+        shutdown: &mut Pin<&mut F>,
+    ) -> ControlFlow<Flow> {
+        let place = |accepted: usize| match line {
+            Some(n) => format!("line {n}"),
+            None => format!("record {}", accepted + 1),
+        };
+        match record {
+            Record::Part(msg) => {
+                match self.ready(shutdown, settled).await {
+                    Ok(Room::Now) => {}
+                    Ok(Room::Waited) => *waited = true,
+                    Ok(Room::Shutdown) if !progress.begun => {
+                        settled.push(Settle::Release(claimed.clone()));
+                        return ControlFlow::Break(Flow::Shutdown);
+                    }
+                    // Part sent: it stays claimed, for the next run to send again.
+                    Ok(Room::Shutdown) => return ControlFlow::Break(Flow::Shutdown),
+                    Err(reason) => {
+                        let note = format!("{}: ", place(progress.accepted));
+                        let failure = Failure::Closed(reason);
+                        return ControlFlow::Break(failed_send(
+                            claimed.clone(),
+                            failure,
+                            note,
+                            settled,
+                        ));
+                    }
+                }
+                if let Err(failure) = self.send(msg).await {
+                    let accepted = progress.accepted;
+                    let note = format!("{} ({accepted} before it accepted): ", place(accepted));
+                    return ControlFlow::Break(failed_send(
+                        claimed.clone(),
+                        failure,
+                        note,
+                        settled,
+                    ));
+                }
+                progress.accepted += 1;
+                progress.begun = true;
+            }
+            Record::Malformed { message, reason } => {
+                let unplaced = match &self.invalid {
+                    Some(invalid) => {
+                        invalid
+                            .put(message, &self.config.name, reason.clone())
+                            .await
+                    }
+                    None => Err(message),
+                };
+                if let Err(message) = unplaced {
+                    progress.rejects.add(message.payload(), reason);
+                }
+                progress.begun = true;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// How far the records of a file got.
+#[derive(Default)]
+struct Progress {
+    /// Records the channel accepted.
+    accepted: usize,
+    /// Whether anything of the file was sent (or put aside): it can no longer go back.
+    begun: bool,
+    rejects: Rejects,
+}
+
+impl Progress {
+    /// Every record was handled: the file is done, its rejects (if any) written beside.
+    fn settle(self, claimed: Claimed, settled: &mut Vec<Settle>) {
+        if let Some((lines, reasons)) = self.rejects.into_parts() {
             settled.push(Settle::Rejects {
                 claimed: claimed.clone(),
-                lines: rejects,
-                reasons: reasons.join("\n"),
+                lines,
+                reasons,
             });
         }
         settled.push(Settle::Done(claimed));
-        Flow::Go
+    }
+}
+
+/// The most bytes of malformed records kept for the error directory (1 MiB): a streamed file
+/// of any size holds no more than this of its rejects; past it they are counted only.
+const MAX_REJECT_BYTES: usize = 1 << 20;
+
+/// Malformed records with no invalid message channel to go to, for the error directory.
+#[derive(Default)]
+struct Rejects {
+    lines: Vec<u8>,
+    reasons: Vec<String>,
+    /// Rejects past [`MAX_REJECT_BYTES`], counted only.
+    dropped: usize,
+}
+
+impl Rejects {
+    fn add(&mut self, record: &[u8], reason: String) {
+        if self.lines.len() + record.len() + 1 > MAX_REJECT_BYTES {
+            self.dropped += 1;
+            return;
+        }
+        self.lines.extend_from_slice(record);
+        self.lines.push(b'\n');
+        self.reasons.push(reason);
+    }
+
+    /// The records and their reasons, one a line, if there were any.
+    fn into_parts(mut self) -> Option<(Vec<u8>, String)> {
+        if self.dropped > 0 {
+            self.reasons.push(format!(
+                "{} more malformed records not kept (past {MAX_REJECT_BYTES} bytes)",
+                self.dropped
+            ));
+        }
+        (!self.reasons.is_empty()).then(|| (self.lines, self.reasons.join("\n")))
     }
 }
 

@@ -1,5 +1,7 @@
 //! `file-in`: the files of a directory become messages, each claimed by a rename so two
-//! adapters never take the same file.
+//! adapters never take the same file: a message per file, or, with `format:` (`lines`,
+//! `json-lines`, `csv` and the CSV options of the `split` step, read by the same code), a
+//! message per record, the file streamed.
 
 use eip_adapters::file::{FileGlob, FileSource, FileSourceConfig, FileSourceHandle, ReadMode};
 use eip_core::channel::{Channel, InvalidMessageChannel};
@@ -7,6 +9,9 @@ use eip_core::log::Escaped;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
+use eip_steps::split::Split;
+
+use super::SplitRecords;
 use crate::diagnostic::Check;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Site, Started};
 use crate::settings::Settings;
@@ -29,6 +34,11 @@ pub(crate) static SOURCE: Kind = Kind {
         "poll-interval",
         "min-age",
         "watch",
+        "format",
+        "delimiter",
+        "quote",
+        "header",
+        "max-record",
     ]],
     drawing: Drawing::InputOutput,
     check,
@@ -47,15 +57,27 @@ fn check(
             Err(e) => settings.report_value(check, "glob", &glob, e.to_string(), None),
         }
     }
-    if let Some(mode) = settings.one_of(
+    let mode = settings.one_of(
         check,
         "mode",
         &[
             ("whole-file", ReadMode::WholeFile),
             ("json-lines", ReadMode::JsonLines),
         ],
-    ) {
-        builder = builder.mode(mode);
+    );
+    let format = crate::step::split::read_format(check, settings);
+    match (mode, format) {
+        (Some(_), Some(_)) => settings.report_entry(
+            check,
+            "`mode` and `format` contradict each other".to_owned(),
+            Some(
+                "`mode` reads a file whole (or its JSON lines, the file in memory); `format` \
+                 streams it a message per record, in any size: keep one",
+            ),
+        ),
+        (Some(mode), None) => builder = builder.mode(mode),
+        (None, Some(format)) => builder = builder.records(SplitRecords::shared(Split::new(format))),
+        (None, None) => {}
     }
     let done = settings.text(check, "done-dir");
     let delete = settings.boolean(check, "delete-when-done");

@@ -1,0 +1,171 @@
+//! `split csv (file-in)`: a 1M-row CSV file (about 60 MB, generated in a temporary directory)
+//! through a [`FileSource`] streaming it with `format: csv` ([`SplitRecords`], the `split`
+//! step's CSV splitter) onto a point-to-point channel, a consumer acking each row; against
+//! what one would write by hand: the `csv` crate's read loop over the same file on a blocking
+//! thread, each row turned into a JSON object with `serde_json` and sent as bytes on a tokio
+//! mpsc of the same capacity to a task that receives it (issue 17).
+//!
+//! eip does more per row than the loop: it claims the file by rename and moves it to the done
+//! directory once every row was accepted, makes each row a message with its own id, the file's
+//! headers and the Message Sequence headers (correlation id, number, `line`; the size on the
+//! last), and each row waits for the channel's acknowledgement. Rounds alternate eip and the
+//! baseline; the compare line gives medians in ns per row, then the process's peak RSS
+//! (`VmHWM`), which holds both sides' peaks: flat whatever the file's size.
+//!
+//! Run: `cargo bench -p eip-bench --bench split_file`. `EIP_SPLIT_ROWS` sets the rows (the
+//! book's 1 GB run: `EIP_SPLIT_ROWS=17000000 EIP_SPLIT_ROUNDS=1`), `EIP_SPLIT_ROUNDS` the
+//! rounds (default 5). `cargo test -p eip-bench --benches` runs a small version.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use eip_adapters::file::FileSource;
+use eip_bench::{MemoryStatus, TempDir, alternating_medians, measuring, per_item, print_compare};
+use eip_core::channel::PointToPoint;
+use eip_dsl::kind::file::SplitRecords;
+use eip_steps::format::CsvOptions;
+use eip_steps::split::Split;
+
+/// The capacity of eip's channel and of the baseline's tokio mpsc.
+const CAPACITY: usize = 1024;
+
+/// The baseline's read buffer: the size of the chunks eip's adapter reads.
+const BUFFER: usize = eip_adapters::file::CHUNK_BYTES;
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn write_csv(path: &Path, rows: u64) {
+    let file = std::fs::File::create(path).expect("a CSV file");
+    let mut out = std::io::BufWriter::new(file);
+    writeln!(out, "id,customer,sku,qty,price,note").expect("written");
+    for i in 0..rows {
+        writeln!(
+            out,
+            "{i},customer-{},SKU-{:05},{},{}.{:02},\"note, {i}\"",
+            i % 977,
+            i % 10_000,
+            i % 50 + 1,
+            i % 1000,
+            i % 100
+        )
+        .expect("written");
+    }
+    out.flush().expect("flushed");
+}
+
+/// From the file put in the watched directory to every row acked and the file done.
+async fn eip(source_csv: &Path, rows: u64) -> Duration {
+    let dir = TempDir::new("split-file");
+    std::fs::create_dir_all(dir.path()).expect("the watched directory");
+    let channel = PointToPoint::new("rows", CAPACITY).expect("a channel");
+    let config = FileSource::builder(dir.path())
+        .records(SplitRecords::shared(Split::csv(CsvOptions::new())))
+        .poll_interval(Duration::from_millis(10))
+        .build()
+        .expect("a file source");
+    let mut receiver = channel.receiver();
+    let source = FileSource::new(config, channel.sender()).spawn();
+    // Hard-linked in: the file is not copied, and the source file stays for the next round.
+    let started = Instant::now();
+    std::fs::hard_link(source_csv, dir.path().join("orders.csv")).expect("the file put in place");
+    for _ in 0..rows {
+        let delivery = receiver.recv().await.expect("the channel stays open");
+        std::hint::black_box(delivery.message().payload());
+        delivery.ack();
+    }
+    let done = dir.path().join(".done/orders.csv");
+    while !done.exists() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let elapsed = started.elapsed();
+    source.shutdown().await.expect("the file source stops");
+    elapsed
+}
+
+/// The csv crate's read loop on a blocking thread, each row as JSON bytes onto a tokio mpsc.
+async fn baseline(path: &Path, rows: u64) -> Duration {
+    let path = path.to_path_buf();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(CAPACITY);
+    let started = Instant::now();
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut reader = csv::ReaderBuilder::new()
+            .buffer_capacity(BUFFER)
+            .from_path(&path)
+            .expect("the file opens");
+        let header = reader.headers().expect("a header").clone();
+        let mut record = csv::StringRecord::new();
+        while reader.read_record(&mut record).expect("a row reads") {
+            let row: BTreeMap<&str, &str> = header.iter().zip(record.iter()).collect();
+            let json = serde_json::to_vec(&row).expect("JSON");
+            tx.blocking_send(json).expect("the consumer is there");
+        }
+    });
+    let mut received = 0u64;
+    while let Some(row) = rx.recv().await {
+        std::hint::black_box(&row);
+        received += 1;
+    }
+    let elapsed = started.elapsed();
+    reader.await.expect("the reader finishes");
+    assert_eq!(received, rows, "every row received");
+    elapsed
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let measuring = measuring();
+    let rows = if measuring {
+        env_number("EIP_SPLIT_ROWS", 1_000_000)
+    } else {
+        2_000
+    };
+    let rounds = if measuring {
+        env_number("EIP_SPLIT_ROUNDS", 5) as usize
+    } else {
+        1
+    };
+    let dir = TempDir::new("split-file-source");
+    std::fs::create_dir_all(dir.path()).expect("a directory");
+    let csv = dir.path().join("orders.csv");
+    write_csv(&csv, rows);
+    let mb = std::fs::metadata(&csv).map_or(0, |m| m.len()) as f64 / 1e6;
+    let rt = eip_bench::runtime();
+    let before = MemoryStatus::read();
+    let (eip_ns, raw_ns) = alternating_medians(
+        rounds,
+        |round| {
+            let ns = per_item(rt.block_on(eip(&csv, rows)), rows as usize);
+            eprintln!("  split csv round {round}: eip {ns:.0} ns/row");
+            ns
+        },
+        |round| {
+            let ns = per_item(rt.block_on(baseline(&csv, rows)), rows as usize);
+            eprintln!("  split csv round {round}: raw {ns:.0} ns/row");
+            ns
+        },
+    );
+    print_compare(
+        "split csv",
+        eip_ns,
+        raw_ns,
+        "csv crate read loop + serde_json + tokio mpsc",
+    );
+    match (before, MemoryStatus::read()) {
+        (Some(before), Some(after)) => println!(
+            "split csv: {rows} rows, {mb:.0} MB file, peak RSS {:.1} MiB (VmHWM; {:.1} MiB before the first round)",
+            after.peak_kib as f64 / 1024.0,
+            before.peak_kib as f64 / 1024.0
+        ),
+        _ => println!("split csv: peak RSS unknown (no /proc/self/status)"),
+    }
+}
