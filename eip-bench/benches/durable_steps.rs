@@ -89,7 +89,10 @@ fn round(yaml: &str, messages: &[Message]) -> (f64, usize) {
         );
         let elapsed = start.elapsed();
         running.stop(Duration::from_secs(10)).await;
-        (per_item(elapsed, messages.len()), out.load(Ordering::Relaxed))
+        (
+            per_item(elapsed, messages.len()),
+            out.load(Ordering::Relaxed),
+        )
     })
 }
 
@@ -153,7 +156,14 @@ fn hash_map(groups: &[u64], messages: &[Message]) -> (f64, usize) {
     (per_item(start.elapsed(), groups.len()), done)
 }
 
-fn compare(name: &str, step: &str, messages: &[Message], expected_out: usize, memory: f64, memory_label: &str) {
+fn compare(
+    name: &str,
+    step: &str,
+    messages: &[Message],
+    expected_out: usize,
+    memory: f64,
+    memory_label: &str,
+) {
     let with = flow(step);
     let without = flow("");
     let (eip, plain) = alternating_medians(

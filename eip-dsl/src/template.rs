@@ -55,6 +55,17 @@ pub(crate) fn parse(text: &str, syntax: Syntax<'_>) -> Result<Template, Template
 /// made into what the adapter takes by `make`; or the problem reported with `help`: one that
 /// does not parse at its byte inside the value, one the adapter refuses (`make`'s error) at the
 /// value.
+#[cfg_attr(
+    not(any(
+        feature = "file",
+        feature = "http",
+        feature = "nats",
+        feature = "mqtt",
+        feature = "amqp",
+        feature = "redis"
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn setting<T, E: fmt::Display>(
     check: &mut Check<'_>,
     settings: &Settings<'_>,

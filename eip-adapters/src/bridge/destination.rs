@@ -117,6 +117,7 @@ pub trait DestinationError {
 
 /// Implements [`DestinationError`] for a broker's error enum whose variants `Template` and
 /// `Render` carry `template` and `reason`, and whose variant `$missing` carries `template`.
+#[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
 macro_rules! destination_error {
     ($error:ident, $missing:ident) => {
         impl $crate::bridge::DestinationError for $error {
@@ -138,6 +139,7 @@ macro_rules! destination_error {
     };
 }
 
+#[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
 pub(crate) use destination_error;
 
 /// What stopped a rendering: the message, or the broker's check of a value.

@@ -30,6 +30,7 @@ mod outbound;
 mod reconnect;
 
 pub use backoff::Backoff;
+#[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
 pub(crate) use destination::destination_error;
 pub use destination::{DestinationError, DestinationTemplate};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};

@@ -342,6 +342,7 @@ impl<'a> Settings<'a> {
     }
 
     /// A path relative to `base_dir`.
+    #[cfg_attr(not(feature = "file"), allow(dead_code))]
     pub(crate) fn required_path(
         &self,
         check: &mut Check<'_>,
@@ -365,6 +366,10 @@ impl<'a> Settings<'a> {
     }
 
     /// The name of an environment variable (read when the adapter starts).
+    #[cfg_attr(
+        not(any(feature = "http", feature = "mqtt", feature = "sql")),
+        allow(dead_code)
+    )]
     pub(crate) fn env_name(&self, check: &mut Check<'_>, key: &str) -> Option<String> {
         let name = self.text(check, key)?;
         let valid = !name.value.is_empty()
@@ -517,6 +522,16 @@ impl<'a> Settings<'a> {
         }
     }
 
+    #[cfg_attr(
+        not(any(
+            feature = "jq",
+            feature = "http",
+            feature = "sql",
+            feature = "nats",
+            feature = "amqp"
+        )),
+        allow(dead_code)
+    )]
     pub(crate) fn list(&self, check: &mut Check<'_>, key: &str) -> Option<Vec<Located<String>>> {
         let value = self.get(key)?;
         match &value.value {

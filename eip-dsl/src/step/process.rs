@@ -48,7 +48,13 @@ pub(super) static PROCESS: StepKind = StepKind {
     name: "process",
     feature: None,
     main: "service",
-    keys: &["service", "timeout", "concurrency", "circuit-breaker", "on-error"],
+    keys: &[
+        "service",
+        "timeout",
+        "concurrency",
+        "circuit-breaker",
+        "on-error",
+    ],
     check,
 };
 

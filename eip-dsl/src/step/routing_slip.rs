@@ -218,7 +218,12 @@ fn inner(
         damaged: settings.damaged,
     };
     // A slip's step has no `on-error` of its own: the slip's route decides.
-    let keys: Vec<&str> = kind.keys.iter().copied().filter(|k| *k != "on-error").collect();
+    let keys: Vec<&str> = kind
+        .keys
+        .iter()
+        .copied()
+        .filter(|k| *k != "on-error")
+        .collect();
     inner.check_keys(check, &keys);
     (kind.check)(check, &inner, entry)
 }
