@@ -40,7 +40,7 @@ use crate::plan::{
 pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
-pub use route::{Rest, Route, RouteFailure, RouteStats, WeakRest};
+pub use route::{Rest, Route, RouteFailure, RouteStats, WeakRest, Wrapped};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was

@@ -677,6 +677,38 @@ impl Rest {
     pub fn failed(&self, error: BoxError) -> RouteFailure {
         self.route.step_failed(self.first.saturating_sub(1), error)
     }
+
+    /// Carries out what the wrapping step made of the message it took, once its own service
+    /// (which ran this rest, or will) answered.
+    pub async fn finish(&self, wrapped: Wrapped) -> Result<(), RouteFailure> {
+        match wrapped {
+            Wrapped::Done => Ok(()),
+            Wrapped::Duplicate(divert) => self.carry(Side::Duplicate { divert }).await,
+            Wrapped::Invalid { msg, error } => self.carry(Side::Invalid { msg, error }).await,
+            Wrapped::Failed(failure) => Err(failure),
+            Wrapped::Error(error) => Err(self.failed(error)),
+        }
+    }
+}
+
+/// What a step that wraps the rest of its route made of a message, in the route's terms.
+#[derive(Debug)]
+pub enum Wrapped {
+    /// Passed on (the rest accepted it), or held: nothing more to do.
+    Done,
+    /// A duplicate: counted, and sent to the divert channel if there is one.
+    Duplicate(Option<(Channel, Message)>),
+    /// The message can not be processed: dead-lettered with reason `invalid`.
+    Invalid {
+        /// The message.
+        msg: Message,
+        /// Why.
+        error: String,
+    },
+    /// The rest of the route failed: the message goes back for redelivery.
+    Failed(RouteFailure),
+    /// The step itself failed (its store could not write, say): redelivery too.
+    Error(BoxError),
 }
 
 impl tower::Service<Message> for Rest {

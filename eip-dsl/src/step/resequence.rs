@@ -43,12 +43,12 @@ use eip_steps::resequence::{
     ResequencerStats,
 };
 use futures::future::BoxFuture;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, ServiceExt};
 
 use super::key::{DefaultKey, KeyOf, key_of};
 use super::later::Later;
 use super::{Entry, Made, RouteStep, Side, StepConfig, StepKind};
-use crate::compile::{CompileError, Rest, RouteFailure, WeakRest};
+use crate::compile::{CompileError, Rest, RouteFailure, WeakRest, Wrapped};
 use crate::diagnostic::Check;
 use crate::settings::{Settings, spell_duration};
 
@@ -204,23 +204,18 @@ impl RouteStep for Resequence {
     }
 
     fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
-        let mut resequencer = self.resequencer.clone();
+        let resequencer = self.resequencer.clone();
         Box::pin(async move {
-            let outcome = match resequencer.ready().await {
-                Ok(ready) => ready.call(msg).await,
-                Err(error) => Err(error),
-            };
-            match outcome {
-                Ok(Resequenced::Duplicate) => rest.carry(Side::Duplicate { divert: None }).await,
-                Ok(Resequenced::Held | Resequenced::Released { .. } | Resequenced::Late) => Ok(()),
-                Err(ResequenceError::Invalid { reason, message }) => {
-                    rest.carry(Side::Invalid {
-                        msg: *message,
-                        error: reason,
-                    })
-                    .await
+            let wrapped = match resequencer.oneshot(msg).await {
+                Ok(Resequenced::Duplicate) => Wrapped::Duplicate(None),
+                Ok(Resequenced::Held | Resequenced::Released { .. } | Resequenced::Late) => {
+                    Wrapped::Done
                 }
-                Err(ResequenceError::Unavailable(failure)) => Err(failure),
+                Err(ResequenceError::Invalid { reason, message }) => Wrapped::Invalid {
+                    msg: *message,
+                    error: reason,
+                },
+                Err(ResequenceError::Unavailable(failure)) => Wrapped::Failed(failure),
                 Err(ResequenceError::Inner { error, messages }) => {
                     // The resequencer moved past them: they are not held any more.
                     if !messages.is_empty() {
@@ -231,9 +226,10 @@ impl RouteStep for Resequence {
                              the ones released after it are not sent"
                         );
                     }
-                    Err(error)
+                    Wrapped::Failed(error)
                 }
-            }
+            };
+            rest.finish(wrapped).await
         })
     }
 }

@@ -17,15 +17,12 @@ use std::time::Duration;
 
 use eip_core::Message;
 use reqwest::StatusCode;
-use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{self, HeaderName};
 
-use super::bearer::BearerToken;
-use super::error::{ConfigError, ConfigProblem, HttpOutboundError};
+use super::client;
+use super::error::{ConfigError, HttpOutboundError};
 
 pub use template::{TemplateError, UrlTemplate};
-
-/// How much of an error answer's body goes into the error (and so the death record).
-const BODY_EXCERPT: usize = 512;
 
 /// The request method of an [`HttpOutbound`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,45 +124,12 @@ impl HttpOutbound {
     /// A client for `config`; every problem with it is reported (a missing token variable by
     /// name).
     pub fn new(config: HttpOutboundConfig) -> Result<Self, ConfigError> {
-        let mut problems = Vec::new();
-        let mut copy_headers = Vec::new();
-        for name in &config.copy_headers {
-            match HeaderName::try_from(name.as_str()) {
-                Ok(header) => copy_headers.push(header),
-                Err(_) => problems.push(ConfigProblem::InvalidHeaderName(name.clone())),
-            }
-        }
-        if config.connect_timeout.is_zero() {
-            problems.push(ConfigProblem::Zero("connect_timeout"));
-        }
-        if config.request_timeout.is_zero() {
-            problems.push(ConfigProblem::Zero("request_timeout"));
-        }
-        let mut headers = HeaderMap::new();
-        if let Some(var) = &config.bearer_token_env {
-            match BearerToken::from_env(var) {
-                Ok(token) => match HeaderValue::from_bytes(&token.header_value()) {
-                    Ok(mut value) => {
-                        value.set_sensitive(true);
-                        headers.insert(header::AUTHORIZATION, value);
-                    }
-                    Err(_) => problems.push(ConfigProblem::Client(format!(
-                        "the token in `{var}` is not a valid header value"
-                    ))),
-                },
-                Err(problem) => problems.push(problem),
-            }
-        }
-        ConfigError::check(problems)?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.request_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .default_headers(headers)
-            .build()
-            .map_err(|e| ConfigError {
-                problems: vec![ConfigProblem::Client(e.to_string())],
-            })?;
+        let (client, copy_headers) = client::build(&client::ClientSettings {
+            connect_timeout: config.connect_timeout,
+            request_timeout: config.request_timeout,
+            bearer_token_env: config.bearer_token_env.as_deref(),
+            copy_headers: &config.copy_headers,
+        })?;
         Ok(HttpOutbound {
             inner: Arc::new(Inner {
                 client,
@@ -207,45 +171,15 @@ impl Inner {
                 reason,
             })?;
         let request = self.request(&message, &url);
-        let response = request.send().await.map_err(|source| {
-            let url = url.clone();
-            if source.is_timeout() {
-                HttpOutboundError::Timeout { method, url }
-            } else if source.is_connect() {
-                HttpOutboundError::Connect {
-                    method,
-                    url,
-                    source,
-                }
-            } else {
-                HttpOutboundError::Transport {
-                    method,
-                    url,
-                    source,
-                }
-            }
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|source| client::not_sent(method, &url, source))?;
         let status = response.status();
         if status.is_success() {
             return Ok(status);
         }
-        let body = excerpt(response).await;
-        let status = status.as_u16();
-        if status >= 500 || status == 408 || status == 429 {
-            Err(HttpOutboundError::Unavailable {
-                method,
-                url,
-                status,
-                body,
-            })
-        } else {
-            Err(HttpOutboundError::Refused {
-                method,
-                url,
-                status,
-                body,
-            })
-        }
+        Err(client::refused(method, &url, response).await)
     }
 
     fn request(&self, message: &Message, url: &str) -> reqwest::RequestBuilder {
@@ -258,35 +192,12 @@ impl Inner {
             .ok()
             .flatten()
             .unwrap_or("application/octet-stream");
-        let mut request = self
+        let request = self
             .client
             .request(method, url)
             .header(header::CONTENT_TYPE, content_type)
             .header("message-id", message.id().to_string())
             .body(message.payload().clone());
-        for name in &self.copy_headers {
-            let value = message
-                .headers()
-                .get(name.as_str())
-                .and_then(|v| v.as_str());
-            if let Some(value) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
-                request = request.header(name, value);
-            }
-        }
-        request
+        client::copy_headers(request, message, &self.copy_headers)
     }
-}
-
-/// The start of an error answer's body, lossily as text: enough to say what was wrong, never
-/// the whole of a large page.
-async fn excerpt(mut response: reqwest::Response) -> String {
-    let mut bytes = Vec::new();
-    while bytes.len() < BODY_EXCERPT {
-        match response.chunk().await {
-            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
-        }
-    }
-    bytes.truncate(BODY_EXCERPT);
-    String::from_utf8_lossy(&bytes).trim_end().to_owned()
 }

@@ -38,16 +38,17 @@ const SCHEMES: &[&str] = &[
 ];
 
 /// `setup:` statements run once, in order, when the adapter starts (before it polls or
-/// writes), such as `CREATE TABLE IF NOT EXISTS …`.
-fn setup(check: &mut Check<'_>, settings: &Settings<'_>) -> Vec<String> {
+/// writes), such as `CREATE TABLE IF NOT EXISTS …`. An enricher's SQL lookup reads them too.
+pub(crate) fn setup(check: &mut Check<'_>, settings: &Settings<'_>) -> Vec<String> {
     settings
         .list(check, "setup")
         .map(|statements| statements.into_iter().map(|s| s.value).collect())
         .unwrap_or_default()
 }
 
-/// The database: its URL, password variable and pool.
-fn connection(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Connection> {
+/// The database: its URL, password variable and pool; as `sql-in`, `sql-out` and an
+/// enricher's SQL lookup read them.
+pub(crate) fn connection(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Connection> {
     let url = settings.required_text(
         check,
         "url",

@@ -47,13 +47,13 @@ use eip_steps::aggregate::{
     AggregateError, Aggregated, Aggregator, AggregatorConfig, Decision, Incomplete, Overflow,
 };
 use futures::future::BoxFuture;
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 
 use super::expr::{Jq, jq_setting};
 use super::key::{DefaultKey, KeyOf, key_of};
 use super::later::Later;
 use super::{Building, Entry, Made, RouteStep, Side, StepConfig, StepKind};
-use crate::compile::{CompileError, Rest, RouteFailure, WeakRest};
+use crate::compile::{CompileError, Rest, RouteFailure, WeakRest, Wrapped};
 use crate::diagnostic::Check;
 use crate::settings::{Settings, spell_duration};
 
@@ -356,27 +356,19 @@ impl RouteStep for Aggregate {
     }
 
     fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
-        let mut aggregator = self.aggregator.clone();
+        let aggregator = self.aggregator.clone();
         Box::pin(async move {
-            let outcome = match aggregator.ready().await {
-                Ok(ready) => ready.call(msg).await,
-                Err(error) => Err(error),
+            let wrapped = match aggregator.oneshot(msg).await {
+                Ok(Aggregated::Duplicate { .. }) => Wrapped::Duplicate(None),
+                Ok(_) => Wrapped::Done,
+                Err(AggregateError::Invalid { reason, message }) => Wrapped::Invalid {
+                    msg: *message,
+                    error: reason,
+                },
+                Err(AggregateError::Unavailable(failure)) => Wrapped::Failed(failure),
+                Err(other) => Wrapped::Error(other.to_string().into()),
             };
-            match outcome {
-                Ok(Aggregated::Duplicate { .. }) => {
-                    rest.carry(Side::Duplicate { divert: None }).await
-                }
-                Ok(_) => Ok(()),
-                Err(AggregateError::Invalid { reason, message }) => {
-                    rest.carry(Side::Invalid {
-                        msg: *message,
-                        error: reason,
-                    })
-                    .await
-                }
-                Err(AggregateError::Unavailable(failure)) => Err(failure),
-                Err(other) => Err(rest.failed(other.to_string().into())),
-            }
+            rest.finish(wrapped).await
         })
     }
 }

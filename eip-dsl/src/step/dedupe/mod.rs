@@ -31,11 +31,11 @@ use eip_steps::dedupe::{
     Decision, DedupeConfig as Config, DedupeError, Deduped, IdempotentReceiverLayer,
 };
 use futures::future::BoxFuture;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, ServiceExt};
 
 use super::key::{DefaultKey, KeyOf, key_of};
 use super::{Building, Entry, Made, RouteStep, Side, StepConfig, StepKind};
-use crate::compile::{CompileError, Rest, RouteFailure, bus_channel};
+use crate::compile::{CompileError, Rest, RouteFailure, Wrapped, bus_channel};
 use crate::diagnostic::Check;
 use crate::settings::{Settings, spell_duration};
 
@@ -173,29 +173,19 @@ impl RouteStep for Dedupe {
     fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
         // The receiver drops a duplicate; a divert channel needs the message back.
         let copy = self.divert.as_ref().map(|_| msg.clone());
-        let mut receiver = self.layer.layer(rest.clone());
+        let receiver = self.layer.layer(rest.clone());
         Box::pin(async move {
-            let receiver = match receiver.ready().await {
-                Ok(ready) => ready,
-                Err(DedupeError::Inner(failure)) => return Err(failure),
-                Err(other) => return Err(rest.failed(other.to_string().into())),
+            let wrapped = match receiver.oneshot(msg).await {
+                Ok(Deduped::Passed(())) => Wrapped::Done,
+                Ok(_) => Wrapped::Duplicate(self.divert.clone().zip(copy)),
+                Err(DedupeError::Invalid { reason, message }) => Wrapped::Invalid {
+                    msg: *message,
+                    error: reason,
+                },
+                Err(DedupeError::Inner(failure)) => Wrapped::Failed(failure),
+                Err(other) => Wrapped::Error(other.to_string().into()),
             };
-            match receiver.call(msg).await {
-                Ok(Deduped::Passed(())) => Ok(()),
-                Ok(_) => {
-                    let divert = self.divert.clone().zip(copy);
-                    rest.carry(Side::Duplicate { divert }).await
-                }
-                Err(DedupeError::Invalid { reason, message }) => {
-                    rest.carry(Side::Invalid {
-                        msg: *message,
-                        error: reason,
-                    })
-                    .await
-                }
-                Err(DedupeError::Inner(failure)) => Err(failure),
-                Err(other) => Err(rest.failed(other.to_string().into())),
-            }
+            rest.finish(wrapped).await
         })
     }
 }

@@ -9,7 +9,6 @@
 //! validate` checks. Without `params`, the query binds from the message as `sql-out` does
 //! (`:$.customer.id`, `:header.NAME`, `:field`).
 
-use eip_adapters::sql::Connection;
 use eip_adapters::sql::SqlError;
 use eip_adapters::sql::lookup::{Rows, SqlLookup, SqlLookupConfig, check_query, dialect_of};
 use eip_core::message::Message;
@@ -34,15 +33,6 @@ const KEYS: &[&str] = &[
     "setup",
 ];
 
-/// The schemes a database URL may have.
-const SCHEMES: &[&str] = &[
-    "postgres://",
-    "postgresql://",
-    "mysql://",
-    "mariadb://",
-    "sqlite:",
-];
-
 /// A checked `sql:` lookup.
 #[derive(Debug, Clone)]
 pub(super) struct SqlSource {
@@ -55,7 +45,7 @@ pub(super) struct SqlSource {
 pub(super) fn read(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<SqlSource> {
     let sql = settings.map(check, "sql", KEYS)?;
     let before = check.problems.len();
-    let connection = connection(check, &sql);
+    let connection = crate::kind::sql::connection(check, &sql);
     let query = sql.required_text(
         check,
         "query",
@@ -65,10 +55,7 @@ pub(super) fn read(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Sql
     let rows = sql
         .one_of(check, "rows", &[("first", Rows::First), ("all", Rows::All)])
         .unwrap_or_default();
-    let setup = sql
-        .list(check, "setup")
-        .map(|statements| statements.into_iter().map(|s| s.value).collect())
-        .unwrap_or_default();
+    let setup = crate::kind::sql::setup(check, &sql);
     if check.problems.len() > before {
         return None;
     }
@@ -121,39 +108,6 @@ fn report_query(check: &mut Check<'_>, sql: &Settings<'_>, query: &Located<Strin
             .with_key(sql.key("query"))
             .with_help_opt((!help.is_empty()).then(|| help.to_owned())),
     );
-}
-
-/// The database, read as `sql-in` and `sql-out` read it.
-fn connection(check: &mut Check<'_>, sql: &Settings<'_>) -> Option<Connection> {
-    let url = sql.required_text(
-        check,
-        "url",
-        "add `url:`, such as `postgres://user@127.0.0.1:5432/db`, `mysql://user@127.0.0.1/db` \
-         or `sqlite:data.db`",
-    )?;
-    if !SCHEMES.iter().any(|s| url.value.starts_with(s)) && !url.value.starts_with("${") {
-        sql.report_value(
-            check,
-            "url",
-            &url,
-            "unknown database: the URL must start with `postgres://`, `mysql://` (or \
-             `mariadb://`) or `sqlite:`"
-                .to_owned(),
-            Some("a URL may name environment variables as `${NAME}` or `${NAME:-default}`"),
-        );
-        return None;
-    }
-    let mut connection = Connection::new(url.value);
-    if let Some(env) = sql.env_name(check, "password-env") {
-        connection = connection.password_env(env);
-    }
-    if let Some(n) = sql.whole(check, "max-connections", 1) {
-        connection = connection.max_connections(u32::try_from(n).unwrap_or(u32::MAX));
-    }
-    if let Some(d) = sql.positive_duration(check, "connect-timeout") {
-        connection = connection.connect_timeout(d);
-    }
-    Some(connection)
 }
 
 /// `params: {NAME: JQ, ...}`.
