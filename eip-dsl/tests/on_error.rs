@@ -607,3 +607,28 @@ routes:
     let death = failed.death().expect("readable").expect("a record");
     assert_eq!(death.channel, "news");
 }
+
+#[test]
+fn eip_graph_draws_the_on_error_channels() {
+    let source = format!(
+        "{CHANNELS}  pricing.failed: {{kind: point-to-point}}
+routes:
+  - name: price
+    from: orders
+    on-error: orders.failed
+    steps:
+      - process: {{service: pricing, on-error: pricing.failed}}
+    to: priced
+"
+    );
+    let services = Services::new().add("pricing", pricing(Arc::default()));
+    let plan = load_with(&source, &services).expect("the flow validates");
+    let dot = eip_dsl::graph::dot(&plan);
+    for target in ["orders_failed", "pricing_failed"] {
+        let edge = dot
+            .lines()
+            .find(|line| line.contains("r0_price ->") && line.contains(target))
+            .unwrap_or_else(|| panic!("no edge to {target}:\n{dot}"));
+        assert!(edge.contains(r#"label="on error""#), "{edge}");
+    }
+}

@@ -466,13 +466,24 @@ fn steps_label(route: &RoutePlan) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" → "))
 }
 
-/// The channels a route's steps send to, with the label of their edge, in step order.
+/// The channels a route's steps send to, with the label of their edge, in step order, each
+/// step's `on-error` channel after its own; then the route's `on-error` channel.
 fn step_channels(route: &RoutePlan) -> Vec<(&str, &'static str)> {
     route
         .steps
         .iter()
-        .flat_map(|s| s.config.channels())
+        .flat_map(|s| {
+            let mut channels = s.config.channels();
+            channels.extend(on_error(&s.on_error));
+            channels
+        })
+        .chain(on_error(&route.on_error))
         .collect()
+}
+
+/// The edge of an `on-error:` channel, if there is one.
+fn on_error(plan: &Option<crate::plan::OnErrorPlan>) -> Option<(&str, &'static str)> {
+    plan.as_ref().map(|p| (p.to.as_str(), "on error"))
 }
 
 #[cfg(test)]
