@@ -151,3 +151,20 @@ fn running_the_join_chain_stores_on_channel0_to_channel6() {
         );
     }
 }
+
+#[test]
+fn running_the_sensor_batches_flow_delivers_the_expected_batches() {
+    let (delivered, stderr) = run("sensor-batches");
+    let expected: Vec<Value> =
+        std::fs::read_to_string(flows().join("sensor-batches.expected.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    assert_eq!(delivered.get("batches"), Some(&expected), "{stderr}");
+    assert_eq!(
+        delivered.get("dead-letters"),
+        Some(&vec![serde_json::json!({"celsius": 40})]),
+        "the reading without a sensor"
+    );
+}

@@ -156,6 +156,10 @@ pub struct Splitter;
 #[cfg(doctest)]
 pub struct ExampleCsvOrders;
 
+#[doc = include_str!("../../book/src/example-sensor-batches.md")]
+#[cfg(doctest)]
+pub struct ExampleSensorBatches;
+
 #[doc = include_str!("../../book/src/aggregator.md")]
 #[cfg(doctest)]
 pub struct Aggregator;
