@@ -186,7 +186,7 @@ fn compare(
 
 fn main() {
     let filter = Filter::from_args();
-    let n = if measuring() { 100_000 } else { 2_000 };
+    let n = if measuring() { 20_000 } else { 2_000 };
     if filter.selects("dedupe") {
         let (messages, keys) = with_copies(n);
         let originals = keys.iter().collect::<HashSet<_>>().len();
