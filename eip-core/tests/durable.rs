@@ -261,9 +261,10 @@ async fn expiration_holds_across_a_restart() {
 #[tokio::test]
 async fn a_full_store_makes_sends_wait_then_fail_naming_the_directory_and_limit() {
     let dir = DataDir::new("full");
+    // Long enough that the waiting send below outlasts a loaded machine's scheduling.
     let store = dir.open_with(StoreConfig {
         max_bytes: Some(4096),
-        full_timeout: Duration::from_millis(200),
+        full_timeout: Duration::from_secs(2),
         ..StoreConfig::default()
     });
     let channel = orders(&store);
@@ -291,6 +292,8 @@ async fn a_full_store_makes_sends_wait_then_fail_naming_the_directory_and_limit(
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     receive_all(&channel, 1).await;
+    // The ack is written lazily: now, so the room is free at once.
+    store.flush().await.expect("flushed");
     waiting
         .await
         .expect("joined")

@@ -68,6 +68,7 @@ pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_d
 ///     otherwise: None,
 ///     recipient_list: None,
 ///     load_balance: None,
+///     on_error: None,
 ///     steps: Vec::new(),
 /// };
 /// let spec = FlowSpec {
