@@ -79,6 +79,25 @@ async fn clean_up(url: &str, queue: &str, exchange: Option<&str>) {
     }
 }
 
+/// Publishes `msg`, again while the broker answers that no queue is bound for it yet: the
+/// inbound bridge declares its queue and binding in the background, and on a loaded machine
+/// that may take longer than the test waited. Any other refusal, or 10 s without a binding,
+/// fails the test.
+async fn publish_once_bound(outbound: &AmqpOutbound, msg: &Message) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match outbound.publish(msg).await {
+            Ok(()) => return,
+            Err(BridgeError::Refused { reason, .. })
+                if reason.contains("NO_ROUTE") && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("the publish failed: {e}"),
+        }
+    }
+}
+
 fn topic_exchange(url: &str, exchange: &str) -> AmqpOutboundConfig {
     let mut config = AmqpOutboundConfig::new(url, exchange);
     config.declare = Some(ExchangeDeclaration {
@@ -168,7 +187,7 @@ async fn a_full_channel_stops_the_bridge_and_nothing_is_lost() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..100 {
         let msg = Message::builder(vec![i as u8]).subject("orders.x").build();
-        outbound.publish(&msg).await.unwrap();
+        publish_once_bound(&outbound, &msg).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let held = inbox.stats().depth;
@@ -203,7 +222,7 @@ async fn what_was_not_acked_when_a_bridge_stopped_comes_again_to_the_next_one() 
     tokio::time::sleep(Duration::from_millis(300)).await;
     for i in 0..10u8 {
         let msg = Message::builder(vec![i]).subject("orders.x").build();
-        outbound.publish(&msg).await.unwrap();
+        publish_once_bound(&outbound, &msg).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     first.shutdown().await.unwrap();
