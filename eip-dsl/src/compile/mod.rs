@@ -10,6 +10,7 @@
 mod adapters;
 mod dry_run;
 mod input;
+mod rest;
 mod route;
 mod run;
 
@@ -40,7 +41,8 @@ use crate::plan::{
 pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
-pub use route::{Rest, Route, RouteFailure, RouteStats, WeakRest, Wrapped};
+pub use rest::{Rest, WeakRest, Wrapped};
+pub use route::{Route, RouteFailure, RouteStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was

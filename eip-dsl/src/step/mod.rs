@@ -248,6 +248,12 @@ impl Made {
         }
     }
 
+    /// The same, with what the step says it did for the dry run.
+    pub fn noted(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
+    }
+
     /// Nothing goes on; `side` happens instead.
     pub fn instead(side: Side) -> Self {
         Made {

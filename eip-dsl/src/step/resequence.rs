@@ -175,23 +175,14 @@ struct Resequence {
 impl RouteStep for Resequence {
     fn decide(&self, msg: Message) -> Made {
         let decision = self.resequencer.peek(&msg);
-        let note = Some(decision.to_string());
+        let note = decision.to_string();
         match decision {
             Decision::Invalid { reason } => Made::instead(Side::Invalid { msg, error: reason }),
-            Decision::Duplicate { .. } => Made {
-                side: vec![Side::Duplicate { divert: None }],
-                note,
-                ..Made::default()
-            },
-            Decision::Releases { .. } | Decision::Late { .. } => Made {
-                next: vec![msg],
-                note,
-                ..Made::default()
-            },
-            Decision::Held { .. } | Decision::Overflows { .. } => Made {
-                note,
-                ..Made::default()
-            },
+            Decision::Duplicate { .. } => {
+                Made::instead(Side::Duplicate { divert: None }).noted(note)
+            }
+            Decision::Releases { .. } | Decision::Late { .. } => Made::next(msg).noted(note),
+            Decision::Held { .. } | Decision::Overflows { .. } => Made::default().noted(note),
         }
     }
 

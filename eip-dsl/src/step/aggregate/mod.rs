@@ -332,18 +332,15 @@ struct Aggregate {
 impl RouteStep for Aggregate {
     fn decide(&self, msg: Message) -> Made {
         let decision = self.aggregator.peek(&msg);
-        let note = Some(decision.to_string());
+        let note = decision.to_string();
         match decision {
             Decision::Invalid { reason } => Made::instead(Side::Invalid { msg, error: reason }),
-            Decision::Duplicate { .. } => Made {
-                side: vec![Side::Duplicate { divert: None }],
-                note,
-                ..Made::default()
-            },
-            Decision::Held { .. } | Decision::Completes { .. } | Decision::Refused { .. } => Made {
-                note,
-                ..Made::default()
-            },
+            Decision::Duplicate { .. } => {
+                Made::instead(Side::Duplicate { divert: None }).noted(note)
+            }
+            Decision::Held { .. } | Decision::Completes { .. } | Decision::Refused { .. } => {
+                Made::default().noted(note)
+            }
         }
     }
 
