@@ -99,7 +99,11 @@ fn by_default_a_stopping_flow_releases_the_open_groups_through_the_rest_of_the_r
     assert!(on("dead-letters", &seen).is_empty());
     // Counted as the route's and the channel's own.
     assert_eq!(flow.routes()[0].stats().passed, 2);
-    let out = flow.channels().iter().find(|c| c.name() == "out").expect("out");
+    let out = flow
+        .channels()
+        .iter()
+        .find(|c| c.name() == "out")
+        .expect("out");
     assert_eq!(out.stats().accepted, 2);
 }
 
@@ -183,7 +187,13 @@ fn on_a_durable_route_the_open_groups_are_kept_for_the_next_start_unless_told_ot
         let yaml = durable(on_stop);
         let out = run_durable(&yaml, &data, "orders", three_readings(), Duration::ZERO);
         assert!(out.is_empty(), "{on_stop}: kept, not released");
-        let out = run_durable(&yaml, &data, "orders", vec![reading("s1", 3)], Duration::ZERO);
+        let out = run_durable(
+            &yaml,
+            &data,
+            "orders",
+            vec![reading("s1", 3)],
+            Duration::ZERO,
+        );
         assert_eq!(out.len(), 1, "{on_stop}: s1 completes with what was kept");
         assert_eq!(json(&out[0]).as_array().map(Vec::len), Some(3));
     }
@@ -223,7 +233,10 @@ fn on_a_durable_route_groups_dropped_at_stop_are_gone_from_the_store() {
         Duration::from_millis(1500),
     );
     assert_eq!(out.len(), 1);
-    assert_eq!(json(&out[0]), serde_json::json!([{"sensor": "s1", "value": 3}]));
+    assert_eq!(
+        json(&out[0]),
+        serde_json::json!([{"sensor": "s1", "value": 3}])
+    );
 }
 
 #[test]
@@ -233,7 +246,10 @@ fn a_bad_on_stop_is_reported_at_its_value() {
     assert!(text.contains("flow.yaml:8:39"), "{text}");
 
     let text = problems("      - aggregate: {size: 2, on-stop: keep}");
-    assert!(text.contains("`on-stop: keep` keeps the open groups"), "{text}");
+    assert!(
+        text.contains("`on-stop: keep` keeps the open groups"),
+        "{text}"
+    );
     assert!(text.contains("`orders` is not durable"), "{text}");
     assert!(text.contains("flow.yaml:8:39"), "{text}");
     assert!(text.contains("durable: true"), "the help: {text}");
@@ -329,7 +345,12 @@ fn eip_run_releases_the_open_groups_on_sigterm() {
     // Each line accepted (a receipt), so the groups are open when the signal comes.
     let mut stdout = BufReader::new(child.stdout.take().expect("its output"));
     let mut lines = Vec::new();
-    while lines.iter().filter(|l: &&String| l.contains("accepted")).count() < 3 {
+    while lines
+        .iter()
+        .filter(|l: &&String| l.contains("accepted"))
+        .count()
+        < 3
+    {
         let mut line = String::new();
         if stdout.read_line(&mut line).expect("readable") == 0 {
             panic!("eip's output ended after {lines:?}");

@@ -79,8 +79,9 @@ fn a_delay_until_a_time_already_past_says_it_would_not_wait() {
 #[test]
 fn a_delay_whose_time_is_too_far_gives_no_note_but_an_invalid_message() {
     let f = flow("      - delay: {until: '.at', max: 1h}");
-    let input = InputMessage::parse(r#"{"to": "orders", "payload": {"at": "2099-01-01T00:00:00Z"}}"#)
-        .expect("an input line");
+    let input =
+        InputMessage::parse(r#"{"to": "orders", "payload": {"at": "2099-01-01T00:00:00Z"}}"#)
+            .expect("an input line");
     let report = f.dry_run_steps(&input).expect("a report");
     assert_eq!(report.dead_letter.expect("dead-lettered").reason, "invalid");
 }
@@ -175,8 +176,8 @@ fn an_sql_enricher_whose_parameter_the_message_can_not_fill_is_invalid_in_the_dr
             query: 'select name from customers where id = :$.customer_id'
           merge: '. + {customer: $answer}'",
     );
-    let input = InputMessage::parse(r#"{"to": "orders", "payload": {"other": 1}}"#)
-        .expect("an input line");
+    let input =
+        InputMessage::parse(r#"{"to": "orders", "payload": {"other": 1}}"#).expect("an input line");
     let report = f.dry_run_steps(&input).expect("a report");
     assert_eq!(report.dead_letter.expect("dead-lettered").reason, "invalid");
     assert!(report.steps.is_empty() || report.steps[0].notes.is_empty());

@@ -136,6 +136,15 @@ async fn after_a_stop_a_new_message_opens_a_group_that_the_next_stop_releases() 
     assert_eq!(agg.stop().await.groups, 1);
     assert_eq!(out.payloads(), ["[3]"]);
     assert!(!agg.stop().await.acted(), "nothing open any more");
+    assert_eq!(
+        Stopped {
+            action: OnStop::Release,
+            groups: 1,
+            messages: 1
+        }
+        .to_string(),
+        "1 open group released (1 message)"
+    );
 }
 
 #[test]

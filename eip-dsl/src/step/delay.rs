@@ -325,7 +325,9 @@ pub(crate) mod time {
         match jiff::Timestamp::try_from(at) {
             Ok(at) => at.to_string(),
             Err(_) => {
-                let secs = at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+                let secs = at
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
                 format!("{} seconds since 1970", secs.as_secs())
             }
         }

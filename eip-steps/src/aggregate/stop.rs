@@ -38,15 +38,26 @@ impl Stopped {
 }
 
 impl fmt::Display for Stopped {
+    /// `2 open groups released (3 messages)`, `1 open group kept`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let groups = counted(self.groups, "open group");
         match self.action {
-            OnStop::Keep => write!(f, "{} open groups {}", self.groups, self.action),
+            OnStop::Keep => write!(f, "{groups} {}", self.action),
             _ => write!(
                 f,
-                "{} open groups {} ({} messages)",
-                self.groups, self.action, self.messages
+                "{groups} {} ({})",
+                self.action,
+                counted(self.messages, "message")
             ),
         }
+    }
+}
+
+/// `1 message`, `3 messages`.
+fn counted(n: usize, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
     }
 }
 

@@ -432,7 +432,11 @@ impl Aggregate {
         match stopped.action {
             OnStop::Keep => {
                 if self.kept_logged.swap(stopped.groups, Ordering::Relaxed) != stopped.groups {
-                    tracing::info!(route, step, "aggregator stopped: {stopped} in the store for the next start");
+                    tracing::info!(
+                        route,
+                        step,
+                        "aggregator stopped: {stopped} in the store for the next start"
+                    );
                 }
             }
             OnStop::Drop => {
