@@ -26,6 +26,8 @@ pub(crate) use self::check::{Check, Damage};
 pub(crate) use self::inner::inside;
 pub(crate) use self::keys::{field_path, index_path, name_path, suggest_key};
 use self::redact::Secrets;
+#[cfg(all(feature = "jq", feature = "http"))]
+pub(crate) use self::redact::is_secret_name;
 use crate::spec::Position;
 
 /// One problem in a flow.

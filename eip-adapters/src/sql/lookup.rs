@@ -137,6 +137,17 @@ impl SqlLookup {
         self.inner.statement.configured()
     }
 
+    /// The values `bound` holds, each after its parameter as the query writes it, for
+    /// people (a dry run): ``:id = 42, :$.name = 'Ada'``.
+    pub fn show(&self, bound: &BoundQuery) -> String {
+        let names = self.inner.statement.parameter_names();
+        let pairs: Vec<String> = names
+            .zip(&bound.values)
+            .map(|(name, value)| format!("{name} = {}", value.shown()))
+            .collect();
+        pairs.join(", ")
+    }
+
     /// The query's values from `document`: `:name` is its field `name`, `:$.path` a path
     /// into it; a `:header.NAME` parameter finds nothing.
     pub fn bind(&self, document: &Value) -> Result<BoundQuery, SqlError> {

@@ -46,6 +46,18 @@ impl SqlValue {
         }
     }
 
+    /// The value as SQL writes it, for people: `NULL`, `42`, `'O''Brien'`, `<3 bytes>`.
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            SqlValue::Null => "NULL".to_owned(),
+            SqlValue::Bool(b) => b.to_string(),
+            SqlValue::Int(i) => i.to_string(),
+            SqlValue::Float(x) => x.to_string(),
+            SqlValue::Text(s) => format!("'{}'", s.replace('\'', "''")),
+            SqlValue::Bytes(b) => format!("<{} bytes>", b.len()),
+        }
+    }
+
     pub(crate) fn from_header(value: &HeaderValue) -> SqlValue {
         match value {
             HeaderValue::Str(s) => SqlValue::Text(s.clone()),

@@ -628,6 +628,18 @@ impl Route {
     }
 }
 
+impl Route {
+    /// Has each step hand on or give up what it still holds, in order, as the flow stops
+    /// ([`RouteStep::stop`]). Whether any did.
+    pub(super) async fn stop_steps(&self) -> bool {
+        let mut acted = false;
+        for step in &self.inner.steps {
+            acted |= step.stop().await;
+        }
+        acted
+    }
+}
+
 /// What a step made goes on: its side effects to `steps`, its messages to `next`.
 fn take<'r>(made: Made, steps: &mut Vec<Step<'r>>, next: &mut Vec<Message>) {
     steps.extend(made.side.into_iter().map(Step::Side));

@@ -8,7 +8,9 @@
 //!
 //! Stopping is bounded by the limit it is given, whatever a consumer waits for.
 //! [`RunningFlow::drain`] stops the inbound adapters and waits until no channel holds a message
-//! and nothing is in processing, or the limit has passed. [`RunningFlow::shut_down`] drains,
+//! and nothing is in processing, or the limit has passed; then the route steps that hold
+//! messages hand them on (an aggregator's open groups, as its `on-stop:` says), and it waits
+//! again, until nothing is held. [`RunningFlow::shut_down`] drains,
 //! then stops every consumer at once: a message waiting out a redelivery backoff is given back
 //! to its channel at once, a call still in progress when the limit passes is abandoned and its
 //! message given back too, unacknowledged (a durable channel delivers it again on the next run,
@@ -206,7 +208,8 @@ impl RunningFlow {
 
     /// Stops the inbound adapters and waits until the flow is idle, both within `limit`: an
     /// inbound adapter still stopping then (a file waiting for room in a full channel) is not
-    /// waited for. Whether the flow became idle.
+    /// waited for. Then the steps that hold messages hand them on (an aggregator's `on-stop:`)
+    /// and it waits for those to settle too. Whether the flow became idle.
     pub async fn drain(&mut self, limit: Duration) -> bool {
         self.drain_until(Instant::now() + limit).await
     }
@@ -218,7 +221,32 @@ impl RunningFlow {
         {
             tracing::warn!("inbound adapters still stopping when the time was up: not waited for");
         }
-        self.settle_until(deadline).await
+        let idle = self.settle_until(deadline).await;
+        self.release_held(deadline).await.unwrap_or(idle)
+    }
+
+    /// Once nothing more comes in: every route step hands on what it still holds (an
+    /// aggregator's open groups, as its `on-stop:` says), and what it handed on settles;
+    /// round after round until no step held anything (a group released into a channel that
+    /// another aggregator consumes opens a group there), or `deadline`. Whether the flow then
+    /// became idle; `None` when no step held anything.
+    async fn release_held(&self, deadline: Instant) -> Option<bool> {
+        let mut idle = None;
+        loop {
+            let stopping = futures::future::join_all(self.routes.iter().map(|r| r.stop_steps()));
+            let Ok(acted) = tokio::time::timeout_at(deadline, stopping).await else {
+                tracing::warn!("route steps still handing on what they held when the time was up");
+                return Some(false);
+            };
+            if !acted.contains(&true) {
+                return idle;
+            }
+            let settled = self.settle_until(deadline).await;
+            idle = Some(settled);
+            if !settled {
+                return idle;
+            }
+        }
     }
 
     /// Stops gracefully within `limit`: [drains](Self::drain), then stops every consumer at

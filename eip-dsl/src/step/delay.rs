@@ -23,8 +23,11 @@
 //! The route takes its messages one at a time, so a delay also spaces them out: a route with
 //! `delay: 5s` sends at most one message every five seconds.
 //!
-//! The dry run (`eip route`) does not wait: the step's report says the delay, and a time that
-//! can not be read makes the message invalid there as in a running flow.
+//! The dry run (`eip route --steps`) does not wait: it says how long this message would,
+//! `delayed 5s`, or for `until` the time read and how far ahead it is now, `until
+//! 2026-12-01T10:00:00Z (in 3m 2s)`, or `not delayed: 2026-12-01T10:00:00Z is already past`;
+//! a time that can not be read, or one past `max`, makes the message invalid there as in a
+//! running flow.
 
 use std::time::Duration;
 
@@ -178,28 +181,65 @@ struct Delay {
     wait: Wait,
 }
 
+/// How long one message waits, and until when, as its delay reads it now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Planned {
+    /// From now.
+    wait: Duration,
+    /// The time an `until` program named (`None` for a fixed wait).
+    until: Option<std::time::SystemTime>,
+}
+
+impl Planned {
+    /// What the dry run says of the message: `delayed 5s`, `until 2026-12-01T10:00:00Z (in
+    /// 3m 2s)`, `not delayed: 2026-12-01T10:00:00Z is already past`.
+    fn note(&self) -> String {
+        match self.until {
+            None => format!("delayed {}", crate::settings::spell_duration(self.wait)),
+            #[cfg(feature = "jq")]
+            Some(at) => {
+                let shown = time::show(at);
+                match self.wait.is_zero() {
+                    true => format!("not delayed: {shown} is already past"),
+                    false => format!("until {shown} (in {})", time::spell(self.wait)),
+                }
+            }
+            #[cfg(not(feature = "jq"))]
+            Some(_) => format!("delayed {}", crate::settings::spell_duration(self.wait)),
+        }
+    }
+}
+
 impl Delay {
     /// How long `msg` waits from now; else why its time can not be read.
     #[cfg_attr(not(feature = "jq"), allow(unused_variables))]
-    fn wait_for(&self, msg: &Message) -> Result<Duration, String> {
+    fn plan(&self, msg: &Message) -> Result<Planned, String> {
         match &self.wait {
-            Wait::For(d) => Ok(*d),
+            Wait::For(d) => Ok(Planned {
+                wait: *d,
+                until: None,
+            }),
             #[cfg(feature = "jq")]
             Wait::Until { jq, max } => {
                 let value = jq.one(msg).map_err(|e| e.to_string())?;
                 let at = time::read(&value).map_err(|e| format!("`{}`: {e}", jq.source()))?;
-                time::until(at, std::time::SystemTime::now(), *max)
-                    .map_err(|e| format!("`{}`: {e}", jq.source()))
+                let wait = time::until(at, std::time::SystemTime::now(), *max)
+                    .map_err(|e| format!("`{}`: {e}", jq.source()))?;
+                Ok(Planned {
+                    wait,
+                    until: Some(at),
+                })
             }
         }
     }
 }
 
 impl RouteStep for Delay {
-    /// The dry run does not wait; a time that can not be read makes the message invalid.
+    /// The dry run does not wait: it says how long this message would (`delayed 5s`, `until
+    /// ... (in 3m 2s)`); a time that can not be read makes the message invalid.
     fn decide(&self, msg: Message) -> Made {
-        match self.wait_for(&msg) {
-            Ok(_) => Made::next(msg),
+        match self.plan(&msg) {
+            Ok(planned) => Made::next(msg).noted(planned.note()),
             Err(error) => Made::instead(Side::Invalid { msg, error }),
         }
     }
@@ -209,8 +249,8 @@ impl RouteStep for Delay {
     }
 
     fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
-        let wait = match self.wait_for(&msg) {
-            Ok(wait) => wait,
+        let wait = match self.plan(&msg) {
+            Ok(planned) => planned.wait,
             Err(error) => {
                 return Box::pin(std::future::ready(Ok(Made::instead(Side::Invalid {
                     msg,
@@ -264,7 +304,7 @@ pub(crate) mod time {
     }
 
     /// `d` in whole seconds, the largest units first: `1d 2h 3m 4s`, `0s`.
-    fn spell(d: Duration) -> String {
+    pub(super) fn spell(d: Duration) -> String {
         let mut left = d.as_secs();
         let mut parts = Vec::new();
         for (unit, per) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
@@ -276,6 +316,20 @@ pub(crate) mod time {
         match parts.is_empty() {
             true => "0s".to_owned(),
             false => parts.join(" "),
+        }
+    }
+
+    /// `at` in RFC 3339, UTC (`2026-12-01T10:00:00Z`); a time outside what RFC 3339 writes
+    /// as seconds since 1970.
+    pub(super) fn show(at: SystemTime) -> String {
+        match jiff::Timestamp::try_from(at) {
+            Ok(at) => at.to_string(),
+            Err(_) => {
+                let secs = at
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
+                format!("{} seconds since 1970", secs.as_secs())
+            }
         }
     }
 

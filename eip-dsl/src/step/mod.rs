@@ -223,6 +223,14 @@ pub trait RouteStep: fmt::Debug + Send + Sync + 'static {
             Ok(())
         })
     }
+
+    /// When the flow stops, once nothing more comes in: hands on or gives up what the step
+    /// still holds (an aggregator's open groups, as its `on-stop:` says), completing once
+    /// that was accepted. Whether it handed on or gave up anything: the flow then drains and
+    /// asks again. Nothing by default.
+    fn stop(&self) -> BoxFuture<'_, bool> {
+        Box::pin(std::future::ready(false))
+    }
 }
 
 /// What a step made of one message.

@@ -29,6 +29,33 @@ pub enum Incomplete {
     DeadLetter,
 }
 
+/// What becomes of the groups still open when the aggregator's owner stops it
+/// ([`Aggregator::stop`](super::Aggregator::stop)), its flow shutting down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnStop {
+    /// Combine what each has and send that on, like a complete group: nothing is lost.
+    #[default]
+    Release,
+    /// Hand their messages to the dead letters with reason `incomplete`.
+    DeadLetter,
+    /// Forget them (a durable store deletes them), counted in `dropped` and logged.
+    Drop,
+    /// Leave them in the store: a durable one gives them back at the next start. With groups
+    /// kept in memory only, they end with the process.
+    Keep,
+}
+
+impl fmt::Display for OnStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OnStop::Release => "released",
+            OnStop::DeadLetter => "dead-lettered",
+            OnStop::Drop => "dropped",
+            OnStop::Keep => "kept",
+        })
+    }
+}
+
 /// What happens when a message would open a group beyond the bound on open groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Overflow {
@@ -53,6 +80,8 @@ pub enum Rule {
     Timeout,
     /// It was the oldest group when another had to open beyond the bound.
     Overflow,
+    /// The aggregator was stopped with the group still open.
+    Stop,
 }
 
 impl fmt::Display for Rule {
@@ -63,6 +92,7 @@ impl fmt::Display for Rule {
             Rule::Predicate => "predicate",
             Rule::Timeout => "timeout",
             Rule::Overflow => "overflow",
+            Rule::Stop => "stop",
         })
     }
 }
@@ -84,7 +114,8 @@ pub enum ConfigProblem {
     ZeroMaxGroups,
     /// Incomplete groups go to dead letters, but none are set.
     #[error(
-        "incomplete groups go to the dead letters, but no dead letter channel or callback is set"
+        "incomplete groups go to the dead letters (at their timeout or at stop), but no dead \
+         letter channel or callback is set"
     )]
     NoDeadLetters,
 }
@@ -106,6 +137,7 @@ pub struct AggregatorConfig {
     pub(crate) all_parts: bool,
     pub(crate) combine: Option<Arc<CombineFn>>,
     pub(crate) incomplete: Incomplete,
+    pub(crate) on_stop: OnStop,
     pub(crate) max_groups: usize,
     pub(crate) overflow: Overflow,
     pub(crate) dead_letters: Option<DeadLetters>,
@@ -120,6 +152,7 @@ impl fmt::Debug for AggregatorConfig {
             .field("predicate", &self.predicate.is_some())
             .field("all_parts", &self.all_parts)
             .field("incomplete", &self.incomplete)
+            .field("on_stop", &self.on_stop)
             .field("max_groups", &self.max_groups)
             .field("overflow", &self.overflow)
             .finish_non_exhaustive()
@@ -146,6 +179,7 @@ impl Default for AggregatorBuilder {
                 all_parts: false,
                 combine: None,
                 incomplete: Incomplete::Release,
+                on_stop: OnStop::Release,
                 max_groups: 10_000,
                 overflow: Overflow::GiveUpOldest,
                 dead_letters: None,
@@ -212,6 +246,13 @@ impl AggregatorBuilder {
         self
     }
 
+    /// What to do with the groups still open when the aggregator is stopped (released by
+    /// default).
+    pub fn on_stop(mut self, on_stop: OnStop) -> Self {
+        self.config.on_stop = on_stop;
+        self
+    }
+
     /// At most `max` open groups (10 000 by default), and what to do beyond.
     pub fn max_groups(mut self, max: usize, overflow: Overflow) -> Self {
         self.config.max_groups = max;
@@ -251,7 +292,9 @@ impl AggregatorBuilder {
         if c.max_groups == 0 {
             problems.push(ConfigProblem::ZeroMaxGroups);
         }
-        if c.incomplete == Incomplete::DeadLetter && c.dead_letters.is_none() {
+        let dead_letters_needed =
+            c.incomplete == Incomplete::DeadLetter || c.on_stop == OnStop::DeadLetter;
+        if dead_letters_needed && c.dead_letters.is_none() {
             problems.push(ConfigProblem::NoDeadLetters);
         }
         if problems.is_empty() {

@@ -20,6 +20,10 @@
 //! open a new group. A message whose key or sequence headers can not be read
 //! is handed back as [`AggregateError::Invalid`] with the reason (a permanent error).
 //!
+//! When its flow stops, the owner calls [`Aggregator::stop`]: every group still open is
+//! released, dead-lettered, dropped or kept, as [`OnStop`] says (released by default, so
+//! nothing is lost without a word).
+//!
 //! Memory is bounded by a number of open groups (10 000 by default): a message that would open
 //! one more either makes the aggregator give up its oldest group (the default, following the
 //! [`Incomplete`] setting; counted in `overflowed`) or is refused ([`Overflow::Refuse`]).
@@ -64,11 +68,12 @@ mod release;
 mod service;
 mod state;
 mod stats;
+mod stop;
 mod timer;
 
 pub use config::{
     AggregatorBuilder, AggregatorConfig, CombineFn, CompletionFn, ConfigError, ConfigProblem,
-    Incomplete, Overflow, Rule,
+    Incomplete, OnStop, Overflow, Rule,
 };
 pub use dead_letter::{DeadLetters, INCOMPLETE, INVALID, IncompleteGroup};
 pub use decision::{Decision, Refusal};
@@ -77,6 +82,7 @@ pub use group::{Added, Group, GroupRules, GroupStore, InMemoryGroups, Part};
 pub use key::{Key, KeyError, KeyFn};
 pub use service::{AggregateFuture, Aggregated, Aggregator, AggregatorLayer};
 pub use stats::AggregatorStats;
+pub use stop::Stopped;
 
 pub use eip_core::message::names::SEQUENCE_NUMBER;
 pub use eip_core::message::names::SEQUENCE_SIZE;

@@ -49,13 +49,15 @@ fn json_array(messages: &[Message]) -> Result<Bytes, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Gives up `group`, which did not complete before `rule` (timeout or overflow) struck: it is
-/// released or dead-lettered as configured. What can be neither is logged and counted as lost.
+/// Gives up `group`, which did not complete before `rule` (timeout, overflow or stop) struck:
+/// it is released or dead-lettered as `incomplete` says. What can be neither is logged and
+/// counted as lost.
 pub(crate) async fn give_up<S>(
     config: &AggregatorConfig,
     counters: &Counters,
     group: Group,
     rule: Rule,
+    incomplete: Incomplete,
     inner: S,
 ) where
     S: Service<Message>,
@@ -64,7 +66,7 @@ pub(crate) async fn give_up<S>(
     counters.given_up(rule);
     let key = group.key().to_owned();
     let count = group.len();
-    if config.incomplete == Incomplete::DeadLetter {
+    if incomplete == Incomplete::DeadLetter {
         let detail = format!("given up ({rule}) with {count} messages");
         dead_letter(
             config,
@@ -94,15 +96,31 @@ pub(crate) async fn give_up<S>(
     }
 }
 
-/// [`give_up`], then the store forgets the group (a durable one deletes it).
+/// [`give_up`] as configured for a timeout or an overflow, then the store forgets the group
+/// (a durable one deletes it).
 pub(crate) async fn give_up_and_forget<S>(shared: &Shared, group: Group, rule: Rule, inner: S)
 where
     S: Service<Message>,
     S::Error: std::fmt::Display,
 {
+    give_up_as_and_forget(shared, group, rule, shared.config.incomplete, inner).await;
+}
+
+/// [`give_up`] as `incomplete` says, then the store forgets the group.
+pub(crate) async fn give_up_as_and_forget<S>(
+    shared: &Shared,
+    group: Group,
+    rule: Rule,
+    incomplete: Incomplete,
+    inner: S,
+) where
+    S: Service<Message>,
+    S::Error: std::fmt::Display,
+{
     let key = group.shared_key();
     let ids: Vec<MessageId> = group.messages().iter().map(Message::id).collect();
-    give_up(&shared.config, &shared.counters, group, rule, inner).await;
+    let (config, counters) = (&shared.config, &shared.counters);
+    give_up(config, counters, group, rule, incomplete, inner).await;
     forget(shared, &key, &ids).await;
 }
 

@@ -65,8 +65,8 @@ pub enum Aggregated<R> {
 /// The Aggregator: collects correlated messages into groups and sends each complete group on
 /// as one message (see the [module](super) for the rules).
 pub struct Aggregator<S> {
-    inner: S,
-    shared: Arc<Shared>,
+    pub(super) inner: S,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl<S: Clone> Clone for Aggregator<S> {

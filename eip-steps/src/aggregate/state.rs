@@ -234,6 +234,20 @@ impl Shared {
         self.store().oldest().map(|(_, at)| at)
     }
 
+    /// Takes out every open group, oldest first.
+    pub(crate) fn take_all(&self) -> Vec<Group> {
+        let mut store = self.store();
+        let mut all = Vec::with_capacity(store.len());
+        while let Some((key, _)) = store.oldest() {
+            let key = key.to_owned();
+            match store.remove(&key, false) {
+                Some(group) => all.push(group),
+                None => break,
+            }
+        }
+        all
+    }
+
     /// Takes out every group opened `timeout` or longer before `now`.
     pub(crate) fn take_expired(&self, now: Instant, timeout: Duration) -> Vec<Group> {
         let mut store = self.store();

@@ -21,6 +21,10 @@ pub struct AggregatorStats {
     pub timed_out: u64,
     /// Groups given up to make room for a new one.
     pub overflowed: u64,
+    /// Groups still open when the aggregator was stopped, and handled as its `OnStop` says.
+    pub stopped: u64,
+    /// Messages of groups dropped at stop (`OnStop::Drop`).
+    pub dropped: u64,
     /// Given-up groups released (combined and sent on).
     pub released_incomplete: u64,
     /// Messages handed to the dead letters.
@@ -38,6 +42,8 @@ pub(crate) struct Counters {
     refused: AtomicU64,
     timed_out: AtomicU64,
     overflowed: AtomicU64,
+    stopped: AtomicU64,
+    dropped: AtomicU64,
     released_incomplete: AtomicU64,
     dead_lettered: AtomicU64,
     lost: AtomicU64,
@@ -66,8 +72,13 @@ impl Counters {
     pub(crate) fn given_up(&self, rule: Rule) {
         match rule {
             Rule::Overflow => bump(&self.overflowed, 1),
+            Rule::Stop => bump(&self.stopped, 1),
             _ => bump(&self.timed_out, 1),
         }
+    }
+    pub(crate) fn dropped(&self, messages: usize) {
+        bump(&self.stopped, 1);
+        bump(&self.dropped, messages as u64);
     }
     pub(crate) fn released(&self) {
         bump(&self.released_incomplete, 1);
@@ -87,6 +98,8 @@ impl Counters {
             refused: get(&self.refused),
             timed_out: get(&self.timed_out),
             overflowed: get(&self.overflowed),
+            stopped: get(&self.stopped),
+            dropped: get(&self.dropped),
             released_incomplete: get(&self.released_incomplete),
             dead_lettered: get(&self.dead_lettered),
             lost: get(&self.lost),

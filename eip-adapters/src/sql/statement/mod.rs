@@ -58,6 +58,11 @@ impl Statement {
         &self.sql
     }
 
+    /// Each parameter as written (`:id`, `:$.customer.id`), in placeholder order.
+    pub(crate) fn parameter_names(&self) -> impl Iterator<Item = &str> {
+        self.parameters.iter().map(|p| p.written.as_str())
+    }
+
     /// How many values it binds.
     pub(crate) fn parameter_count(&self) -> usize {
         self.parameters.len()

@@ -9,6 +9,7 @@
 //!       size: 100                                     # complete at 100 messages,
 //!       timeout: 30s                                  # or 30 s after the group's first
 //!       on-timeout: dead-letter                       # (default: release what it has)
+//!       on-stop: release                              # open groups when the flow stops
 //!       combine: '{sensor: .[0].sensor, mean: (map(.value) | add / length)}'
 //!   - aggregate: {all-parts: true}                    # every part of a split
 //!   - aggregate: {complete-when: 'any(.[]; .last)'}   # a jq test over the group
@@ -25,6 +26,18 @@
 //! message's other headers, and as payload what `combine` (jq over the array of payloads)
 //! makes of the group, by default that array.
 //!
+//! When the flow stops (its input ended, a signal, [`RunningFlow::stop`]), once nothing more
+//! comes in, `on-stop` says what becomes of the groups still open: `release` sends each on
+//! as it is, `dead-letter` sends its messages to the dead letter channel with reason
+//! `incomplete`, `drop` forgets them (counted and logged as a warning), `keep` leaves them in
+//! the flow's store for the next start. The default is `release` on a route kept in memory
+//! (where a group left open would end with the process, its messages lost without a word)
+//! and `keep` on a durable route (whose groups are on disk, and go on at the next start);
+//! `keep` on a route kept in memory is refused. What is released or dead-lettered at stop
+//! goes through the rest of the route, and the flow drains it before it stops its consumers.
+//!
+//! [`RunningFlow::stop`]: crate::compile::RunningFlow::stop
+//!
 //! A message whose key can not be computed is invalid (dead letter, reason `invalid`); a part
 //! whose sequence number its group holds already is a duplicate, counted and dropped. At most
 //! `max-groups` groups are open (10 000 by default): one more gives up the oldest.
@@ -39,12 +52,14 @@
 
 mod durable;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use eip_core::MessageBus;
 use eip_core::message::Message;
 use eip_steps::aggregate::{
-    AggregateError, Aggregated, Aggregator, AggregatorConfig, Decision, Incomplete, Overflow,
+    AggregateError, Aggregated, Aggregator, AggregatorConfig, Decision, Incomplete, OnStop,
+    Overflow, Stopped,
 };
 use futures::future::BoxFuture;
 use tower::ServiceExt;
@@ -71,6 +86,7 @@ pub(super) static AGGREGATE: StepKind = StepKind {
         "combine",
         "on-timeout",
         "max-groups",
+        "on-stop",
     ],
     check,
 };
@@ -94,6 +110,10 @@ pub struct AggregateConfig {
     pub dead_letter_incomplete: bool,
     /// How many groups are open at most.
     pub max_groups: usize,
+    /// What becomes of the groups still open when the flow stops, as written; unwritten,
+    /// [`OnStop::Keep`] where the groups are in the flow's store and [`OnStop::Release`]
+    /// where they are in memory.
+    pub on_stop: Option<OnStop>,
 }
 
 fn check(
@@ -120,6 +140,7 @@ fn check(
         )
     });
     let max_groups = optional(settings, "max-groups", |s| s.whole(check, "max-groups", 1));
+    let on_stop = optional(settings, "on-stop", |s| on_stop(check, s, entry));
     if check.problems.len() > before {
         return None;
     }
@@ -132,6 +153,7 @@ fn check(
         combine,
         dead_letter_incomplete: on_timeout.unwrap_or(false),
         max_groups: usize::try_from(max_groups.unwrap_or(DEFAULT_MAX_GROUPS)).unwrap_or(usize::MAX),
+        on_stop,
     };
     if config.size.is_none()
         && config.timeout.is_none()
@@ -165,6 +187,37 @@ fn check(
         return None;
     }
     Some(Box::new(config))
+}
+
+/// `on-stop:`; `keep` only where the groups outlive the process (a durable route).
+fn on_stop(check: &mut Check<'_>, settings: &Settings<'_>, entry: &Entry<'_>) -> Option<OnStop> {
+    let choice = settings.one_of(
+        check,
+        "on-stop",
+        &[
+            ("release", OnStop::Release),
+            ("dead-letter", OnStop::DeadLetter),
+            ("drop", OnStop::Drop),
+            ("keep", OnStop::Keep),
+        ],
+    )?;
+    if choice == OnStop::Keep && !entry.from_durable {
+        settings.report_at(
+            check,
+            "on-stop",
+            &format!(
+                "`on-stop: keep` keeps the open groups for the next start, and route `{}` \
+                 keeps them in memory (`{}` is not durable): they would be lost",
+                entry.route, entry.from
+            ),
+            Some(
+                "release them (`on-stop: release`, the default here), send them to the dead \
+                 letters (`dead-letter`), or make the channel `durable: true`",
+            ),
+        );
+        return None;
+    }
+    Some(choice)
 }
 
 /// `read(settings)` when `key` is set, else `None`.
@@ -206,13 +259,18 @@ impl StepConfig for AggregateConfig {
             .dead_letter_channel()
             .unwrap_or_else(|| at.bus.dead_letter_channel())
             .clone();
-        let config = self.config(dead_letters)?;
+        let config = self.config(dead_letters, at.store.is_some())?;
         let rest = Later::default();
+        let place = Place {
+            route: at.route.to_owned(),
+            step: at.index + 1,
+        };
         let Some(store) = at.store else {
-            return Ok(Box::new(Aggregate {
-                aggregator: Aggregator::new(rest.clone(), config),
+            return Ok(Box::new(Aggregate::new(
+                Aggregator::new(rest.clone(), config),
                 rest,
-            }));
+                place,
+            )));
         };
         let table = format!("aggregate/{}/{}", at.route, at.index + 1);
         let (groups, held) = durable::DurableGroups::open(store, &table, at.from, at.route)?;
@@ -229,7 +287,7 @@ impl StepConfig for AggregateConfig {
                 "aggregator: groups read back from the store"
             );
         }
-        Ok(Box::new(Aggregate { aggregator, rest }))
+        Ok(Box::new(Aggregate::new(aggregator, rest, place)))
     }
 }
 
@@ -238,18 +296,30 @@ impl AggregateConfig {
         &self,
         dead_letters: eip_core::channel::DeadLetterChannel,
     ) -> Result<Box<dyn RouteStep>, CompileError> {
-        let config = self.config(dead_letters)?;
+        let config = self.config(dead_letters, false)?;
         let rest = Later::default();
-        Ok(Box::new(Aggregate {
-            aggregator: Aggregator::new(rest.clone(), config),
+        let place = Place {
+            route: String::new(),
+            step: 0,
+        };
+        Ok(Box::new(Aggregate::new(
+            Aggregator::new(rest.clone(), config),
             rest,
-        }))
+            place,
+        )))
     }
 
+    /// The aggregator's configuration; `durable`: its groups are in the flow's store.
     fn config(
         &self,
         dead_letters: eip_core::channel::DeadLetterChannel,
+        durable: bool,
     ) -> Result<AggregatorConfig, CompileError> {
+        let on_stop = match (self.on_stop, durable) {
+            (Some(on_stop), _) => on_stop,
+            (None, true) => OnStop::Keep,
+            (None, false) => OnStop::Release,
+        };
         let mut builder = Aggregator::builder()
             .correlate_by(self.key.key())
             .max_groups(self.max_groups, Overflow::GiveUpOldest)
@@ -257,6 +327,7 @@ impl AggregateConfig {
                 true => Incomplete::DeadLetter,
                 false => Incomplete::Release,
             })
+            .on_stop(on_stop)
             .dead_letter_channel((*dead_letters).clone());
         if let Some(n) = self.size {
             builder = builder.complete_at_size(n);
@@ -327,6 +398,55 @@ fn combine(jq: &Jq, messages: &[Message]) -> Result<bytes::Bytes, String> {
 struct Aggregate {
     aggregator: Aggregator<Later>,
     rest: Later,
+    place: Place,
+    /// How many kept groups the last stop logged, so a second stop says it again only when
+    /// it changed.
+    kept_logged: AtomicUsize,
+}
+
+/// Where the step is, for what it logs.
+#[derive(Debug)]
+struct Place {
+    route: String,
+    /// From 1.
+    step: usize,
+}
+
+impl Aggregate {
+    fn new(aggregator: Aggregator<Later>, rest: Later, place: Place) -> Self {
+        Aggregate {
+            aggregator,
+            rest,
+            place,
+            kept_logged: AtomicUsize::new(0),
+        }
+    }
+
+    /// Logs what a stop did, when it did anything.
+    fn log_stop(&self, stopped: &Stopped) {
+        if stopped.groups == 0 {
+            return;
+        }
+        let route = self.place.route.as_str();
+        let step = self.place.step;
+        match stopped.action {
+            OnStop::Keep => {
+                if self.kept_logged.swap(stopped.groups, Ordering::Relaxed) != stopped.groups {
+                    tracing::info!(
+                        route,
+                        step,
+                        "aggregator stopped: {stopped} in the store for the next start"
+                    );
+                }
+            }
+            OnStop::Drop => {
+                tracing::warn!(route, step, "aggregator stopped: {stopped}");
+            }
+            OnStop::Release | OnStop::DeadLetter => {
+                tracing::info!(route, step, "aggregator stopped: {stopped}");
+            }
+        }
+    }
 }
 
 impl RouteStep for Aggregate {
@@ -366,6 +486,14 @@ impl RouteStep for Aggregate {
                 Err(other) => Wrapped::Error(other.to_string().into()),
             };
             rest.finish(wrapped).await
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            let stopped = self.aggregator.stop().await;
+            self.log_stop(&stopped);
+            stopped.acted()
         })
     }
 }

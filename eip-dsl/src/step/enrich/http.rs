@@ -13,7 +13,9 @@ use tokio::sync::OnceCell;
 use tower::BoxError;
 
 use super::{Answer, Request};
-use crate::diagnostic::Check;
+use eip_adapters::env::redact_url;
+
+use crate::diagnostic::{Check, is_secret_name};
 use crate::settings::Settings;
 use crate::template;
 
@@ -95,6 +97,36 @@ impl HttpSource {
             client: OnceCell::new(),
         }
     }
+}
+
+/// What the dry run says of `request`: its method and URL, a password in the URL (in the
+/// user info, or a query parameter named like a secret's) shown as `***`.
+pub(super) fn would(request: &LookupRequest) -> String {
+    let url = shown_url(&request.url);
+    match request.body {
+        Some(_) => format!(
+            "would call {} {url} with the payload",
+            request.method.as_str()
+        ),
+        None => format!("would call {} {url}", request.method.as_str()),
+    }
+}
+
+/// `url` with its secrets as `***`: the user info's password, and the value of each query
+/// parameter whose name is a secret's (`password`, `api_key`, `token`).
+fn shown_url(url: &str) -> String {
+    let url = redact_url(url);
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if is_secret_name(name) => format!("{name}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", pairs.join("&"))
 }
 
 /// A running HTTP lookup. The client (which reads the token) is made at the first request.

@@ -39,8 +39,10 @@
 //! `max-entries` answers (when full, the oldest goes). Two messages that miss at the same
 //! moment both ask.
 //!
-//! The dry run (`eip route`) looks nothing up: the message goes on unchanged, and the step
-//! is described with the request it makes. `timeout`, `concurrency`, `circuit-breaker` and
+//! The dry run (`eip route`) looks nothing up: the message goes on unchanged, and with
+//! `--steps` the step says the request it would make for this message: `would call GET
+//! http://127.0.0.1:8080/customers/42` (a password in the URL shown as `***`), or `would
+//! query `select ... where id = :id` with :id = 42`. `timeout`, `concurrency`, `circuit-breaker` and
 //! `retry` are those of every step that calls out (see [`calls`](super::calls)). The
 //! connection (an SQL pool, the HTTP client with its token) is made at the first lookup.
 
@@ -388,6 +390,19 @@ impl Lookup {
         }
     }
 
+    /// What the dry run says of `request`, which it does not make: `would call GET
+    /// http://h/customers/42`, secrets in the URL shown as `***`.
+    fn would(&self, request: &Request) -> String {
+        match (self, request) {
+            #[cfg(feature = "http")]
+            (Lookup::Http(_), Request::Http(_, r)) => http::would(r),
+            #[cfg(feature = "sql")]
+            (Lookup::Sql(l), Request::Sql(q)) => l.would(q),
+            #[allow(unreachable_patterns)]
+            _ => "would look something up".to_owned(),
+        }
+    }
+
     /// Makes the request. An error is a failure another attempt may not have.
     async fn ask(&self, request: Request) -> Result<Answer, BoxError> {
         match (self, request) {
@@ -440,11 +455,15 @@ impl Enrich {
 }
 
 impl RouteStep for Enrich {
-    /// The dry run looks nothing up: a message that can not make its request is invalid, as
-    /// it would be in a running flow; any other goes on unchanged.
+    /// The dry run looks nothing up: it says the request this message would make; a message
+    /// that can not make its request is invalid, as it would be in a running flow; any other
+    /// goes on unchanged.
     fn decide(&self, msg: Message) -> Made {
         match self.request(&msg) {
-            Ok(_) => Made::next(msg),
+            Ok(request) => {
+                let would = self.lookup.would(&request);
+                Made::next(msg).noted(would)
+            }
             Err(error) => Self::invalid(msg, error),
         }
     }

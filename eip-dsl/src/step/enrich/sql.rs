@@ -193,6 +193,15 @@ impl SqlAsk {
         bound.map(Request::Sql).map_err(|e| e.to_string())
     }
 
+    /// What the dry run says of `query`: the query, and each value it binds.
+    pub(super) fn would(&self, query: &eip_adapters::sql::lookup::BoundQuery) -> String {
+        let values = self.lookup.show(query);
+        match values.is_empty() {
+            true => format!("would query `{}`", self.lookup.query()),
+            false => format!("would query `{}` with {values}", self.lookup.query()),
+        }
+    }
+
     pub(super) async fn ask(
         &self,
         query: &eip_adapters::sql::lookup::BoundQuery,
