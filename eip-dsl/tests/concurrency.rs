@@ -59,7 +59,7 @@ async fn wait_until(mut done: impl FnMut() -> bool) -> bool {
 
 /// A service that counts the calls in progress (now and at most) and holds each until the
 /// test lets it go, one permit a call.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Gate {
     now: Arc<AtomicUsize>,
     most: Arc<AtomicUsize>,
@@ -70,8 +70,10 @@ struct Gate {
 impl Gate {
     fn new() -> Self {
         Gate {
+            now: Arc::default(),
+            most: Arc::default(),
+            done: Arc::default(),
             permits: Arc::new(Semaphore::new(0)),
-            ..Gate::default()
         }
     }
 
@@ -215,7 +217,7 @@ routes:
 #[test]
 fn a_durable_route_with_concurrency_acknowledges_every_message_and_leaves_none_for_a_restart() {
     let scratch = Scratch::new("concurrency-durable");
-    let data = scratch.path().join("data");
+    let data = scratch.0.join("data");
     let sent: Vec<Message> = (0..300).map(order).collect();
     let out = run_durable(DURABLE, &data, "orders", sent, Duration::ZERO);
     let orders: Vec<u64> = out.iter().map(order_of).collect();
@@ -322,7 +324,7 @@ fn run_dedupe(data: &Path, messages: Vec<Message>) -> (Vec<u64>, Vec<u64>) {
 #[test]
 fn a_copy_in_flight_waits_for_its_original_and_passes_when_the_original_failed() {
     let scratch = Scratch::new("concurrency-dedupe");
-    let data = scratch.path().join("data");
+    let data = scratch.0.join("data");
     let keys = 25u64;
     // Each order's copies one after another: with 8 at once, two orders' copies are in the
     // route together.
