@@ -115,7 +115,9 @@ fn output(seen: &Outputs) -> compile::Output {
     let seen = seen.clone();
     Arc::new(move |channel: &str, msg: &Message| {
         let mut seen = seen.lock().expect("not poisoned");
-        seen.entry(channel.to_owned()).or_default().push(msg.clone());
+        seen.entry(channel.to_owned())
+            .or_default()
+            .push(msg.clone());
     })
 }
 
@@ -184,7 +186,12 @@ fn the_builder_sets_the_same_concurrency_as_the_file() {
     let built = FlowBuilder::new()
         .channel("orders", channel::point_to_point())
         .channel("out", channel::point_to_point())
-        .route(route::from("orders").process("held").to("out").concurrency(4))
+        .route(
+            route::from("orders")
+                .process("held")
+                .to("out")
+                .concurrency(4),
+        )
         .service("held", echo)
         .plan(".")
         .unwrap_or_else(|e| panic!("{}", e.render()));
@@ -290,8 +297,13 @@ fn dedupe_services() -> Services {
 /// One run of [`dedupe_route`] on `data` with `messages`: what reached `out`, and the dead
 /// letters.
 fn run_dedupe(data: &Path, messages: Vec<Message>) -> (Vec<u64>, Vec<u64>) {
-    let plan = load::load_str_with(&dedupe_route(), "flow.yaml", Path::new("."), &dedupe_services())
-        .unwrap_or_else(|e| panic!("{}", e.render()));
+    let plan = load::load_str_with(
+        &dedupe_route(),
+        "flow.yaml",
+        Path::new("."),
+        &dedupe_services(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render()));
     let store = StoreOptions {
         data_dir: data.to_owned(),
         max_bytes: None,
@@ -313,7 +325,12 @@ fn run_dedupe(data: &Path, messages: Vec<Message>) -> (Vec<u64>, Vec<u64>) {
         assert!(left.is_empty(), "nothing left: {left:?}");
         let seen = seen.lock().expect("not poisoned");
         let of = |channel: &str| -> Vec<u64> {
-            let mut orders: Vec<u64> = seen.get(channel).into_iter().flatten().map(order_of).collect();
+            let mut orders: Vec<u64> = seen
+                .get(channel)
+                .into_iter()
+                .flatten()
+                .map(order_of)
+                .collect();
             orders.sort_unstable();
             orders
         };
@@ -367,11 +384,15 @@ routes:
         for n in 0..11 {
             orders.send(order(n)).await.expect("accepted");
         }
-        let all = wait_until(|| seen.lock().expect("not poisoned").get("out").map(Vec::len) == Some(11));
+        let all =
+            wait_until(|| seen.lock().expect("not poisoned").get("out").map(Vec::len) == Some(11));
         assert!(all.await, "every order went on");
         // One every 50 ms: the 11th no sooner than 500 ms after the first.
         let took = started.elapsed();
-        assert!(took >= Duration::from_millis(490), "11 orders at 20/s in {took:?}");
+        assert!(
+            took >= Duration::from_millis(490),
+            "11 orders at 20/s in {took:?}"
+        );
         running.stop(Duration::from_secs(5)).await;
     });
 }
@@ -429,7 +450,8 @@ fn concurrency_above_1_is_refused_on_a_route_that_aggregates_or_resequences() {
         let kind = step.split(':').next().unwrap_or_default();
         let p = only_problem("4", &[step]);
         assert!(
-            p.message.contains(&format!("`concurrency: 4` and a `{kind}` step")),
+            p.message
+                .contains(&format!("`concurrency: 4` and a `{kind}` step")),
             "{}",
             p.message
         );
@@ -440,6 +462,9 @@ fn concurrency_above_1_is_refused_on_a_route_that_aggregates_or_resequences() {
         // One at a time, written or not, is allowed.
         let lines = with_concurrency("1", &[step]);
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        assert!(support::validate::load(&lines).is_ok(), "{step} with concurrency 1");
+        assert!(
+            support::validate::load(&lines).is_ok(),
+            "{step} with concurrency 1"
+        );
     }
 }

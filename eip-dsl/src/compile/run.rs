@@ -79,9 +79,11 @@ impl Flow {
                 Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone())
                     .concurrency(route.concurrency())
                     .spawn(),
-                Channel::PublishSubscribe(c) => Consumer::new(subscribe(c, route.name()), route.clone())
-                    .concurrency(route.concurrency())
-                    .spawn(),
+                Channel::PublishSubscribe(c) => {
+                    Consumer::new(subscribe(c, route.name()), route.clone())
+                        .concurrency(route.concurrency())
+                        .spawn()
+                }
             };
             consumers.push(handle);
         }

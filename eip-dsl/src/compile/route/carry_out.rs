@@ -147,7 +147,10 @@ impl Route {
     }
 
     /// Carries out what was decided, in order.
-    pub(in crate::compile) async fn carry_out(&self, steps: Vec<Step<'_>>) -> Result<(), RouteError> {
+    pub(in crate::compile) async fn carry_out(
+        &self,
+        steps: Vec<Step<'_>>,
+    ) -> Result<(), RouteError> {
         let c = &self.inner.counters;
         let mut dead_lettered = 0u64;
         let mut sent = false;

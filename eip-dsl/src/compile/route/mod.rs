@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use eip_core::channel::{Channel, DeadLetterChannel, RedeliveryPolicy};
 use eip_core::message::Message;
 use eip_core::router::{
-    ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouterError,
-    Target,
+    ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouterError, Target,
 };
 use eip_core::template::Syntax;
 

@@ -90,7 +90,10 @@ mod tests {
         let other = turns.take("b".into()).await;
         let second = turns.take("a".into());
         tokio::pin!(second);
-        assert!(futures::poll!(&mut second).is_pending(), "the second took a held turn");
+        assert!(
+            futures::poll!(&mut second).is_pending(),
+            "the second took a held turn"
+        );
         drop(first);
         let second = tokio::time::timeout(Duration::from_secs(10), second)
             .await

@@ -30,7 +30,9 @@ impl Route<'_> {
         };
         let key = self.field("concurrency");
         let refused = match written.value {
-            Number::Integer(n) if n < 1 => Some(format!("`concurrency` must be at least 1, found {n}")),
+            Number::Integer(n) if n < 1 => {
+                Some(format!("`concurrency` must be at least 1, found {n}"))
+            }
             Number::Integer(n) if n > MAX_CONCURRENCY as i64 => Some(format!(
                 "`concurrency` must be at most {MAX_CONCURRENCY}, found {n}"
             )),

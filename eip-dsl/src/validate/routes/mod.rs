@@ -23,8 +23,8 @@ use crate::settings::Settings;
 use crate::spec::{FlowSpec, Located, Position, RouteSpec, SettingValue};
 use crate::step::{self, Entry, Services, on_error};
 
-use actions::{own_channel, targets};
 pub(crate) use actions::not_back_to;
+use actions::{own_channel, targets};
 
 /// Checks every route; the plan's routes in the order declared.
 pub(crate) fn check(
