@@ -468,3 +468,17 @@ fn concurrency_above_1_is_refused_on_a_route_that_aggregates_or_resequences() {
         );
     }
 }
+
+#[test]
+fn eip_graph_writes_a_routes_concurrency_under_its_name() {
+    let lines = with_concurrency("16", &[]);
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let plan = support::validate::load(&lines).expect("validates");
+    for drawn in [eip_dsl::graph::dot(&plan), eip_dsl::graph::mermaid(&plan)] {
+        assert!(drawn.contains("concurrency 16"), "{drawn}");
+    }
+    let lines = with_concurrency("1", &[]);
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let plan = support::validate::load(&lines).expect("validates");
+    assert!(!eip_dsl::graph::dot(&plan).contains("concurrency"));
+}
