@@ -14,9 +14,12 @@
 //! - `aggregate durable`: messages in groups of 100, through `aggregate: {key: '.g', size:
 //!   100}` (each held message written in the commit that acks it, each group deleted in one).
 //!   Compared with the plain durable route, and with a `HashMap` grouping loop.
+//! - `concurrency 16`: the plain durable route and the dedupe route with `concurrency: 16`,
+//!   each against itself with concurrency 1: sixteen messages in processing at once share the
+//!   store's fsyncs (group commit) where one at a time waits for one each.
 //!
-//! Run: `cargo bench -p eip-bench --bench durable_steps` (add `dedupe` or `aggregate` to run
-//! one). `cargo test -p eip-bench --benches` runs a small version.
+//! Run: `cargo bench -p eip-bench --bench durable_steps` (add `dedupe`, `aggregate` or
+//! `concurrency` to run one). `cargo test -p eip-bench --benches` runs a small version.
 
 use std::collections::{HashMap, HashSet};
 use std::hint::black_box;
@@ -35,6 +38,11 @@ const ROUNDS: usize = 3;
 
 /// The flow of one round: `orders` → route (with `steps`, if any) → `out`.
 fn flow(steps: &str) -> String {
+    flow_at(steps, 1)
+}
+
+/// [`flow`] with the route's `concurrency:`.
+fn flow_at(steps: &str, concurrency: usize) -> String {
     let steps = match steps {
         "" => String::new(),
         step => format!("    steps:\n      - {step}\n"),
@@ -47,6 +55,7 @@ channels:
 routes:
   - name: bench
     from: orders
+    concurrency: {concurrency}
 {steps}    to: out
 "
     )
@@ -184,6 +193,27 @@ fn compare(
     );
 }
 
+/// The route with `step` (none for `""`) at `concurrency: 16` against the same route one
+/// message at a time.
+fn compare_concurrency(name: &str, step: &str, messages: &[Message], expected_out: usize) {
+    let (wide, narrow) = (flow_at(step, 16), flow_at(step, 1));
+    let (eip, one) = alternating_medians(
+        ROUNDS,
+        |_| {
+            let (ns, out) = round(&wide, messages);
+            assert_eq!(out, expected_out, "{name}: what came out");
+            ns
+        },
+        |_| round(&narrow, messages).0,
+    );
+    print_compare(name, eip, one, "the same durable route with concurrency 1");
+    println!(
+        "{name}: {:.0} msg/s with concurrency 16, {:.0} msg/s with 1",
+        1e9 / eip,
+        1e9 / one
+    );
+}
+
 fn main() {
     let filter = Filter::from_args();
     let n = if measuring() { 20_000 } else { 2_000 };
@@ -212,6 +242,17 @@ fn main() {
             n / 100,
             memory,
             "HashMap grouping loop in memory",
+        );
+    }
+    if filter.selects("concurrency 16") {
+        let (messages, keys) = with_copies(n);
+        let originals = keys.iter().collect::<HashSet<_>>().len();
+        compare_concurrency("plain durable concurrency 16", "", &messages, n);
+        compare_concurrency(
+            "dedupe durable concurrency 16",
+            "dedupe: '.k'",
+            &messages,
+            originals,
         );
     }
 }

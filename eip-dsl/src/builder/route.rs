@@ -28,7 +28,9 @@
 use super::StepBuilder;
 use eip_core::router::Strategy;
 
-use crate::spec::{LoadBalanceSpec, Located, RecipientsSpec, RouteSpec, SettingValue, WhenSpec};
+use crate::spec::{
+    LoadBalanceSpec, Located, Number, RecipientsSpec, RouteSpec, SettingValue, WhenSpec,
+};
 
 /// A route consuming the channel `channel` (`from:`).
 pub fn from(channel: impl Into<String>) -> RouteBuilder {
@@ -164,6 +166,27 @@ impl RouteBuilder {
     /// ```
     pub fn on_error(mut self, channel: impl Into<String>) -> Self {
         self.spec.on_error = Some(Located::new(SettingValue::Text(channel.into())));
+        self
+    }
+
+    /// `concurrency: N`: the route processes up to `n` messages at once instead of one at a
+    /// time; their order downstream is then not kept. Validation refuses 0, more than
+    /// [`MAX_CONCURRENCY`](crate::plan::MAX_CONCURRENCY), and more than 1 on a route with an
+    /// `aggregate` or `resequence` step.
+    ///
+    /// ```
+    /// use eip_dsl::builder::route;
+    ///
+    /// // routes: - {from: orders, steps: [process: pricing], to: priced, concurrency: 8}
+    /// let price = route::from("orders")
+    ///     .process("pricing")
+    ///     .to("priced")
+    ///     .concurrency(8);
+    /// # let _ = price;
+    /// ```
+    pub fn concurrency(mut self, n: u64) -> Self {
+        let n = i64::try_from(n).map_or(Number::Float(n as f64), Number::Integer);
+        self.spec.concurrency = Some(Located::new(n));
         self
     }
 

@@ -71,15 +71,20 @@ impl std::fmt::Display for ChannelCounters {
 
 impl Flow {
     /// Starts a consumer for every route and an output for every channel no route consumes,
-    /// on the current tokio runtime. Publish-subscribe channels are subscribed before this
+    /// on the current tokio runtime. A route's consumer hands it up to its `concurrency:`
+    /// messages at once, each acknowledged on its own once the route has carried it out. Publish-subscribe channels are subscribed before this
     /// returns, so nothing sent afterwards is missed.
     pub fn start(&self, output: Output) -> RunningFlow {
         let mut consumers = Vec::new();
         for route in &self.routes {
             let handle = match route.from() {
-                Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone()).spawn(),
+                Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone())
+                    .concurrency(route.concurrency())
+                    .spawn(),
                 Channel::PublishSubscribe(c) => {
-                    Consumer::new(subscribe(c, route.name()), route.clone()).spawn()
+                    Consumer::new(subscribe(c, route.name()), route.clone())
+                        .concurrency(route.concurrency())
+                        .spawn()
                 }
             };
             consumers.push(handle);

@@ -173,14 +173,18 @@ fn exchange_node(index: usize, x: &ExchangePlan) -> Node {
     }
 }
 
-/// A route's node: a diamond, with the header a recipient list reads on its second line.
+/// A route's node: a diamond, with on its second line the header a recipient list reads and
+/// the route's `concurrency` above 1.
 fn router_node(index: usize, r: &RoutePlan) -> Node {
-    let detail = match &r.action {
+    let header = match &r.action {
         ActionPlan::RecipientList(RecipientsPlan::Header(h)) => {
-            Some(clean(&format!("recipients from header {h}")))
+            Some(format!("recipients from header {h}"))
         }
         _ => None,
     };
+    let concurrency = (r.concurrency > 1).then(|| format!("concurrency {}", r.concurrency));
+    let parts: Vec<String> = header.into_iter().chain(concurrency).collect();
+    let detail = (!parts.is_empty()).then(|| clean(&parts.join(", ")));
     Node {
         id: node_id('r', index, &r.name),
         label: clean(&r.name),

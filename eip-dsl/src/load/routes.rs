@@ -22,6 +22,7 @@ const ROUTE: &[&str] = &[
     "recipient-list",
     "load-balance",
     "on-error",
+    "concurrency",
 ];
 const LOAD_BALANCE: &[&str] = &["to", "strategy"];
 const WHEN: &[&str] = &["when", "to"];
@@ -117,6 +118,9 @@ pub(super) fn read_route(
             super::adapters::setting_value(reader, v),
             reader.pos(v),
         ));
+    }
+    if let Some(v) = fields.get("concurrency") {
+        route.concurrency = reader.number(v, "concurrency", &p("concurrency"));
     }
     route
 }

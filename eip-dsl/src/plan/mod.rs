@@ -214,7 +214,13 @@ pub struct RoutePlan {
     /// `on-error:` where a message goes whose step failed once the channel's redelivery
     /// policy is used up, instead of the dead letter channel; `None`: the dead letter channel.
     pub on_error: Option<OnErrorPlan>,
+    /// `concurrency:` how many of its messages are processed at once, from 1 (the default) to
+    /// [`MAX_CONCURRENCY`]. Above 1 their order downstream is not kept.
+    pub concurrency: usize,
 }
+
+/// The most messages a route may process at once (`concurrency:`).
+pub const MAX_CONCURRENCY: usize = 10_000;
 
 /// A checked `on-error:` of a route or of a step: where a message whose step failed goes (see
 /// the book's error handling chapter).

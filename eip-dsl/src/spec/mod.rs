@@ -335,6 +335,9 @@ pub struct RouteSpec {
     /// `on-error:` where a message whose step failed goes once the channel's redelivery
     /// policy is used up: a channel's name, or `{to: CHANNEL}`. Checked by validation.
     pub on_error: Option<Located<SettingValue>>,
+    /// `concurrency:` how many messages the route processes at once (default 1). Kept as
+    /// written (it may be 0, negative or fractional) so validation can say what is wrong.
+    pub concurrency: Option<Located<Number>>,
 }
 
 /// One step of a route, as written: `- KIND: VALUE`, the value either the kind's main setting
@@ -379,6 +382,7 @@ impl RouteSpec {
             load_balance: None,
             steps: Vec::new(),
             on_error: None,
+            concurrency: None,
         }
     }
 }

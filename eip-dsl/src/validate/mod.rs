@@ -70,6 +70,7 @@ pub use crate::settings::{ByteSizeError, DurationError, parse_byte_size, parse_d
 ///     load_balance: None,
 ///     on_error: None,
 ///     steps: Vec::new(),
+///     concurrency: None,
 /// };
 /// let spec = FlowSpec {
 ///     channels: vec![queue("orders"), queue("shipped")],

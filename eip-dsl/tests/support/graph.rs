@@ -46,6 +46,7 @@ pub fn route(name: &str, from: &str, action: ActionPlan) -> RoutePlan {
         steps: Vec::new(),
         action,
         on_error: None,
+        concurrency: 1,
     }
 }
 

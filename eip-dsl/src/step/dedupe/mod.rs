@@ -19,14 +19,20 @@
 //! flow's store, and each is written in the commit that acknowledges its message, after the
 //! rest of the route accepted it: after a crash either the message is acknowledged and its
 //! key kept (a copy is caught), or neither (the message comes again and passes).
+//!
+//! On a route with `concurrency:` above 1, two messages with one key are never in the step at
+//! once: the second waits until the first's outcome is settled ([`turns`]), then is a
+//! duplicate if the first was accepted, and passes if it was refused.
 
 mod durable;
+mod turns;
 
 use std::time::Duration;
 
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::message::Message;
+use eip_steps::aggregate::Key;
 use eip_steps::dedupe::{
     Decision, DedupeConfig as Config, DedupeError, Deduped, IdempotentReceiverLayer,
 };
@@ -145,7 +151,12 @@ impl DedupeConfig {
             .as_deref()
             .map(|name| bus_channel(bus, name))
             .transpose()?;
-        Ok(Box::new(Dedupe { layer, divert }))
+        Ok(Box::new(Dedupe {
+            layer,
+            divert,
+            key: self.key.key(),
+            turns: turns::Turns::default(),
+        }))
     }
 }
 
@@ -153,6 +164,10 @@ impl DedupeConfig {
 struct Dedupe {
     layer: IdempotentReceiverLayer,
     divert: Option<Channel>,
+    /// The key the receiver computes, computed again for the message's turn.
+    key: Key,
+    /// The keys whose messages are in the receiver.
+    turns: turns::Turns,
 }
 
 impl RouteStep for Dedupe {
@@ -174,8 +189,17 @@ impl RouteStep for Dedupe {
         // The receiver drops a duplicate; a divert channel needs the message back.
         let copy = self.divert.as_ref().map(|_| msg.clone());
         let receiver = self.layer.layer(rest.clone());
+        // A key that can not be computed takes no turn: the receiver finds it invalid.
+        let key = self.key.eval(&msg).ok().map(|k| k.into_owned());
         Box::pin(async move {
-            let wrapped = match receiver.oneshot(msg).await {
+            let turn = match key {
+                Some(key) => Some(self.turns.take(key).await),
+                None => None,
+            };
+            let outcome = receiver.oneshot(msg).await;
+            // Settled: the key is kept or forgotten, so a copy waiting can be judged.
+            drop(turn);
+            let wrapped = match outcome {
                 Ok(Deduped::Passed(())) => Wrapped::Done,
                 Ok(_) => Wrapped::Duplicate(self.divert.clone().zip(copy)),
                 Err(DedupeError::Invalid { reason, message }) => Wrapped::Invalid {
