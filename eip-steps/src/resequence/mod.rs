@@ -51,4 +51,4 @@ pub use decision::{Decision, ResequencerConfig};
 pub use service::{
     ResequenceError, ResequenceFuture, Resequenced, Resequencer, ResequencerLayer, ResequencerStats,
 };
-pub use store::{InMemorySequence, SequenceStore, Skipped};
+pub use store::{InMemorySequence, Released, SKIPPED_REMEMBERED, SequenceStore, Skipped};
