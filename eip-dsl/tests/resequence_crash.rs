@@ -35,7 +35,7 @@ use support::scratch::Scratch;
 /// Numbers come in blocks of this many, each block in reverse.
 const BLOCK: u64 = 10;
 /// The flow's `max-held`.
-const MAX_HELD: u64 = 200;
+const MAX_HELD: u64 = 50;
 
 /// Everything the runs printed.
 #[derive(Default)]
@@ -83,6 +83,9 @@ fn every_event_goes_on_in_order_or_is_still_held_after_kills() {
     let (kills, seed) = kills_and_seed("crash test (resequence)", 100);
     let scratch = Scratch::new("resequence-crash");
     let data = scratch.0.join("data");
+    // The store is made before the first run: a kill while redb creates its file leaves one
+    // that does not open (a limit of the store's creation, not of the step under test).
+    drop(Durable::open(&data, StoreConfig::default()).expect("the store is created"));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let book = ledger.clone();
     let fed = KillLoop {
