@@ -1,7 +1,7 @@
 //! The `resequence` step (the Resequencer) in a flow file: in order and out of order, a gap
 //! given up at the gap timeout (and counted), duplicates and late numbers, the `max-held`
-//! bound, invalid numbers, the dry run's note, the problems `eip validate` reports, and any
-//! permutation coming out in order.
+//! bound, invalid numbers, the dry run's note, the problems `eip validate` reports, any
+//! permutation coming out in order, and on a durable route what a restart keeps.
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,10 +15,14 @@ use eip_steps::resequence::ResequencerStats;
 use proptest::prelude::*;
 
 mod support {
+    pub mod durable_run;
     pub mod one_route;
+    pub mod scratch;
 }
 
+use support::durable_run::run_durable;
 use support::one_route::{drain, flow, problems, run_all, yaml_with};
+use support::scratch::Scratch;
 
 /// A message numbered `n` by the `sequence-number` header, its payload `n`.
 fn numbered(n: i64) -> Message {
@@ -272,9 +276,9 @@ fn problems_are_reported_with_help() {
     let text = problems("      - resequence: {gap-timout: 5s}");
     assert!(text.contains("did you mean `gap-timeout`?"), "{text}");
 
-    let durable = "
+    let broker = "
 channels:
-  orders: {kind: point-to-point, durable: true}
+  orders: {kind: point-to-point, store: {rabbitmq: {url: 'amqp://127.0.0.1:5672'}}}
   out: {kind: point-to-point}
 routes:
   - from: orders
@@ -282,14 +286,103 @@ routes:
       - resequence: {}
     to: out
 ";
-    let text = match load::load_str(durable, "flow.yaml", Path::new(".")) {
-        Ok(_) => panic!("a resequence on a durable route validated"),
+    let text = match load::load_str(broker, "flow.yaml", Path::new(".")) {
+        Ok(_) => panic!("a resequence on a broker's channel validated"),
         Err(errors) => errors.render(),
     };
-    assert!(
-        text.contains("consumes the durable channel `orders`"),
-        "{text}"
+    assert!(text.contains("kept in a broker"), "{text}");
+    assert!(text.contains("durable: true"), "{text}");
+}
+
+/// A durable route through `resequence: STEP`.
+fn durable(step: &str) -> String {
+    format!(
+        "
+channels:
+  orders: {{kind: point-to-point, durable: true}}
+  out: {{kind: point-to-point, durable: true}}
+routes:
+  - name: order
+    from: orders
+    steps:
+      - resequence: {step}
+    to: out
+"
+    )
+}
+
+fn run(yaml: &str, data: &Path, numbers: &[i64], linger: Duration) -> Vec<String> {
+    let messages = numbers.iter().map(|&n| numbered(n)).collect();
+    payloads(&run_durable(yaml, data, "orders", messages, linger))
+}
+
+#[test]
+fn on_a_durable_route_held_messages_and_their_order_survive_a_restart() {
+    let scratch = Scratch::new("resequence-durable");
+    let data = scratch.0.join("data");
+    let yaml = durable("{}");
+    assert_eq!(run(&yaml, &data, &[5, 3, 4], Duration::ZERO), texts(&[]));
+    // A new process reads 3, 4 and 5 back; 2 is held with them; 1 releases them all in order.
+    assert_eq!(run(&yaml, &data, &[2], Duration::ZERO), texts(&[]));
+    assert_eq!(
+        run(&yaml, &data, &[1, 7], Duration::ZERO),
+        texts(&[1, 2, 3, 4, 5])
     );
+    // 7 is still held, waiting for 6; 5 came out already, so it is a duplicate.
+    assert_eq!(run(&yaml, &data, &[5, 6], Duration::ZERO), texts(&[6, 7]));
+    assert_eq!(run(&yaml, &data, &[], Duration::ZERO), texts(&[]));
+}
+
+#[test]
+fn on_a_durable_route_the_next_number_survives_a_restart() {
+    let scratch = Scratch::new("resequence-next");
+    let data = scratch.0.join("data");
+    let yaml = durable("{start: 10}");
+    assert_eq!(
+        run(&yaml, &data, &[11, 10], Duration::ZERO),
+        texts(&[10, 11])
+    );
+    // After the restart 12 is next, not the configured start: it goes straight through, and
+    // 10 and 11 are duplicates.
+    assert_eq!(
+        run(&yaml, &data, &[10, 12, 11, 13], Duration::ZERO),
+        texts(&[12, 13])
+    );
+    assert_eq!(run(&yaml, &data, &[15], Duration::ZERO), texts(&[]));
+    assert_eq!(run(&yaml, &data, &[14], Duration::ZERO), texts(&[14, 15]));
+}
+
+#[test]
+fn on_a_durable_route_a_gap_is_given_up_after_a_restart_and_a_late_number_still_goes_on() {
+    let scratch = Scratch::new("resequence-gap");
+    let data = scratch.0.join("data");
+    let yaml = durable("{gap-timeout: 4s}");
+    // 1 goes through; 3 and 4 wait for 2. The process stops 2 s later, before the timeout.
+    assert_eq!(
+        run(&yaml, &data, &[1, 4, 3], Duration::from_secs(2)),
+        texts(&[1])
+    );
+    // Read back, they wait out the rest of the gap timeout with no new message, then go on:
+    // within 3 s, so the wait counts from when the gap began, not from the restart.
+    assert_eq!(
+        run(&yaml, &data, &[], Duration::from_secs(3)),
+        texts(&[3, 4])
+    );
+    // 2 was skipped by that gap: after another restart it is late, and still goes on; 5 is
+    // next.
+    assert_eq!(run(&yaml, &data, &[2, 5], Duration::ZERO), texts(&[2, 5]));
+    assert_eq!(run(&yaml, &data, &[], Duration::ZERO), texts(&[]));
+}
+
+#[test]
+fn on_a_durable_route_max_held_still_gives_the_first_gap_up() {
+    let scratch = Scratch::new("resequence-bound");
+    let data = scratch.0.join("data");
+    let yaml = durable("{max-held: 2}");
+    assert_eq!(run(&yaml, &data, &[3, 4], Duration::ZERO), texts(&[]));
+    // Read back: two held. One more gives the gap before 3 up.
+    assert_eq!(run(&yaml, &data, &[6], Duration::ZERO), texts(&[3, 4]));
+    assert_eq!(run(&yaml, &data, &[5], Duration::ZERO), texts(&[5, 6]));
 }
 
 proptest! {

@@ -22,6 +22,13 @@
 //! memory, held counts as accepted) or, when it released messages, when the inner service took
 //! all of them. [`Resequencer::peek`] gives the decision without changing anything.
 //!
+//! A store that keeps its state on disk ([`SequenceStore::keeps`]) makes each hold and each
+//! released run lasting ([`SequenceStore::keep_held`], [`SequenceStore::keep_released`]); a
+//! call then completes once that is done, and a released message the inner service refused is
+//! kept by the store rather than dropped ([`Resequenced::Kept`]). Built from what such a store
+//! read back, [`Resequencer::resume`] sends what it had as released and not sent, and starts
+//! the gap timer.
+//!
 //! ```
 //! use eip_core::{Message, channel::PointToPoint};
 //! use eip_steps::resequence::{Resequencer, ResequencerConfig};
@@ -51,4 +58,4 @@ pub use decision::{Decision, ResequencerConfig};
 pub use service::{
     ResequenceError, ResequenceFuture, Resequenced, Resequencer, ResequencerLayer, ResequencerStats,
 };
-pub use store::{InMemorySequence, SequenceStore, Skipped};
+pub use store::{InMemorySequence, Released, SKIPPED_REMEMBERED, SequenceStore, Skipped};

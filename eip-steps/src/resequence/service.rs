@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll};
 
-use eip_core::message::Message;
+use eip_core::message::{Message, MessageId};
 use futures::future::{Either, Ready, ready};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
@@ -13,7 +13,8 @@ use tokio::time::{Instant, sleep_until};
 use tower::{Layer, Service, ServiceExt};
 
 use super::decision::{Decision, ResequencerConfig, decide};
-use super::store::{InMemorySequence, SequenceStore};
+use super::store::{InMemorySequence, Released, SequenceStore};
+use crate::Keeping;
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
@@ -26,7 +27,8 @@ pub type ResequenceFuture<E> = Either<
 /// What the resequencer did with a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resequenced {
-    /// Held for later (in memory, held counts as accepted).
+    /// Held for later (in memory held counts as accepted; a durable store made it lasting
+    /// first).
     Held,
     /// It went out, with others after it: the inner service accepted `count` messages, in
     /// order.
@@ -38,6 +40,14 @@ pub enum Resequenced {
     Duplicate,
     /// Late after its gap was skipped: sent on at once.
     Late,
+    /// The inner service refused a released message (logged); a store that keeps its state
+    /// kept it and the ones released after it, to go out when it is read back.
+    Kept {
+        /// How many went out before.
+        sent: usize,
+        /// How many the store kept.
+        kept: usize,
+    },
 }
 
 /// A message the resequencer could not take, or messages it could not send on.
@@ -63,6 +73,10 @@ pub enum ResequenceError<E> {
     /// The inner service failed its readiness check; no message was taken.
     #[error("the inner service is not available: {0}")]
     Unavailable(E),
+    /// The store could not make a change lasting (a held message, a released run): the
+    /// message is not acknowledged, and comes again.
+    #[error("the resequencer's store could not keep its state: {0}")]
+    Keep(tower::BoxError),
 }
 
 impl<E> ResequenceError<E> {
@@ -129,33 +143,45 @@ impl Counters {
     }
 }
 
-/// Messages to send in order, after the batch released before them.
+/// Messages to send in order, after the batch released before them, each with its number.
 struct Batch {
     after: Option<oneshot::Receiver<()>>,
     done: oneshot::Sender<()>,
-    messages: Vec<Message>,
+    messages: Vec<(u64, Message)>,
+    /// The next number to release once this batch was released.
+    next: u64,
 }
 
 struct State {
     store: Box<dyn SequenceStore>,
     /// Settles when the last batch released has been sent.
     last: Option<oneshot::Receiver<()>>,
+    /// Messages a store read back as released but not sent, to go out first.
+    unsent: Option<Batch>,
 }
 
 impl State {
-    fn batch(&mut self, messages: Vec<Message>) -> Batch {
+    fn batch(&mut self, messages: Vec<(u64, Message)>) -> Batch {
         let (done, next) = oneshot::channel();
         Batch {
             after: self.last.replace(next),
             done,
             messages,
+            next: self.store.next(),
         }
     }
+}
+
+/// `messages` numbered from `first`.
+fn numbered(first: u64, messages: Vec<Message>) -> Vec<(u64, Message)> {
+    (first..).zip(messages).collect()
 }
 
 struct Shared {
     config: ResequencerConfig,
     state: Mutex<State>,
+    /// Whether the store keeps its state on disk ([`SequenceStore::keeps`]).
+    keeps: bool,
     counters: Arc<Counters>,
     wake: Arc<Notify>,
     timer: OnceLock<AbortHandle>,
@@ -171,7 +197,10 @@ impl Drop for Shared {
 
 enum Step {
     Ready(Resequenced),
-    Send(Batch, Resequenced),
+    /// Held; done once the store kept it.
+    Kept(Keeping),
+    /// A batch to send, once the store kept what was held (an overflow holds its message).
+    Send(Batch, Resequenced, Option<Keeping>),
 }
 
 impl Shared {
@@ -185,15 +214,18 @@ impl Shared {
         let c = &self.counters;
         match decide(&self.config, &*st.store, n) {
             Decision::Releases { .. } => {
-                let out = st.store.release(msg, now);
+                let out = numbered(n, st.store.release(msg, now));
                 let count = out.len();
-                Step::Send(st.batch(out), Resequenced::Released { count })
+                Step::Send(st.batch(out), Resequenced::Released { count }, None)
             }
             Decision::Held { .. } => {
                 st.store.hold(n, msg, now);
                 bump(&c.held, 1);
                 self.wake.notify_one();
-                Step::Ready(Resequenced::Held)
+                match st.store.keep_held(n) {
+                    Some(keeping) => Step::Kept(keeping),
+                    None => Step::Ready(Resequenced::Held),
+                }
             }
             Decision::Overflows { .. } => {
                 st.store.hold(n, msg, now);
@@ -205,8 +237,10 @@ impl Shared {
                         break;
                     }
                 }
+                // Still held (the gaps given up were before others): kept as any held one.
+                let kept = st.store.is_held(n).then(|| st.store.keep_held(n)).flatten();
                 let count = out.len();
-                Step::Send(st.batch(out), Resequenced::Released { count })
+                Step::Send(st.batch(out), Resequenced::Released { count }, kept)
             }
             Decision::Duplicate { .. } => {
                 bump(&c.duplicates, 1);
@@ -216,13 +250,13 @@ impl Shared {
             // message on beats losing it.
             Decision::Late { .. } | Decision::Invalid { .. } => {
                 bump(&c.late, 1);
-                Step::Send(st.batch(vec![msg]), Resequenced::Late)
+                Step::Send(st.batch(vec![(n, msg)]), Resequenced::Late, None)
             }
         }
     }
 
     /// Gives up one gap, adding the run after it to `out`; false when nothing is held.
-    fn skip_one(&self, st: &mut State, now: Instant, out: &mut Vec<Message>) -> bool {
+    fn skip_one(&self, st: &mut State, now: Instant, out: &mut Vec<(u64, Message)>) -> bool {
         let Some(skipped) = st.store.skip_gap(now) else {
             return false;
         };
@@ -231,8 +265,20 @@ impl Shared {
             &self.counters.missing,
             skipped.to.saturating_sub(skipped.from).saturating_add(1),
         );
-        out.extend(skipped.messages);
+        out.extend(numbered(skipped.to.saturating_add(1), skipped.messages));
         true
+    }
+
+    /// Has the store keep a released run (under the state's lock, so keeps are in the order
+    /// the runs were released and see the state as it is now).
+    fn keep_released(
+        &self,
+        sent: &[(u64, MessageId)],
+        unsent: &[(u64, Message)],
+        next: u64,
+    ) -> Option<Keeping> {
+        let released = Released { sent, unsent, next };
+        self.state().store.keep_released(&released)
     }
 
     /// When the gap timeout strikes, if something is held.
@@ -254,36 +300,112 @@ impl Shared {
     }
 }
 
-/// Sends a batch after the one before it; the unsent rest comes back with an error.
+/// What sending a batch came to.
+enum Sent<E> {
+    /// The inner service took them all.
+    All,
+    /// It refused one; the store kept it and the rest.
+    Kept { sent: usize, kept: usize },
+    /// It refused one; the rest after it, unsent (a store that does not keep its state).
+    Refused { error: E, rest: Vec<Message> },
+}
+
+/// A message the inner service refused, and the ones after it.
+struct Refusal<E> {
+    error: E,
+    /// A copy of the refused one, when the store keeps its state.
+    refused: Option<(u64, Message)>,
+    rest: Vec<(u64, Message)>,
+}
+
+/// Sends a batch after the one before it, then has the store keep what went out (and what
+/// did not, if it keeps its state).
 async fn send<S>(
     batch: Batch,
-    mut inner: S,
-    counters: Arc<Counters>,
-) -> Result<usize, ResequenceError<S::Error>>
+    inner: S,
+    shared: Arc<Shared>,
+) -> Result<Sent<S::Error>, tower::BoxError>
 where
     S: Service<Message>,
+    S::Error: fmt::Display,
 {
-    if let Some(before) = batch.after {
+    let Batch {
+        after,
+        done,
+        messages,
+        next,
+    } = batch;
+    if let Some(before) = after {
         // An error only means the batch before was dropped unsent: nothing to wait for.
         let _ = before.await;
     }
-    let count = batch.messages.len();
-    let mut rest = batch.messages.into_iter();
-    while let Some(msg) = rest.next() {
-        let sent = match inner.ready().await {
+    let (sent, refusal) = send_in_order(messages, inner, &shared).await;
+    let refusal = refusal.map(|r| {
+        let unsent: Vec<(u64, Message)> = r.refused.into_iter().chain(r.rest).collect();
+        (r.error, unsent)
+    });
+    let kept = match &refusal {
+        _ if !shared.keeps => None,
+        Some((_, unsent)) => shared.keep_released(&sent, unsent, next),
+        None => shared.keep_released(&sent, &[], next),
+    };
+    // The next batch may go: its keep comes after this one's, which is on its way.
+    drop(done);
+    if let Some(keeping) = kept {
+        keeping.await?;
+    }
+    Ok(match refusal {
+        None => Sent::All,
+        Some((error, unsent)) if shared.keeps => {
+            tracing::error!(
+                %error,
+                kept = unsent.len(),
+                "resequencer: the inner service refused a released message; it and the ones \
+                 released after it stay in the store, and go out when it is read back"
+            );
+            Sent::Kept {
+                sent: sent.len(),
+                kept: unsent.len(),
+            }
+        }
+        Some((error, unsent)) => Sent::Refused {
+            error,
+            rest: unsent.into_iter().map(|(_, m)| m).collect(),
+        },
+    })
+}
+
+/// Sends `messages` in order until the inner service refuses one: the numbers and ids of
+/// those it took, and the refusal.
+async fn send_in_order<S>(
+    messages: Vec<(u64, Message)>,
+    mut inner: S,
+    shared: &Shared,
+) -> (Vec<(u64, MessageId)>, Option<Refusal<S::Error>>)
+where
+    S: Service<Message>,
+{
+    let mut sent = Vec::with_capacity(messages.len());
+    let mut rest = messages.into_iter();
+    while let Some((n, msg)) = rest.next() {
+        let id = msg.id();
+        let copy = shared.keeps.then(|| (n, msg.clone()));
+        let outcome = match inner.ready().await {
             Ok(svc) => svc.call(msg).await.map(|_| ()),
             Err(e) => Err(e),
         };
-        if let Err(error) = sent {
-            return Err(ResequenceError::Inner {
+        if let Err(error) = outcome {
+            let refusal = Refusal {
                 error,
-                messages: rest.collect(),
-            });
+                refused: copy,
+                rest: rest.collect(),
+            };
+            return (sent, Some(refusal));
         }
-        bump(&counters.released, 1);
+        bump(&shared.counters.released, 1);
+        sent.push((n, id));
     }
-    drop(batch.done);
-    Ok(count)
+    (sent, None)
 }
 
 /// The Resequencer: sends messages on in the order of their sequence numbers (see the
@@ -336,9 +458,15 @@ impl<S> Resequencer<S> {
         store: Box<dyn SequenceStore>,
         counters: Arc<Counters>,
     ) -> Self {
+        let keeps = store.keeps();
         let shared = Shared {
             config,
-            state: Mutex::new(State { store, last: None }),
+            state: Mutex::new(State {
+                store,
+                last: None,
+                unsent: None,
+            }),
+            keeps,
             counters,
             wake: Arc::new(Notify::new()),
             timer: OnceLock::new(),
@@ -404,6 +532,7 @@ where
 
     fn call(&mut self, msg: Message) -> Self::Future {
         start_timer(&self.shared, &self.inner);
+        send_unsent(&self.shared, &self.inner);
         let n = match self.shared.config.sequence.eval_number(&msg) {
             Ok(n) => n,
             Err(e) => {
@@ -416,12 +545,87 @@ where
         };
         match self.shared.step(n, msg) {
             Step::Ready(done) => Either::Left(ready(Ok(done))),
-            Step::Send(batch, done) => {
-                let sending = send(batch, self.inner.clone(), self.shared.counters.clone());
-                Either::Right(Box::pin(async move { sending.await.map(|_| done) }))
+            Step::Kept(keeping) => Either::Right(Box::pin(async move {
+                keeping.await.map_err(ResequenceError::Keep)?;
+                Ok(Resequenced::Held)
+            })),
+            Step::Send(batch, done, kept) => {
+                let sending = send(batch, self.inner.clone(), self.shared.clone());
+                Either::Right(Box::pin(async move {
+                    // Sent whatever the hold's keep comes to: later batches wait for this one.
+                    let sent = sending.await;
+                    if let Some(keeping) = kept {
+                        keeping.await.map_err(ResequenceError::Keep)?;
+                    }
+                    match sent.map_err(ResequenceError::Keep)? {
+                        Sent::All => Ok(done),
+                        Sent::Kept { sent, kept } => Ok(Resequenced::Kept { sent, kept }),
+                        Sent::Refused { error, rest } => Err(ResequenceError::Inner {
+                            error,
+                            messages: rest,
+                        }),
+                    }
+                }))
             }
         }
     }
+}
+
+impl<S> Resequencer<S>
+where
+    S: Service<Message> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: fmt::Display + Send + 'static,
+{
+    /// Carries on from the state a durable store read back: sends `unsent` (messages the
+    /// store had as released but not sent, in order) before anything released from now on,
+    /// and starts the gap timer for what is held. Both need a tokio runtime; without one
+    /// they start with the first call.
+    pub fn resume(&self, unsent: Vec<(u64, Message)>) {
+        if !unsent.is_empty() {
+            let mut st = self.shared.state();
+            let batch = st.batch(unsent);
+            st.unsent = Some(batch);
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        send_unsent(&self.shared, &self.inner);
+        start_timer(&self.shared, &self.inner);
+        self.shared.wake.notify_one();
+    }
+}
+
+/// Sends what a store read back as released but not sent, once, on a task of its own.
+fn send_unsent<S>(shared: &Arc<Shared>, inner: &S)
+where
+    S: Service<Message> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: fmt::Display + Send + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let Some(batch) = shared.state().unsent.take() else {
+        return;
+    };
+    let count = batch.messages.len();
+    let sending = send(batch, inner.clone(), shared.clone());
+    runtime.spawn(async move {
+        match sending.await {
+            Ok(Sent::All | Sent::Kept { .. }) => {
+                tracing::info!(count, "resequencer: released messages read back were sent");
+            }
+            Ok(Sent::Refused { error, .. }) => {
+                tracing::error!(%error, "resequencer: a released message read back was refused");
+            }
+            Err(error) => {
+                tracing::error!(%error, "resequencer: the store could not keep what was sent");
+            }
+        }
+    });
 }
 
 fn start_timer<S>(shared: &Arc<Shared>, inner: &S)
@@ -470,14 +674,18 @@ where
             continue;
         };
         let counters = s.counters.clone();
-        drop(s);
-        if let Err(ResequenceError::Inner { error, messages }) =
-            send(batch, inner.clone(), counters.clone()).await
-        {
-            bump(&counters.lost, 1 + messages.len() as u64);
-            tracing::error!(
-                "resequencer: a message released at the gap timeout was refused: {error}"
-            );
+        match send(batch, inner.clone(), s).await {
+            Ok(Sent::All | Sent::Kept { .. }) => {}
+            Ok(Sent::Refused { error, rest }) => {
+                bump(&counters.lost, 1 + rest.len() as u64);
+                tracing::error!(
+                    "resequencer: a message released at the gap timeout was refused: {error}"
+                );
+            }
+            Err(error) => tracing::error!(
+                %error,
+                "resequencer: the store could not keep a run released at the gap timeout"
+            ),
         }
     }
 }
@@ -502,6 +710,17 @@ impl ResequencerLayer {
     /// The counters of all the resequencers this layer made.
     pub fn stats(&self) -> ResequencerStats {
         self.counters.snapshot()
+    }
+
+    /// A resequencer in front of `inner` whose state is in `store` (a durable one, read
+    /// back), counted with the others of this layer.
+    pub fn layer_with_store<S>(&self, inner: S, store: impl SequenceStore) -> Resequencer<S> {
+        Resequencer::build(
+            inner,
+            self.config.clone(),
+            Box::new(store),
+            self.counters.clone(),
+        )
     }
 }
 

@@ -3,12 +3,16 @@
 //! Each method that changes state is one change a durable store can make atomic with the
 //! acknowledgement behind it: `hold` (ack the input and keep it), `release` (the next number
 //! arrived: it and the run held after it go out), `skip_gap` (a gap given up: the run after
-//! it goes out).
+//! it goes out). A store that keeps its state on disk ([`SequenceStore::keeps`]) also makes
+//! each change lasting: [`keep_held`](SequenceStore::keep_held) after a hold,
+//! [`keep_released`](SequenceStore::keep_released) once a released run went out.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use eip_core::message::Message;
+use eip_core::message::{Message, MessageId};
 use tokio::time::Instant;
+
+use crate::Keeping;
 
 /// A gap given up, and the run of messages after it that goes out.
 #[derive(Debug)]
@@ -19,6 +23,20 @@ pub struct Skipped {
     pub to: u64,
     /// The messages released after the gap, in order.
     pub messages: Vec<Message>,
+}
+
+/// A released run once the inner service had it, for a store to make lasting.
+#[derive(Debug)]
+pub struct Released<'a> {
+    /// The numbers and ids the inner service accepted, in order.
+    pub sent: &'a [(u64, MessageId)],
+    /// What was not sent, in order, from the one the inner service refused on (only for a
+    /// store that [keeps](SequenceStore::keeps)): it stays held in the store, and goes out
+    /// again when the store is read back.
+    pub unsent: &'a [(u64, Message)],
+    /// The next number to release once the run was released (it never goes back: runs are
+    /// kept in the order they were released).
+    pub next: u64,
 }
 
 /// A resequencer's state: the next number to release and the messages held for later.
@@ -52,11 +70,31 @@ pub trait SequenceStore: Send + 'static {
     /// Gives up the gap before the lowest held number: returns the skipped range and the run
     /// held from there, in order, and moves `next` past it. `None` when nothing is held.
     fn skip_gap(&mut self, now: Instant) -> Option<Skipped>;
+
+    /// Whether the store keeps its state on disk: the resequencer then keeps a copy of each
+    /// message it sends, so one the inner service refused goes back to the store.
+    fn keeps(&self) -> bool {
+        false
+    }
+
+    /// Makes lasting that number `n` is held (called while it is, right after [`hold`]); the
+    /// call that brought it completes once this does. `None` when there is nothing to do.
+    ///
+    /// [`hold`]: SequenceStore::hold
+    fn keep_held(&self, _n: u64) -> Option<Keeping> {
+        None
+    }
+
+    /// Makes lasting that a released run went out (see [`Released`]); called in the order the
+    /// runs were released. `None` when there is nothing to do.
+    fn keep_released(&self, _released: &Released<'_>) -> Option<Keeping> {
+        None
+    }
 }
 
 /// How many skipped ranges an [`InMemorySequence`] remembers, for telling late messages from
 /// duplicates.
-const SKIPPED_REMEMBERED: usize = 1024;
+pub const SKIPPED_REMEMBERED: usize = 1024;
 
 /// A resequencer's state in memory.
 #[derive(Debug)]
@@ -79,6 +117,31 @@ impl InMemorySequence {
             skipped: BTreeMap::new(),
             skipped_order: VecDeque::new(),
         }
+    }
+
+    /// The state a durable store read back: `next`, the messages held (numbers above
+    /// `next`), since when the resequencer waits for `next` (`None`: from now, if anything
+    /// is held), and the gaps given up (first and last number, oldest first).
+    pub fn restored(
+        next: u64,
+        held: impl IntoIterator<Item = (u64, Message)>,
+        waiting_since: Option<Instant>,
+        skipped: impl IntoIterator<Item = (u64, u64)>,
+    ) -> Self {
+        let mut state = InMemorySequence::starting_at(next);
+        state.held = held.into_iter().filter(|(n, _)| *n > next).collect();
+        if !state.held.is_empty() {
+            state.waiting_since = Some(waiting_since.unwrap_or_else(Instant::now));
+        }
+        for (from, to) in skipped {
+            state.remember_skipped(from, to);
+        }
+        state
+    }
+
+    /// The message held as number `n`.
+    pub fn message(&self, n: u64) -> Option<&Message> {
+        self.held.get(&n)
     }
 
     /// Takes out the run held from `next` on, moving `next` past it.

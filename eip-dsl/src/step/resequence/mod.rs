@@ -29,10 +29,18 @@
 //! - A message whose number can not be read (no header, not a whole number from 1, a jq error)
 //!   is invalid: to the dead letters, reason `invalid`.
 //!
-//! Held messages are in memory, so the step is for routes whose channel is not durable: a held
-//! message is acknowledged, and would be lost with the process (`eip validate` refuses the step
-//! on a durable route).
+//! On a route whose channel is not durable the held messages are in memory only. On a durable
+//! route they live in the flow's store too (a key table `resequence/ROUTE/STEP`): a held
+//! message is written in the commit that acknowledges it, and a released run is deleted with
+//! the next number to release once the rest of the route took it. After a crash every message
+//! is either released or still held (read back at start with the next number, the gaps given
+//! up, and the gap timer counting from when the gap began); a message is sent twice only if
+//! the crash came while it was being released. A channel kept in a broker is refused: its
+//! acknowledgements can not share a commit with the flow's store.
 
+mod durable;
+
+use std::sync::Mutex;
 use std::time::Duration;
 
 use eip_core::MessageBus;
@@ -47,7 +55,7 @@ use tower::{Layer, ServiceExt};
 
 use super::key::{DefaultKey, KeyOf, key_of};
 use super::later::Later;
-use super::{Entry, Made, RouteStep, Side, StepConfig, StepKind};
+use super::{Building, Entry, Made, RouteStep, Side, StepConfig, StepKind};
 use crate::compile::{CompileError, Rest, RouteFailure, WeakRest, Wrapped};
 use crate::diagnostic::Check;
 use crate::settings::{Settings, spell_duration};
@@ -94,16 +102,19 @@ fn check(
     if check.problems.len() > before {
         return None;
     }
-    if entry.from_durable {
+    if entry.from_broker {
         settings.report_entry(
             check,
             format!(
-                "route `{}` consumes the durable channel `{}`, and a resequencer holds its \
-                 messages in memory: a held message would be acknowledged and lost with the \
-                 process",
+                "route `{}` consumes `{}`, kept in a broker: a resequencer keeps the messages \
+                 it holds in the flow's own store, and can not acknowledge a broker's message \
+                 in the same commit",
                 entry.route, entry.from
             ),
-            Some("resequence on a route whose channel is not durable"),
+            Some(
+                "resequence on a channel of the flow (durable: true keeps what it holds across \
+                 restarts)",
+            ),
         );
         return None;
     }
@@ -162,6 +173,39 @@ impl StepConfig for ResequenceConfig {
         Ok(Box::new(Resequence {
             resequencer: self.layer.layer(rest.clone()),
             rest,
+            resume: None,
+        }))
+    }
+
+    fn build_at(&self, at: &Building<'_>) -> Result<Box<dyn RouteStep>, CompileError> {
+        let Some(store) = at.store else {
+            return self.build(at.bus);
+        };
+        let table = format!("resequence/{}/{}", at.route, at.index + 1);
+        let (sequence, read) =
+            durable::DurableSequence::open(store, &table, at.from, at.route, self.start)?;
+        if read.unreadable > 0 {
+            tracing::error!(
+                route = at.route,
+                table,
+                unreadable = read.unreadable,
+                "resequencer: entries of its table do not read back: passed over"
+            );
+        }
+        if read.held > 0 || !read.unsent.is_empty() {
+            tracing::info!(
+                route = at.route,
+                held = read.held,
+                unsent = read.unsent.len(),
+                next = read.next,
+                "resequencer: held messages read back from the store"
+            );
+        }
+        let rest = Later::default();
+        Ok(Box::new(Resequence {
+            resequencer: self.layer.layer_with_store(rest.clone(), sequence),
+            rest,
+            resume: Some(Mutex::new(read.unsent)),
         }))
     }
 }
@@ -170,6 +214,9 @@ impl StepConfig for ResequenceConfig {
 struct Resequence {
     resequencer: Resequencer<Later>,
     rest: Later,
+    /// On a durable route: what the store read back as released and not sent, to go out
+    /// once the route is there.
+    resume: Option<Mutex<Vec<(u64, Message)>>>,
 }
 
 impl RouteStep for Resequence {
@@ -192,6 +239,10 @@ impl RouteStep for Resequence {
 
     fn attach(&self, rest: WeakRest) {
         self.rest.attach(rest);
+        if let Some(resume) = &self.resume {
+            let unsent = std::mem::take(&mut *resume.lock().unwrap_or_else(|e| e.into_inner()));
+            self.resequencer.resume(unsent);
+        }
     }
 
     fn around(&self, msg: Message, rest: Rest) -> BoxFuture<'_, Result<(), RouteFailure>> {
@@ -202,6 +253,9 @@ impl RouteStep for Resequence {
                 Ok(Resequenced::Held | Resequenced::Released { .. } | Resequenced::Late) => {
                     Wrapped::Done
                 }
+                // Logged: the store keeps them, and they go out at the next start.
+                Ok(Resequenced::Kept { .. }) => Wrapped::Done,
+                Err(ResequenceError::Keep(error)) => Wrapped::Error(error),
                 Err(ResequenceError::Invalid { reason, message }) => Wrapped::Invalid {
                     msg: *message,
                     error: reason,
