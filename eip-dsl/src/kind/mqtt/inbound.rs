@@ -56,7 +56,8 @@ impl AdapterConfig for Subscription<MqttSourceConfig> {
             bridge::inbound(
                 site.name,
                 site.channel,
-                move || Ok(MqttSource::new(source.clone())),
+                source,
+                |source| Ok(MqttSource::new(source)),
                 self.window,
             )
             .await
