@@ -38,7 +38,7 @@ impl<C> Subscription<C> {
 
 impl<C: Clone + Send + 'static> Subscription<C> {
     /// Connects this subscription as an inbound bridge over the sources `make` makes of its
-    /// source (see [`inbound`]).
+    /// source: one connects now, to prove the broker answers, then the bridge gets its own.
     pub(super) fn connect_bridge<'a, S: Source>(
         &'a self,
         site: Site<'a>,
@@ -57,7 +57,7 @@ impl<C: Clone + Send + 'static> Subscription<C> {
 /// An inbound bridge over the sources `make` makes of `source`: one connects now, so a wrong
 /// URL or a refused declaration stops the start, and is let go; the bridge then gets a fresh
 /// one and keeps its own connection, reconnecting as it must.
-pub(super) async fn inbound<C: Clone, S: Source>(
+async fn inbound<C: Clone, S: Source>(
     name: &str,
     channel: &Channel,
     source: C,
