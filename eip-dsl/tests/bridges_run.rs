@@ -291,3 +291,41 @@ bridges:
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn the_start_up_lines_call_a_bridge_a_bridge_and_an_adapter_an_adapter() {
+    if skipped("the start-up lines of a redis bridge") {
+        return;
+    }
+    let scratch = Scratch::new("bridges-describe");
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let flow = format!(
+        "
+channels:
+  alerts: {{kind: point-to-point}}
+  kept: {{kind: point-to-point}}
+adapters:
+  archive: {{kind: file-out, from: kept, dir: out}}
+bridges:
+  to-redis: {{kind: redis-out, from: alerts, url: '{url}', stream: 'eiptest:describe'}}
+"
+    );
+    let plan =
+        load_str(&flow, "flow.yaml", &scratch.0).unwrap_or_else(|e| panic!("{}", e.render()));
+    let flow = compile(&plan).expect("the flow compiles");
+    let adapters = flow
+        .connect_adapters()
+        .await
+        .unwrap_or_else(|e| panic!("Redis at 127.0.0.1:6379 is needed: {e}"));
+    let lines = adapters.describe();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("adapter archive (file-out): "),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("bridge to-redis (redis-out): "),
+        "{lines:?}"
+    );
+    assert!(lines[1].ends_with(" <- alerts"), "{lines:?}");
+}

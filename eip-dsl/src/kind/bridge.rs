@@ -8,7 +8,7 @@ use eip_core::log::Escaped;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use super::{Endpoint, Inbound, Started};
+use super::{Endpoint, Inbound, Site, Started};
 use crate::diagnostic::Check;
 use crate::settings::Settings;
 
@@ -36,19 +36,38 @@ impl<C> Subscription<C> {
     }
 }
 
-/// An inbound bridge over the sources `make` makes: one connects now, so a wrong URL or a
-/// refused declaration stops the start, and is let go; the bridge then gets a fresh one and
-/// keeps its own connection, reconnecting as it must.
-pub(super) async fn inbound<S: Source>(
+impl<C: Clone + Send + 'static> Subscription<C> {
+    /// Connects this subscription as an inbound bridge over the sources `make` makes of its
+    /// source: one connects now, to prove the broker answers, then the bridge gets its own.
+    pub(super) fn connect_bridge<'a, S: Source>(
+        &'a self,
+        site: Site<'a>,
+        make: fn(C) -> Result<S, BridgeError>,
+    ) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
+        Box::pin(inbound(
+            site.name,
+            site.channel,
+            self.source.clone(),
+            make,
+            self.window,
+        ))
+    }
+}
+
+/// An inbound bridge over the sources `make` makes of `source`: one connects now, so a wrong
+/// URL or a refused declaration stops the start, and is let go; the bridge then gets a fresh
+/// one and keeps its own connection, reconnecting as it must.
+async fn inbound<C: Clone, S: Source>(
     name: &str,
     channel: &Channel,
-    make: impl Fn() -> Result<S, BridgeError>,
+    source: C,
+    make: fn(C) -> Result<S, BridgeError>,
     window: usize,
 ) -> Result<Endpoint, BoxError> {
-    let mut probe = make()?;
+    let mut probe = make(source.clone())?;
     probe.connect(window).await?;
     drop(probe);
-    let source = make()?;
+    let source = make(source)?;
     let channel = channel.clone();
     let name = name.to_owned();
     Ok(Endpoint::Inbound(Box::new(Ready {

@@ -6,7 +6,7 @@ use tower::BoxError;
 
 use super::{BROKER, address, broker, with_password};
 use crate::diagnostic::Check;
-use crate::kind::bridge::{self, Subscription};
+use crate::kind::bridge::Subscription;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
@@ -51,15 +51,11 @@ impl AdapterConfig for Subscription<MqttSourceConfig> {
 
     fn connect<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
         Box::pin(async move {
-            let mut source = self.source.clone();
-            source.broker = with_password(&source.broker)?;
-            bridge::inbound(
-                site.name,
-                site.channel,
-                move || Ok(MqttSource::new(source.clone())),
-                self.window,
-            )
-            .await
+            let mut subscription = self.clone();
+            subscription.source.broker = with_password(&self.source.broker)?;
+            subscription
+                .connect_bridge(site, |source| Ok(MqttSource::new(source)))
+                .await
         })
     }
 }

@@ -8,7 +8,7 @@ use tower::BoxError;
 
 use super::{SERVER, stream, url};
 use crate::diagnostic::Check;
-use crate::kind::bridge::{self, Subscription};
+use crate::kind::bridge::Subscription;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
@@ -59,12 +59,6 @@ impl AdapterConfig for Subscription<JetStreamSourceConfig> {
     }
 
     fn connect<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
-        let source = self.source.clone();
-        Box::pin(bridge::inbound(
-            site.name,
-            site.channel,
-            move || JetStreamSource::new(source.clone()),
-            self.window,
-        ))
+        self.connect_bridge(site, JetStreamSource::new)
     }
 }

@@ -6,7 +6,7 @@ use tower::BoxError;
 
 use super::{BROKER, url};
 use crate::diagnostic::Check;
-use crate::kind::bridge::{self, Subscription};
+use crate::kind::bridge::Subscription;
 use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction, Located};
@@ -80,12 +80,6 @@ impl AdapterConfig for Subscription<AmqpSourceConfig> {
     }
 
     fn connect<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
-        let source = self.source.clone();
-        Box::pin(bridge::inbound(
-            site.name,
-            site.channel,
-            move || Ok(AmqpSource::new(source.clone())),
-            self.window,
-        ))
+        self.connect_bridge(site, |source| Ok(AmqpSource::new(source)))
     }
 }

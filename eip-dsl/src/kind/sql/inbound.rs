@@ -1,14 +1,16 @@
 //! `sql-in`: a query polled at an interval; each row it selects becomes a message, and is
 //! marked taken (`done`) once its channel accepted it.
 
-use eip_adapters::sql::{Claim, ClaimColumns, SqlInbound, SqlInboundConfig, SqlInboundHandle};
+use eip_adapters::sql::{
+    Claim, ClaimColumns, Connection, SqlInbound, SqlInboundConfig, SqlInboundHandle,
+};
 use eip_core::channel::Channel;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use super::{DATABASE, connection, setup};
+use super::{DATABASE, SqlDirection, check};
 use crate::diagnostic::Check;
-use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Site, Started};
+use crate::kind::{Drawing, Endpoint, Inbound, Kind, Site, Started};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction, SettingValue};
 
@@ -21,50 +23,55 @@ pub(crate) static INBOUND: Kind = Kind {
         DATABASE,
     ],
     drawing: Drawing::Database,
-    check,
+    check: check::<SqlInboundConfig>,
 };
 
 /// The keys of `claim:` when it names claim columns.
 const CLAIM: &[&str] = &["table", "key", "claimed-by", "claimed-at", "timeout"];
 
-/// A checked `sql-in` adapter.
-#[derive(Debug, Clone)]
-pub struct SqlIn {
-    /// The query, the claim and the database.
-    pub config: SqlInboundConfig,
-    /// `setup:` statements run once when it starts.
-    pub setup: Vec<String>,
-}
+impl SqlDirection for SqlInboundConfig {
+    fn read(
+        check: &mut Check<'_>,
+        settings: &Settings<'_>,
+        connection: Option<Connection>,
+    ) -> Option<Self> {
+        let query = settings.required_text(
+            check,
+            "query",
+            "add `query:`, the SELECT that finds the rows to take",
+        );
+        let done = settings.required_text(
+            check,
+            "done",
+            "add `done:`, the statement that marks a row taken, such as \
+             `UPDATE orders SET done = true WHERE id = :id`",
+        );
+        let mut config = SqlInboundConfig::new(connection?, query?.value, done?.value);
+        if let Some(claim) = claim(check, settings)? {
+            config.claim = claim;
+        }
+        if let Some(d) = settings.positive_duration(check, "interval") {
+            config.interval = d;
+        }
+        if let Some(n) = settings.whole(check, "max-rows", 1) {
+            config.max_rows = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        Some(config)
+    }
 
-fn check(
-    check: &mut Check<'_>,
-    settings: &Settings<'_>,
-    _entry: &Entry<'_>,
-) -> Option<Box<dyn AdapterConfig>> {
-    let setup = setup(check, settings);
-    let connection = connection(check, settings);
-    let query = settings.required_text(
-        check,
-        "query",
-        "add `query:`, the SELECT that finds the rows to take",
-    );
-    let done = settings.required_text(
-        check,
-        "done",
-        "add `done:`, the statement that marks a row taken, such as \
-         `UPDATE orders SET done = true WHERE id = :id`",
-    );
-    let mut config = SqlInboundConfig::new(connection?, query?.value, done?.value);
-    if let Some(claim) = claim(check, settings)? {
-        config.claim = claim;
+    fn connection(&self) -> &Connection {
+        &self.connection
     }
-    if let Some(d) = settings.positive_duration(check, "interval") {
-        config.interval = d;
+
+    fn start<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
+        Box::pin(async move {
+            let inbound = SqlInbound::connect(self.clone()).await?;
+            Ok(Endpoint::Inbound(Box::new(Connected {
+                inbound,
+                channel: site.channel.clone(),
+            })))
+        })
     }
-    if let Some(n) = settings.whole(check, "max-rows", 1) {
-        config.max_rows = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-    Some(Box::new(SqlIn { config, setup }))
 }
 
 /// `claim:`: `Some(None)` when not written, `None` when it is wrong.
@@ -106,23 +113,6 @@ fn claim(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Option<Claim>
             );
             None
         }
-    }
-}
-
-impl AdapterConfig for SqlIn {
-    fn endpoint(&self) -> String {
-        self.config.connection.redacted_url()
-    }
-
-    fn connect<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
-        Box::pin(async move {
-            self.config.connection.execute(&self.setup).await?;
-            let inbound = SqlInbound::connect(self.config.clone()).await?;
-            Ok(Endpoint::Inbound(Box::new(Connected {
-                inbound,
-                channel: site.channel.clone(),
-            })))
-        })
     }
 }
 

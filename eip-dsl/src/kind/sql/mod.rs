@@ -10,14 +10,77 @@
 mod inbound;
 mod outbound;
 
-use eip_adapters::sql::Connection;
+use std::fmt;
+
+use eip_adapters::sql::{Connection, SqlInboundConfig, SqlOutboundConfig};
+use futures::future::BoxFuture;
+use tower::BoxError;
 
 pub(super) use self::inbound::INBOUND;
-pub use self::inbound::SqlIn;
 pub(super) use self::outbound::OUTBOUND;
-pub use self::outbound::SqlOut;
 use crate::diagnostic::Check;
+use crate::kind::{AdapterConfig, Endpoint, Entry, Site};
 use crate::settings::Settings;
+
+/// A checked database adapter: what it does in its database (its direction's configuration,
+/// which holds the [`Connection`]) and the `setup:` statements it runs once when it starts.
+#[derive(Debug, Clone)]
+pub struct Sql<C> {
+    /// The query and claim (`sql-in`) or the statement (`sql-out`), with the database.
+    pub config: C,
+    /// `setup:` statements run once when it starts.
+    pub setup: Vec<String>,
+}
+
+/// A checked `sql-in` adapter.
+pub type SqlIn = Sql<SqlInboundConfig>;
+
+/// A checked `sql-out` adapter.
+pub type SqlOut = Sql<SqlOutboundConfig>;
+
+/// What one direction of the database adapters adds to the database keys both share: the keys
+/// it reads, and what it connects once the `setup:` statements ran.
+pub(crate) trait SqlDirection: Clone + fmt::Debug + Send + Sync + 'static {
+    /// The direction's own keys, over `connection` (`None` when the database keys were wrong:
+    /// the direction's keys are checked all the same, so every problem is reported).
+    fn read(
+        check: &mut Check<'_>,
+        settings: &Settings<'_>,
+        connection: Option<Connection>,
+    ) -> Option<Self>;
+
+    /// The database it works in.
+    fn connection(&self) -> &Connection;
+
+    /// Connects the poller or the writer, for the channel of `site`.
+    fn start<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>>;
+}
+
+/// Checks a `sql-in` or `sql-out` adapter: the setup statements, the database, then the
+/// direction's own keys.
+fn check<C: SqlDirection>(
+    check: &mut Check<'_>,
+    settings: &Settings<'_>,
+    _entry: &Entry<'_>,
+) -> Option<Box<dyn AdapterConfig>> {
+    let setup = setup(check, settings);
+    let connection = connection(check, settings);
+    let config = C::read(check, settings, connection)?;
+    Some(Box::new(Sql { config, setup }))
+}
+
+impl<C: SqlDirection> AdapterConfig for Sql<C> {
+    fn endpoint(&self) -> String {
+        self.config.connection().redacted_url()
+    }
+
+    fn connect<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
+        Box::pin(async move {
+            self.config.connection().execute(&self.setup).await?;
+            self.config.start(site).await
+        })
+    }
+}
 
 /// The keys both kinds have: the database.
 const DATABASE: &[&str] = &[

@@ -1,12 +1,12 @@
 //! `sql-out`: each message becomes a row (or rows), through a parameterized statement.
 
-use eip_adapters::sql::{SqlOutbound, SqlOutboundConfig};
+use eip_adapters::sql::{Connection, SqlOutbound, SqlOutboundConfig};
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use super::{DATABASE, connection, setup};
+use super::{DATABASE, SqlDirection, check};
 use crate::diagnostic::Check;
-use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Kind, Site};
+use crate::kind::{Drawing, Endpoint, Kind, Site};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
 
@@ -16,46 +16,34 @@ pub(crate) static OUTBOUND: Kind = Kind {
     feature: "sql",
     keys: &[DATABASE, &["statement", "batch-size"]],
     drawing: Drawing::Database,
-    check,
+    check: check::<SqlOutboundConfig>,
 };
 
-/// A checked `sql-out` adapter.
-#[derive(Debug, Clone)]
-pub struct SqlOut {
-    /// The statement and the database.
-    pub config: SqlOutboundConfig,
-    /// `setup:` statements run once when it starts.
-    pub setup: Vec<String>,
-}
-
-fn check(
-    check: &mut Check<'_>,
-    settings: &Settings<'_>,
-    _entry: &Entry<'_>,
-) -> Option<Box<dyn AdapterConfig>> {
-    let setup = setup(check, settings);
-    let connection = connection(check, settings);
-    let statement = settings.required_text(
-        check,
-        "statement",
-        "add `statement:`, such as `INSERT INTO orders (sku, qty) VALUES (:$.sku, :$.qty)`",
-    );
-    let mut config = SqlOutboundConfig::new(connection?, statement?.value);
-    if let Some(n) = settings.whole(check, "batch-size", 1) {
-        config = config.batch_size(usize::try_from(n).unwrap_or(usize::MAX));
-    }
-    Some(Box::new(SqlOut { config, setup }))
-}
-
-impl AdapterConfig for SqlOut {
-    fn endpoint(&self) -> String {
-        self.config.connection.redacted_url()
+impl SqlDirection for SqlOutboundConfig {
+    fn read(
+        check: &mut Check<'_>,
+        settings: &Settings<'_>,
+        connection: Option<Connection>,
+    ) -> Option<Self> {
+        let statement = settings.required_text(
+            check,
+            "statement",
+            "add `statement:`, such as `INSERT INTO orders (sku, qty) VALUES (:$.sku, :$.qty)`",
+        );
+        let mut config = SqlOutboundConfig::new(connection?, statement?.value);
+        if let Some(n) = settings.whole(check, "batch-size", 1) {
+            config = config.batch_size(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        Some(config)
     }
 
-    fn connect<'a>(&'a self, _site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
+    fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    fn start<'a>(&'a self, _site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
         Box::pin(async move {
-            self.config.connection.execute(&self.setup).await?;
-            let writer = SqlOutbound::connect(self.config.clone()).await?;
+            let writer = SqlOutbound::connect(self.clone()).await?;
             Ok(Endpoint::outbound(writer, |_| false))
         })
     }
