@@ -33,6 +33,16 @@ pub(crate) fn open(builder: &Builder, file: &Path) -> Result<Database, DatabaseE
     builder.create_with_backend(File(FileBackend::new(handle)?))
 }
 
+/// Creates the database `file`, which must not exist yet, on a [`File`] backend.
+pub(crate) fn create_new(builder: &Builder, file: &Path) -> Result<Database, DatabaseError> {
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(file)?;
+    builder.create_with_backend(File(FileBackend::new(handle)?))
+}
+
 /// redb's file backend, but a read past the end of the file gives zeros.
 #[derive(Debug)]
 pub(crate) struct File(FileBackend);

@@ -5,6 +5,8 @@
 //!   [`StoreError::InUse`]. The operating system drops the lock when the
 //!   process dies, so a crash leaves nothing to clean up.
 //! - `store.redb`: the redb database holding every queue and record.
+//! - `store.redb.new`: a database being created, renamed to `store.redb` once it is initialised
+//!   and on disk; one left over was a creation that never finished and is made again.
 //! - `FORMAT`: written once the database is initialised, `eip-store 1` and a newline. Its presence
 //!   tells a later open that a missing or empty `store.redb` is a lost database, not a new one, so
 //!   records never vanish without an error; its version must be the one this build reads

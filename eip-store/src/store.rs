@@ -380,6 +380,9 @@ fn open_database(
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
     let mut builder = Database::builder();
     builder.set_cache_size(config.cache_bytes);
+    if is_absent_or_empty(file)? {
+        create_database(&builder, file)?;
+    }
     let db = crate::backend::open(&builder, file).map_err(|e| redb_error(e.into()))?;
     initialise(&db, file)?;
     let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
@@ -462,6 +465,48 @@ pub(crate) fn check_format_table(txn: &ReadTransaction, file: &Path) -> Result<(
 }
 
 /// Creates the store's tables in a new database; refuses a redb database of another program.
+/// Whether `file` is yet to be created: missing, or empty (the layout check has already refused
+/// an empty file in a directory that held a store).
+fn is_absent_or_empty(file: &Path) -> Result<bool, StoreError> {
+    match std::fs::metadata(file) {
+        Ok(meta) => Ok(meta.len() == 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(source) => Err(StoreError::Io {
+            path: file.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Creates the database `file` whole or not at all: it is made and initialised under a
+/// temporary name next to it, then renamed into place. A process killed while the engine lays
+/// out a new file (its header is written last) leaves only the temporary file, which the next
+/// creation starts over; `file` itself is never a half-made database that no open can read.
+fn create_database(builder: &redb::Builder, file: &Path) -> Result<(), StoreError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { path, source }
+    };
+    let new = file.with_extension("redb.new");
+    match std::fs::remove_file(&new) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&new)(e)),
+        _ => {}
+    }
+    let db = crate::backend::create_new(builder, &new)
+        .map_err(|e| StoreError::from_redb(&new, redb::Error::from(e)))?;
+    initialise(&db, &new)?;
+    drop(db);
+    std::fs::File::open(&new)
+        .and_then(|f| f.sync_all())
+        .map_err(io(&new))?;
+    std::fs::rename(&new, file).map_err(io(file))?;
+    // The new directory entry too, or a power loss could forget the rename
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir))
+}
+
 pub(crate) fn initialise(db: &Database, file: &Path) -> Result<(), StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
     let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
