@@ -18,11 +18,13 @@ mod support {
     pub mod durable_run;
     pub mod one_route;
     pub mod scratch;
+    pub mod stopping;
 }
 
 use support::durable_run::run_durable;
 use support::one_route::{problems, yaml_with};
 use support::scratch::Scratch;
+use support::stopping::run_then_stop;
 
 fn reading(sensor: &str, value: u64) -> Message {
     Message::new(format!(r#"{{"sensor": "{sensor}", "value": {value}}}"#))
@@ -35,40 +37,6 @@ fn json(msg: &Message) -> serde_json::Value {
 /// Three readings: two groups (`s1` with 2, `s2` with 1), none complete at 10.
 fn three_readings() -> Vec<Message> {
     vec![reading("s1", 1), reading("s2", 10), reading("s1", 2)]
-}
-
-/// What reached the flow's outputs, by channel, in order.
-type Seen = Arc<Mutex<Vec<(String, Message)>>>;
-
-/// Compiles `yaml` (every channel in memory), starts it, sends `messages` to `orders`, waits
-/// until idle, and stops it through [`RunningFlow::stop`](eip_dsl::compile::RunningFlow).
-/// What reached the outputs, and the flow (for its counters).
-fn run_then_stop(yaml: &str, messages: Vec<Message>) -> (Vec<(String, Message)>, Flow) {
-    let plan = load::load_str(yaml, "flow.yaml", Path::new(".")).expect("the flow validates");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let flow = compile::compile(&plan).expect("compiles");
-        let seen: Seen = Arc::default();
-        let sink = seen.clone();
-        let running = flow.start(Arc::new(move |channel: &str, msg: &Message| {
-            sink.lock()
-                .expect("not poisoned")
-                .push((channel.to_owned(), msg.clone()));
-        }));
-        for msg in messages {
-            flow.bus().publish("orders", msg).await.expect("accepted");
-        }
-        assert!(running.settle(Duration::from_secs(10)).await, "idle");
-        assert!(seen.lock().expect("not poisoned").is_empty(), "all held");
-        let left = running.stop(Duration::from_secs(10)).await;
-        assert!(left.is_empty(), "nothing left: {left:?}");
-        let seen = seen.lock().expect("not poisoned").clone();
-        (seen, flow)
-    })
 }
 
 fn on(channel: &str, seen: &[(String, Message)]) -> Vec<serde_json::Value> {

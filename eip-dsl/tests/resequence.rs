@@ -18,11 +18,13 @@ mod support {
     pub mod durable_run;
     pub mod one_route;
     pub mod scratch;
+    pub mod stopping;
 }
 
 use support::durable_run::run_durable;
 use support::one_route::{drain, flow, problems, run_all, yaml_with};
 use support::scratch::Scratch;
+use support::stopping::run_then_stop;
 
 /// A message numbered `n` by the `sequence-number` header, its payload `n`.
 fn numbered(n: i64) -> Message {
@@ -399,4 +401,26 @@ proptest! {
         want.sort_unstable();
         prop_assert_eq!(payloads(&out), texts(&want));
     }
+}
+
+/// The payloads that reached `out`, in order.
+fn out_payloads(seen: &[(String, Message)]) -> Vec<String> {
+    let out: Vec<Message> = seen
+        .iter()
+        .filter(|(c, _)| c == "out")
+        .map(|(_, m)| m.clone())
+        .collect();
+    payloads(&out)
+}
+
+#[test]
+fn on_a_route_in_memory_what_is_held_goes_out_in_order_when_the_flow_stops() {
+    // 1 and 2 never come: 5, 3 and 4 are held, with no gap timeout to give the gap up.
+    let yaml = yaml_with("", "      - resequence: '.n'");
+    let messages = [5, 3, 4].into_iter().map(carrying).collect();
+    let (seen, _) = run_then_stop(&yaml, messages);
+    assert_eq!(
+        out_payloads(&seen),
+        [r#"{"n": 3}"#, r#"{"n": 4}"#, r#"{"n": 5}"#]
+    );
 }

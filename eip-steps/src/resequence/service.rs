@@ -293,10 +293,15 @@ impl Shared {
         if deadline > now {
             return None;
         }
+        Some(self.give_up_all(now))
+    }
+
+    /// Gives up every gap, whatever the timeout: all that is held goes out in order.
+    fn give_up_all(&self, now: Instant) -> Batch {
         let mut st = self.state();
         let mut out = Vec::new();
         while self.skip_one(&mut st, now, &mut out) {}
-        Some(st.batch(out))
+        st.batch(out)
     }
 }
 
@@ -510,6 +515,37 @@ impl<S> Resequencer<S> {
     /// The inner service.
     pub fn into_inner(self) -> S {
         self.inner
+    }
+}
+
+impl<S> Resequencer<S>
+where
+    S: Service<Message> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: fmt::Display + Send + 'static,
+{
+    /// Releases everything held, in order, now: every gap is given up and counted as the gap
+    /// timeout counts it. For a flow that stops and would otherwise lose what a resequencer in
+    /// memory holds. Completes once the inner service took the messages (or refused one: that
+    /// one and the ones after it are counted lost and logged), and says how many went out.
+    pub async fn release_held(&self) -> Result<usize, tower::BoxError> {
+        let batch = self.shared.give_up_all(Instant::now());
+        let count = batch.messages.len();
+        if count == 0 {
+            return Ok(0);
+        }
+        let counters = self.shared.counters.clone();
+        match send(batch, self.inner.clone(), self.shared.clone()).await? {
+            Sent::All => Ok(count),
+            Sent::Kept { sent, .. } => Ok(sent),
+            Sent::Refused { error, rest } => {
+                let lost = 1 + rest.len();
+                bump(&counters.lost, lost as u64);
+                tracing::error!("resequencer: a message released at stop was refused: {error}");
+                Ok(count - lost)
+            }
+        }
     }
 }
 

@@ -237,6 +237,28 @@ impl RouteStep for Resequence {
         true
     }
 
+    /// On a route in memory, what is held goes out in order when the flow stops (the gaps
+    /// given up, as at the gap timeout): stopping loses nothing. On a durable route it stays
+    /// in the store for the next start.
+    fn stop(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            if self.resume.is_some() {
+                return false;
+            }
+            match self.resequencer.release_held().await {
+                Ok(0) => false,
+                Ok(released) => {
+                    tracing::info!(released, "resequencer: held messages released at stop");
+                    true
+                }
+                Err(error) => {
+                    tracing::error!(%error, "resequencer: releasing held messages at stop failed");
+                    false
+                }
+            }
+        })
+    }
+
     fn attach(&self, rest: WeakRest) {
         self.rest.attach(rest);
         if let Some(resume) = &self.resume {
