@@ -56,17 +56,18 @@ routes:
     });
 }
 
-#[test]
-fn a_delay_until_waits_for_the_time_the_message_names_and_not_for_one_past() {
-    let flow = flow(
-        "
+/// A route whose delay waits until the time `.at` names, at most an hour ahead.
+const UNTIL_AT: &str = "
 routes:
   - from: orders
     steps:
       - delay: {until: '.at', max: 1h}
     to: big
-",
-    );
+";
+
+#[test]
+fn a_delay_until_waits_for_the_time_the_message_names_and_not_for_one_past() {
+    let flow = flow(UNTIL_AT);
     paused().block_on(async {
         let route = &flow.routes()[0];
         let cases = [
@@ -105,15 +106,7 @@ fn rfc3339_plus_two(t: SystemTime) -> String {
 
 #[test]
 fn a_time_that_can_not_be_read_or_is_too_far_makes_the_message_invalid() {
-    let flow = flow(
-        "
-routes:
-  - from: orders
-    steps:
-      - delay: {until: '.at', max: 1h}
-    to: big
-",
-    );
+    let flow = flow(UNTIL_AT);
     paused().block_on(async {
         let route = &flow.routes()[0];
         let far = format!(r#"{{"at": {}}}"#, epoch_now() + 2.0 * 86_400.0);

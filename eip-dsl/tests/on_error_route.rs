@@ -18,7 +18,9 @@ use eip_core::message::DeathReason;
 use eip_dsl::builder::{FlowBuilder, channel, route};
 use eip_dsl::compile::{self, StoreOptions};
 use eip_dsl::step::Services;
-use support::on_error_flow::{CHANNELS, Outputs, load_with, payloads_at, pricing, run, runtime};
+use support::on_error_flow::{
+    CHANNELS, load_with, payloads_at, pricing, run, run_sending, runtime,
+};
 use support::scratch::Scratch;
 
 /// The rendered problems of routes over [`CHANNELS`] that must not validate.
@@ -29,7 +31,6 @@ fn problems(routes: &str) -> String {
         Err(text) => text,
     }
 }
-
 
 const PRICE: &str = "
 routes:
@@ -295,28 +296,13 @@ routes:
 ";
     let plan = load_with(source, &services).expect("validates");
     let flow = compile::compile(&plan).expect("compiles");
-    let out = runtime().block_on(async {
-        let seen: Outputs = Arc::default();
-        let sink = seen.clone();
-        let running = flow.start(Arc::new(move |channel: &str, msg: &Message| {
-            sink.lock()
-                .expect("not poisoned")
-                .push((channel.to_owned(), msg.clone()));
-        }));
-        let Some(Channel::PublishSubscribe(news)) =
-            flow.channels().iter().find(|c| c.name() == "news")
-        else {
-            panic!("news is a topic")
-        };
+    let Some(Channel::PublishSubscribe(news)) = flow.channels().iter().find(|c| c.name() == "news")
+    else {
+        panic!("news is a topic")
+    };
+    let out = runtime().block_on(run_sending(&flow, async {
         news.publish(Message::new("fail")).await.expect("accepted");
-        assert!(
-            running.settle(Duration::from_secs(10)).await,
-            "idle in time"
-        );
-        let left = running.stop(Duration::from_secs(5)).await;
-        assert!(left.is_empty(), "nothing left: {left:?}");
-        seen.lock().expect("not poisoned").clone()
-    });
+    }));
     assert_eq!(payloads_at(&out, "news.failed"), ["fail"], "{out:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     let failed = &out.iter().find(|(c, _)| c == "news.failed").expect("one").1;

@@ -28,13 +28,13 @@ pub type Keeping =
 
 pub mod aggregate;
 pub mod dedupe;
+pub mod delay;
 pub mod error;
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;
 pub mod resequence;
 pub mod split;
+pub mod throttle;
 #[cfg(feature = "jq")]
 pub mod translate;
-pub mod delay;
-pub mod throttle;

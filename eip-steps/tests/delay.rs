@@ -2,43 +2,18 @@
 //! each message reached it. Times are measured on tokio's paused clock, which moves only when
 //! every task waits: a wait is as long as the step makes it, whatever the machine's load.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+
+mod support {
+    pub mod arrivals;
+}
 
 use eip_core::Message;
 use eip_steps::delay::{Delay, DelayError, DelayLayer, Wait};
 use eip_steps::error::StepError;
+use support::arrivals::{Arrivals, noting};
 use tokio::time::Instant;
-use tower::{Layer, ServiceExt, service_fn};
-
-/// What reached the inner service: each payload and how long after `start`.
-type Arrivals = Arc<Mutex<Vec<(String, Duration)>>>;
-
-/// A service that notes each message's payload and time of arrival, and answers its payload;
-/// it fails on the payload `fail`.
-fn noting(
-    start: Instant,
-    arrivals: Arrivals,
-) -> impl tower::Service<
-    Message,
-    Response = String,
-    Error = String,
-    Future = std::future::Ready<Result<String, String>>,
-> + Clone
-+ Send
-+ 'static {
-    service_fn(move |msg: Message| {
-        let text = msg.payload_str().unwrap_or_default().to_owned();
-        arrivals
-            .lock()
-            .unwrap()
-            .push((text.clone(), start.elapsed()));
-        std::future::ready(match text.as_str() {
-            "fail" => Err("the inner service is down".to_owned()),
-            _ => Ok(text),
-        })
-    })
-}
+use tower::{Layer, ServiceExt};
 
 /// Seconds since 1970 of a time `ahead` from now.
 fn epoch_in(ahead: Duration) -> u64 {
@@ -68,7 +43,10 @@ async fn a_fixed_delay_holds_each_message_before_the_inner_service_sees_it() {
     );
     let waiting = tokio::spawn(step.clone().oneshot(Message::new("one")));
     tokio::time::sleep(Duration::from_millis(4900)).await;
-    assert!(arrivals.lock().unwrap().is_empty(), "still waiting at 4.9 s");
+    assert!(
+        arrivals.lock().unwrap().is_empty(),
+        "still waiting at 4.9 s"
+    );
     assert_eq!(waiting.await.unwrap().unwrap(), "one");
     assert_eq!(
         *arrivals.lock().unwrap(),
@@ -108,7 +86,10 @@ async fn a_message_naming_no_time_or_one_too_far_comes_back_at_once_and_is_not_p
     let step = Delay::new(noting(start, arrivals.clone()), until_header());
 
     let far = Message::builder("{}")
-        .header("at", i64::try_from(epoch_in(Duration::from_secs(7200))).unwrap())
+        .header(
+            "at",
+            i64::try_from(epoch_in(Duration::from_secs(7200))).unwrap(),
+        )
         .build();
     let err = step.clone().oneshot(far.clone()).await.unwrap_err();
     assert!(err.is_permanent());
@@ -118,7 +99,10 @@ async fn a_message_naming_no_time_or_one_too_far_comes_back_at_once_and_is_not_p
             ..
         } => {
             assert_eq!(*by, None);
-            assert!(*ahead > *max && *max == Duration::from_secs(3600), "{ahead:?}");
+            assert!(
+                *ahead > *max && *max == Duration::from_secs(3600),
+                "{ahead:?}"
+            );
         }
         other => panic!("not too far: {other:?}"),
     }
@@ -169,7 +153,11 @@ async fn messages_waiting_at_once_each_wait_their_own_time() {
         call.await.unwrap().unwrap();
     }
     let times: Vec<Duration> = arrivals.lock().unwrap().iter().map(|(_, t)| *t).collect();
-    assert_eq!(times, [Duration::from_secs(2); 3], "side by side, not in turn");
+    assert_eq!(
+        times,
+        [Duration::from_secs(2); 3],
+        "side by side, not in turn"
+    );
 }
 
 #[cfg(feature = "jq")]
@@ -192,7 +180,11 @@ async fn a_delay_until_a_jq_time_reads_rfc3339_text_and_names_the_program_in_its
         "{err}"
     );
     let far = format!(r#"{{"at": {}}}"#, epoch_in(Duration::from_secs(86_400)));
-    let err = step.oneshot(Message::new(far)).await.unwrap_err().to_string();
+    let err = step
+        .oneshot(Message::new(far))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("`.at`: the time is 23h 59m"), "{err}");
     assert_eq!(arrivals.lock().unwrap().len(), 1);
 }

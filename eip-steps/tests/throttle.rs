@@ -2,38 +2,20 @@
 //! when each message reached it, and both layers on one `tower::ServiceBuilder`. Times are
 //! measured on tokio's paused clock, which moves only when every task waits.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod support {
+    pub mod arrivals;
+}
 
 use eip_core::Message;
 use eip_steps::aggregate::Key;
 use eip_steps::delay::{DelayLayer, Wait};
 use eip_steps::error::StepError;
 use eip_steps::throttle::{Rate, Throttle, ThrottleConfig, ThrottleLayer};
+use support::arrivals::{Arrivals, noting};
 use tokio::time::Instant;
-use tower::{Layer, ServiceBuilder, ServiceExt, service_fn};
-
-/// What reached the inner service: each payload and how long after `start`.
-type Arrivals = Arc<Mutex<Vec<(String, Duration)>>>;
-
-/// A service that notes each message's payload and time of arrival.
-fn noting(
-    start: Instant,
-    arrivals: Arrivals,
-) -> impl tower::Service<
-    Message,
-    Response = (),
-    Error = std::convert::Infallible,
-    Future = std::future::Ready<Result<(), std::convert::Infallible>>,
-> + Clone
-+ Send
-+ 'static {
-    service_fn(move |msg: Message| {
-        let text = msg.payload_str().unwrap_or_default().to_owned();
-        arrivals.lock().unwrap().push((text, start.elapsed()));
-        std::future::ready(Ok(()))
-    })
-}
+use tower::{Layer, ServiceBuilder, ServiceExt};
 
 fn per_second(count: u64) -> Rate {
     Rate::new(count, Duration::from_secs(1)).unwrap()
@@ -45,7 +27,11 @@ fn ms(n: u64) -> Duration {
 
 /// Calls `service` with each payload at once, each call in a task of its own, started in order;
 /// the times of arrival, in the order the inner service saw them.
-async fn all_at_once<S>(service: S, payloads: &[&str], arrivals: &Arrivals) -> Vec<(String, Duration)>
+async fn all_at_once<S>(
+    service: S,
+    payloads: &[&str],
+    arrivals: &Arrivals,
+) -> Vec<(String, Duration)>
 where
     S: tower::Service<Message> + Clone + Send + 'static,
     S::Future: Send,
@@ -163,8 +149,14 @@ async fn a_throttle_and_a_delay_compose_on_a_service_builder() {
 
 #[tokio::test(start_paused = true)]
 async fn the_inner_service_s_error_is_its_own() {
-    let failing = service_fn(|_: Message| std::future::ready(Err::<(), _>("down")));
-    let step = Throttle::new(failing, ThrottleConfig::new(per_second(1)));
-    let err = step.oneshot(Message::new("x")).await.unwrap_err();
-    assert!(matches!(err, StepError::Inner("down")), "{err:?}");
+    let step = Throttle::new(
+        noting(Instant::now(), Arrivals::default()),
+        ThrottleConfig::new(per_second(1)),
+    );
+    let err = step.oneshot(Message::new("fail")).await.unwrap_err();
+    assert!(!err.is_permanent(), "the inner service's to judge");
+    assert!(
+        matches!(&err, StepError::Inner(e) if e == "the inner service is down"),
+        "{err:?}"
+    );
 }

@@ -24,6 +24,9 @@
 //! The wait is a call the route's consumer awaits: a message from a durable channel stays
 //! unacknowledged until its turn came and it went on. The dry run (`eip route`) does not wait
 //! and takes no turn.
+//!
+//! The bucket and the wait are [`eip_steps::throttle`]'s (`Throttle`, usable from Rust alone);
+//! this module reads the step from a flow file, checks it and describes it.
 
 use eip_core::MessageBus;
 use eip_core::message::Message;

@@ -59,6 +59,24 @@ pub type Outputs = Arc<Mutex<Vec<(String, Message)>>>;
 /// Starts `flow`, sends `payloads` to `orders`, waits until it is idle and stops it; what came
 /// out of each output channel.
 pub async fn run(flow: &Flow, payloads: &[&str]) -> Vec<(String, Message)> {
+    let Some(Channel::PointToPoint(orders)) = flow.channels().iter().find(|c| c.name() == "orders")
+    else {
+        panic!("orders is a queue")
+    };
+    run_sending(flow, async {
+        for payload in payloads {
+            orders
+                .send(Message::new(payload.to_string()))
+                .await
+                .expect("accepted");
+        }
+    })
+    .await
+}
+
+/// Starts `flow`, runs `send`, waits until the flow is idle and stops it; what came out of each
+/// output channel.
+pub async fn run_sending(flow: &Flow, send: impl Future<Output = ()>) -> Vec<(String, Message)> {
     let seen: Outputs = Arc::default();
     let sink = seen.clone();
     let running = flow.start(Arc::new(move |channel: &str, msg: &Message| {
@@ -66,16 +84,7 @@ pub async fn run(flow: &Flow, payloads: &[&str]) -> Vec<(String, Message)> {
             .expect("not poisoned")
             .push((channel.to_owned(), msg.clone()));
     }));
-    let Some(Channel::PointToPoint(orders)) = flow.channels().iter().find(|c| c.name() == "orders")
-    else {
-        panic!("orders is a queue")
-    };
-    for payload in payloads {
-        orders
-            .send(Message::new(payload.to_string()))
-            .await
-            .expect("accepted");
-    }
+    send.await;
     let idle = running.settle(Duration::from_secs(10)).await;
     assert!(idle, "idle in time: {:?}", running.counters());
     let left = running.stop(Duration::from_secs(5)).await;

@@ -37,7 +37,7 @@
 //! assert_eq!(at.from(&Message::new("{}"), now).unwrap_err().to_string(), "no `deliver-at`");
 //! ```
 
-mod service;
+pub(crate) mod service;
 pub mod time;
 
 use std::fmt;

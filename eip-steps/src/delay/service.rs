@@ -91,24 +91,52 @@ where
     }
 
     fn call(&mut self, msg: Message) -> Self::Future {
-        let wait = match self.wait.from(&msg, SystemTime::now()) {
-            Ok(wait) => wait,
-            Err(error) => {
-                let failed = StepError::Failed {
-                    error,
-                    message: msg,
-                };
-                return Box::pin(std::future::ready(Err(failed)));
+        match self.wait.from(&msg, SystemTime::now()) {
+            Ok(wait) => {
+                let until = tokio::time::Instant::now() + wait;
+                wait_then_call(until, self.inner.clone(), msg)
             }
-        };
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
-            inner.oneshot(msg).await.map_err(StepError::Inner)
-        })
+            Err(error) => refuse(error, msg),
+        }
     }
+}
+
+/// The future of a step that waits inside the call: until `until`, then `inner` is asked for
+/// readiness and called with `msg`.
+pub(crate) fn wait_then_call<S, F>(
+    until: tokio::time::Instant,
+    inner: S,
+    msg: Message,
+) -> BoxFuture<'static, Result<S::Response, crate::error::StepError<S::Error, F>>>
+where
+    S: Service<Message> + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Send + 'static,
+{
+    Box::pin(async move {
+        tokio::time::sleep_until(until).await;
+        inner
+            .oneshot(msg)
+            .await
+            .map_err(crate::error::StepError::Inner)
+    })
+}
+
+/// The future of a step that did not take `msg`: the message back at once, with why.
+pub(crate) fn refuse<R, E, F: Send + 'static>(
+    error: F,
+    msg: Message,
+) -> BoxFuture<'static, Result<R, crate::error::StepError<E, F>>>
+where
+    R: Send + 'static,
+    E: Send + 'static,
+{
+    let failed = crate::error::StepError::Failed {
+        error,
+        message: msg,
+    };
+    Box::pin(std::future::ready(Err(failed)))
 }
 
 /// Puts a [`Delay`] in front of a service. Every delay it makes shares one [`Wait`].

@@ -53,11 +53,10 @@ fn spell(d: Duration) -> String {
 pub fn read(value: &serde_json::Value) -> Result<SystemTime, TimeError> {
     match value {
         serde_json::Value::String(text) => {
-            let at: jiff::Timestamp =
-                text.parse().map_err(|e: jiff::Error| TimeError::Text {
-                    text: text.clone(),
-                    reason: e.to_string(),
-                })?;
+            let at: jiff::Timestamp = text.parse().map_err(|e: jiff::Error| TimeError::Text {
+                text: text.clone(),
+                reason: e.to_string(),
+            })?;
             Ok(SystemTime::from(at))
         }
         serde_json::Value::Number(n) => {

@@ -7,10 +7,11 @@ use std::task::{Context, Poll};
 use eip_core::Message;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
 use super::bucket::TokenBucket;
 use super::{StepError, ThrottleConfig, ThrottleError};
+use crate::delay::service::{refuse, wait_then_call};
 
 /// What every throttle of one layer shares: the configuration and the buckets.
 struct Shared {
@@ -151,23 +152,14 @@ where
     }
 
     fn call(&mut self, msg: Message) -> Self::Future {
-        let key = match self.shared.key_of(&msg) {
-            Ok(key) => key,
-            Err(error) => {
-                let failed = StepError::Failed {
-                    error,
-                    message: msg,
-                };
-                return Box::pin(std::future::ready(Err(failed)));
+        match self.shared.key_of(&msg) {
+            Ok(key) => {
+                // The turn is taken now, in arrival order; only the wait is awaited.
+                let turn = self.shared.bucket.take(key.as_deref(), Instant::now());
+                wait_then_call(turn, self.inner.clone(), msg)
             }
-        };
-        // The turn is taken now, in arrival order; only the wait is awaited.
-        let turn = self.shared.bucket.take(key.as_deref(), Instant::now());
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            tokio::time::sleep_until(turn).await;
-            inner.oneshot(msg).await.map_err(StepError::Inner)
-        })
+            Err(error) => refuse(error, msg),
+        }
     }
 }
 
