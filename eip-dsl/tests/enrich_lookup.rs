@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use eip_core::Message;
-use eip_dsl::compile::InputMessage;
+use eip_dsl::compile::{Flow, InputMessage};
 use eip_dsl::step::Services;
 use serde_json::{Value, json};
 use support::customers::server;
@@ -203,6 +203,19 @@ async fn the_dry_run_looks_nothing_up() {
     );
 }
 
+/// A flow whose enricher merges the first row `query` finds in the database at `url`.
+fn query_flow(url: &str, query: &str) -> Flow {
+    flow_with(
+        &format!(
+            "      - enrich:
+          sql: {{url: '{url}', query: '{query}'}}
+          merge: '. + $answer'"
+        ),
+        "",
+        &Services::new(),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_s_first_row_or_all_rows_are_merged_with_named_parameters() {
     TestDatabase::create("eip_enrich").await.run(|_, url, pool| async move {
@@ -243,29 +256,13 @@ async fn a_query_s_first_row_or_all_rows_are_merged_with_named_parameters() {
         assert!(error.contains("parameter `:$.customer.tier` found no value"), "{error}");
 
         // A query the database refuses fails the route (redelivery), naming the statement.
-        let broken = flow_with(
-            &format!(
-                "      - enrich:
-          sql: {{url: '{url}', query: 'select name from nowhere where id = :customer_id'}}
-          merge: '. + $answer'"
-            ),
-            "",
-            &Services::new(),
-        );
+        let broken = query_flow(&url, "select name from nowhere where id = :customer_id");
         let failed = broken.routes()[0].handle(order("c1")).await.unwrap_err().to_string();
         assert!(failed.contains("statement `select name from nowhere"), "{failed}");
         assert!(failed.contains("nowhere"), "{failed}");
 
         // A column read as no JSON type: the same on every attempt, so invalid at once.
-        let dated = flow_with(
-            &format!(
-                "      - enrich:
-          sql: {{url: '{url}', query: 'select now() as at where :customer_id is not null'}}
-          merge: '. + $answer'"
-            ),
-            "",
-            &Services::new(),
-        );
+        let dated = query_flow(&url, "select now() as at where :customer_id is not null");
         dated.routes()[0].handle(order("c1")).await.unwrap();
         let dead = drain(&dated, "dead-letters").await;
         let (reason, error) = death(&dead[0]);

@@ -101,13 +101,16 @@ where
     }
 }
 
+/// The future of a step's call: the inner service's answer, or the step's failure.
+pub(crate) type Called<R, E, F> = BoxFuture<'static, Result<R, crate::error::StepError<E, F>>>;
+
 /// The future of a step that waits inside the call: until `until`, then `inner` is asked for
 /// readiness and called with `msg`.
 pub(crate) fn wait_then_call<S, F>(
     until: tokio::time::Instant,
     inner: S,
     msg: Message,
-) -> BoxFuture<'static, Result<S::Response, crate::error::StepError<S::Error, F>>>
+) -> Called<S::Response, S::Error, F>
 where
     S: Service<Message> + Send + 'static,
     S::Future: Send,
@@ -124,10 +127,7 @@ where
 }
 
 /// The future of a step that did not take `msg`: the message back at once, with why.
-pub(crate) fn refuse<R, E, F: Send + 'static>(
-    error: F,
-    msg: Message,
-) -> BoxFuture<'static, Result<R, crate::error::StepError<E, F>>>
+pub(crate) fn refuse<R, E, F: Send + 'static>(error: F, msg: Message) -> Called<R, E, F>
 where
     R: Send + 'static,
     E: Send + 'static,
