@@ -107,6 +107,7 @@ async fn no_more_lookups_run_at_once_than_the_concurrency_limit() {
     assert_eq!(drain(&flow, "out").await.len(), 6);
 }
 
+/// A service that answers after `delay`.
 fn slow_service(
     delay: Duration,
 ) -> impl tower::Service<

@@ -307,8 +307,6 @@ async fn a_mariadb_query_is_merged_the_same_way() {
     );
 }
 
-/// A service that answers after `delay`.
-
 fn enrich_flow(lines: &[&str]) -> Vec<String> {
     let mut flow = vec![
         "channels:",
