@@ -4,15 +4,11 @@
 //! run` (its input ended, or SIGTERM), and the problems `eip validate` reports.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eip_core::Message;
 use eip_core::message::DeathReason;
-use eip_dsl::compile::{self, Flow};
-use eip_dsl::load;
 
 mod support {
     pub mod durable_run;

@@ -18,6 +18,8 @@
 //! - [`resequence`]: the Resequencer: messages put back in the order of their sequence numbers.
 //! - [`dedupe`]: the Idempotent Receiver: a message whose key was seen within a window goes no
 //!   further.
+//! - [`delay`]: the Delayer: each message waits a fixed time, or until a time it names.
+//! - [`throttle`]: the Throttler: messages go on at no more than a rate, waiting for their turn.
 
 /// A change of a step's state being made lasting (a durable store writing it); it completes
 /// once the change is on disk, or fails with why.
@@ -26,11 +28,13 @@ pub type Keeping =
 
 pub mod aggregate;
 pub mod dedupe;
+pub mod delay;
 pub mod error;
 #[cfg(feature = "jq")]
 pub mod expr;
 pub mod format;
 pub mod resequence;
 pub mod split;
+pub mod throttle;
 #[cfg(feature = "jq")]
 pub mod translate;

@@ -24,18 +24,20 @@
 //! The wait is a call the route's consumer awaits: a message from a durable channel stays
 //! unacknowledged until its turn came and it went on. The dry run (`eip route`) does not wait
 //! and takes no turn.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+//!
+//! The bucket and the wait are [`eip_steps::throttle`]'s (`Throttle`, usable from Rust alone);
+//! this module reads the step from a flow file, checks it and describes it.
 
 use eip_core::MessageBus;
 use eip_core::message::Message;
+#[cfg(feature = "jq")]
+use eip_steps::aggregate::Key;
+use eip_steps::error::StepError;
+use eip_steps::throttle as engine;
 use futures::future::BoxFuture;
-use tokio::time::Instant;
-use tower::BoxError;
+use tower::{BoxError, ServiceExt};
 
-use super::{Entry, Made, RouteStep, StepConfig, StepKind};
+use super::{Entry, Made, RouteStep, Side, StepConfig, StepKind};
 use crate::compile::CompileError;
 use crate::diagnostic::{Check, Problem};
 use crate::settings::Settings;
@@ -144,45 +146,52 @@ impl StepConfig for ThrottleConfig {
     }
 
     fn build(&self, _bus: &MessageBus) -> Result<Box<dyn RouteStep>, CompileError> {
+        let config = engine::ThrottleConfig::new(self.rate).burst(self.burst);
+        #[cfg(feature = "jq")]
+        let config = match &self.key {
+            Some(jq) => config.key(key_by(jq.clone())),
+            None => config,
+        };
         Ok(Box::new(Throttle {
-            bucket: Arc::new(TokenBucket::new(self.rate, self.burst)),
-            #[cfg(feature = "jq")]
-            key: self.key.clone(),
+            throttle: engine::Throttle::new(tower::service_fn(passed), config),
         }))
     }
 }
 
-#[derive(Debug)]
-struct Throttle {
-    bucket: Arc<TokenBucket>,
-    #[cfg(feature = "jq")]
-    key: Option<eip_steps::expr::Jq>,
+/// A bucket per output of `jq`: text as is, anything else as JSON; a jq error is the reason
+/// the message is invalid.
+#[cfg(feature = "jq")]
+fn key_by(jq: eip_steps::expr::Jq) -> Key {
+    Key::computed(move |msg| match jq.one(msg) {
+        Ok(serde_json::Value::String(text)) => Ok(text),
+        Ok(other) => Ok(other.to_string()),
+        Err(e) => Err(format!("`{}`: {e}", jq.source())),
+    })
 }
 
-impl Throttle {
-    /// The bucket `msg` takes its turn from (`None`: the step's one bucket); else why its key
-    /// can not be read.
-    fn key_of(&self, msg: &Message) -> Result<Option<String>, String> {
-        #[cfg(feature = "jq")]
-        if let Some(jq) = &self.key {
-            return match jq.one(msg) {
-                Ok(serde_json::Value::String(text)) => Ok(Some(text)),
-                Ok(other) => Ok(Some(other.to_string())),
-                Err(e) => Err(format!("throttle key `{}`: {e}", jq.source())),
-            };
-        }
-        let _ = msg;
-        Ok(None)
-    }
+/// The Throttler's engine (`eip_steps::throttle`) in front of nothing: what it passes on comes
+/// back. Its bucket is shared by every call of the route's steps.
+#[derive(Debug)]
+struct Throttle {
+    throttle: engine::Throttle<tower::util::ServiceFn<Passed>>,
+}
+
+type Passed = fn(Message) -> std::future::Ready<Result<Message, std::convert::Infallible>>;
+
+fn passed(msg: Message) -> std::future::Ready<Result<Message, std::convert::Infallible>> {
+    std::future::ready(Ok(msg))
 }
 
 impl RouteStep for Throttle {
     /// The dry run neither waits nor takes a turn; a key that can not be read makes the message
     /// invalid.
     fn decide(&self, msg: Message) -> Made {
-        match self.key_of(&msg) {
+        match self.throttle.key_of(&msg) {
             Ok(_) => Made::next(msg),
-            Err(error) => Made::instead(super::Side::Invalid { msg, error }),
+            Err(e) => Made::instead(Side::Invalid {
+                msg,
+                error: e.to_string(),
+            }),
         }
     }
 
@@ -191,107 +200,34 @@ impl RouteStep for Throttle {
     }
 
     fn call(&self, msg: Message) -> BoxFuture<'_, Result<Made, BoxError>> {
-        let key = match self.key_of(&msg) {
-            Ok(key) => key,
-            Err(error) => {
-                let made = Made::instead(super::Side::Invalid { msg, error });
-                return Box::pin(std::future::ready(Ok(made)));
-            }
-        };
-        // The turn is taken now, in arrival order; only the wait is awaited.
-        let turn = self.bucket.take(key.as_deref(), Instant::now());
+        let throttled = self.throttle.clone().oneshot(msg);
         Box::pin(async move {
-            tokio::time::sleep_until(turn).await;
-            Ok(Made::next(msg))
+            Ok(match throttled.await {
+                Ok(msg) => Made::next(msg),
+                Err(StepError::Failed { error, message }) => Made::instead(Side::Invalid {
+                    msg: message,
+                    error: error.to_string(),
+                }),
+                Err(StepError::Inner(never)) => match never {},
+            })
         })
     }
 }
 
-/// A token bucket kept as the time its next token is due (GCRA): `burst` tokens, one more
-/// every `interval`. Shared by every call; a turn is reserved under a lock held for no await.
-#[derive(Debug)]
-pub(crate) struct TokenBucket {
-    interval: Duration,
-    /// How far ahead of its due time a token may be taken: `(burst - 1) * interval`.
-    slack: Duration,
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// When the bucket without a key is full again.
-    due: Option<Instant>,
-    /// The same for each key.
-    keys: HashMap<String, Instant>,
-    /// The number of keys at which the full buckets are forgotten next.
-    forget_at: usize,
-}
-
-/// Keys kept before the first sweep for full buckets.
-const KEYS_BEFORE_SWEEP: usize = 1024;
-
-impl TokenBucket {
-    pub(crate) fn new(rate: Rate, burst: u32) -> Self {
-        let interval = rate.interval();
-        TokenBucket {
-            interval,
-            slack: interval.saturating_mul(burst.saturating_sub(1)),
-            state: Mutex::new(State {
-                forget_at: KEYS_BEFORE_SWEEP,
-                ..State::default()
-            }),
-        }
-    }
-
-    /// Takes the next token of `key`'s bucket for a message arriving at `now`: the instant it
-    /// may go on (`now`, or later when the bucket is empty).
-    pub(crate) fn take(&self, key: Option<&str>, now: Instant) -> Instant {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let due = match key {
-            None => state.due.get_or_insert(now),
-            Some(key) => {
-                if state.keys.len() >= state.forget_at {
-                    // A bucket due by now is full: the same as one never used.
-                    state.keys.retain(|_, due| *due > now);
-                    state.forget_at = (state.keys.len() * 2).max(KEYS_BEFORE_SWEEP);
-                }
-                state.keys.entry(key.to_owned()).or_insert(now)
-            }
-        };
-        let start = (*due).max(now);
-        *due = start + self.interval;
-        start.checked_sub(self.slack).map_or(now, |at| at.max(now))
-    }
-}
-
-pub use self::rate::{Rate, RateError, parse_rate};
+pub use self::rate::{RateError, parse_rate};
+pub use eip_steps::throttle::Rate;
 
 /// Rates as written in a flow file: `100/s`.
 mod rate {
     use std::time::Duration;
+
+    use eip_steps::throttle::Rate;
 
     use crate::settings::{DurationError, parse_duration};
 
     /// The forms a rate takes, for help texts.
     pub(super) const FORMS: &str =
         "a rate is a whole count per time: `100/s`, `5/min`, `1000/h`, `10/30s`";
-
-    /// A count of messages per time.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Rate {
-        /// How many.
-        pub count: u64,
-        /// In how long.
-        pub per: Duration,
-    }
-
-    impl Rate {
-        /// The time one message takes of the rate: `per / count`.
-        pub fn interval(&self) -> Duration {
-            let nanos = self.per.as_nanos() / u128::from(self.count.max(1));
-            Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-        }
-    }
 
     /// A rate that could not be read.
     #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -436,54 +372,5 @@ mod rate {
                 Err(RateError::TooFast("2000000000/s".into()))
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn bucket(rate: &str, burst: u32) -> TokenBucket {
-        TokenBucket::new(parse_rate(rate).unwrap(), burst)
-    }
-
-    #[test]
-    fn turns_are_spaced_by_the_rate_in_arrival_order() {
-        let b = bucket("10/s", 1);
-        let now = Instant::now();
-        let ms = Duration::from_millis;
-        let turns: Vec<Duration> = (0..4).map(|_| b.take(None, now) - now).collect();
-        assert_eq!(turns, [ms(0), ms(100), ms(200), ms(300)]);
-        // After a quiet second the bucket is full again: no wait.
-        let later = now + ms(2000);
-        assert_eq!(b.take(None, later), later);
-    }
-
-    #[test]
-    fn a_burst_goes_at_once_then_the_rate_holds() {
-        let b = bucket("10/s", 3);
-        let now = Instant::now();
-        let ms = Duration::from_millis;
-        let turns: Vec<Duration> = (0..5).map(|_| b.take(None, now) - now).collect();
-        assert_eq!(turns, [ms(0), ms(0), ms(0), ms(100), ms(200)]);
-    }
-
-    #[test]
-    fn each_key_has_its_own_bucket_and_full_ones_are_forgotten() {
-        let b = bucket("1/s", 1);
-        let now = Instant::now();
-        assert_eq!(b.take(Some("a"), now), now);
-        assert_eq!(b.take(Some("b"), now), now);
-        assert_eq!(b.take(Some("a"), now), now + Duration::from_secs(1));
-        let later = now + Duration::from_secs(10);
-        for n in 0..KEYS_BEFORE_SWEEP {
-            b.take(Some(&n.to_string()), later);
-        }
-        let state = b.state.lock().unwrap();
-        assert!(
-            !state.keys.contains_key("a") && !state.keys.contains_key("b"),
-            "the full buckets of a and b were forgotten"
-        );
-        assert!(state.keys.len() <= KEYS_BEFORE_SWEEP);
     }
 }

@@ -73,6 +73,7 @@ pub fn death(msg: &Message) -> (String, String) {
 }
 
 /// Runs `flow` until a dead letter arrives (at most 20 s), then stops it.
+#[allow(dead_code)] // Only the tests of the limits wait for one.
 pub async fn first_dead_letter(flow: &Flow, msg: Message) -> Message {
     let dead = Arc::new(Mutex::new(Vec::<Message>::new()));
     let seen = dead.clone();

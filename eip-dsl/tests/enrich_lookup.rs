@@ -1,6 +1,6 @@
-//! The `enrich` step (the Content Enricher) against a real HTTP server started here and the
-//! local PostgreSQL, and the limits of steps that call out (`timeout`, `retry`, `concurrency`,
-//! `circuit-breaker`), for `enrich` and `process`.
+//! The `enrich` step (the Content Enricher): an answer looked up over HTTP from a real server
+//! started here, or by a query to the local PostgreSQL and MariaDB, merged into the payload;
+//! its cache, its dry run, what `eip validate` refuses, the example and the builder.
 
 mod support {
     pub mod customers;
@@ -12,15 +12,14 @@ mod support {
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use eip_core::Message;
-use eip_dsl::compile::InputMessage;
+use eip_dsl::compile::{Flow, InputMessage};
 use eip_dsl::step::Services;
 use serde_json::{Value, json};
 use support::customers::server;
-use support::enrich_route::{death, drain, first_dead_letter, flow, flow_with, order, payload};
+use support::enrich_route::{death, drain, flow, flow_with, order, payload};
 use support::postgres::TestDatabase;
 use support::problems::{at, help, only, problems};
 
@@ -164,98 +163,6 @@ async fn an_answer_is_taken_from_the_cache_within_its_ttl_and_asked_again_after(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_lookup_is_retried_and_the_second_attempt_is_merged() {
-    let (base, seen) = server().await;
-    let flow = flow(&format!(
-        "      - enrich:
-          http: {{url: '{base}/flaky/{{header.customer}}'}}
-          merge: '. + $answer'
-          retry: {{max-attempts: 3, backoff: 10ms}}"
-    ));
-    flow.routes()[0].handle(order("x")).await.unwrap();
-    assert_eq!(seen.calls("/flaky/x"), 2);
-    let out = drain(&flow, "out").await;
-    assert_eq!(payload(&out[0])["ok"], json!(true));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lookup_past_its_timeout_is_redelivered_then_dead_lettered_with_the_error() {
-    let (base, seen) = server().await;
-    let flow = flow_with(
-        &format!(
-            "      - enrich:
-          http: {{url: '{base}/slow/{{header.customer}}'}}
-          merge: '. + $answer'
-          timeout: 100ms
-          retry: {{max-attempts: 2, backoff: 1ms}}"
-        ),
-        ", redelivery: {max-attempts: 2, initial-backoff: 10ms}",
-        &Services::new(),
-    );
-    let dead = first_dead_letter(&flow, order("x")).await;
-    let (reason, error) = death(&dead);
-    assert_eq!(reason, "max-redeliveries");
-    assert!(
-        error.contains("step 1 (enrich GET")
-            && error.contains("no answer within 100ms (after 2 attempts)"),
-        "{error}"
-    );
-    assert_eq!(seen.calls("/slow/x"), 4, "2 deliveries of 2 attempts");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_open_circuit_breaker_fails_fast_without_calling_and_the_message_is_redelivered() {
-    let (base, seen) = server().await;
-    let flow = flow(&format!(
-        "      - enrich:
-          http: {{url: '{base}/down/{{header.customer}}'}}
-          merge: '. + $answer'
-          circuit-breaker: {{failures: 2, reset: 1h}}"
-    ));
-    let route = &flow.routes()[0];
-    for _ in 0..2 {
-        let failed = route.handle(order("x")).await.unwrap_err().to_string();
-        assert!(
-            failed.contains("answered 500: down for maintenance"),
-            "{failed}"
-        );
-    }
-    let failed = route.handle(order("x")).await.unwrap_err().to_string();
-    assert!(
-        failed.contains("circuit breaker open after 2 failed calls in a row"),
-        "{failed}"
-    );
-    assert!(failed.contains("the last failure: GET"), "{failed}");
-    assert_eq!(seen.calls("/down/x"), 2, "the third call was not made");
-    assert!(drain(&flow, "out").await.is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_more_lookups_run_at_once_than_the_concurrency_limit() {
-    let (base, seen) = server().await;
-    let flow = flow(&format!(
-        "      - enrich:
-          http: {{url: '{base}/gate/{{header.customer}}'}}
-          merge: '. + {{gate: $answer.id}}'
-          concurrency: 2"
-    ));
-    let route = flow.routes()[0].clone();
-    let calls = (0..6).map(|n| {
-        let route = route.clone();
-        tokio::spawn(async move { route.handle(order(&format!("g{n}"))).await })
-    });
-    for call in futures::future::join_all(calls).await {
-        call.unwrap().unwrap();
-    }
-    assert_eq!(
-        seen.most.load(Ordering::SeqCst),
-        2,
-        "two at once, never more"
-    );
-    assert_eq!(drain(&flow, "out").await.len(), 6);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_lookup_sends_the_payload() {
     let (base, _seen) = server().await;
     let flow = flow(&format!(
@@ -294,6 +201,19 @@ async fn the_dry_run_looks_nothing_up() {
         (dead.channel.as_str(), dead.reason.as_str()),
         ("dead-letters", "invalid")
     );
+}
+
+/// A flow whose enricher merges the first row `query` finds in the database at `url`.
+fn query_flow(url: &str, query: &str) -> Flow {
+    flow_with(
+        &format!(
+            "      - enrich:
+          sql: {{url: '{url}', query: '{query}'}}
+          merge: '. + $answer'"
+        ),
+        "",
+        &Services::new(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,29 +256,13 @@ async fn a_query_s_first_row_or_all_rows_are_merged_with_named_parameters() {
         assert!(error.contains("parameter `:$.customer.tier` found no value"), "{error}");
 
         // A query the database refuses fails the route (redelivery), naming the statement.
-        let broken = flow_with(
-            &format!(
-                "      - enrich:
-          sql: {{url: '{url}', query: 'select name from nowhere where id = :customer_id'}}
-          merge: '. + $answer'"
-            ),
-            "",
-            &Services::new(),
-        );
+        let broken = query_flow(&url, "select name from nowhere where id = :customer_id");
         let failed = broken.routes()[0].handle(order("c1")).await.unwrap_err().to_string();
         assert!(failed.contains("statement `select name from nowhere"), "{failed}");
         assert!(failed.contains("nowhere"), "{failed}");
 
         // A column read as no JSON type: the same on every attempt, so invalid at once.
-        let dated = flow_with(
-            &format!(
-                "      - enrich:
-          sql: {{url: '{url}', query: 'select now() as at where :customer_id is not null'}}
-          merge: '. + $answer'"
-            ),
-            "",
-            &Services::new(),
-        );
+        let dated = query_flow(&url, "select now() as at where :customer_id is not null");
         dated.routes()[0].handle(order("c1")).await.unwrap();
         let dead = drain(&dated, "dead-letters").await;
         let (reason, error) = death(&dead[0]);
@@ -401,49 +305,6 @@ async fn a_mariadb_query_is_merged_the_same_way() {
         payload(&out[0])["found"],
         json!([{"name": "Ada", "orders": 3}, {"name": "Grace", "orders": 5}])
     );
-}
-
-/// A service that answers after `delay`.
-fn slow_service(
-    delay: Duration,
-) -> impl tower::Service<
-    Message,
-    Response = Message,
-    Error = tower::BoxError,
-    Future = impl Future<Output = Result<Message, tower::BoxError>> + Send,
-> + Clone
-+ Send
-+ 'static {
-    tower::service_fn(move |msg: Message| async move {
-        tokio::time::sleep(delay).await;
-        Ok::<Message, tower::BoxError>(msg)
-    })
-}
-
-#[tokio::test]
-async fn a_process_step_takes_the_same_limits() {
-    let services = Services::new().add("slow", slow_service(Duration::from_secs(5)));
-    let flow = flow_with(
-        "      - process: {service: slow, timeout: 50ms, circuit-breaker: {failures: 1, reset: 1h}}",
-        "",
-        &services,
-    );
-    let route = &flow.routes()[0];
-    let failed = route
-        .handle(Message::new("{}"))
-        .await
-        .unwrap_err()
-        .to_string();
-    assert_eq!(
-        failed,
-        "route `route-1`, step 1 (process slow (timeout 50ms, circuit breaker after 1 failures for 3600s)): no answer within 50ms"
-    );
-    let failed = route
-        .handle(Message::new("{}"))
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(failed.contains("circuit breaker open"), "{failed}");
 }
 
 fn enrich_flow(lines: &[&str]) -> Vec<String> {
