@@ -430,7 +430,7 @@ adapters:
     let (running, seen) = run(&flow).await;
     place(
         &scratch.0.join("csv/a.csv"),
-        "a,b\n1,2\n3\n4,5,6\n\"7\",8\n9,\"x\"y\n10,11\n",
+        "a,b\n1,2\n3\n4,5,6\n\"7\",8\n10,11\n\"12,13\n",
     );
     place(
         &scratch.0.join("json/e.jsonl"),
@@ -442,8 +442,8 @@ adapters:
         scratch.0.join("json/.done/e.jsonl"),
         scratch.0.join("whole/.done/w.jsonl"),
     ];
-    eventually("ten messages and the files done", || {
-        count(&seen) == 10 && done.iter().all(|d| d.exists())
+    eventually("eleven messages and the files done", || {
+        count(&seen) == 11 && done.iter().all(|d| d.exists())
     })
     .await;
     let left = running.stop(Duration::from_secs(5)).await;
@@ -466,7 +466,7 @@ adapters:
     );
     let rows = on(&seen, "rows");
     let lines: Vec<Option<i64>> = rows.iter().map(|m| header_i64(m, "line")).collect();
-    assert_eq!(lines, [Some(2), Some(5), Some(7)]);
+    assert_eq!(lines, [Some(2), Some(5), Some(6)]);
     let mut events = payloads("events");
     events.sort();
     assert_eq!(events, [r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
@@ -487,14 +487,15 @@ adapters:
         assert_eq!(found.3, "csv-in", "the adapter is the origin");
         assert_eq!(found.4, reason);
     }
-    let quoted = csv.iter().find(|d| d.1 == Some(6)).expect("the bad quote");
-    assert!(quoted.4.starts_with("line 6: "), "{quoted:?}");
+    // A quote never closed takes the rest of the file into one field.
+    let quoted = csv.iter().find(|d| d.1 == Some(7)).expect("the bad quote");
+    assert_eq!(quoted.4, "line 7: expected 2 fields, found 1");
     let row_text: Vec<&str> = dead
         .iter()
         .filter(|m| m.headers().get("file-name").and_then(|v| v.as_str()) == Some("a.csv"))
         .filter_map(|m| m.payload_str())
         .collect();
-    assert!(row_text.contains(&"3") && row_text.contains(&"4,5,6"), "{row_text:?}");
+    assert_eq!(row_text, ["3", "4,5,6", "\"12,13"], "each row as it was read");
     assert_eq!(lines.len(), 2);
     let streamed = lines.iter().find(|d| d.0 == "e.jsonl").expect("a JSON line");
     assert_eq!(streamed.1, Some(2));
@@ -502,10 +503,10 @@ adapters:
     let whole = lines.iter().find(|d| d.0 == "w.jsonl").expect("a JSON line");
     assert_eq!(whole.1, Some(2));
     assert!(whole.4.starts_with("line 2: not JSON"), "{whole:?}");
-    for dir in ["csv", "json", "whole"] {
+    for file in ["csv/.error/a.csv", "json/.error/e.jsonl", "whole/.error/w.jsonl"] {
         assert!(
-            !scratch.0.join(dir).join(".error").exists(),
-            "nothing for the error directory in {dir}"
+            !scratch.0.join(file).exists(),
+            "nothing for the error directory: {file}"
         );
     }
 }
