@@ -127,7 +127,11 @@ async fn baseline(path: &Path, rows: u64) -> Duration {
 /// One round of each side, the order swapped every other round (the side run second finds
 /// the file's pages warmer and the allocator's free lists filled by the first): the two
 /// times in ns per row.
-fn round(round: usize, eip_side: &mut dyn FnMut() -> f64, raw: &mut dyn FnMut() -> f64) -> (f64, f64) {
+fn round(
+    round: usize,
+    eip_side: &mut dyn FnMut() -> f64,
+    raw: &mut dyn FnMut() -> f64,
+) -> (f64, f64) {
     if round % 2 == 0 {
         let x = eip_side();
         (x, raw())

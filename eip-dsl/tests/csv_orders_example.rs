@@ -199,7 +199,10 @@ async fn run_example(
     };
     let short = by_line(4);
     assert_eq!(short["death"]["reason"], "invalid");
-    assert_eq!(short["death"]["error"], "line 4: expected 4 fields, found 2");
+    assert_eq!(
+        short["death"]["error"],
+        "line 4: expected 4 fields, found 2"
+    );
     assert_eq!(short["headers"]["file-name"], "orders.csv");
     assert_eq!(short["payload"], "3,C-3", "the row as it was read");
     let many = by_line(5);

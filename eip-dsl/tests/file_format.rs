@@ -152,7 +152,10 @@ adapters:
     assert_eq!(invalid[0].payload_str(), Some("B-2"), "the row's text");
     assert_eq!(header_i64(invalid[0], "line"), Some(3), "the row's line");
     assert_eq!(
-        invalid[0].headers().get("file-name").and_then(|v| v.as_str()),
+        invalid[0]
+            .headers()
+            .get("file-name")
+            .and_then(|v| v.as_str()),
         Some("orders.csv")
     );
     assert_eq!(
@@ -398,7 +401,10 @@ fn on(seen: &[(String, Message)], channel: &str) -> Vec<Message> {
 
 /// A dead letter's file name, line, death reason, origin and error.
 fn dead_letter(msg: &Message) -> (String, Option<i64>, String, String, String) {
-    let death = msg.death().expect("a readable death").expect("a death record");
+    let death = msg
+        .death()
+        .expect("a readable death")
+        .expect("a death record");
     let name = msg.headers().get("file-name").and_then(|v| v.as_str());
     (
         name.unwrap_or("?").to_owned(),
@@ -495,15 +501,29 @@ adapters:
         .filter(|m| m.headers().get("file-name").and_then(|v| v.as_str()) == Some("a.csv"))
         .filter_map(|m| m.payload_str())
         .collect();
-    assert_eq!(row_text, ["3", "4,5,6", "\"12,13"], "each row as it was read");
+    assert_eq!(
+        row_text,
+        ["3", "4,5,6", "\"12,13"],
+        "each row as it was read"
+    );
     assert_eq!(lines.len(), 2);
-    let streamed = lines.iter().find(|d| d.0 == "e.jsonl").expect("a JSON line");
+    let streamed = lines
+        .iter()
+        .find(|d| d.0 == "e.jsonl")
+        .expect("a JSON line");
     assert_eq!(streamed.1, Some(2));
     assert!(streamed.4.starts_with("line 2: "), "{streamed:?}");
-    let whole = lines.iter().find(|d| d.0 == "w.jsonl").expect("a JSON line");
+    let whole = lines
+        .iter()
+        .find(|d| d.0 == "w.jsonl")
+        .expect("a JSON line");
     assert_eq!(whole.1, Some(2));
     assert!(whole.4.starts_with("line 2: not JSON"), "{whole:?}");
-    for file in ["csv/.error/a.csv", "json/.error/e.jsonl", "whole/.error/w.jsonl"] {
+    for file in [
+        "csv/.error/a.csv",
+        "json/.error/e.jsonl",
+        "whole/.error/w.jsonl",
+    ] {
         assert!(
             !scratch.0.join(file).exists(),
             "nothing for the error directory: {file}"

@@ -336,7 +336,10 @@ mod tests {
         }
         source.shutdown().await.unwrap();
         assert!(dir.join(".done/r.txt").exists(), "the file is done");
-        assert!(!dir.join(".error").join("r.txt").exists(), "no rejects kept");
+        assert!(
+            !dir.join(".error").join("r.txt").exists(),
+            "no rejects kept"
+        );
         assert_eq!(channel.stats().depth, 2, "the good lines went on");
         let msg = buried.message();
         assert_eq!(msg.payload_str(), Some("bad one"));

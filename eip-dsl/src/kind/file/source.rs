@@ -13,9 +13,7 @@ use eip_steps::split::Split;
 
 use super::SplitRecords;
 use crate::diagnostic::Check;
-use crate::kind::{
-    AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Rejects, Site, Started,
-};
+use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Rejects, Site, Started};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
 
