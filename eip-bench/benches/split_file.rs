@@ -132,7 +132,7 @@ fn round(
     eip_side: &mut dyn FnMut() -> f64,
     raw: &mut dyn FnMut() -> f64,
 ) -> (f64, f64) {
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         let x = eip_side();
         (x, raw())
     } else {
