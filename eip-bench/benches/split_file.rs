@@ -8,13 +8,19 @@
 //! eip does more per row than the loop: it claims the file by rename and moves it to the done
 //! directory once every row was accepted, makes each row a message with its own id, the file's
 //! headers and the Message Sequence headers (correlation id, number, `line`; the size on the
-//! last), and each row waits for the channel's acknowledgement. Rounds alternate eip and the
-//! baseline; the compare line gives medians in ns per row, then the process's peak RSS
-//! (`VmHWM`), which holds both sides' peaks: flat whatever the file's size.
+//! last), and each row waits for the channel's acknowledgement.
+//!
+//! On a shared two-core machine one side's round can meet a burst of load the other's did
+//! not, and a ratio of two medians taken over minutes moves with it. So each round runs both
+//! sides back to back (eip first in even rounds, the baseline first in odd ones) and gives its
+//! own ratio; the compare line gives the medians in ns per row and the **median of the
+//! rounds' ratios**, and a detail line lists every round's ratio, sorted, so the spread shows.
+//! Then the process's peak RSS (`VmHWM`), which holds both sides' peaks: flat whatever the
+//! file's size.
 //!
 //! Run: `cargo bench -p eip-bench --bench split_file`. `EIP_SPLIT_ROWS` sets the rows (the
 //! book's 1 GB run: `EIP_SPLIT_ROWS=17000000 EIP_SPLIT_ROUNDS=1`), `EIP_SPLIT_ROUNDS` the
-//! rounds (default 5). `cargo test -p eip-bench --benches` runs a small version.
+//! rounds (default 9). `cargo test -p eip-bench --benches` runs a small version.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -22,7 +28,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use eip_adapters::file::FileSource;
-use eip_bench::{MemoryStatus, TempDir, alternating_medians, measuring, per_item, print_compare};
+use eip_bench::{MemoryStatus, TempDir, measuring, median, per_item};
 use eip_core::channel::PointToPoint;
 use eip_dsl::kind::file::SplitRecords;
 use eip_steps::format::CsvOptions;
@@ -118,6 +124,23 @@ async fn baseline(path: &Path, rows: u64) -> Duration {
     elapsed
 }
 
+/// One round of each side, the order swapped every other round (the side run second finds
+/// the file's pages warmer and the allocator's free lists filled by the first): the two
+/// times in ns per row.
+fn round(
+    round: usize,
+    eip_side: &mut dyn FnMut() -> f64,
+    raw: &mut dyn FnMut() -> f64,
+) -> (f64, f64) {
+    if round.is_multiple_of(2) {
+        let x = eip_side();
+        (x, raw())
+    } else {
+        let y = raw();
+        (eip_side(), y)
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--list") {
@@ -130,7 +153,7 @@ fn main() {
         2_000
     };
     let rounds = if measuring {
-        env_number("EIP_SPLIT_ROUNDS", 5) as usize
+        env_number("EIP_SPLIT_ROUNDS", 9).max(1) as usize
     } else {
         1
     };
@@ -141,24 +164,31 @@ fn main() {
     let mb = std::fs::metadata(&csv).map_or(0, |m| m.len()) as f64 / 1e6;
     let rt = eip_bench::runtime();
     let before = MemoryStatus::read();
-    let (eip_ns, raw_ns) = alternating_medians(
-        rounds,
-        |round| {
-            let ns = per_item(rt.block_on(eip(&csv, rows)), rows as usize);
-            eprintln!("  split csv round {round}: eip {ns:.0} ns/row");
-            ns
-        },
-        |round| {
-            let ns = per_item(rt.block_on(baseline(&csv, rows)), rows as usize);
-            eprintln!("  split csv round {round}: raw {ns:.0} ns/row");
-            ns
-        },
+    let mut eip_side = || per_item(rt.block_on(eip(&csv, rows)), rows as usize);
+    let mut raw = || per_item(rt.block_on(baseline(&csv, rows)), rows as usize);
+    let (mut xs, mut ys, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 0..rounds {
+        let (x, y) = round(n, &mut eip_side, &mut raw);
+        eprintln!(
+            "  split csv round {n}: eip {x:.0} ns/row, raw {y:.0} ns/row, ratio {:.2}",
+            x / y
+        );
+        xs.push(x);
+        ys.push(y);
+        ratios.push(x / y);
+    }
+    let (x, y) = (median(&mut xs), median(&mut ys));
+    let ratio = median(&mut ratios.clone());
+    println!(
+        "compare: split csv: eip {x:.1} ns/msg, baseline {y:.1} ns/msg (csv crate read loop + \
+         serde_json + tokio mpsc), ratio {ratio:.2}"
     );
-    print_compare(
-        "split csv",
-        eip_ns,
-        raw_ns,
-        "csv crate read loop + serde_json + tokio mpsc",
+    ratios.sort_by(f64::total_cmp);
+    let spread: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    println!(
+        "detail: split csv: the ratio is the median of {rounds} rounds' own ratios (each round \
+         runs both sides back to back, in turns first); sorted: {}",
+        spread.join(" ")
     );
     match (before, MemoryStatus::read()) {
         (Some(before), Some(after)) => println!(

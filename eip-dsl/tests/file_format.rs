@@ -150,6 +150,14 @@ adapters:
         .collect();
     assert_eq!(invalid.len(), 1);
     assert_eq!(invalid[0].payload_str(), Some("B-2"), "the row's text");
+    assert_eq!(header_i64(invalid[0], "line"), Some(3), "the row's line");
+    assert_eq!(
+        invalid[0]
+            .headers()
+            .get("file-name")
+            .and_then(|v| v.as_str()),
+        Some("orders.csv")
+    );
     assert_eq!(
         invalid[0].correlation_id().unwrap(),
         Some(correlation.as_str())
@@ -383,35 +391,142 @@ fn a_large_csv_file_streams_in_flat_memory() {
     );
 }
 
+/// The messages `seen` on `channel`, in order.
+fn on(seen: &[(String, Message)], channel: &str) -> Vec<Message> {
+    seen.iter()
+        .filter(|(c, _)| c == channel)
+        .map(|(_, m)| m.clone())
+        .collect()
+}
+
+/// A dead letter's file name, line, death reason, origin and error.
+fn dead_letter(msg: &Message) -> (String, Option<i64>, String, String, String) {
+    let death = msg
+        .death()
+        .expect("a readable death")
+        .expect("a death record");
+    let name = msg.headers().get("file-name").and_then(|v| v.as_str());
+    (
+        name.unwrap_or("?").to_owned(),
+        header_i64(msg, "line").or_else(|| header_i64(msg, "file-line")),
+        death.reason.as_str().to_owned(),
+        death.channel.clone(),
+        death.error.unwrap_or_default(),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_an_invalid_channel_bad_rows_are_kept_in_the_error_directory() {
+async fn without_an_invalid_channel_bad_records_are_dead_letters_with_their_line() {
     let scratch = Scratch::new("file-format-rejects");
-    std::fs::create_dir_all(scratch.0.join("in")).expect("the inbox");
+    for dir in ["csv", "json", "whole"] {
+        std::fs::create_dir_all(scratch.0.join(dir)).expect("an inbox");
+    }
     let flow = compiled(
         "
 channels:
   rows: {kind: point-to-point}
+  events: {kind: point-to-point}
 adapters:
-  inbox: {kind: file-in, to: rows, dir: in, format: csv, poll-interval: 50ms}
+  csv-in: {kind: file-in, to: rows, dir: csv, format: csv, poll-interval: 50ms}
+  json-in: {kind: file-in, to: events, dir: json, format: json-lines, poll-interval: 50ms}
+  whole-in: {kind: file-in, to: events, dir: whole, mode: json-lines, poll-interval: 50ms}
 ",
         &scratch.0,
     );
     let (running, seen) = run(&flow).await;
-    place(&scratch.0.join("in/a.csv"), "a,b\n1,2\n3\n4,5,6\n7,8\n");
-    let done = scratch.0.join("in/.done/a.csv");
-    eventually("two rows and the file done", || {
-        count(&seen) == 2 && done.exists()
+    place(
+        &scratch.0.join("csv/a.csv"),
+        "a,b\n1,2\n3\n4,5,6\n\"7\",8\n10,11\n\"12,13\n",
+    );
+    place(
+        &scratch.0.join("json/e.jsonl"),
+        "{\"n\":1}\nnot json\n{\"n\":2}\n",
+    );
+    place(&scratch.0.join("whole/w.jsonl"), "{\"n\":3}\n{oops\n");
+    let done = [
+        scratch.0.join("csv/.done/a.csv"),
+        scratch.0.join("json/.done/e.jsonl"),
+        scratch.0.join("whole/.done/w.jsonl"),
+    ];
+    eventually("eleven messages and the files done", || {
+        count(&seen) == 11 && done.iter().all(|d| d.exists())
     })
     .await;
     let left = running.stop(Duration::from_secs(5)).await;
     assert!(left.is_empty(), "{left:?}");
-    let error = scratch.0.join("in/.error");
+    let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let payloads = |channel: &str| -> Vec<String> {
+        on(&seen, channel)
+            .iter()
+            .map(|m| m.payload_str().unwrap_or("?").to_owned())
+            .collect()
+    };
     assert_eq!(
-        std::fs::read_to_string(error.join("a.csv")).expect("the rejects"),
-        "3\n4,5,6\n"
+        payloads("rows"),
+        [
+            r#"{"a":"1","b":"2"}"#,
+            r#"{"a":"7","b":"8"}"#,
+            r#"{"a":"10","b":"11"}"#
+        ],
+        "the rows around the bad ones go on"
     );
+    let rows = on(&seen, "rows");
+    let lines: Vec<Option<i64>> = rows.iter().map(|m| header_i64(m, "line")).collect();
+    assert_eq!(lines, [Some(2), Some(5), Some(6)]);
+    let mut events = payloads("events");
+    events.sort();
+    assert_eq!(events, [r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
+
+    let dead = on(&seen, "dead-letters");
+    let text: Vec<&str> = dead.iter().filter_map(|m| m.payload_str()).collect();
+    let mut by_file: Vec<_> = dead.iter().map(dead_letter).collect();
+    by_file.sort();
+    assert_eq!(by_file.len(), 5, "{text:?}");
+    let (csv, lines): (Vec<_>, Vec<_>) = by_file.iter().partition(|d| d.0 == "a.csv");
+    assert_eq!(csv.len(), 3);
+    for (line, reason) in [
+        (3, "line 3: expected 2 fields, found 1"),
+        (4, "line 4: expected 2 fields, found 3"),
+    ] {
+        let found = csv.iter().find(|d| d.1 == Some(line)).expect("the bad row");
+        assert_eq!(found.2, "invalid");
+        assert_eq!(found.3, "csv-in", "the adapter is the origin");
+        assert_eq!(found.4, reason);
+    }
+    // A quote never closed takes the rest of the file into one field.
+    let quoted = csv.iter().find(|d| d.1 == Some(7)).expect("the bad quote");
+    assert_eq!(quoted.4, "line 7: expected 2 fields, found 1");
+    let row_text: Vec<&str> = dead
+        .iter()
+        .filter(|m| m.headers().get("file-name").and_then(|v| v.as_str()) == Some("a.csv"))
+        .filter_map(|m| m.payload_str())
+        .collect();
     assert_eq!(
-        std::fs::read_to_string(error.join("a.csv.error")).expect("the reasons"),
-        "line 3: expected 2 fields, found 1\nline 4: expected 2 fields, found 3\n"
+        row_text,
+        ["3", "4,5,6", "\"12,13"],
+        "each row as it was read"
     );
+    assert_eq!(lines.len(), 2);
+    let streamed = lines
+        .iter()
+        .find(|d| d.0 == "e.jsonl")
+        .expect("a JSON line");
+    assert_eq!(streamed.1, Some(2));
+    assert!(streamed.4.starts_with("line 2: "), "{streamed:?}");
+    let whole = lines
+        .iter()
+        .find(|d| d.0 == "w.jsonl")
+        .expect("a JSON line");
+    assert_eq!(whole.1, Some(2));
+    assert!(whole.4.starts_with("line 2: not JSON"), "{whole:?}");
+    for file in [
+        "csv/.error/a.csv",
+        "json/.error/e.jsonl",
+        "whole/.error/w.jsonl",
+    ] {
+        assert!(
+            !scratch.0.join(file).exists(),
+            "nothing for the error directory: {file}"
+        );
+    }
 }

@@ -80,6 +80,11 @@ fn a_malformed_record_becomes_a_message_with_its_text_and_the_originals_id() {
         "the record is not JSON"
     );
     assert_eq!(invalid.sequence_number().unwrap(), None);
+    assert_eq!(
+        invalid.headers().get("line").and_then(|v| v.as_int()),
+        Some(3),
+        "the line the record started on"
+    );
     assert_eq!(invalid.subject().unwrap(), Some("orders.csv"));
     assert_eq!(bad.to_string(), "line 3: expected 2 fields, found 1");
 }

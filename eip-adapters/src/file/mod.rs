@@ -53,9 +53,10 @@
 //! `application/json` if the name ends in `.json`, none otherwise. **JSON lines**: each
 //! non-blank line a message (content type `application/json`), the file must be UTF-8. A line
 //! that is not JSON goes, with its line number and the parser's reason, to the invalid message
-//! channel if the adapter has one; otherwise such lines are written together to the error
-//! directory as a file of the same name with `NAME.error` listing the reasons, while the rest
-//! of the file goes on, so fixing and dropping that file back sends only what was missing. If
+//! channel if the adapter has one, or else to its dead letter channel (a dead letter with
+//! reason `invalid`); with neither, such lines are written together to the error directory as
+//! a file of the same name with `NAME.error` listing the reasons. Either way the rest of the
+//! file goes on, so fixing and dropping the bad lines back sends only what was missing. If
 //! a send fails part way, the whole file goes to the error directory and the reason says how
 //! many lines were accepted before. Every message carries the [`headers`] `file-name`,
 //! `file-size` and `file-modified` (milliseconds since the Unix epoch), and in JSON-lines mode
@@ -67,8 +68,10 @@
 //! is read, each record's message sent once the channel has room, so a full channel holds the
 //! reading back: what a file holds in memory is a chunk being read, the messages of at most
 //! three chunks, and the format's unfinished record. No size limit applies unless one is
-//! given. A [`Record::Malformed`] goes to the invalid message channel (or among the rejects
-//! written to the error directory, at most 1 MiB of them), and the records after it go on.
+//! given. A [`Record::Malformed`] goes to the invalid message channel, or else the dead letter
+//! channel (or, with neither, among the rejects written to the error directory, at most 1 MiB
+//! of them), and the records after it go on; the file is done once every record was accepted
+//! or put aside so.
 //! Such a file is not "whole or not at all": its first records are sent before its last is
 //! read, and a file found changed at its end goes to the error directory saying how many
 //! records were accepted. It stays claimed until its last record was accepted, so a crash

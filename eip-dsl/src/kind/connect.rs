@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use eip_core::channel::{Channel, InvalidMessageChannel};
+use eip_core::channel::{Channel, DeadLetterChannel, InvalidMessageChannel};
 use eip_core::message::Message;
 use futures::future::BoxFuture;
 use tower::util::BoxService;
@@ -23,6 +23,33 @@ pub struct Site<'a> {
     /// The invalid message channel of the channel's datatype, if it has one: where an inbound
     /// adapter puts what it read but could not make a message of.
     pub invalid: Option<InvalidMessageChannel>,
+}
+
+/// Where an inbound adapter puts what it read but could not make a message of (a malformed
+/// CSV row, a JSON line that is not JSON), so the rest of what it read goes on.
+#[derive(Debug, Clone)]
+pub enum Rejects {
+    /// The invalid message channel of the channel's datatype.
+    Invalid(InvalidMessageChannel),
+    /// The channel's dead letter channel (the flow's `dead-letters`, or the one the channel
+    /// names), for a channel without a datatype: a dead letter with reason `invalid`, as a
+    /// route buries a part its splitter could not read.
+    DeadLetters(DeadLetterChannel),
+}
+
+impl Site<'_> {
+    /// Where rejected input goes: the invalid message channel if the channel's datatype has
+    /// one, or else the channel's dead letter channel (`None` only for a channel made outside
+    /// a flow without one).
+    pub fn rejects(&self) -> Option<Rejects> {
+        match &self.invalid {
+            Some(invalid) => Some(Rejects::Invalid(invalid.clone())),
+            None => self
+                .channel
+                .dead_letter_channel()
+                .map(|dead_letters| Rejects::DeadLetters(dead_letters.clone())),
+        }
+    }
 }
 
 /// A connected adapter, not yet moving messages.

@@ -43,7 +43,7 @@ use std::path::Path;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-pub use self::connect::{Endpoint, Inbound, Site, Started};
+pub use self::connect::{Endpoint, Inbound, Rejects, Site, Started};
 use crate::diagnostic::{Check, Problem};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Position};

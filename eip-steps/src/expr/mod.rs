@@ -82,6 +82,13 @@ const GLOBALS: [&str; 2] = ["$headers", "$id"];
 
 type Data = data::JustLut<Val>;
 
+thread_local! {
+    /// The variables of an expression that reads neither `$headers` nor `$id`: the same for
+    /// every message, so made once per thread (jaq's values are reference counted, not shared
+    /// between threads) rather than allocated for each run.
+    static UNREAD: Vars<Val> = Vars::new([Val::Null, Val::Null]);
+}
+
 /// A compiled jq expression. Cheap to clone (shared), and shared freely between threads.
 #[derive(Clone)]
 pub struct Jq {
@@ -200,15 +207,21 @@ impl Jq {
         msg: &Message,
     ) -> impl Iterator<Item = Result<Val, RunError>> + 'a {
         let program = &*self.program;
-        let headers = match program.reads_headers {
-            true => value::headers(msg.headers()),
-            false => Val::Null,
+        let vars = match (program.reads_headers, program.reads_id) {
+            (false, false) => UNREAD.with(Vars::clone),
+            (reads_headers, reads_id) => {
+                let headers = match reads_headers {
+                    true => value::headers(msg.headers()),
+                    false => Val::Null,
+                };
+                let id = match reads_id {
+                    true => value::text(&msg.id().to_string()),
+                    false => Val::Null,
+                };
+                Vars::new([headers, id])
+            }
         };
-        let id = match program.reads_id {
-            true => value::text(&msg.id().to_string()),
-            false => Val::Null,
-        };
-        let ctx = Ctx::<Data>::new(&program.filter.lut, Vars::new([headers, id]));
+        let ctx = Ctx::<Data>::new(&program.filter.lut, vars);
         program
             .filter
             .id

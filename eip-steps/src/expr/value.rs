@@ -3,9 +3,11 @@
 //!
 //! The payload is parsed by serde_json (strict JSON, errors with line and column) straight into
 //! jaq's value type, never through `serde_json::Value`: a string without escapes is a slice of
-//! the payload's [`Bytes`], not a copy. An output is written by serde_json from the jaq value
+//! the payload's [`Bytes`], not a copy, and each array and object is allocated once, at its
+//! size, from items gathered on a scratch stack kept by the thread. An output is written by serde_json from the jaq value
 //! (keys in the order jq made them).
 
+use std::cell::RefCell;
 use std::fmt;
 
 use bytes::Bytes;
@@ -18,12 +20,50 @@ use super::error::RunError;
 
 /// The payload as a jaq value.
 pub(crate) fn parse_payload(payload: &Bytes) -> Result<Val, RunError> {
-    let mut de = serde_json::Deserializer::from_slice(payload);
-    let value = Payload(payload)
-        .deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| RunError::not_json(&e))?;
-    Ok(value)
+    SCRATCH.with(|cell| {
+        // A payload parsed inside another's parse (never, but a thread-local must not be
+        // borrowed twice) gets scratch of its own.
+        let mut own = Scratch::default();
+        let mut guard = cell.try_borrow_mut();
+        let scratch = match &mut guard {
+            Ok(scratch) => &mut **scratch,
+            Err(_) => &mut own,
+        };
+        scratch.clear();
+        let mut de = serde_json::Deserializer::from_slice(payload);
+        let seed = Payload {
+            payload,
+            scratch: RefCell::new(std::mem::take(scratch)),
+        };
+        let value = (&seed)
+            .deserialize(&mut de)
+            .and_then(|v| de.end().map(|()| v))
+            .map_err(|e| RunError::not_json(&e));
+        *scratch = seed.scratch.into_inner();
+        scratch.clear();
+        value
+    })
+}
+
+/// The items and fields of the arrays and objects being read, innermost last: each is made
+/// once complete, at its exact size, instead of growing (an array of ten items would be
+/// allocated four times, an object of four fields would reserve room for eight).
+#[derive(Default)]
+struct Scratch {
+    items: Vec<Val>,
+    fields: Vec<(Val, Val)>,
+}
+
+impl Scratch {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.fields.clear();
+    }
+}
+
+thread_local! {
+    /// Kept between parses: after the first, reading a payload allocates only its values.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
 /// The headers as a jq object (see the module documentation of [`crate::expr`] for the rules).
@@ -52,15 +92,18 @@ pub(crate) fn text(s: &str) -> Val {
 }
 
 /// Reads one JSON value into a `Val`, borrowing unescaped strings from the payload.
-struct Payload<'p>(&'p Bytes);
+struct Payload<'p> {
+    payload: &'p Bytes,
+    scratch: RefCell<Scratch>,
+}
 
 impl Payload<'_> {
     fn string(&self, s: &str) -> Val {
-        Val::utf8_str(self.0.slice_ref(s.as_bytes()))
+        Val::utf8_str(self.payload.slice_ref(s.as_bytes()))
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Payload<'_> {
+impl<'de> DeserializeSeed<'de> for &Payload<'_> {
     type Value = Val;
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Val, D::Error> {
@@ -68,7 +111,7 @@ impl<'de> DeserializeSeed<'de> for Payload<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Payload<'_> {
+impl<'de> Visitor<'de> for &Payload<'_> {
     type Value = Val;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -109,21 +152,27 @@ impl<'de> Visitor<'de> for Payload<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(Payload(self.0))? {
-            items.push(item);
+        // This array's items go on the scratch stack above those of the arrays around it
+        // (an item's own items are taken off before it is pushed).
+        let start = self.scratch.borrow().items.len();
+        while let Some(item) = seq.next_element_seed(self)? {
+            self.scratch.borrow_mut().items.push(item);
         }
+        let items: Vec<Val> = self.scratch.borrow_mut().items.drain(start..).collect();
         Ok(Val::Arr(items.into()))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
-        // Most objects have a handful of fields: start with room for them rather than grow
-        // the index and the entries twice.
-        let mut object = Map::with_capacity_and_hasher(8, Default::default());
-        while let Some(key) = map.next_key_seed(Payload(self.0))? {
-            let value = map.next_value_seed(Payload(self.0))?;
-            object.insert(key, value);
+        let start = self.scratch.borrow().fields.len();
+        while let Some(key) = map.next_key_seed(self)? {
+            let value = map.next_value_seed(self)?;
+            self.scratch.borrow_mut().fields.push((key, value));
         }
+        let mut scratch = self.scratch.borrow_mut();
+        let fields = scratch.fields.drain(start..);
+        let mut object = Map::with_capacity_and_hasher(fields.len(), Default::default());
+        // A key given twice keeps its first place and its last value, as JSON parsers do.
+        object.extend(fields);
         Ok(Val::obj(object))
     }
 }

@@ -143,7 +143,7 @@ impl Split {
     /// correlation id. The route puts it there with `malformed`'s line and reason as the
     /// error (its `Display`: `line 3: expected 2 fields, found 1`).
     pub fn malformed_message(&self, original: &Message, malformed: &Malformed) -> Message {
-        PartMaker::malformed(original, &self.format, malformed.record.clone())
+        PartMaker::malformed(original, &self.format, malformed)
     }
 
     /// The parts of a stream that `original` stands for (a file, say: its name and headers in

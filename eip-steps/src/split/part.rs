@@ -4,7 +4,7 @@ use bytes::Bytes;
 use eip_core::Message;
 use eip_core::message::{Headers, names};
 
-use crate::format::Format;
+use crate::format::{Format, Malformed};
 
 /// The headers every part of one split shares, made once per split.
 #[derive(Debug, Clone)]
@@ -33,10 +33,10 @@ impl PartMaker {
     }
 
     /// A message holding a malformed record, for the invalid message channel: the original's
-    /// headers and correlation id, no sequence headers, and no content type when the format
-    /// decides it (the record is not what the format makes).
-    pub(crate) fn malformed(original: &Message, format: &Format, record: Bytes) -> Message {
-        let mut message = Message::new(record);
+    /// headers and correlation id, the record's `line`, no sequence headers, and no content
+    /// type when the format decides it (the record is not what the format makes).
+    pub(crate) fn malformed(original: &Message, format: &Format, malformed: &Malformed) -> Message {
+        let mut message = Message::new(malformed.record.clone());
         let headers = message.headers_mut();
         *headers = original.headers().clone();
         for name in [
@@ -51,6 +51,7 @@ impl PartMaker {
             headers.remove(names::CONTENT_TYPE);
         }
         headers.insert(names::CORRELATION_ID, original.id().to_string());
+        headers.insert(super::LINE, count(malformed.line));
         message
     }
 

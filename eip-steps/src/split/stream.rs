@@ -157,7 +157,7 @@ impl SplitFeed {
     /// The message for the invalid message channel holding `malformed`, as
     /// [`Split::malformed_message`](super::Split::malformed_message) makes it.
     pub fn malformed_message(&self, malformed: &Malformed) -> Message {
-        PartMaker::malformed(&self.original, &self.format, malformed.record.clone())
+        PartMaker::malformed(&self.original, &self.format, malformed)
     }
 
     /// The bytes the decoder holds (its bound, not the input's length).

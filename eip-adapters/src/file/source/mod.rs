@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use eip_core::Message;
-use eip_core::channel::{ChannelSender, InvalidMessageChannel};
+use eip_core::channel::{ChannelSender, DeadLetterChannel, InvalidMessageChannel};
 use tokio::sync::Notify;
 use tower::{Service, ServiceExt};
 
@@ -92,6 +92,7 @@ pub struct FileSource<S = ChannelSender> {
     config: Arc<FileSourceConfig>,
     sender: S,
     invalid: Option<InvalidMessageChannel>,
+    dead_letters: Option<DeadLetterChannel>,
 }
 
 /// Whether the channel had room at once, had it after a wait, or `shutdown` came first.
@@ -148,14 +149,24 @@ where
             config: Arc::new(config),
             sender,
             invalid: None,
+            dead_letters: None,
         }
     }
 
     /// Where JSON lines that are not JSON, and malformed records of a streamed file, go,
-    /// each with its reason (a dead letter with reason `invalid`); without one they are
+    /// each with its reason (a dead letter with reason `invalid`); without one they go to the
+    /// [dead letter channel](Self::dead_letter_channel), and without that either they are
     /// written to the error directory.
     pub fn invalid_message_channel(mut self, channel: InvalidMessageChannel) -> Self {
         self.invalid = Some(channel);
+        self
+    }
+
+    /// Where malformed records go when there is no invalid message channel: buried with
+    /// reason `invalid` and the record's line and reason as the error, as a route does with
+    /// a part its splitter could not read.
+    pub fn dead_letter_channel(mut self, channel: DeadLetterChannel) -> Self {
+        self.dead_letters = Some(channel);
         self
     }
 

@@ -314,6 +314,44 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn malformed_records_without_an_invalid_channel_go_to_the_dead_letter_channel() {
+        let dir = scratch("dead");
+        std::fs::write(dir.join("r.txt"), "a\nbad one\nb\n").unwrap();
+        let channel = PointToPoint::new("lines", 16).unwrap();
+        let dead = eip_core::channel::DeadLetterChannel::new("dead", 16).unwrap();
+        let source = FileSource::new(config(&dir), channel.sender())
+            .dead_letter_channel(dead.clone())
+            .spawn();
+        let mut dead_letters = dead.receiver();
+        let buried = tokio::time::timeout(Duration::from_secs(10), dead_letters.recv())
+            .await
+            .expect("a dead letter within 10 s")
+            .expect("the channel stays open");
+        for _ in 0..500 {
+            if dir.join(".done/r.txt").exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        source.shutdown().await.unwrap();
+        assert!(dir.join(".done/r.txt").exists(), "the file is done");
+        assert!(
+            !dir.join(".error").join("r.txt").exists(),
+            "no rejects kept"
+        );
+        assert_eq!(channel.stats().depth, 2, "the good lines went on");
+        let msg = buried.message();
+        assert_eq!(msg.payload_str(), Some("bad one"));
+        let death = msg.death().unwrap().expect("a death record");
+        assert_eq!(death.reason, eip_core::message::DeathReason::Invalid);
+        assert_eq!(death.error.as_deref(), Some("line 2: bad"));
+        let name = msg.headers().get("file-name").and_then(|v| v.as_str());
+        assert_eq!(name, Some("r.txt"));
+        buried.ack();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_file_grown_while_streamed_is_changed() {
         let dir = scratch("grown");

@@ -8,6 +8,7 @@ use std::pin::Pin;
 
 use eip_core::Message;
 use eip_core::channel::SendError;
+use eip_core::message::DeathReason;
 use tower::Service;
 
 use super::claim::{Body, Claimed, Taken};
@@ -225,7 +226,7 @@ where
 
     /// Sends one record of a file (line `line` of a JSON-lines file, or the next record of a
     /// streamed one) once the channel has room, or puts a malformed one in the invalid message
-    /// channel (or among the file's rejects). Breaks with how the loop goes on when the file
+    /// channel (or else the dead letter channel, or else among the file's rejects). Breaks with how the loop goes on when the file
     /// can not go on: shut down, or the send failed (the file is then noted as failed).
     #[allow(clippy::too_many_arguments)]
     async fn send_record<F: Future<Output = ()>>(
@@ -278,13 +279,16 @@ where
                 progress.begun = true;
             }
             Record::Malformed { message, reason } => {
-                let unplaced = match &self.invalid {
-                    Some(invalid) => {
-                        invalid
-                            .put(message, &self.config.name, reason.clone())
+                let origin = &self.config.name;
+                let unplaced = match (&self.invalid, &self.dead_letters) {
+                    (Some(invalid), _) => invalid.put(message, origin, reason.clone()).await,
+                    (None, Some(dead_letters)) => {
+                        let error = Some(reason.clone());
+                        dead_letters
+                            .bury(message, origin, DeathReason::Invalid, error)
                             .await
                     }
-                    None => Err(message),
+                    (None, None) => Err(message),
                 };
                 if let Err(message) = unplaced {
                     progress.rejects.add(message.payload(), reason);

@@ -10,8 +10,9 @@ use eip_steps::split::{Split, SplitFeed};
 
 /// A [`Split`] as a [`RecordFormat`]: each record of a streamed file a part of the split,
 /// with its Message Sequence headers (the file's id as correlation id, the number, the size
-/// on the last part) and its `line`; each malformed record a message for the invalid message
-/// channel with its line and reason.
+/// on the last part) and its `line`; each malformed record a message holding its text, with
+/// the file's headers and its `line`, for the invalid message channel (or the dead letter
+/// channel), its reason naming the line too (`line 3: expected 2 fields, found 1`).
 ///
 /// ```
 /// use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! message per record, the file streamed.
 
 use eip_adapters::file::{FileGlob, FileSource, FileSourceConfig, FileSourceHandle, ReadMode};
-use eip_core::channel::{Channel, InvalidMessageChannel};
+use eip_core::channel::Channel;
 use eip_core::log::Escaped;
 use futures::future::BoxFuture;
 use tower::BoxError;
@@ -13,7 +13,7 @@ use eip_steps::split::Split;
 
 use super::SplitRecords;
 use crate::diagnostic::Check;
-use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Site, Started};
+use crate::kind::{AdapterConfig, Drawing, Endpoint, Entry, Inbound, Kind, Rejects, Site, Started};
 use crate::settings::Settings;
 use crate::spec::{AdapterKind, Direction};
 
@@ -130,7 +130,7 @@ impl AdapterConfig for FileSourceConfig {
             name: site.name.to_owned(),
             config: self.clone(),
             channel: site.channel.clone(),
-            invalid: site.invalid,
+            rejects: site.rejects(),
         };
         Box::pin(async move { Ok(Endpoint::Inbound(Box::new(ready))) })
     }
@@ -141,15 +141,18 @@ struct Ready {
     name: String,
     config: FileSourceConfig,
     channel: Channel,
-    invalid: Option<InvalidMessageChannel>,
+    /// Where a malformed record (or a JSON line that is not JSON) goes.
+    rejects: Option<Rejects>,
 }
 
 impl Inbound for Ready {
     fn start(self: Box<Self>) -> Box<dyn Started> {
         let mut source = FileSource::new(self.config, self.channel.sender());
-        if let Some(invalid) = self.invalid {
-            source = source.invalid_message_channel(invalid);
-        }
+        source = match self.rejects {
+            Some(Rejects::Invalid(invalid)) => source.invalid_message_channel(invalid),
+            Some(Rejects::DeadLetters(dead_letters)) => source.dead_letter_channel(dead_letters),
+            None => source,
+        };
         Box::new(Watching {
             name: self.name,
             handle: source.spawn(),
