@@ -50,6 +50,7 @@ pub fn spell(d: Duration) -> String {
 }
 
 /// `at` as RFC 3339 text in UTC, or as seconds since 1970 where the text can not show it.
+#[cfg(feature = "jq")]
 pub fn show(at: SystemTime) -> String {
     match jiff::Timestamp::try_from(at) {
         Ok(at) => at.to_string(),
@@ -62,7 +63,8 @@ pub fn show(at: SystemTime) -> String {
     }
 }
 
-/// The time `value` names.
+/// The time `value` names (with the `jq` feature, whose programs compute such values).
+#[cfg(feature = "jq")]
 pub fn read(value: &serde_json::Value) -> Result<SystemTime, TimeError> {
     match value {
         serde_json::Value::String(text) => {
@@ -101,9 +103,11 @@ pub fn until(at: SystemTime, now: SystemTime, max: Duration) -> Result<Duration,
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(feature = "jq")]
     use serde_json::json;
 
     #[test]
+    #[cfg(feature = "jq")]
     fn rfc3339_text_and_epoch_seconds_are_times() {
         let noon = SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_315_200);
         assert_eq!(read(&json!("2026-06-01T12:00:00Z")), Ok(noon));
@@ -116,6 +120,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "jq")]
     fn other_values_are_refused_with_what_they_are() {
         let err = read(&json!("tomorrow")).unwrap_err();
         assert!(
