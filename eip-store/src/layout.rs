@@ -149,10 +149,14 @@ pub(crate) fn mark_initialised(dir: &Path) -> Result<(), StoreError> {
     if path.exists() {
         return Ok(());
     }
-    let mut file = File::create(&path).map_err(io(&path))?;
+    // Written whole under another name and renamed: a process killed halfway leaves no
+    // `FORMAT` that is empty or cut short, which every later open would refuse.
+    let new = dir.join(format!("{FORMAT_FILE}.new"));
+    let mut file = File::create(&new).map_err(io(&new))?;
     let content = format!("{FORMAT_WORD} {FORMAT_VERSION}\n");
-    file.write_all(content.as_bytes()).map_err(io(&path))?;
-    file.sync_all().map_err(io(&path))?;
+    file.write_all(content.as_bytes()).map_err(io(&new))?;
+    file.sync_all().map_err(io(&new))?;
+    std::fs::rename(&new, &path).map_err(io(&path))?;
     // The directory entry too, or a power loss could forget the file
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }

@@ -98,8 +98,10 @@ impl KillLoop {
             );
             assert!(Instant::now() < deadline, "the crash test ran out of time");
         }
-        // Last run: no new input; it drains what the store holds and exits.
-        let mut child = self.eip_run("/dev/null");
+        // Last run: no new input; it drains what the store holds and exits. Draining a backlog
+        // of thousands, one fsync each, takes longer than eip's 10 s default: the test's own
+        // deadline bounds it instead.
+        let mut child = self.eip_run_with("/dev/null", &["--drain-timeout", "300"]);
         drop(child.stdin.take());
         let output = read_output(&mut child, self.kills, printed);
         let errors = read_errors(&mut child);
@@ -121,17 +123,22 @@ impl KillLoop {
     }
 
     fn eip_run(&self, input: &str) -> Child {
-        eip_run(&self.flow, &self.data, input)
+        self.eip_run_with(input, &[])
+    }
+
+    fn eip_run_with(&self, input: &str, more: &[&str]) -> Child {
+        eip_run(&self.flow, &self.data, input, more)
     }
 }
 
-fn eip_run(flow: &Path, data: &Path, input: &str) -> Child {
+fn eip_run(flow: &Path, data: &Path, input: &str, more: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_eip"))
         .arg("run")
         .arg(flow)
         .arg("--data-dir")
         .arg(data)
         .args(["--input", input, "--receipts", "--stats-interval", "0"])
+        .args(more)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
