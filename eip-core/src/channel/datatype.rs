@@ -65,21 +65,50 @@ impl<T: DeserializeOwned + 'static> Datatype for JsonType<T> {
 }
 
 /// A JSON Schema the payload must satisfy.
+///
+/// The schema is compiled once, by [boon](https://docs.rs/boon): drafts 4, 6, 7, 2019-09 and
+/// 2020-12, chosen by `$schema` (2020-12 when it names none). A `$ref` reaches only the schema
+/// itself (`#/$defs/...`, anchors, an `$id` inside it) and the drafts' own metaschemas: nothing
+/// is read from files or the network, so a flow file's schema can not make eip open a path or a
+/// URL. `format` is checked as each draft says (an assertion up to draft 7, an annotation
+/// after).
 pub struct JsonSchema {
     name: String,
-    validator: jsonschema::Validator,
+    schemas: boon::Schemas,
+    root: boon::SchemaIndex,
 }
+
+/// Where a datatype's schema is filed while it compiles: a name of its own, so a relative `$ref`
+/// resolves against it and finds nothing outside the schema.
+const SCHEMA_URL: &str = "https://eip.invalid/datatype.json";
+
+/// Reasons given per message at most: enough to see what is wrong, bounded however badly the
+/// payload misses.
+const MAX_REASONS: usize = 5;
 
 impl JsonSchema {
     /// Compiles `schema` (draft detected from `$schema`, 2020-12 by default).
     pub fn new(name: impl Into<String>, schema: &serde_json::Value) -> Result<Self, ChannelError> {
         let name = name.into();
-        let validator =
-            jsonschema::validator_for(schema).map_err(|e| ChannelError::InvalidSchema {
-                datatype: name.clone(),
-                reason: e.to_string(),
-            })?;
-        Ok(JsonSchema { name, validator })
+        let invalid = |reason: String| ChannelError::InvalidSchema {
+            datatype: name.clone(),
+            reason,
+        };
+        let mut compiler = boon::Compiler::new();
+        // No loader: a reference outside the schema is an error, never a read.
+        compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
+        compiler
+            .add_resource(SCHEMA_URL, schema.clone())
+            .map_err(|e| invalid(e.to_string()))?;
+        let mut schemas = boon::Schemas::new();
+        let root = compiler
+            .compile(SCHEMA_URL, &mut schemas)
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(JsonSchema {
+            name,
+            schemas,
+            root,
+        })
     }
 }
 
@@ -93,29 +122,65 @@ impl Datatype for JsonSchema {
         let value: serde_json::Value = message
             .json()
             .map_err(|e| format!("payload is not JSON: {}", e.source))?;
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(&value)
-            .take(5)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                let at = if path.is_empty() {
-                    "/".to_owned()
-                } else {
-                    path
-                };
-                format!("at {at}: {e}")
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "does not match schema {}: {}",
-                self.name,
-                problems.join("; ")
-            ))
+        let Err(error) = self.schemas.validate(&value, self.root) else {
+            return Ok(());
+        };
+        let mut problems = Vec::new();
+        reasons(&error, &mut problems);
+        Err(format!(
+            "does not match schema {}: {}",
+            self.name,
+            problems.join("; ")
+        ))
+    }
+}
+
+/// The leaves of a failed validation (the rules that failed, not the `allOf` or `$ref` that
+/// led to them), each as `at POINTER: what`, at most [`MAX_REASONS`].
+fn reasons(error: &boon::ValidationError<'_, '_>, out: &mut Vec<String>) {
+    if out.len() == MAX_REASONS {
+        return;
+    }
+    if error.causes.is_empty() {
+        let at = error.instance_location.to_string();
+        let at = if at.is_empty() { "/" } else { &at };
+        out.push(format!("at {at}: {}", explain(&error.kind)));
+        return;
+    }
+    for cause in &error.causes {
+        reasons(cause, out);
+    }
+}
+
+/// A failed rule in words: the common ones our own, the rest as boon says them.
+fn explain(kind: &boon::ErrorKind<'_, '_>) -> String {
+    use boon::ErrorKind;
+    let quoted = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("{:?}", n))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match kind {
+        ErrorKind::Required { want } if want.len() == 1 => {
+            format!("required property {} is missing", quoted(want))
         }
+        ErrorKind::Required { want } => format!("required properties {} are missing", quoted(want)),
+        ErrorKind::Type { got, want } => {
+            let want: Vec<String> = want.iter().map(|t| t.to_string()).collect();
+            format!("is {} {got}, not {}", article(got), want.join(" or "))
+        }
+        ErrorKind::FalseSchema => "is not allowed here".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// "a" or "an" before a JSON type's name.
+fn article(t: &boon::Type) -> &'static str {
+    match t {
+        boon::Type::Integer | boon::Type::Array | boon::Type::Object => "an",
+        _ => "a",
     }
 }
 
@@ -171,5 +236,120 @@ impl fmt::Debug for DatatypeCheck {
             .field("datatype", &self.datatype.name())
             .field("invalid", &self.invalid.name())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check(schema: serde_json::Value, payload: &str) -> Result<(), String> {
+        JsonSchema::new("order", &schema)
+            .map_err(|e| e.to_string())?
+            .check(&Message::new(payload.to_owned()))
+    }
+
+    #[test]
+    fn a_missing_property_and_a_wrong_type_are_said_with_where() {
+        let schema = json!({
+            "type": "object",
+            "required": ["sku", "quantity"],
+            "properties": {"quantity": {"type": "integer"}, "tags": {"type": "array"}}
+        });
+        assert_eq!(
+            check(schema.clone(), r#"{"quantity": "many"}"#).unwrap_err(),
+            "does not match schema order: at /: required property \"sku\" is missing; \
+             at /quantity: is a string, not integer"
+        );
+        assert_eq!(
+            check(schema.clone(), r#"{"tags": {}}"#).unwrap_err(),
+            "does not match schema order: at /: required properties \"sku\", \"quantity\" are missing; \
+             at /tags: is an object, not array"
+        );
+        assert_eq!(check(schema, r#"{"sku": "A", "quantity": 3}"#), Ok(()));
+    }
+
+    #[test]
+    fn reasons_are_the_failed_rules_under_combinators_and_references() {
+        let schema = json!({
+            "$defs": {"positive": {"type": "number", "exclusiveMinimum": 0}},
+            "allOf": [{"properties": {"price": {"$ref": "#/$defs/positive"}}}]
+        });
+        let reason = check(schema, r#"{"price": -2}"#).unwrap_err();
+        assert!(
+            reason.starts_with("does not match schema order: at /price: must be > 0"),
+            "{reason}"
+        );
+        assert!(!reason.contains("allOf"), "{reason}");
+    }
+
+    #[test]
+    fn at_most_five_reasons_are_given() {
+        let schema = json!({"items": {"type": "string"}});
+        let reason = check(schema, "[1, 2, 3, 4, 5, 6, 7, 8]").unwrap_err();
+        assert_eq!(reason.matches("at /").count(), MAX_REASONS, "{reason}");
+    }
+
+    #[test]
+    fn a_reference_outside_the_schema_is_refused_and_nothing_is_read() {
+        let dir = std::env::temp_dir().join(format!("eip-schema-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let other = dir.join("other.json");
+        std::fs::write(&other, r#"{"type": "string"}"#).unwrap();
+        let url = format!("file://{}", other.display());
+        for reference in [url.as_str(), "other.json", "https://example.com/s.json"] {
+            let schema = json!({"properties": {"a": {"$ref": reference}}});
+            let err = JsonSchema::new("order", &schema)
+                .err()
+                .unwrap_or_else(|| panic!("{reference} compiled"));
+            assert!(
+                matches!(err, ChannelError::InvalidSchema { ref datatype, .. } if datatype == "order"),
+                "{err}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_draft_comes_from_dollar_schema_and_format_follows_it() {
+        let date = json!({"format": "date-time"});
+        // 2020-12 (the default): format is an annotation.
+        assert_eq!(check(date.clone(), r#""yesterday""#), Ok(()));
+        let mut draft7 = date;
+        draft7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
+        let reason = check(draft7, r#""yesterday""#).unwrap_err();
+        assert!(reason.contains("date-time"), "{reason}");
+    }
+
+    #[test]
+    fn a_broken_schema_is_an_error_naming_the_datatype() {
+        for schema in [
+            json!({"type": 12}),
+            json!({"pattern": "(unclosed"}),
+            json!({"$ref": "#/$defs/none"}),
+        ] {
+            let err = JsonSchema::new("order", &schema).err().expect("refused");
+            assert!(err.to_string().contains("order"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_payload_that_is_not_json_or_says_another_type_does_not_fit() {
+        let schema = json!({});
+        assert!(
+            check(schema.clone(), "{oops")
+                .unwrap_err()
+                .starts_with("payload is not JSON")
+        );
+        let xml = Message::builder("<a/>")
+            .header(crate::message::names::CONTENT_TYPE, "application/xml")
+            .build();
+        let reason = JsonSchema::new("order", &schema)
+            .unwrap()
+            .check(&xml)
+            .unwrap_err();
+        assert!(reason.contains("not JSON"), "{reason}");
     }
 }
