@@ -10,6 +10,11 @@
 //!
 //! It prints `compare: content-based router: eip X ns/msg, baseline Y ns/msg (serde_json
 //! parse), ratio R`, with R = X / Y from the medians of alternating rounds (see `compare`).
+//!
+//! `datatype json schema`: the Datatype Channel's check of the same order against a JSON Schema
+//! of the kind a flow file names (required fields, types, bounds, an enum, an array of item
+//! objects): [`Datatype::check`] parses the payload and validates it. The baseline is the same
+//! parse alone, so the ratio is what validating costs over reading the JSON.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -18,7 +23,7 @@ use bytes::Bytes;
 mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use eip_core::channel::{DeadLetterChannel, PointToPoint};
+use eip_core::channel::{Datatype, DeadLetterChannel, JsonSchema, PointToPoint};
 use eip_core::message::Message;
 use eip_core::predicate::Predicate;
 use eip_core::router::{ContentBasedRouter, Decision};
@@ -99,16 +104,80 @@ fn router(c: &mut Criterion) {
             }
             start.elapsed()
         }),
+        parse_only(p),
+    );
+}
+
+/// The baseline of both compares: a fresh message, its payload parsed into a
+/// `serde_json::Value`.
+fn parse_only(payload: &Bytes) -> Run<'_> {
+    Box::new(move |n| {
+        let start = Instant::now();
+        for _ in 0..n {
+            let msg = Message::new(payload.clone());
+            let value: Result<serde_json::Value, _> =
+                serde_json::from_slice(black_box(&msg).payload());
+            black_box(value.is_ok());
+        }
+        start.elapsed()
+    })
+}
+
+/// A schema for [`payload`]'s orders, as a flow file's datatype would say it.
+fn order_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["id", "kind", "customer", "items", "total", "currency"],
+        "properties": {
+            "id": {"type": "string", "pattern": "^ord-[0-9]{8}-[0-9]+$"},
+            "kind": {"enum": ["sale", "refund"]},
+            "customer": {
+                "type": "object",
+                "required": ["id", "name"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "name": {"type": "string", "minLength": 1},
+                    "tier": {"enum": ["bronze", "silver", "gold", "platinum"]},
+                    "email": {"type": "string", "format": "email"}
+                }
+            },
+            "items": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["sku", "qty", "price"],
+                    "properties": {
+                        "sku": {"type": "string"},
+                        "qty": {"type": "integer", "minimum": 1},
+                        "price": {"type": "number", "exclusiveMinimum": 0}
+                    }
+                }
+            },
+            "total": {"type": "number", "minimum": 0},
+            "currency": {"type": "string", "minLength": 3, "maxLength": 3}
+        }
+    })
+}
+
+fn datatype(c: &mut Criterion) {
+    let payload = payload();
+    let schema = JsonSchema::new("order", &order_schema()).expect("the schema compiles");
+    assert_eq!(schema.check(&Message::new(payload.clone())), Ok(()));
+    let (p, s) = (&payload, &schema);
+    compare(
+        c,
+        "datatype json schema",
+        "serde_json parse",
         Box::new(move |n| {
             let start = Instant::now();
             for _ in 0..n {
                 let msg = Message::new(p.clone());
-                let value: Result<serde_json::Value, _> =
-                    serde_json::from_slice(black_box(&msg).payload());
-                black_box(value.is_ok());
+                black_box(s.check(black_box(&msg)).is_ok());
             }
             start.elapsed()
         }),
+        parse_only(p),
     );
 }
 
@@ -139,6 +208,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2));
-    targets = router
+    targets = router, datatype
 }
 criterion_main!(benches);

@@ -4,7 +4,8 @@
 //! In order: a message that does not fit the channel's [datatype](super::datatype) is refused,
 //! to go to the invalid message channel; one that fits gets the channel's time-to-live (its
 //! `expires-at`); a deleted channel refuses it; and where loop detection decides, an id the
-//! channel has stored before is refused as a duplicate. [`Rules::admit`] decides and only
+//! channel has stored before is refused as a duplicate. A message admitted by a channel that
+//! records Message History gets the channel's entry at the end of its history. [`Rules::admit`] decides and only
 //! decides: a store carries the decision out (it pushes, or diverts the misfit), a dry run
 //! ([`Tracer`](crate::join::Tracer)) records it. The one piece of state it touches is the loop
 //! memory, and only a store's admission changes that.
@@ -16,13 +17,15 @@ use std::time::{Duration, Instant};
 use super::datatype::DatatypeCheck;
 use super::lane::Refused;
 use super::{LoopGuard, Stored};
-use crate::message::Message;
+use crate::message::{HistoryKind, Message};
 
 /// A channel's rules for what it stores, borrowed from the channel.
 #[derive(Clone, Copy)]
 pub(crate) struct Rules<'a> {
     pub(crate) datatype: Option<&'a DatatypeCheck>,
     pub(crate) time_to_live: Option<Duration>,
+    /// The channel's name, where it records itself in what it stores (Message History).
+    pub(crate) history: Option<&'a str>,
     pub(crate) guard: &'a LoopGuard,
 }
 
@@ -88,6 +91,9 @@ impl<'a> Rules<'a> {
             } => !self.guard.is_on() || (!stored_earlier && self.guard.would_admit(msg.id())),
         };
         if fresh {
+            if let Some(name) = self.history {
+                msg.record_history(name, HistoryKind::Channel);
+            }
             Ok(msg)
         } else {
             Err(Refusal::Duplicate)

@@ -26,6 +26,8 @@ pub(crate) struct ChannelConfig {
     pub(crate) datatype: Option<DatatypeCheck>,
     pub(crate) loop_detection: LoopDetection,
     pub(crate) time_to_live: Option<std::time::Duration>,
+    /// Whether the channel records itself in the messages it stores (Message History).
+    pub(crate) history: bool,
     pub(crate) backend: Arc<dyn Backend>,
 }
 
@@ -89,6 +91,7 @@ impl<K> ChannelBuilder<K> {
                 datatype: None,
                 loop_detection: LoopDetection::default(),
                 time_to_live: None,
+                history: false,
                 backend: Arc::new(Memory),
             },
             kind: PhantomData,
@@ -127,6 +130,13 @@ impl<K> ChannelBuilder<K> {
     /// stays on the message when it is forwarded, as with any expiration.
     pub fn time_to_live(mut self, ttl: std::time::Duration) -> Self {
         self.config.time_to_live = Some(ttl);
+        self
+    }
+
+    /// Message History: with `true`, every message the channel stores gets an entry naming the
+    /// channel at the end of its `history` header (see [`crate::message::history`]).
+    pub fn history(mut self, on: bool) -> Self {
+        self.config.history = on;
         self
     }
 

@@ -31,6 +31,8 @@ pub struct PointToPoint {
     datatype: Option<Arc<DatatypeCheck>>,
     guard: Arc<LoopGuard>,
     time_to_live: Option<std::time::Duration>,
+    /// Whether it records itself in the messages it stores.
+    history: bool,
 }
 
 impl PointToPoint {
@@ -200,6 +202,7 @@ impl PointToPoint {
         Rules {
             datatype: self.datatype.as_deref(),
             time_to_live: self.time_to_live,
+            history: self.history.then(|| self.name()),
             guard: &self.guard,
         }
     }
@@ -239,6 +242,7 @@ impl ChannelBuilder<PointToPoint> {
             datatype: config.datatype.map(Arc::new),
             guard: Arc::new(LoopGuard::new(config.loop_detection)),
             time_to_live: config.time_to_live,
+            history: config.history,
         })
     }
 }

@@ -31,6 +31,9 @@ pub mod names {
     pub const SEQUENCE_SIZE: &str = "sequence-size";
     /// Return Address: the channel a reply should be sent to.
     pub const RETURN_ADDRESS: &str = "return-address";
+    /// Message History: the channels and steps the message went through, a JSON array (see
+    /// [`history`](crate::message::history)).
+    pub const HISTORY: &str = "history";
     /// Format Indicator: the media type of the payload, such as `application/json`.
     pub const CONTENT_TYPE: &str = "content-type";
     /// Message Expiration: the absolute time (milliseconds since the Unix epoch) after which the

@@ -8,6 +8,7 @@
 
 mod death;
 mod headers;
+pub mod history;
 mod id;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use uuid::Uuid;
 
 pub use death::{DeathReason, DeathRecord, UnknownDeathReason, host_name, now_millis};
 pub use headers::{HeaderError, HeaderName, HeaderValue, Headers, names};
+pub use history::{HistoryEntry, HistoryKind};
 
 /// A message's unique, time-ordered identity (UUID v7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -166,6 +166,14 @@ impl FlowBuilder {
         self
     }
 
+    /// `history: true`: Message History. Every channel, route and route step of the flow adds
+    /// itself to the `history` header of each message it handles (see
+    /// [`eip_core::message::history`]).
+    pub fn message_history(mut self, on: bool) -> Self {
+        self.spec.history = Some(Located::new(on));
+        self
+    }
+
     /// The flow as written: the [`FlowSpec`] a flow file with the same keys is read into,
     /// with no positions.
     pub fn spec(&self) -> &FlowSpec {

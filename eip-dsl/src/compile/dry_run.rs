@@ -48,6 +48,19 @@ pub struct Report {
     /// ([`Flow::dry_run_steps`], `eip route --steps`), and left out of the JSON otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepReport>,
+    /// With Message History on (`history: true`), the way each stored copy came, sorted: the
+    /// names in its `history` header when it was stored. Left out of the JSON otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<PathReport>,
+}
+
+/// The way one stored copy came.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct PathReport {
+    /// Where it was stored.
+    pub channel: String,
+    /// The channels, routes and steps of its history, oldest first, ending with `channel`.
+    pub path: Vec<String>,
 }
 
 /// What one route step passed on.
@@ -137,6 +150,7 @@ impl Flow {
         }
         run.report.stored.sort_unstable();
         run.report.adapters.sort_unstable();
+        run.report.history.sort_unstable();
         Ok(run.report)
     }
 }
@@ -190,6 +204,14 @@ impl Run<'_> {
             return Err(DryRunError::Endless(self.cycle()));
         }
         self.report.stored.push(channel.name().to_owned());
+        if self.flow.history {
+            // A history the flow wrote itself always reads back; a foreign one shows as none.
+            let path = msg.history().unwrap_or_default();
+            self.report.history.push(PathReport {
+                channel: channel.name().to_owned(),
+                path: path.into_iter().map(|entry| entry.name).collect(),
+            });
+        }
         self.work.push_back(Task::Consume(channel, msg));
         Ok(())
     }

@@ -39,7 +39,7 @@ use crate::plan::{
 };
 
 pub use adapters::{AdapterError, ConnectedAdapters};
-pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
+pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
 pub use rest::{Rest, WeakRest, Wrapped};
 pub use route::{Route, RouteFailure, RouteStats};
@@ -155,6 +155,8 @@ pub struct Flow {
     adapters: Vec<crate::plan::adapter::AdapterPlan>,
     /// The invalid message channel of each datatype channel, by channel name.
     invalid: HashMap<String, String>,
+    /// Whether it records Message History (`history: true`).
+    history: bool,
 }
 
 impl Flow {
@@ -249,6 +251,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         channels,
         adapters: plan.adapters.clone(),
         invalid,
+        history: plan.history,
     })
 }
 
@@ -433,7 +436,8 @@ impl ChannelsBuilder<'_> {
         match plan.kind {
             ChannelKind::PointToPoint => {
                 let b = self.bus.builder::<PointToPoint>(&plan.name);
-                let b = configure(b, plan, dead_letters, datatype, backend);
+                let b =
+                    configure(b, plan, dead_letters, datatype, backend).history(self.plan.history);
                 Ok(b.build().map_err(failed)?.into())
             }
             ChannelKind::PublishSubscribe => {
@@ -441,7 +445,8 @@ impl ChannelsBuilder<'_> {
                 if let Some(overflow) = plan.overflow {
                     b = b.overflow(overflow);
                 }
-                let b = configure(b, plan, dead_letters, datatype, backend);
+                let b =
+                    configure(b, plan, dead_letters, datatype, backend).history(self.plan.history);
                 Ok(b.build().map_err(failed)?.into())
             }
         }

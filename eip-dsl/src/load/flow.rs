@@ -26,6 +26,7 @@ const TOP: &[&str] = &[
     "store",
     "adapters",
     "bridges",
+    "history",
 ];
 const CHANNEL: &[&str] = &[
     "kind",
@@ -75,6 +76,9 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
     let Some(top) = reader.fields(root, "flow", "", "the flow file", TOP) else {
         return (flow, damage);
     };
+    if let Some(node) = top.get("history") {
+        flow.history = reader.boolean(node, "history", "history");
+    }
     if let Some((key, node)) = top.entry("store") {
         flow.store = read_store(reader, key, node);
     }

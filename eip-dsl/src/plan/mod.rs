@@ -41,6 +41,9 @@ pub struct Plan {
     pub store: StorePlan,
     /// The channel adapters, in the order declared.
     pub adapters: Vec<adapter::AdapterPlan>,
+    /// Whether the flow records Message History (`history: true`): every channel, route and
+    /// route step adds itself to the `history` header of the messages it handles.
+    pub history: bool,
 }
 
 impl Plan {

@@ -79,6 +79,9 @@ pub struct FlowSpec {
     /// `bridges:` in the order written: the messaging bridges between the flow's channels and
     /// brokers. Same shape as an adapter; the kinds differ.
     pub bridges: Vec<(Located<String>, AdapterSpec)>,
+    /// `history:` whether the flow's channels, routes and steps record themselves in each
+    /// message's `history` header (Message History); `None` when the file does not say (off).
+    pub history: Option<Located<bool>>,
     /// Keys reserved for a later version; where a file has one, its position, so validation
     /// can say it is not supported yet. None is reserved at the moment.
     pub reserved: Vec<Located<String>>,

@@ -138,6 +138,7 @@ pub(crate) fn validate_with(
             exchanges,
             store,
             adapters,
+            history: spec.history.as_ref().is_some_and(|h| h.value),
         })
     } else {
         let mut problems = check.problems;

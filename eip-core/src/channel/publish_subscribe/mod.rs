@@ -315,6 +315,7 @@ impl PublishSubscribe {
         Rules {
             datatype: self.inner.config.datatype.as_ref(),
             time_to_live: self.inner.config.time_to_live,
+            history: self.inner.config.history.then(|| &*self.inner.config.name),
             guard: &self.inner.guard,
         }
     }

@@ -16,7 +16,7 @@ use eip_core::router::RouteError;
 use futures::future::BoxFuture;
 use tower::BoxError;
 
-use super::{IfClosed, Route, Step, take};
+use super::{IfClosed, Route, Step};
 use crate::compile::rest::Rest;
 use crate::step::Side;
 
@@ -91,7 +91,7 @@ impl Route {
     ) -> BoxFuture<'_, Result<(), RouteFailure>> {
         Box::pin(async move {
             let mut steps = Vec::with_capacity(2);
-            let mut current = vec![msg];
+            let mut current = vec![self.entered(first, msg)];
             for (index, step) in self.inner.steps.iter().enumerate().skip(first) {
                 if step.wraps() {
                     self.carry_out(steps).await?;
@@ -108,13 +108,13 @@ impl Route {
                 let on_error = self.inner.step_errors.get(index).and_then(Option::as_ref);
                 for msg in current {
                     if !step.calls_out() {
-                        take(step.decide(msg), &mut steps, &mut next);
+                        self.take(index, step.decide(msg), &mut steps, &mut next);
                         continue;
                     }
                     // Kept only where the step's own `on-error` may need it.
                     let received = on_error.map(|_| msg.clone());
                     match step.call(msg).await {
-                        Ok(made) => take(made, &mut steps, &mut next),
+                        Ok(made) => self.take(index, made, &mut steps, &mut next),
                         Err(error) => {
                             let failure = self.step_failed(index, error);
                             let (Some(channel), Some(received)) = (on_error, received) else {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use eip_core::channel::{Channel, DeadLetterChannel, RedeliveryPolicy};
-use eip_core::message::Message;
+use eip_core::message::{HistoryKind, Message};
 use eip_core::router::{
     ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouterError, Target,
 };
@@ -60,6 +60,9 @@ pub(super) struct Inner {
     /// How many messages its consumer hands it at once.
     concurrency: usize,
     counters: Counters,
+    /// With Message History on (`history: true`), each step's name in the `history` header
+    /// (`ROUTE/N KIND`, N from 1); `None` when the flow records none.
+    history: Option<Vec<String>>,
 }
 
 /// What a route does with a message that passed its filter. Each is an eip-core router, so
@@ -263,6 +266,12 @@ impl Route {
                 step_errors,
                 concurrency: plan.concurrency.max(1),
                 counters: Counters::default(),
+                history: flow.history.then(|| {
+                    let name = &plan.name;
+                    (plan.steps.iter().enumerate())
+                        .map(|(i, step)| format!("{name}/{} {}", i + 1, step.kind))
+                        .collect()
+                }),
             }),
         };
         for (index, step) in route.inner.steps.iter().enumerate() {
@@ -295,14 +304,14 @@ impl Route {
     /// With `report`, what each step passed on is listed too ([`Step::Made`]).
     pub(super) fn decide(&self, msg: Message, report: bool) -> Vec<Step<'_>> {
         let mut steps = Vec::with_capacity(2);
-        let mut current = vec![msg];
+        let mut current = vec![self.entered(0, msg)];
         for (index, step) in self.inner.steps.iter().enumerate() {
             let mut next = Vec::with_capacity(current.len());
             let mut notes = Vec::new();
             for msg in current {
                 let mut made = step.decide(msg);
                 notes.extend(made.note.take());
-                take(made, &mut steps, &mut next);
+                self.take(index, made, &mut steps, &mut next);
             }
             if report {
                 steps.push(Step::Made {
@@ -438,9 +447,47 @@ impl Route {
 }
 
 /// What a step made goes on: its side effects to `steps`, its messages to `next`.
-fn take<'r>(made: Made, steps: &mut Vec<Step<'r>>, next: &mut Vec<Message>) {
-    steps.extend(made.side.into_iter().map(Step::Side));
-    next.extend(made.next);
+impl Route {
+    /// What step `index` made: its side effects listed, what it passed on made the next
+    /// step's input (each recording the step in its history, where the flow keeps one).
+    fn take<'r>(
+        &self,
+        index: usize,
+        made: Made,
+        steps: &mut Vec<Step<'r>>,
+        next: &mut Vec<Message>,
+    ) {
+        steps.extend(made.side.into_iter().map(Step::Side));
+        match self
+            .inner
+            .history
+            .as_ref()
+            .and_then(|names| names.get(index))
+        {
+            Some(name) => next.extend(made.next.into_iter().map(|mut msg| {
+                msg.record_history(name, HistoryKind::Step);
+                msg
+            })),
+            None => next.extend(made.next),
+        }
+    }
+
+    /// `msg` on its way into step `first`: with Message History, the route's entry when it
+    /// has just taken the message (`first` 0), else the entry of the step before, which wraps
+    /// the rest of the route and has just handed it on.
+    pub(super) fn entered(&self, first: usize, mut msg: Message) -> Message {
+        if let Some(names) = &self.inner.history {
+            match first.checked_sub(1) {
+                None => msg.record_history(&self.inner.name, HistoryKind::Route),
+                Some(wrapping) => {
+                    if let Some(name) = names.get(wrapping) {
+                        msg.record_history(name, HistoryKind::Step);
+                    }
+                }
+            }
+        }
+        msg
+    }
 }
 
 /// A list of fixed targets, or, when one is a template, a list computed per message that looks
