@@ -91,6 +91,55 @@ fn the_join_chain_routes_as_the_seed_says() {
 }
 
 #[test]
+fn the_order_history_example_shows_the_way_each_copy_came() {
+    routes_as_expected("order-history");
+}
+
+#[test]
+fn running_the_order_history_example_puts_the_way_in_each_message() {
+    let dir = flows();
+    let data = std::env::temp_dir().join(format!("eip-examples-history-{}", std::process::id()));
+    let out = eip(&[
+        "run",
+        dir.join("order-history.yaml").to_str().unwrap(),
+        "--input",
+        dir.join("order-history.input.jsonl").to_str().unwrap(),
+        "--stats-interval",
+        "0",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir_all(&data);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut ways = BTreeMap::new();
+    for line in text(&out.stdout).lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        let history: Value =
+            serde_json::from_str(record["headers"]["history"].as_str().unwrap()).unwrap();
+        let names: Vec<String> = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_owned())
+            .collect();
+        let order = record["payload"]["order"].as_str().unwrap().to_owned();
+        let channel = record["channel"].as_str().unwrap().to_owned();
+        ways.insert((order, channel), names.join(" > "));
+    }
+    let way = |order: &str, channel: &str| ways[&(order.to_owned(), channel.to_owned())].clone();
+    assert_eq!(
+        way("A-2", "orders.large"),
+        "orders > triage > triage/1 wire-tap > triage/2 filter > orders.large"
+    );
+    assert_eq!(
+        way("A-3", "orders.empty"),
+        "orders > triage > triage/1 wire-tap > orders.empty"
+    );
+    assert_eq!(way("A-1", "orders.audit"), "orders > triage > orders.audit");
+    assert_eq!(ways.len(), 6, "{ways:?}");
+}
+
+#[test]
 fn running_the_trading_flow_delivers_each_message_where_route_said() {
     let (delivered, stderr) = run("trading");
     let symbols = |channel: &str| -> Vec<String> {

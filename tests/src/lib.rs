@@ -179,3 +179,7 @@ pub struct Templates;
 #[doc = include_str!("../../book/src/error-handling.md")]
 #[cfg(doctest)]
 pub struct ErrorHandling;
+
+#[doc = include_str!("../../book/src/message-history.md")]
+#[cfg(doctest)]
+pub struct MessageHistory;
