@@ -119,10 +119,12 @@ impl Datatype for JsonSchema {
 
     fn check(&self, message: &Message) -> Result<(), String> {
         check_json_content_type(message)?;
-        let value: serde_json::Value = message
-            .json()
+        // Parsed once and kept with the message: the routes and predicates after the channel
+        // read the same value instead of parsing the payload again.
+        let value = message
+            .json_value()
             .map_err(|e| format!("payload is not JSON: {}", e.source))?;
-        let Err(error) = self.schemas.validate(&value, self.root) else {
+        let Err(error) = self.schemas.validate(value, self.root) else {
             return Ok(());
         };
         let mut problems = Vec::new();
@@ -283,6 +285,16 @@ mod tests {
             "{reason}"
         );
         assert!(!reason.contains("allOf"), "{reason}");
+    }
+
+    #[test]
+    fn the_payload_is_parsed_once_and_kept_for_whoever_reads_it_next() {
+        let schema = JsonSchema::new("order", &json!({"type": "object"})).unwrap();
+        let msg = Message::new(r#"{"total": 3}"#);
+        assert!(!msg.is_json_parsed());
+        assert_eq!(schema.check(&msg), Ok(()));
+        assert!(msg.is_json_parsed());
+        assert_eq!(msg.json_value().unwrap()["total"], 3);
     }
 
     #[test]
