@@ -15,6 +15,7 @@ use eip_core::message::{DeathReason, Message};
 use eip_core::router::RouteError;
 use futures::future::BoxFuture;
 use tower::BoxError;
+use tracing::Instrument;
 
 use super::{IfClosed, Route, Step};
 use crate::compile::rest::Rest;
@@ -31,6 +32,11 @@ impl Route {
     /// (reason `max-redeliveries`, the step's place and error), and the message counts as
     /// handled; other failures (a send, the flow stopping) are handed back as without it.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
+        let span = tracing::debug_span!("route", route = %self.inner.name, id = %msg.id());
+        self.handle_in_span(msg).instrument(span).await
+    }
+
+    async fn handle_in_span(&self, msg: Message) -> Result<(), RouteFailure> {
         self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
         if !self.inner.calls_out {
             // Every step decides alone: no step can fail.
@@ -100,7 +106,9 @@ impl Route {
                             route: self.clone(),
                             first: index + 1,
                         };
-                        step.around(msg, rest).await?;
+                        step.around(msg, rest)
+                            .instrument(self.step_span(index))
+                            .await?;
                     }
                     return Ok(());
                 }
@@ -108,12 +116,13 @@ impl Route {
                 let on_error = self.inner.step_errors.get(index).and_then(Option::as_ref);
                 for msg in current {
                     if !step.calls_out() {
-                        self.take(index, step.decide(msg), &mut steps, &mut next);
+                        let made = self.step_span(index).in_scope(|| step.decide(msg));
+                        self.take(index, made, &mut steps, &mut next);
                         continue;
                     }
                     // Kept only where the step's own `on-error` may need it.
                     let received = on_error.map(|_| msg.clone());
-                    match step.call(msg).await {
+                    match step.call(msg).instrument(self.step_span(index)).await {
                         Ok(made) => self.take(index, made, &mut steps, &mut next),
                         Err(error) => {
                             let failure = self.step_failed(index, error);

@@ -46,6 +46,8 @@ pub(super) struct Inner {
     steps: Vec<Box<dyn RouteStep>>,
     /// Each step in a few words, in the same order.
     described: Vec<String>,
+    /// Each step's kind (`filter`), in the same order: for its `tracing` span.
+    kinds: Vec<&'static str>,
     /// Whether a step calls out in a running flow (a program's service).
     calls_out: bool,
     action: Action,
@@ -258,6 +260,7 @@ impl Route {
                 from,
                 steps,
                 described: plan.steps.iter().map(|s| s.config.describe()).collect(),
+                kinds: plan.steps.iter().map(|s| s.kind).collect(),
                 calls_out,
                 action,
                 dead_letters,
@@ -308,6 +311,7 @@ impl Route {
         for (index, step) in self.inner.steps.iter().enumerate() {
             let mut next = Vec::with_capacity(current.len());
             let mut notes = Vec::new();
+            let _span = self.step_span(index).entered();
             for msg in current {
                 let mut made = step.decide(msg);
                 notes.extend(made.note.take());
@@ -470,6 +474,13 @@ impl Route {
             })),
             None => next.extend(made.next),
         }
+    }
+
+    /// The `tracing` span of step `index` (debug level): `step{route=… step=2 kind=filter}`,
+    /// inside the route's span in a running flow.
+    pub(super) fn step_span(&self, index: usize) -> tracing::Span {
+        let kind = self.inner.kinds.get(index).copied().unwrap_or("step");
+        tracing::debug_span!("step", route = %self.inner.name, step = index + 1, kind = %kind)
     }
 
     /// `msg` on its way into step `first`: with Message History, the route's entry when it
