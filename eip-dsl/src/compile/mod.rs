@@ -28,14 +28,15 @@ use eip_core::channel::{
     Channel, ChannelBuilder, ChannelError, ChannelKind, DEFAULT_CAPACITY, DeadLetterChannel,
     InvalidMessageChannel, JsonSchema, PointToPoint, PublishSubscribe,
 };
-use eip_core::join::JoinError;
+use eip_core::join::{JoinError, JoinId};
 use eip_core::router::{RouterError, Target};
 use eip_core::store::Backend;
 use eip_core::store::durable::{Durable, StoreConfig, StoreError};
-use eip_core::topic::{Binding, ExchangeError, TopicExchange};
+use eip_core::topic::{Binding, BindingId, ExchangeError, TopicExchange};
 
 use crate::plan::{
-    BrokerPlace, BrokerStorePlan, ChannelPlan, DEAD_LETTERS, ExchangePlan, Plan, TargetRef,
+    BindingPlan, BrokerPlace, BrokerStorePlan, ChannelPlan, DEAD_LETTERS, ExchangePlan, JoinPlan,
+    Plan, TargetRef,
 };
 
 pub use adapters::{AdapterError, ConnectedAdapters};
@@ -157,12 +158,50 @@ pub struct Flow {
     invalid: HashMap<String, String>,
     /// Whether it records Message History (`history: true`).
     history: bool,
+    /// The embedded durable store of its durable channels, if it has any.
+    store: Option<Arc<Durable>>,
 }
 
 impl Flow {
     /// The bus holding the flow's channels and exchanges.
     pub fn bus(&self) -> &MessageBus {
         &self.bus
+    }
+
+    /// The embedded durable store its durable channels are kept in, if it has durable
+    /// channels.
+    pub fn durable_store(&self) -> Option<&Arc<Durable>> {
+        self.store.as_ref()
+    }
+
+    /// Creates the checked join `join` on the running flow (a runtime change).
+    pub(crate) fn create_join(&self, join: &JoinPlan) -> Result<JoinId, CompileError> {
+        create_join(&self.bus, join)
+    }
+
+    /// Removes the join `id` leaving `from`.
+    pub(crate) fn remove_join(&self, from: &str, id: JoinId) {
+        // The source was checked when the join was made, and channels are never removed from
+        // a running flow: nothing to report.
+        let _ = self.bus.remove_join(from, id);
+    }
+
+    /// Binds the checked binding `binding` on the exchange `exchange` (a runtime change).
+    pub(crate) fn create_binding(
+        &self,
+        exchange: &str,
+        binding: &BindingPlan,
+    ) -> Result<BindingId, CompileError> {
+        let made = binding_of(exchange, binding, &self.bus)?;
+        Ok(self.bus.exchange(exchange)?.bind(made))
+    }
+
+    /// Removes the binding `id` of `exchange`.
+    pub(crate) fn remove_binding(&self, exchange: &str, id: BindingId) {
+        if let Ok(exchange) = self.bus.exchange(exchange) {
+            // Bound when the change was made, and removed only here: it is there.
+            let _ = exchange.unbind(id);
+        }
     }
 
     /// The routes, in the order declared.
@@ -223,17 +262,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         bus.register_exchange(exchange_of(exchange, &bus)?)?;
     }
     for join in &plan.joins {
-        let mut made = bus.join(&join.from, &join.to)?.hops(join.hops);
-        if let Some(filter) = &join.filter {
-            made = made.filter(filter.clone());
-        }
-        made.archival(join.archival)
-            .create()
-            .map_err(|source| CompileError::Join {
-                from: join.from.clone(),
-                to: join.to.clone(),
-                source,
-            })?;
+        create_join(&bus, join)?;
     }
     let routes = plan
         .routes
@@ -252,6 +281,39 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         adapters: plan.adapters.clone(),
         invalid,
         history: plan.history,
+        store,
+    })
+}
+
+/// Creates the join `join` on `bus`.
+fn create_join(bus: &MessageBus, join: &JoinPlan) -> Result<JoinId, CompileError> {
+    let mut made = bus.join(&join.from, &join.to)?.hops(join.hops);
+    if let Some(filter) = &join.filter {
+        made = made.filter(filter.clone());
+    }
+    made.archival(join.archival)
+        .create()
+        .map_err(|source| CompileError::Join {
+            from: join.from.clone(),
+            to: join.to.clone(),
+            source,
+        })
+}
+
+/// The binding `binding` of the exchange `exchange`, over channels on `bus`.
+fn binding_of(
+    exchange: &str,
+    binding: &BindingPlan,
+    bus: &MessageBus,
+) -> Result<Binding, CompileError> {
+    let targets = binding
+        .to
+        .iter()
+        .map(|name| bus_channel(bus, name))
+        .collect::<Result<Vec<_>, _>>()?;
+    Binding::with_key(binding.key.clone(), targets).map_err(|source| CompileError::Binding {
+        exchange: exchange.to_owned(),
+        source,
     })
 }
 
@@ -316,18 +378,7 @@ fn exchange_of(exchange: &ExchangePlan, bus: &MessageBus) -> Result<TopicExchang
         built.set_alternate(Some(bus_channel(bus, alternate)?));
     }
     for binding in &exchange.bindings {
-        let targets = binding
-            .to
-            .iter()
-            .map(|name| bus_channel(bus, name))
-            .collect::<Result<Vec<_>, _>>()?;
-        let made = Binding::with_key(binding.key.clone(), targets).map_err(|source| {
-            CompileError::Binding {
-                exchange: exchange.name.clone(),
-                source,
-            }
-        })?;
-        built.bind(made);
+        built.bind(binding_of(&exchange.name, binding, bus)?);
     }
     Ok(built)
 }
