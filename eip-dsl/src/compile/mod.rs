@@ -13,6 +13,7 @@ mod input;
 mod rest;
 mod route;
 mod run;
+mod view;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -42,8 +43,9 @@ pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
 pub use rest::{Rest, WeakRest, Wrapped};
-pub use route::{Route, RouteFailure, RouteStats};
+pub use route::{LastError, Route, RouteFailure, RouteStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
+pub use view::{ChannelStore, DurableStats, FlowView, Readiness};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was
 /// made by hand, or validation missed a case (please report it).
@@ -155,6 +157,12 @@ pub struct Flow {
     adapters: Vec<crate::plan::adapter::AdapterPlan>,
     /// The invalid message channel of each datatype channel, by channel name.
     invalid: HashMap<String, String>,
+    /// Where each channel keeps its messages, by name (absent: in memory).
+    stores: HashMap<String, ChannelStore>,
+    /// The embedded durable store, when the flow has durable channels.
+    durable: Option<Arc<Durable>>,
+    /// Whether the flow is ready, as its start and stop go.
+    readiness: Readiness,
 }
 
 impl Flow {
@@ -243,12 +251,27 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         .iter()
         .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
         .collect();
+    let stores = plan
+        .channels
+        .iter()
+        .filter_map(|c| {
+            let kept = match &c.broker {
+                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
+                _ if c.durable && store.is_some() => ChannelStore::Durable,
+                _ => return None,
+            };
+            Some((c.name.clone(), kept))
+        })
+        .collect();
     Ok(Flow {
         bus,
         routes,
         channels,
         adapters: plan.adapters.clone(),
         invalid,
+        stores,
+        durable: store,
+        readiness: Readiness::default(),
     })
 }
 

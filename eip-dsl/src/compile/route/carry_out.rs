@@ -31,6 +31,12 @@ impl Route {
     /// (reason `max-redeliveries`, the step's place and error), and the message counts as
     /// handled; other failures (a send, the flow stopping) are handed back as without it.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
+        let done = self.handle_once(msg).await;
+        self.inner.outcomes.record(&done);
+        done
+    }
+
+    async fn handle_once(&self, msg: Message) -> Result<(), RouteFailure> {
         self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
         if !self.inner.calls_out {
             // Every step decides alone: no step can fail.

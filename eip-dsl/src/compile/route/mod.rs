@@ -12,6 +12,7 @@
 //! [`carry_out`].
 
 mod carry_out;
+mod outcome;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use eip_core::MessageBus;
 use eip_core::store::durable::Durable;
 
 pub use carry_out::RouteFailure;
+pub use outcome::LastError;
 
 /// A route, ready to consume its channel.
 #[derive(Debug, Clone)]
@@ -60,6 +62,7 @@ pub(super) struct Inner {
     /// How many messages its consumer hands it at once.
     concurrency: usize,
     counters: Counters,
+    outcomes: outcome::Outcomes,
 }
 
 /// What a route does with a message that passed its filter. Each is an eip-core router, so
@@ -161,6 +164,11 @@ pub struct RouteStats {
     /// Messages whose step failed sent to an `on-error` channel: the route's, once the
     /// redelivery policy was used up, or the failing step's own, at once.
     pub diverted: u64,
+    /// Messages the route carried out to the end (diverted ones included).
+    pub handled: u64,
+    /// Calls that failed: the message was handed back to its consumer, which redelivers or
+    /// dead-letters it (each failed delivery counts).
+    pub failed: u64,
 }
 
 impl Route {
@@ -263,6 +271,7 @@ impl Route {
                 step_errors,
                 concurrency: plan.concurrency.max(1),
                 counters: Counters::default(),
+                outcomes: outcome::Outcomes::default(),
             }),
         };
         for (index, step) in route.inner.steps.iter().enumerate() {
@@ -421,7 +430,14 @@ impl Route {
             duplicates: c.duplicates.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             diverted: c.diverted.load(Ordering::Relaxed),
+            handled: self.inner.outcomes.handled(),
+            failed: self.inner.outcomes.failed(),
         }
+    }
+
+    /// The last failure of a call, with its time; `None` while none failed.
+    pub fn last_error(&self) -> Option<LastError> {
+        self.inner.outcomes.last_error()
     }
 }
 
