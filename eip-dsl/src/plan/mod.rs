@@ -41,6 +41,8 @@ pub struct Plan {
     pub store: StorePlan,
     /// The channel adapters, in the order declared.
     pub adapters: Vec<adapter::AdapterPlan>,
+    /// The `admin:` section: the management API `eip run` serves; `None` when not written.
+    pub admin: Option<AdminPlan>,
 }
 
 impl Plan {
@@ -78,6 +80,19 @@ pub struct StorePlan {
     /// the flow).
     pub max_bytes: Option<u64>,
 }
+
+/// The checked `admin:` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminPlan {
+    /// `listen:` the address the server binds (default [`DEFAULT_ADMIN_LISTEN`]).
+    pub listen: std::net::SocketAddr,
+    /// `token:` the environment variable holding the bearer token (read when the server
+    /// starts); `None` on a loopback address without one.
+    pub token_env: Option<String>,
+}
+
+/// Where the admin server listens when `admin:` names no address: loopback only.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9090";
 
 /// A checked channel.
 #[derive(Debug, Clone)]

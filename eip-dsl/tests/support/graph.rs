@@ -139,6 +139,7 @@ pub fn sample() -> Plan {
         exchanges,
         store: StorePlan::default(),
         adapters: Vec::new(),
+        admin: None,
     }
 }
 
