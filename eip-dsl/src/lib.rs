@@ -11,8 +11,11 @@
 //! the [`kind`]s of adapter and bridge (one module each, listed in one table) above them, then
 //! the [`plan`]; [`load`] (reading only) and [`validate`] (checking only) beside each other,
 //! both asking the kinds; [`flow_file`] does one then the other; [`compile`], [`graph`] and
-//! [`builder`] on top; [`control`] changes a compiled flow while it runs (joins and bindings).
+//! [`builder`] on top; [`control`] changes a compiled flow while it runs (joins and bindings),
+//! and the admin server (`admin`, cargo feature `admin`) serves a running flow.
 
+#[cfg(feature = "admin")]
+pub mod admin;
 pub mod builder;
 pub mod compile;
 pub mod control;

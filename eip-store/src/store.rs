@@ -49,6 +49,8 @@ pub struct StoreStats {
     pub records_committed: u64,
     /// Records deleted by committed acks.
     pub acks_committed: u64,
+    /// How long the commits took.
+    pub commit_latency: crate::CommitLatency,
 }
 
 /// The state every handle shares. Dropping it stops the committer and closes the database.
@@ -368,6 +370,7 @@ impl DurableStore {
             commits: counters.commits.load(Ordering::Relaxed),
             records_committed: counters.records.load(Ordering::Relaxed),
             acks_committed: counters.acks.load(Ordering::Relaxed),
+            commit_latency: counters.latency.read(),
         }
     }
 }

@@ -75,6 +75,12 @@ impl Selector {
     pub fn matches(&self, message: &Message) -> bool {
         (self.test)(message)
     }
+
+    /// What it selects, in a few words (a predicate's expression, for one made of a
+    /// predicate).
+    pub fn description(&self) -> &str {
+        &self.description
+    }
 }
 
 impl fmt::Debug for Selector {

@@ -41,6 +41,12 @@ pub struct RunArgs {
     /// Default: the flow file's `store.path` (relative to the flow file), else ./eip-data.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Serves the management API (the Control Bus: the flow's state as JSON, health,
+    /// Prometheus metrics) at this address, such as 127.0.0.1:9090; instead of the flow
+    /// file's `admin.listen`. An address other than loopback needs a token in
+    /// EIP_ADMIN_TOKEN (or the variable the flow's `admin.token` names).
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<String>,
 }
 
 /// The data directory when neither `--data-dir` nor the flow's `store.path` names one,
@@ -100,12 +106,64 @@ pub fn run(args: RunArgs) -> ExitCode {
             );
         }
     }
-    let code = runtime.block_on(run_flow(flow, args));
+    let code = runtime.block_on(async {
+        let Ok(admin) = start_admin(&flow, &plan, args.admin.as_deref()).await else {
+            return ExitCode::FAILURE;
+        };
+        let code = run_flow(flow, args).await;
+        stop_admin(admin).await;
+        code
+    });
     // A read of standard input may still be blocked in a thread of the runtime (the input
     // stays open after a signal): do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
+
+/// The admin server `--admin` or the flow's `admin:` asks for, started (and announced);
+/// `Err` once what stopped it is printed.
+#[cfg(feature = "admin")]
+async fn start_admin(
+    flow: &Flow,
+    plan: &Plan,
+    flag: Option<&str>,
+) -> Result<Option<eip_dsl::admin::AdminServer>, ()> {
+    use eip_dsl::admin::{AdminOptions, AdminServer};
+    let lookup = |name: &str| std::env::var(name).ok();
+    let failed = |e: eip_dsl::admin::AdminError| eprintln!("error: {e}");
+    let Some(options) = AdminOptions::resolve(flag, plan.admin.as_ref(), lookup).map_err(failed)?
+    else {
+        return Ok(None);
+    };
+    let server = AdminServer::start(options, flow.view(), plan)
+        .await
+        .map_err(failed)?;
+    eprintln!("[eip] {}", server.describe());
+    Ok(Some(server))
+}
+
+/// Without the admin server built in, asking for one is an error naming the feature.
+#[cfg(not(feature = "admin"))]
+async fn start_admin(_: &Flow, plan: &Plan, flag: Option<&str>) -> Result<Option<()>, ()> {
+    if flag.is_none() && plan.admin.is_none() {
+        return Ok(None);
+    }
+    eprintln!(
+        "error: the admin server is not built into this eip: its cargo feature `admin` is off \
+         (build eip with it: `cargo build -p eip-dsl --features admin`)"
+    );
+    Err(())
+}
+
+#[cfg(feature = "admin")]
+async fn stop_admin(server: Option<eip_dsl::admin::AdminServer>) {
+    if let Some(server) = server {
+        server.shutdown(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(not(feature = "admin"))]
+async fn stop_admin(_: Option<()>) {}
 
 /// Where the durable store lives: `--data-dir` if given, else the flow's `store.path` (which
 /// validation already joined to the flow file's directory), else [`DEFAULT_DATA_DIR`]; made

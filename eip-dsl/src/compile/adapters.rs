@@ -52,18 +52,26 @@ pub(super) struct Connected {
     pub(super) endpoint: Endpoint,
 }
 
+impl Connected {
+    /// Where it reads or writes: for an HTTP adapter the address it is bound to (so port 0
+    /// shows the port taken).
+    fn endpoint(&self) -> String {
+        match &self.endpoint {
+            Endpoint::Inbound(inbound) => inbound.endpoint(),
+            Endpoint::Outbound { .. } => None,
+        }
+        .unwrap_or_else(|| self.plan.endpoint())
+    }
+}
+
 impl ConnectedAdapters {
-    /// One line per adapter and bridge (so called), saying where it reads or writes: for an HTTP adapter the address
-    /// it is bound to (so port 0 shows the port taken).
+    /// One line per adapter and bridge (so called), saying where it reads or writes: for an
+    /// HTTP adapter the address it is bound to (so port 0 shows the port taken).
     pub fn describe(&self) -> Vec<String> {
         self.adapters
             .iter()
             .map(|a| {
-                let endpoint = match &a.endpoint {
-                    Endpoint::Inbound(inbound) => inbound.endpoint(),
-                    Endpoint::Outbound { .. } => None,
-                }
-                .unwrap_or_else(|| a.plan.endpoint());
+                let endpoint = a.endpoint();
                 let arrow = if a.plan.is_inbound() { "->" } else { "<-" };
                 format!(
                     "{} {} ({}): {endpoint} {arrow} {}",
@@ -108,7 +116,10 @@ impl Flow {
         let mut adapters = Vec::with_capacity(self.adapters.len());
         for plan in &self.adapters {
             match self.connect(plan).await {
-                Ok(connected) => adapters.push(connected),
+                Ok(connected) => {
+                    self.readiness.connected(&plan.name, connected.endpoint());
+                    adapters.push(connected);
+                }
                 Err(source) => {
                     for connected in adapters {
                         if let Endpoint::Inbound(inbound) = connected.endpoint {

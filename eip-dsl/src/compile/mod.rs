@@ -13,6 +13,7 @@ mod input;
 mod rest;
 mod route;
 mod run;
+mod view;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -43,8 +44,9 @@ pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
 pub use rest::{Rest, WeakRest, Wrapped};
-pub use route::{Route, RouteFailure, RouteStats};
+pub use route::{LastError, Route, RouteFailure, RouteStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
+pub use view::{ChannelStore, DurableStats, FlowView, Readiness};
 
 /// A plan that could not be built. Validation rules these out; seeing one means a plan was
 /// made by hand, or validation missed a case (please report it).
@@ -158,8 +160,12 @@ pub struct Flow {
     invalid: HashMap<String, String>,
     /// Whether it records Message History (`history: true`).
     history: bool,
-    /// The embedded durable store of its durable channels, if it has any.
-    store: Option<Arc<Durable>>,
+    /// Where each channel keeps its messages, by name (absent: in memory).
+    stores: HashMap<String, ChannelStore>,
+    /// The embedded durable store, when the flow has durable channels.
+    durable: Option<Arc<Durable>>,
+    /// Whether the flow is ready, as its start and stop go.
+    readiness: Readiness,
 }
 
 impl Flow {
@@ -171,7 +177,7 @@ impl Flow {
     /// The embedded durable store its durable channels are kept in, if it has durable
     /// channels.
     pub fn durable_store(&self) -> Option<&Arc<Durable>> {
-        self.store.as_ref()
+        self.durable.as_ref()
     }
 
     /// Creates the checked join `join` on the running flow (a runtime change).
@@ -274,6 +280,18 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         .iter()
         .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
         .collect();
+    let stores = plan
+        .channels
+        .iter()
+        .filter_map(|c| {
+            let kept = match &c.broker {
+                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
+                _ if c.durable && store.is_some() => ChannelStore::Durable,
+                _ => return None,
+            };
+            Some((c.name.clone(), kept))
+        })
+        .collect();
     Ok(Flow {
         bus,
         routes,
@@ -281,7 +299,9 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         adapters: plan.adapters.clone(),
         invalid,
         history: plan.history,
-        store,
+        stores,
+        durable: store,
+        readiness: Readiness::default(),
     })
 }
 

@@ -42,6 +42,8 @@ pub struct RunningFlow {
     pub(super) consumers: Vec<ConsumerHandle>,
     /// The inbound adapters, stopped first.
     pub(super) inbound: Vec<Box<dyn Started>>,
+    /// The flow's readiness: started once the adapters are attached, not ready once draining.
+    readiness: super::Readiness,
 }
 
 /// One channel's counters, for the periodic counters line.
@@ -115,8 +117,32 @@ impl Flow {
             routes: self.routes.clone(),
             consumers,
             inbound: Vec::new(),
+            readiness: self.readiness.clone(),
         }
     }
+}
+
+/// The counters of `channels`, in their order; a channel's dead letters include those of the
+/// `routes` consuming it.
+pub(super) fn counters_of<'a>(
+    channels: impl IntoIterator<Item = &'a Channel>,
+    routes: &[super::Route],
+) -> Vec<ChannelCounters> {
+    channels
+        .into_iter()
+        .map(|c| {
+            let mut stats = c.stats();
+            stats.dead_lettered += routes
+                .iter()
+                .filter(|r| r.from().name() == c.name())
+                .map(|r| r.stats().dead_lettered)
+                .sum::<u64>();
+            ChannelCounters {
+                channel: c.name().to_owned(),
+                stats,
+            }
+        })
+        .collect()
 }
 
 /// The name of the durable subscription an output takes on a durable channel.
@@ -135,7 +161,8 @@ pub(super) fn subscribe(channel: &PublishSubscribe, name: &str) -> Subscriber {
 
 impl RunningFlow {
     /// Starts the connected adapters and bridges: an outbound one as a consumer of its
-    /// channel, an inbound one feeding its channel.
+    /// channel, an inbound one feeding its channel. The flow has then started (see
+    /// [`FlowView::waiting_for`](super::FlowView::waiting_for)).
     pub fn attach(&mut self, adapters: ConnectedAdapters) {
         for connected in adapters.into_inner() {
             match connected.start() {
@@ -143,27 +170,13 @@ impl RunningFlow {
                 Start::Inbound(started) => self.inbound.push(started),
             }
         }
+        self.readiness.started();
     }
 
     /// Every channel's counters, in the order declared. A channel's dead letters include those
     /// of the routes consuming it (a message no clause matched died on that channel).
     pub fn counters(&self) -> Vec<ChannelCounters> {
-        self.channels
-            .iter()
-            .map(|c| {
-                let mut stats = c.stats();
-                stats.dead_lettered += self
-                    .routes
-                    .iter()
-                    .filter(|r| r.from().name() == c.name())
-                    .map(|r| r.stats().dead_lettered)
-                    .sum::<u64>();
-                ChannelCounters {
-                    channel: c.name().to_owned(),
-                    stats,
-                }
-            })
-            .collect()
+        counters_of(&self.channels, &self.routes)
     }
 
     /// The names of the channels whose messages outlive the process (durable channels).
@@ -220,6 +233,7 @@ impl RunningFlow {
     }
 
     async fn drain_until(&mut self, deadline: Instant) -> bool {
+        self.readiness.stopping();
         if tokio::time::timeout_at(deadline, self.stop_inbound())
             .await
             .is_err()

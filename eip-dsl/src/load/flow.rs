@@ -14,7 +14,7 @@ use crate::diagnostic::Damage;
 use crate::diagnostic::Problem;
 use crate::diagnostic::{field_path, index_path, name_path};
 use crate::spec::{
-    BindingSpec, ChannelSpec, ExchangeSpec, FlowSpec, KindSpec, Located, OverflowSpec,
+    AdminSpec, BindingSpec, ChannelSpec, ExchangeSpec, FlowSpec, KindSpec, Located, OverflowSpec,
     RedeliverySpec, StoreSpec,
 };
 
@@ -27,6 +27,7 @@ const TOP: &[&str] = &[
     "adapters",
     "bridges",
     "history",
+    "admin",
 ];
 const CHANNEL: &[&str] = &[
     "kind",
@@ -48,6 +49,7 @@ const REDELIVERY: &[&str] = &[
     "jitter",
 ];
 const STORE: &[&str] = &["path", "max-bytes"];
+const ADMIN: &[&str] = &["listen", "token"];
 const EXCHANGE: &[&str] = &["alternate", "bindings"];
 const BINDING: &[&str] = &["key", "to"];
 
@@ -81,6 +83,9 @@ pub(crate) fn read_flow(reader: &mut Reader<'_>, root: &Node) -> (FlowSpec, Dama
     }
     if let Some((key, node)) = top.entry("store") {
         flow.store = read_store(reader, key, node);
+    }
+    if let Some((key, node)) = top.entry("admin") {
+        flow.admin = read_admin(reader, key, node);
     }
     if let Some(node) = top.get("channels") {
         read_channels(reader, node, &mut flow, &mut damage);
@@ -338,6 +343,25 @@ fn read_store(reader: &mut Reader<'_>, key: &Node, node: &Node) -> Option<StoreS
         store.max_bytes = byte_size(reader, v, "max-bytes", "store.max-bytes");
     }
     Some(store)
+}
+
+/// `admin:`; nothing after it (`admin:`) is a server with every key left to its default.
+fn read_admin(reader: &mut Reader<'_>, key: &Node, node: &Node) -> Option<AdminSpec> {
+    let mut admin = AdminSpec {
+        at: Some(reader.pos(key)),
+        ..AdminSpec::default()
+    };
+    if node.value == Value::Null {
+        return Some(admin);
+    }
+    let fields = reader.fields(node, "admin", "admin", "`admin`", ADMIN)?;
+    if let Some(v) = fields.get("listen") {
+        admin.listen = reader.string(v, "listen", "admin.listen");
+    }
+    if let Some(v) = fields.get("token") {
+        admin.token = reader.string(v, "token", "admin.token");
+    }
+    Some(admin)
 }
 
 /// A size: a whole number of bytes (kept as its decimal digits) or a string with a unit.

@@ -44,6 +44,8 @@ pub struct Plan {
     /// Whether the flow records Message History (`history: true`): every channel, route and
     /// route step adds itself to the `history` header of the messages it handles.
     pub history: bool,
+    /// The `admin:` section: the management API `eip run` serves; `None` when not written.
+    pub admin: Option<AdminPlan>,
 }
 
 impl Plan {
@@ -81,6 +83,19 @@ pub struct StorePlan {
     /// the flow).
     pub max_bytes: Option<u64>,
 }
+
+/// The checked `admin:` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminPlan {
+    /// `listen:` the address the server binds (default [`DEFAULT_ADMIN_LISTEN`]).
+    pub listen: std::net::SocketAddr,
+    /// `token:` the environment variable holding the bearer token (read when the server
+    /// starts); `None` on a loopback address without one.
+    pub token_env: Option<String>,
+}
+
+/// Where the admin server listens when `admin:` names no address: loopback only.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9090";
 
 /// A checked channel.
 #[derive(Debug, Clone)]

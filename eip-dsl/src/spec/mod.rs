@@ -82,6 +82,9 @@ pub struct FlowSpec {
     /// `history:` whether the flow's channels, routes and steps record themselves in each
     /// message's `history` header (Message History); `None` when the file does not say (off).
     pub history: Option<Located<bool>>,
+    /// `admin:` the management API `eip run` serves while the flow runs; `None` when the
+    /// file has no `admin:` section (no server, unless `eip run --admin` asks for one).
+    pub admin: Option<AdminSpec>,
     /// Keys reserved for a later version; where a file has one, its position, so validation
     /// can say it is not supported yet. None is reserved at the moment.
     pub reserved: Vec<Located<String>>,
@@ -286,6 +289,18 @@ pub struct StoreSpec {
     /// (`512 MiB`, `1.5 GB`); [validation](crate::validate::parse_byte_size) parses it. A
     /// number written without a unit is kept as its decimal digits.
     pub max_bytes: Option<Located<String>>,
+}
+
+/// `admin:` the management API's server (the Control Bus): where it listens, and the
+/// environment variable that holds its bearer token.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AdminSpec {
+    /// Where the `admin:` key is.
+    pub at: Option<Position>,
+    /// `listen:` an IP address and port, as written (`127.0.0.1:9090`).
+    pub listen: Option<Located<String>>,
+    /// `token:` the environment variable holding the bearer token, written `${NAME}`.
+    pub token: Option<Located<String>>,
 }
 
 /// `redelivery:` of a channel. Durations are strings (`100ms`).

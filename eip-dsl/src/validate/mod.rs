@@ -14,6 +14,7 @@
 //! durable.
 
 mod adapters;
+pub(crate) mod admin;
 mod channel_store;
 mod channels;
 mod durable;
@@ -130,6 +131,7 @@ pub(crate) fn validate_with(
     let joins = joins::check(spec, &names, &mut check);
     let exchanges = exchanges::check(spec, &names, &mut check);
     let adapters = adapters::check(spec, &names, base_dir, &mut check);
+    let admin = admin::check(spec, &mut check);
     if check.problems.is_empty() {
         Ok(Plan {
             channels,
@@ -139,6 +141,7 @@ pub(crate) fn validate_with(
             store,
             adapters,
             history: spec.history.as_ref().is_some_and(|h| h.value),
+            admin,
         })
     } else {
         let mut problems = check.problems;

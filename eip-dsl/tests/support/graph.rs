@@ -140,6 +140,7 @@ pub fn sample() -> Plan {
         store: StorePlan::default(),
         adapters: Vec::new(),
         history: false,
+        admin: None,
     }
 }
 

@@ -131,6 +131,8 @@ pub(crate) struct Counters {
     pub(crate) commits: AtomicU64,
     pub(crate) records: AtomicU64,
     pub(crate) acks: AtomicU64,
+    /// How long the commits took.
+    pub(crate) latency: crate::latency::LatencyCounters,
 }
 
 /// What one round does to one queue, applied to memory once the commit succeeded.
@@ -257,8 +259,12 @@ impl Committer {
     /// round's jobs are answered with the failure.
     fn commit_effects(&mut self, mut effects: Vec<Effect>, durable: bool) {
         let generation = self.slot.generation();
+        let started = Instant::now();
         let error = match self.try_write(&mut effects, durable) {
-            Ok(touched) => return self.committed(effects, touched, durable),
+            Ok(touched) => {
+                self.counters.latency.record(started.elapsed());
+                return self.committed(effects, touched, durable);
+            }
             Err(error) => error,
         };
         tracing::error!(%error, "eip-store: a commit failed; reopening the database file to try once more");
@@ -268,7 +274,10 @@ impl Committer {
         }
         effects.iter_mut().for_each(Effect::prepare_retry);
         match self.try_write(&mut effects, true) {
-            Ok(touched) => self.committed(effects, touched, true),
+            Ok(touched) => {
+                self.counters.latency.record(started.elapsed());
+                self.committed(effects, touched, true)
+            }
             Err(error) => {
                 tracing::error!(%error, "eip-store: the commit failed again on the reopened file");
                 self.fail(effects, error);

@@ -33,10 +33,12 @@ impl Route {
     /// handled; other failures (a send, the flow stopping) are handed back as without it.
     pub async fn handle(&self, msg: Message) -> Result<(), RouteFailure> {
         let span = tracing::debug_span!("route", route = %self.inner.name, id = %msg.id());
-        self.handle_in_span(msg).instrument(span).await
+        let done = self.handle_once(msg).instrument(span).await;
+        self.inner.outcomes.record(&done);
+        done
     }
 
-    async fn handle_in_span(&self, msg: Message) -> Result<(), RouteFailure> {
+    async fn handle_once(&self, msg: Message) -> Result<(), RouteFailure> {
         self.inner.counters.taken.fetch_add(1, Ordering::Relaxed);
         if !self.inner.calls_out {
             // Every step decides alone: no step can fail.

@@ -12,6 +12,7 @@
 //! [`carry_out`].
 
 mod carry_out;
+mod outcome;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use eip_core::MessageBus;
 use eip_core::store::durable::Durable;
 
 pub use carry_out::RouteFailure;
+pub use outcome::LastError;
 
 /// A route, ready to consume its channel.
 #[derive(Debug, Clone)]
@@ -65,6 +67,7 @@ pub(super) struct Inner {
     /// With Message History on (`history: true`), each step's name in the `history` header
     /// (`ROUTE/N KIND`, N from 1); `None` when the flow records none.
     history: Option<Vec<String>>,
+    outcomes: outcome::Outcomes,
 }
 
 /// What a route does with a message that passed its filter. Each is an eip-core router, so
@@ -166,6 +169,11 @@ pub struct RouteStats {
     /// Messages whose step failed sent to an `on-error` channel: the route's, once the
     /// redelivery policy was used up, or the failing step's own, at once.
     pub diverted: u64,
+    /// Messages the route carried out to the end (diverted ones included).
+    pub handled: u64,
+    /// Calls that failed: the message was handed back to its consumer, which redelivers or
+    /// dead-letters it (each failed delivery counts).
+    pub failed: u64,
 }
 
 impl Route {
@@ -275,6 +283,7 @@ impl Route {
                         .map(|(i, step)| format!("{name}/{} {}", i + 1, step.kind))
                         .collect()
                 }),
+                outcomes: outcome::Outcomes::default(),
             }),
         };
         for (index, step) in route.inner.steps.iter().enumerate() {
@@ -434,7 +443,14 @@ impl Route {
             duplicates: c.duplicates.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             diverted: c.diverted.load(Ordering::Relaxed),
+            handled: self.inner.outcomes.handled(),
+            failed: self.inner.outcomes.failed(),
         }
+    }
+
+    /// The last failure of a call, with its time; `None` while none failed.
+    pub fn last_error(&self) -> Option<LastError> {
+        self.inner.outcomes.last_error()
     }
 }
 

@@ -1,0 +1,251 @@
+//! The endpoints: one table lists every method and path with its handler, and the router is
+//! built from that table only, so [`ENDPOINTS`] is what the server serves (the OpenAPI test
+//! holds the document to it).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, middleware};
+
+use super::model::{
+    AdapterInfo, BindingInfo, ChannelInfo, ErrorBody, ExchangeInfo, FlowInfo, JoinInfo, RouteInfo,
+    Shape, StoreInfo,
+};
+use super::{health, metrics, rates, security};
+use crate::compile::FlowView;
+
+/// What every handler reads: the running flow, and what the server keeps of it.
+pub(super) struct Admin {
+    pub(super) view: FlowView,
+    pub(super) shape: Shape,
+    pub(super) rates: rates::Rates,
+    pub(super) token: Option<security::Token>,
+}
+
+/// Lists every endpoint and builds the router from the same list: `open` ones answer without
+/// the token, `guarded` ones need it when one is set.
+macro_rules! endpoints {
+    (
+        open { $($o_method:ident $o_path:literal => $o_handler:path;)* }
+        guarded { $($g_method:ident $g_path:literal => $g_handler:path;)* }
+    ) => {
+        /// Every endpoint the admin server serves: its method (lower case) and path, in
+        /// axum's syntax (`/api/channels/{name}`).
+        pub const ENDPOINTS: &[(&str, &str)] = &[
+            $((stringify!($o_method), $o_path),)*
+            $((stringify!($g_method), $g_path),)*
+        ];
+
+        /// The router of [`ENDPOINTS`]; unknown paths are answered 404 with an [`ErrorBody`].
+        pub(super) fn router(admin: Arc<Admin>) -> Router {
+            let open = Router::new()
+                $(.route($o_path, axum::routing::$o_method($o_handler)))*;
+            let guarded = Router::new()
+                $(.route($g_path, axum::routing::$g_method($g_handler)))*
+                .layer(middleware::from_fn_with_state(admin.clone(), security::require_token));
+            open.merge(guarded).fallback(no_such_endpoint).with_state(admin)
+        }
+    };
+}
+
+endpoints! {
+    open {
+        get "/health/live" => health::live;
+    }
+    guarded {
+        get "/health/ready" => health::ready;
+        get "/metrics" => metrics::serve;
+        get "/api/openapi.json" => openapi;
+        get "/api/flow" => flow;
+        get "/api/channels" => channels;
+        get "/api/channels/{name}" => channel;
+        get "/api/routes" => routes;
+        get "/api/routes/{name}" => route;
+        get "/api/joins" => joins;
+        get "/api/exchanges" => exchanges;
+        get "/api/exchanges/{name}" => exchange;
+        get "/api/adapters" => adapters;
+    }
+}
+
+/// An answer: the JSON of `T`, or an error with its status.
+type Answer<T> = Result<Json<T>, (StatusCode, Json<ErrorBody>)>;
+
+async fn no_such_endpoint(uri: axum::http::Uri) -> (StatusCode, Json<ErrorBody>) {
+    let paths = ENDPOINTS.iter().map(|(_, path)| *path);
+    let body = ErrorBody {
+        error: format!("no such endpoint: `{}`", uri.path()),
+        closest: eip_core::bus::closest(uri.path(), paths),
+    };
+    (StatusCode::NOT_FOUND, Json(body))
+}
+
+/// The 404 of an unknown `what` named `name`, with the closest of `known`.
+fn unknown<'a>(
+    what: &str,
+    name: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> (StatusCode, Json<ErrorBody>) {
+    let body = ErrorBody {
+        error: format!("unknown {what} `{name}`"),
+        closest: eip_core::bus::closest(name, known),
+    };
+    (StatusCode::NOT_FOUND, Json(body))
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], super::OPENAPI).into_response()
+}
+
+async fn flow(State(admin): State<Arc<Admin>>) -> Json<FlowInfo> {
+    Json(FlowInfo {
+        channels: channel_infos(&admin),
+        routes: route_infos(&admin),
+        joins: join_infos(&admin.view),
+        exchanges: exchange_infos(&admin.view),
+        adapters: adapter_infos(&admin.view),
+        store: admin.view.durable_stats().map(|s| StoreInfo {
+            commits: s.commits,
+            records: s.records,
+            acks: s.acks,
+        }),
+        health: health::readiness(&admin.view).await,
+    })
+}
+
+async fn channels(State(admin): State<Arc<Admin>>) -> Json<Vec<ChannelInfo>> {
+    Json(channel_infos(&admin))
+}
+
+async fn channel(State(admin): State<Arc<Admin>>, Path(name): Path<String>) -> Answer<ChannelInfo> {
+    channel_infos(&admin)
+        .into_iter()
+        .find(|c| c.name == name)
+        .map(Json)
+        .ok_or_else(|| {
+            let known = admin.view.channels().iter().map(|(c, _)| c.name());
+            unknown("channel", &name, known)
+        })
+}
+
+fn channel_infos(admin: &Admin) -> Vec<ChannelInfo> {
+    let counters = admin.view.counters();
+    admin
+        .view
+        .channels()
+        .iter()
+        .zip(&counters)
+        .map(|((channel, store), counted)| {
+            ChannelInfo::of(channel, store, counted, admin.rates.of(channel.name()))
+        })
+        .collect()
+}
+
+async fn routes(State(admin): State<Arc<Admin>>) -> Json<Vec<RouteInfo>> {
+    Json(route_infos(&admin))
+}
+
+async fn route(State(admin): State<Arc<Admin>>, Path(name): Path<String>) -> Answer<RouteInfo> {
+    let routes = admin.view.routes();
+    match routes.iter().find(|r| r.name() == name) {
+        Some(route) => Ok(Json(RouteInfo::of(route, admin.shape.routes.get(&name)))),
+        None => Err(unknown("route", &name, routes.iter().map(|r| r.name()))),
+    }
+}
+
+fn route_infos(admin: &Admin) -> Vec<RouteInfo> {
+    let shapes = &admin.shape.routes;
+    admin
+        .view
+        .routes()
+        .iter()
+        .map(|r| RouteInfo::of(r, shapes.get(r.name())))
+        .collect()
+}
+
+async fn joins(State(admin): State<Arc<Admin>>) -> Json<Vec<JoinInfo>> {
+    Json(join_infos(&admin.view))
+}
+
+/// The joins leaving every publish-subscribe channel, as they are now.
+fn join_infos(view: &FlowView) -> Vec<JoinInfo> {
+    let mut joins = Vec::new();
+    for (channel, _) in view.channels() {
+        let eip_core::channel::Channel::PublishSubscribe(source) = channel else {
+            continue;
+        };
+        for join in source.joins().iter() {
+            joins.push(JoinInfo {
+                from: join.source().to_owned(),
+                to: join.destination().name().to_owned(),
+                hops: join.hops(),
+                archival: join.is_archival(),
+                filter: join.filter().map(|f| f.description().to_owned()),
+            });
+        }
+    }
+    joins
+}
+
+async fn exchanges(State(admin): State<Arc<Admin>>) -> Json<Vec<ExchangeInfo>> {
+    Json(exchange_infos(&admin.view))
+}
+
+async fn exchange(
+    State(admin): State<Arc<Admin>>,
+    Path(name): Path<String>,
+) -> Answer<ExchangeInfo> {
+    let all = exchange_infos(&admin.view);
+    match all.iter().position(|x| x.name == name) {
+        Some(at) => Ok(Json(all[at].clone())),
+        None => Err(unknown(
+            "exchange",
+            &name,
+            all.iter().map(|x| x.name.as_str()),
+        )),
+    }
+}
+
+/// Every exchange on the bus, by name, with its bindings as they are now.
+fn exchange_infos(view: &FlowView) -> Vec<ExchangeInfo> {
+    let mut names = view.bus().exchange_names();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let exchange = view.bus().exchange(&name).ok()?;
+            let bindings = exchange
+                .bindings()
+                .into_iter()
+                .map(|(id, binding)| BindingInfo {
+                    id: id.to_string(),
+                    key: binding.key().map(|k| k.as_str().to_owned()),
+                    to: binding
+                        .targets()
+                        .iter()
+                        .map(|c| c.name().to_owned())
+                        .collect(),
+                })
+                .collect();
+            Some(ExchangeInfo {
+                alternate: exchange.alternate().map(|c| c.name().to_owned()),
+                name,
+                bindings,
+            })
+        })
+        .collect()
+}
+
+async fn adapters(State(admin): State<Arc<Admin>>) -> Json<Vec<AdapterInfo>> {
+    Json(adapter_infos(&admin.view))
+}
+
+fn adapter_infos(view: &FlowView) -> Vec<AdapterInfo> {
+    view.adapters()
+        .iter()
+        .map(|a| AdapterInfo::of(a, view.connected(&a.name)))
+        .collect()
+}

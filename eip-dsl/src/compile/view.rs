@@ -1,0 +1,212 @@
+//! What a flow shows of itself to whoever watches it while it runs (the admin server, its
+//! metrics): its channels with where they keep their messages, its routes, exchanges and
+//! joins as they are now, its adapters and bridges with whether they are connected, the
+//! durable store's counters, and whether the flow is ready.
+//!
+//! A [`FlowView`] is taken from the compiled flow ([`Flow::view`]) before anything starts and
+//! stays true while the flow runs: it holds the same channels, routes and bus (counters are
+//! read when asked), and the flow's [`Readiness`], which connecting the adapters, starting
+//! the flow and draining it update. Readiness belongs to the flow: nothing is kept in the
+//! process apart from it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use eip_core::MessageBus;
+use eip_core::channel::Channel;
+use eip_core::store::durable::Durable;
+
+use super::{Flow, Route};
+use crate::plan::adapter::AdapterPlan;
+
+/// Where a channel keeps its messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChannelStore {
+    /// In the process's memory: lost when it ends.
+    Memory,
+    /// In the embedded durable store's data directory.
+    Durable,
+    /// In a broker: the broker and destination in a few words (`rabbitmq queue orders`).
+    Broker(String),
+}
+
+/// A running flow as its watchers see it; cheap to clone.
+#[derive(Clone)]
+pub struct FlowView {
+    pub(super) bus: MessageBus,
+    pub(super) channels: Arc<[(Channel, ChannelStore)]>,
+    pub(super) routes: Arc<[Route]>,
+    pub(super) adapters: Arc<[AdapterPlan]>,
+    pub(super) durable: Option<Arc<Durable>>,
+    pub(super) readiness: Readiness,
+}
+
+impl std::fmt::Debug for FlowView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowView")
+            .field("channels", &self.channels.len())
+            .field("routes", &self.routes.len())
+            .field("adapters", &self.adapters.len())
+            .finish()
+    }
+}
+
+/// The store's counters a watcher sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurableStats {
+    /// Transactions committed since the store was opened.
+    pub commits: u64,
+    /// Records (messages, key table entries) those commits wrote.
+    pub records: u64,
+    /// Acknowledgements those commits wrote.
+    pub acks: u64,
+    /// How long the commits took: each bucket's upper bound in seconds with the commits that
+    /// took at most that long (cumulative).
+    pub commit_buckets: Vec<(f64, u64)>,
+    /// The commits timed.
+    pub commit_count: u64,
+    /// Their time together, in seconds.
+    pub commit_seconds: f64,
+}
+
+impl FlowView {
+    /// The bus: channels and exchanges by name, as they are now.
+    pub fn bus(&self) -> &MessageBus {
+        &self.bus
+    }
+
+    /// The channels in the order declared, each with where it keeps its messages.
+    pub fn channels(&self) -> &[(Channel, ChannelStore)] {
+        &self.channels
+    }
+
+    /// The routes in the order declared.
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// The adapters and bridges in the order declared.
+    pub fn adapters(&self) -> &[AdapterPlan] {
+        &self.adapters
+    }
+
+    /// Every channel's counters, in the order declared, as
+    /// [`RunningFlow::counters`](super::RunningFlow::counters) reads them.
+    pub fn counters(&self) -> Vec<super::ChannelCounters> {
+        super::run::counters_of(self.channels.iter().map(|(c, _)| c), &self.routes)
+    }
+
+    /// The durable store's counters, when the flow has durable channels.
+    pub fn durable_stats(&self) -> Option<DurableStats> {
+        let stats = self.durable.as_ref()?.store().stats();
+        let latency = stats.commit_latency;
+        Some(DurableStats {
+            commits: stats.commits,
+            records: stats.records_committed,
+            acks: stats.acks_committed,
+            commit_buckets: latency.cumulative().collect(),
+            commit_count: latency.count(),
+            commit_seconds: latency.total_seconds(),
+        })
+    }
+
+    /// Where the adapter `name` is connected (for an HTTP server, the address it is bound
+    /// to), once it is.
+    pub fn connected(&self, name: &str) -> Option<String> {
+        self.readiness.lock().connected.get(name).cloned()
+    }
+
+    /// What the flow still waits for before it is ready, in a few words each; empty when it
+    /// is ready: every adapter and bridge connected, the flow started (its routes subscribed,
+    /// its adapters attached), and every channel kept in a broker bound. A flow that is
+    /// stopping is not ready.
+    pub async fn waiting_for(&self) -> Vec<String> {
+        let mut waiting = Vec::new();
+        {
+            let state = self.readiness.lock();
+            if state.stopping {
+                waiting.push("the flow is stopping".to_owned());
+                return waiting;
+            }
+            for adapter in self.adapters.iter() {
+                if !state.connected.contains_key(&adapter.name) {
+                    waiting.push(format!("{} `{}` connecting", adapter.noun(), adapter.name));
+                }
+            }
+            if !state.started {
+                waiting
+                    .push("the flow starting (routes subscribing, adapters attaching)".to_owned());
+            }
+        }
+        for (channel, _) in self.channels.iter() {
+            // Asked without waiting: a store that is ready answers at once.
+            if let Err(late) = channel.ready(Duration::ZERO).await {
+                waiting.extend(late.waiting);
+            }
+        }
+        waiting
+    }
+}
+
+/// Whether a flow is ready, as its start and stop go: shared by the flow and its views.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<Mutex<ReadyState>>);
+
+#[derive(Debug, Default)]
+struct ReadyState {
+    /// The adapters connected, by name, with where.
+    connected: HashMap<String, String>,
+    /// Whether the routes are subscribed and the adapters attached.
+    started: bool,
+    /// Whether the flow has begun to stop.
+    stopping: bool,
+}
+
+impl Readiness {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadyState> {
+        // A lock poisoned by a panic elsewhere still holds a usable value.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The adapter `name` is connected, at `endpoint`.
+    pub(super) fn connected(&self, name: &str, endpoint: String) {
+        self.lock().connected.insert(name.to_owned(), endpoint);
+    }
+
+    /// The routes are subscribed and the adapters attached.
+    pub(super) fn started(&self) {
+        self.lock().started = true;
+    }
+
+    /// The flow has begun to stop.
+    pub(super) fn stopping(&self) {
+        self.lock().stopping = true;
+    }
+}
+
+impl Flow {
+    /// The flow as its watchers see it, now and while it runs (see [`FlowView`]).
+    pub fn view(&self) -> FlowView {
+        FlowView {
+            bus: self.bus.clone(),
+            channels: self
+                .channels
+                .iter()
+                .map(|c| (c.clone(), self.store_of(c.name())))
+                .collect(),
+            routes: self.routes.iter().cloned().collect(),
+            adapters: self.adapters.iter().cloned().collect(),
+            durable: self.durable.clone(),
+            readiness: self.readiness.clone(),
+        }
+    }
+
+    /// Where the channel `name` keeps its messages.
+    fn store_of(&self, name: &str) -> ChannelStore {
+        self.stores
+            .get(name)
+            .cloned()
+            .unwrap_or(ChannelStore::Memory)
+    }
+}
