@@ -105,7 +105,7 @@ fn refusal(result: Result<u64, ControlError>) -> String {
 #[tokio::test]
 async fn a_join_added_at_runtime_forwards_until_it_is_removed() {
     let flow = flow_from(FLOW, None);
-    let (changes, reapplied) = RuntimeChanges::open(flow.clone(), None).await.unwrap();
+    let (changes, reapplied) = RuntimeChanges::open(flow.view()).await.unwrap();
     assert!(reapplied.is_empty());
     assert!(!changes.is_kept());
 
@@ -134,7 +134,7 @@ async fn a_join_added_at_runtime_forwards_until_it_is_removed() {
 #[tokio::test]
 async fn a_binding_added_at_runtime_routes_until_it_is_removed() {
     let flow = flow_from(FLOW, None);
-    let (changes, _) = RuntimeChanges::open(flow.clone(), None).await.unwrap();
+    let (changes, _) = RuntimeChanges::open(flow.view()).await.unwrap();
     publish_quote(&flow, "market").await;
     assert_eq!(
         depth(&flow, "unrouted"),
@@ -156,7 +156,7 @@ async fn a_binding_added_at_runtime_routes_until_it_is_removed() {
 #[tokio::test]
 async fn a_change_is_refused_with_the_flow_file_s_message_and_changes_nothing() {
     let flow = flow_from(FLOW, None);
-    let (changes, _) = RuntimeChanges::open(flow.clone(), None).await.unwrap();
+    let (changes, _) = RuntimeChanges::open(flow.view()).await.unwrap();
 
     let text = refusal(
         changes
@@ -235,9 +235,7 @@ async fn kept_changes_are_applied_again_after_a_restart() {
     let data = Scratch::new("control");
     let (join, binding) = {
         let flow = flow_from(FLOW, Some(&data.0));
-        let (changes, _) = RuntimeChanges::open(flow.clone(), flow.durable_store())
-            .await
-            .unwrap();
+        let (changes, _) = RuntimeChanges::open(flow.view()).await.unwrap();
         assert!(changes.is_kept());
         let join = changes.add_join(nyse_join()).await.unwrap();
         let removed = changes
@@ -256,9 +254,7 @@ async fn kept_changes_are_applied_again_after_a_restart() {
     };
 
     let flow = flow_from(FLOW, Some(&data.0));
-    let (changes, reapplied) = RuntimeChanges::open(flow.clone(), flow.durable_store())
-        .await
-        .unwrap();
+    let (changes, reapplied) = RuntimeChanges::open(flow.view()).await.unwrap();
     assert_eq!(
         reapplied,
         [
@@ -285,17 +281,13 @@ async fn a_kept_change_the_flow_no_longer_allows_is_dropped_with_the_reason() {
     let data = Scratch::new("control-dropped");
     {
         let flow = flow_from(FLOW, Some(&data.0));
-        let (changes, _) = RuntimeChanges::open(flow.clone(), flow.durable_store())
-            .await
-            .unwrap();
+        let (changes, _) = RuntimeChanges::open(flow.view()).await.unwrap();
         changes.add_join(nyse_join()).await.unwrap();
         changes.add_binding(nyse_binding()).await.unwrap();
     }
     let renamed = FLOW.replace("quotes.nyse", "quotes.new-york");
     let flow = flow_from(&renamed, Some(&data.0));
-    let (changes, reapplied) = RuntimeChanges::open(flow.clone(), flow.durable_store())
-        .await
-        .unwrap();
+    let (changes, reapplied) = RuntimeChanges::open(flow.view()).await.unwrap();
     assert_eq!(reapplied.len(), 2);
     for what in &reapplied {
         let Reapplied::Dropped { reason, .. } = what else {
@@ -306,9 +298,7 @@ async fn a_kept_change_the_flow_no_longer_allows_is_dropped_with_the_reason() {
     assert!(changes.joins().is_empty());
     drop((changes, flow));
     let flow = flow_from(&renamed, Some(&data.0));
-    let (_, reapplied) = RuntimeChanges::open(flow.clone(), flow.durable_store())
-        .await
-        .unwrap();
+    let (_, reapplied) = RuntimeChanges::open(flow.view()).await.unwrap();
     assert!(
         reapplied.is_empty(),
         "dropped from the store too: {reapplied:?}"

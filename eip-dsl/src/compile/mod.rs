@@ -33,7 +33,7 @@ use eip_core::join::{JoinError, JoinId};
 use eip_core::router::{RouterError, Target};
 use eip_core::store::Backend;
 use eip_core::store::durable::{Durable, StoreConfig, StoreError};
-use eip_core::topic::{Binding, BindingId, ExchangeError, TopicExchange};
+use eip_core::topic::{Binding, ExchangeError, TopicExchange};
 
 use crate::plan::{
     BindingPlan, BrokerPlace, BrokerStorePlan, ChannelPlan, DEAD_LETTERS, ExchangePlan, JoinPlan,
@@ -174,42 +174,6 @@ impl Flow {
         &self.bus
     }
 
-    /// The embedded durable store its durable channels are kept in, if it has durable
-    /// channels.
-    pub fn durable_store(&self) -> Option<&Arc<Durable>> {
-        self.durable.as_ref()
-    }
-
-    /// Creates the checked join `join` on the running flow (a runtime change).
-    pub(crate) fn create_join(&self, join: &JoinPlan) -> Result<JoinId, CompileError> {
-        create_join(&self.bus, join)
-    }
-
-    /// Removes the join `id` leaving `from`.
-    pub(crate) fn remove_join(&self, from: &str, id: JoinId) {
-        // The source was checked when the join was made, and channels are never removed from
-        // a running flow: nothing to report.
-        let _ = self.bus.remove_join(from, id);
-    }
-
-    /// Binds the checked binding `binding` on the exchange `exchange` (a runtime change).
-    pub(crate) fn create_binding(
-        &self,
-        exchange: &str,
-        binding: &BindingPlan,
-    ) -> Result<BindingId, CompileError> {
-        let made = binding_of(exchange, binding, &self.bus)?;
-        Ok(self.bus.exchange(exchange)?.bind(made))
-    }
-
-    /// Removes the binding `id` of `exchange`.
-    pub(crate) fn remove_binding(&self, exchange: &str, id: BindingId) {
-        if let Ok(exchange) = self.bus.exchange(exchange) {
-            // Bound when the change was made, and removed only here: it is there.
-            let _ = exchange.unbind(id);
-        }
-    }
-
     /// The routes, in the order declared.
     pub fn routes(&self) -> &[Route] {
         &self.routes
@@ -306,7 +270,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
 }
 
 /// Creates the join `join` on `bus`.
-fn create_join(bus: &MessageBus, join: &JoinPlan) -> Result<JoinId, CompileError> {
+pub(crate) fn create_join(bus: &MessageBus, join: &JoinPlan) -> Result<JoinId, CompileError> {
     let mut made = bus.join(&join.from, &join.to)?.hops(join.hops);
     if let Some(filter) = &join.filter {
         made = made.filter(filter.clone());
@@ -321,7 +285,7 @@ fn create_join(bus: &MessageBus, join: &JoinPlan) -> Result<JoinId, CompileError
 }
 
 /// The binding `binding` of the exchange `exchange`, over channels on `bus`.
-fn binding_of(
+pub(crate) fn binding_of(
     exchange: &str,
     binding: &BindingPlan,
     bus: &MessageBus,

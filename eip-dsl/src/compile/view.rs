@@ -97,6 +97,11 @@ impl FlowView {
         super::run::counters_of(self.channels.iter().map(|(c, _)| c), &self.routes)
     }
 
+    /// The embedded durable store, when the flow has durable channels.
+    pub fn durable_store(&self) -> Option<&Arc<Durable>> {
+        self.durable.as_ref()
+    }
+
     /// The durable store's counters, when the flow has durable channels.
     pub fn durable_stats(&self) -> Option<DurableStats> {
         let stats = self.durable.as_ref()?.store().stats();

@@ -5,7 +5,7 @@
 use eip_core::channel::ChannelKind;
 
 use super::{BindingChange, ControlError, JoinChange};
-use crate::compile::Flow;
+use crate::compile::FlowView;
 use crate::diagnostic::Problem;
 use crate::plan::{BindingPlan, JoinPlan};
 use crate::spec::{
@@ -13,7 +13,7 @@ use crate::spec::{
 };
 
 /// `join` checked against `flow`'s channels.
-pub(super) fn join(flow: &Flow, join: &JoinChange) -> Result<JoinPlan, ControlError> {
+pub(super) fn join(flow: &FlowView, join: &JoinChange) -> Result<JoinPlan, ControlError> {
     let mut spec = names_of(flow);
     spec.joins.push(JoinSpec {
         at: None,
@@ -30,7 +30,10 @@ pub(super) fn join(flow: &Flow, join: &JoinChange) -> Result<JoinPlan, ControlEr
 }
 
 /// `binding` checked against `flow`'s exchanges and channels.
-pub(super) fn binding(flow: &Flow, binding: &BindingChange) -> Result<BindingPlan, ControlError> {
+pub(super) fn binding(
+    flow: &FlowView,
+    binding: &BindingChange,
+) -> Result<BindingPlan, ControlError> {
     let mut spec = names_of(flow);
     let Some((_, exchange)) =
         (spec.exchanges.iter_mut()).find(|(n, _)| n.value == binding.exchange)
@@ -57,9 +60,9 @@ pub(super) fn binding(flow: &Flow, binding: &BindingChange) -> Result<BindingPla
 
 /// A flow with `flow`'s channels (name and kind, nothing else) and its exchanges (no
 /// bindings): what a join or binding is checked against.
-fn names_of(flow: &Flow) -> FlowSpec {
+fn names_of(flow: &FlowView) -> FlowSpec {
     let mut spec = FlowSpec::default();
-    for channel in flow.channels() {
+    for (channel, _) in flow.channels() {
         let kind = match channel.kind() {
             ChannelKind::PointToPoint => KindSpec::PointToPoint,
             ChannelKind::PublishSubscribe => KindSpec::PublishSubscribe,

@@ -23,14 +23,15 @@
 mod check;
 mod kept;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use eip_core::join::JoinId;
-use eip_core::store::durable::{Durable, StoreError};
+use eip_core::store::durable::StoreError;
 use eip_core::topic::BindingId;
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{CompileError, Flow};
+use crate::compile::{CompileError, FlowView, binding_of, create_join};
+use crate::plan::{BindingPlan, JoinPlan};
 use kept::Kept;
 
 /// A join as a runtime change names it: the keys of a flow file's join.
@@ -129,7 +130,7 @@ pub enum ControlError {
 pub struct RuntimeChanges {
     state: Mutex<State>,
     kept: Option<Kept>,
-    flow: Arc<Flow>,
+    flow: FlowView,
 }
 
 #[derive(Default)]
@@ -140,14 +141,11 @@ struct State {
 }
 
 impl RuntimeChanges {
-    /// The runtime changes of `flow`: with a durable `store`, those kept there from earlier
-    /// runs applied again (in the order they were made), each listed in the answer with what
-    /// became of it.
-    pub async fn open(
-        flow: Arc<Flow>,
-        store: Option<&Arc<Durable>>,
-    ) -> Result<(RuntimeChanges, Vec<Reapplied>), ControlError> {
-        let kept = store.map(Kept::open).transpose()?;
+    /// The runtime changes of the running `flow`: on a flow with a durable store, those kept
+    /// there from earlier runs applied again (in the order they were made), each listed in
+    /// the answer with what became of it.
+    pub async fn open(flow: FlowView) -> Result<(RuntimeChanges, Vec<Reapplied>), ControlError> {
+        let kept = flow.durable_store().map(Kept::open).transpose()?;
         let changes = RuntimeChanges {
             state: Mutex::new(State {
                 next_id: 1,
@@ -172,7 +170,7 @@ impl RuntimeChanges {
         if let Some(kept) = &self.kept {
             kept.put_join(id, &join).await?;
         }
-        let live = match self.flow.create_join(&plan) {
+        let live = match self.create_join(&plan) {
             Ok(live) => live,
             Err(failed) => {
                 if let Some(kept) = &self.kept {
@@ -195,7 +193,8 @@ impl RuntimeChanges {
             kept.remove_join(id).await?;
         }
         let (_, join, live) = self.lock().joins.remove(index);
-        self.flow.remove_join(&join.from, live);
+        // The source was checked when the join was made, and a running flow's channels stay.
+        let _ = self.flow.bus().remove_join(&join.from, live);
         Ok(join)
     }
 
@@ -206,7 +205,7 @@ impl RuntimeChanges {
         if let Some(kept) = &self.kept {
             kept.put_binding(id, &binding).await?;
         }
-        let live = match self.flow.create_binding(&binding.exchange, &plan) {
+        let live = match self.create_binding(&binding.exchange, &plan) {
             Ok(live) => live,
             Err(failed) => {
                 if let Some(kept) = &self.kept {
@@ -232,7 +231,10 @@ impl RuntimeChanges {
             kept.remove_binding(id).await?;
         }
         let (_, binding, live) = self.lock().bindings.remove(index);
-        self.flow.remove_binding(&binding.exchange, live);
+        if let Ok(exchange) = self.flow.bus().exchange(&binding.exchange) {
+            // Bound when the change was made, and unbound only here: it is there.
+            let _ = exchange.unbind(live);
+        }
         Ok(binding)
     }
 
@@ -273,10 +275,10 @@ impl RuntimeChanges {
         let described = change.describe();
         let applied = match &change {
             kept::Change::Join(join) => check::join(&self.flow, join)
-                .and_then(|plan| Ok(self.flow.create_join(&plan)?))
+                .and_then(|plan| Ok(self.create_join(&plan)?))
                 .map(|live| self.lock().joins.push((id, join.clone(), live))),
             kept::Change::Binding(binding) => check::binding(&self.flow, binding)
-                .and_then(|plan| Ok(self.flow.create_binding(&binding.exchange, &plan)?))
+                .and_then(|plan| Ok(self.create_binding(&binding.exchange, &plan)?))
                 .map(|live| self.lock().bindings.push((id, binding.clone(), live))),
         };
         match applied {
@@ -293,6 +295,19 @@ impl RuntimeChanges {
                 })
             }
         }
+    }
+
+    fn create_join(&self, plan: &JoinPlan) -> Result<JoinId, CompileError> {
+        create_join(self.flow.bus(), plan)
+    }
+
+    fn create_binding(
+        &self,
+        exchange: &str,
+        plan: &BindingPlan,
+    ) -> Result<BindingId, CompileError> {
+        let made = binding_of(exchange, plan, self.flow.bus())?;
+        Ok(self.flow.bus().exchange(exchange)?.bind(made))
     }
 
     fn take_id(&self) -> u64 {
