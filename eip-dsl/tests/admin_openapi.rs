@@ -124,7 +124,8 @@ async fn every_answer_matches_the_document() {
         ("/api/routes/{name}", "check"),
         ("/api/exchanges/{name}", "market"),
     ];
-    for (_, template) in ENDPOINTS {
+    // The endpoints that change the flow are held to the document by admin_changes.rs.
+    for (_, template) in ENDPOINTS.iter().filter(|(method, _)| *method == "get") {
         let path = names.iter().find(|(t, _)| t == template).map_or_else(
             || template.to_string(),
             |(t, name)| t.replace("{name}", name),

@@ -34,7 +34,23 @@ fn example() -> PathBuf {
 
 /// Starts it and reads, from its standard error, the address its admin server took.
 fn start(data: &Scratch) -> Eip {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_eip"))
+    start_with(data, None).0
+}
+
+/// The same, with `token` as `EIP_ADMIN_TOKEN` if given; also what it printed before the
+/// admin server's address.
+fn start_with(data: &Scratch, token: Option<&str>) -> (Eip, Vec<String>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_eip"));
+    command.env_remove("EIP_ADMIN_TOKEN");
+    if let Some(token) = token {
+        command.env("EIP_ADMIN_TOKEN", token);
+    }
+    let access = if token.is_some() {
+        " (token required)"
+    } else {
+        " (loopback only)"
+    };
+    let mut child = command
         .arg("run")
         .arg(example())
         .args([
@@ -60,14 +76,14 @@ fn start(data: &Scratch) -> Eip {
             panic!("eip said no admin address: {seen:?}");
         };
         if let Some(rest) = line.strip_prefix("[eip] admin: ") {
-            assert!(rest.ends_with(" (loopback only)"), "{line}");
-            break rest.trim_end_matches(" (loopback only)").to_owned();
+            assert!(rest.ends_with(access), "{line}");
+            break rest.trim_end_matches(access).to_owned();
         }
         seen.push(line);
     };
     // Keep reading its standard error so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Eip { child, base }
+    (Eip { child, base }, seen)
 }
 
 async fn get(client: &reqwest::Client, url: &str) -> String {
@@ -155,4 +171,42 @@ async fn eip_run_serves_channels_and_metrics_that_move_with_the_input() {
     drop(input);
     let status = eip.child.wait().expect("eip ends once its input does");
     assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_added_over_http_is_applied_again_after_a_restart() {
+    let data = Scratch::new("admin-run-changes");
+    let client = reqwest::Client::new();
+    let (eip, _) = start_with(&data, Some("s3cret"));
+    let made = client
+        .post(format!("{}/api/joins", eip.base))
+        .bearer_auth("s3cret")
+        .header("content-type", "application/json")
+        .body(r#"{"from": "shipped", "to": "small", "hops": 0}"#)
+        .send()
+        .await
+        .expect("the admin server answers");
+    assert_eq!(made.status().as_u16(), 201);
+    drop(eip);
+
+    let (eip, said) = start_with(&data, Some("s3cret"));
+    assert!(
+        said.iter()
+            .any(|l| l == "[eip] runtime join 1 (shipped -> small (hops 0)) re-applied"),
+        "{said:?}"
+    );
+    let changes: serde_json::Value = serde_json::from_str(
+        &client
+            .get(format!("{}/api/changes", eip.base))
+            .bearer_auth("s3cret")
+            .send()
+            .await
+            .expect("an answer")
+            .text()
+            .await
+            .expect("a body"),
+    )
+    .expect("JSON");
+    assert_eq!(changes["kept"], true);
+    assert_eq!(changes["joins"][0]["to"], "small");
 }

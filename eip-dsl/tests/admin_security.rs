@@ -11,7 +11,7 @@ mod support {
 use eip_dsl::admin::{AdminError, AdminOptions, AdminServer, ENDPOINTS};
 use eip_dsl::compile::compile;
 use serde_json::json;
-use support::admin::{FLOW, answer, plan, serve};
+use support::admin::{FLOW, answer, changes, plan, serve};
 
 const TOKEN: &str = "s3cret-token";
 
@@ -85,7 +85,7 @@ async fn off_loopback_the_server_does_not_start_without_a_token() {
         listen: "0.0.0.0:0".parse().expect("an address"),
         token: None,
     };
-    let refused = AdminServer::start(options, flow.view(), &plan).await;
+    let refused = AdminServer::start(options, flow.view(), &plan, changes(&flow).await).await;
     let Err(e @ AdminError::TokenRequired { .. }) = refused else {
         panic!("refused for want of a token: {refused:?}");
     };
@@ -99,7 +99,7 @@ async fn off_loopback_the_server_does_not_start_without_a_token() {
         listen: "0.0.0.0:0".parse().expect("an address"),
         token: Some(TOKEN.to_owned()),
     };
-    let server = AdminServer::start(options, flow.view(), &plan)
+    let server = AdminServer::start(options, flow.view(), &plan, changes(&flow).await)
         .await
         .expect("starts with a token");
     assert!(server.describe().ends_with("(token required)"));
@@ -166,7 +166,7 @@ async fn an_address_in_use_is_refused_by_name() {
         listen: addr,
         token: None,
     };
-    let refused = AdminServer::start(options, flow.view(), &plan).await;
+    let refused = AdminServer::start(options, flow.view(), &plan, changes(&flow).await).await;
     let Err(e) = refused else {
         panic!("refused: the address is in use");
     };

@@ -14,12 +14,15 @@ use super::model::{
     AdapterInfo, BindingInfo, ChannelInfo, ErrorBody, ExchangeInfo, FlowInfo, JoinInfo, RouteInfo,
     Shape, StoreInfo,
 };
-use super::{health, metrics, rates, security};
+use super::{changes, health, metrics, rates, security};
 use crate::compile::FlowView;
+use crate::control::RuntimeChanges;
 
 /// What every handler reads: the running flow, and what the server keeps of it.
 pub(super) struct Admin {
     pub(super) view: FlowView,
+    /// The joins and bindings added at runtime, and where they are kept.
+    pub(super) changes: Arc<RuntimeChanges>,
     pub(super) shape: Shape,
     pub(super) rates: rates::Rates,
     pub(super) token: Option<security::Token>,
@@ -31,12 +34,14 @@ macro_rules! endpoints {
     (
         open { $($o_method:ident $o_path:literal => $o_handler:path;)* }
         guarded { $($g_method:ident $g_path:literal => $g_handler:path;)* }
+    changing { $($c_method:ident $c_path:literal => $c_handler:path;)* }
     ) => {
         /// Every endpoint the admin server serves: its method (lower case) and path, in
         /// axum's syntax (`/api/channels/{name}`).
         pub const ENDPOINTS: &[(&str, &str)] = &[
             $((stringify!($o_method), $o_path),)*
             $((stringify!($g_method), $g_path),)*
+            $((stringify!($c_method), $c_path),)*
         ];
 
         /// The router of [`ENDPOINTS`]; unknown paths are answered 404 with an [`ErrorBody`].
@@ -45,6 +50,7 @@ macro_rules! endpoints {
                 $(.route($o_path, axum::routing::$o_method($o_handler)))*;
             let guarded = Router::new()
                 $(.route($g_path, axum::routing::$g_method($g_handler)))*
+                $(.route($c_path, axum::routing::$c_method($c_handler)))*
                 .layer(middleware::from_fn_with_state(admin.clone(), security::require_token));
             open.merge(guarded).fallback(no_such_endpoint).with_state(admin)
         }
@@ -68,6 +74,13 @@ endpoints! {
         get "/api/exchanges" => exchanges;
         get "/api/exchanges/{name}" => exchange;
         get "/api/adapters" => adapters;
+        get "/api/changes" => changes::list;
+    }
+    changing {
+        post "/api/joins" => changes::add_join;
+        delete "/api/joins/{id}" => changes::remove_join;
+        post "/api/bindings" => changes::add_binding;
+        delete "/api/bindings/{id}" => changes::remove_binding;
     }
 }
 

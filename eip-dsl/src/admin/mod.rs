@@ -35,6 +35,7 @@
 //! checked plan; readiness from the flow's [`Readiness`](crate::compile::Readiness).
 
 mod api;
+pub mod changes;
 mod health;
 pub mod metrics;
 pub mod model;
@@ -49,6 +50,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::compile::FlowView;
+use crate::control::RuntimeChanges;
 use crate::plan::{AdminPlan, Plan};
 
 pub use api::ENDPOINTS;
@@ -158,6 +160,7 @@ impl AdminServer {
         options: AdminOptions,
         view: FlowView,
         plan: &Plan,
+        changes: Arc<RuntimeChanges>,
     ) -> Result<AdminServer, AdminError> {
         if options.token.is_none() && !options.listen.ip().is_loopback() {
             return Err(AdminError::TokenRequired {
@@ -184,6 +187,7 @@ impl AdminServer {
         let admin = Arc::new(api::Admin {
             shape: model::Shape::of(plan),
             view,
+            changes,
             rates,
             token: options.token.map(security::Token::new),
         });

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use eip_core::message::Message;
 use eip_dsl::compile::{Flow, InputMessage, MessageView, Output, RunningFlow, StoreOptions};
+use eip_dsl::control::RuntimeChanges;
 use eip_dsl::plan::Plan;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -107,7 +108,20 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     }
     let code = runtime.block_on(async {
-        let Ok(admin) = start_admin(&flow, &plan, args.admin.as_deref()).await else {
+        // Before anything flows: the joins and bindings added at runtime in an earlier run.
+        let changes = match RuntimeChanges::open(flow.view()).await {
+            Ok((changes, reapplied)) => {
+                for change in &reapplied {
+                    eprintln!("[eip] runtime {change}");
+                }
+                Arc::new(changes)
+            }
+            Err(e) => {
+                eprintln!("error: the runtime changes kept in the store can not be read: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let Ok(admin) = start_admin(&flow, &plan, args.admin.as_deref(), changes).await else {
             return ExitCode::FAILURE;
         };
         let code = run_flow(flow, args).await;
@@ -127,6 +141,7 @@ async fn start_admin(
     flow: &Flow,
     plan: &Plan,
     flag: Option<&str>,
+    changes: Arc<RuntimeChanges>,
 ) -> Result<Option<eip_dsl::admin::AdminServer>, ()> {
     use eip_dsl::admin::{AdminOptions, AdminServer};
     let lookup = |name: &str| std::env::var(name).ok();
@@ -135,7 +150,7 @@ async fn start_admin(
     else {
         return Ok(None);
     };
-    let server = AdminServer::start(options, flow.view(), plan)
+    let server = AdminServer::start(options, flow.view(), plan, changes)
         .await
         .map_err(failed)?;
     eprintln!("[eip] {}", server.describe());
@@ -144,7 +159,12 @@ async fn start_admin(
 
 /// Without the admin server built in, asking for one is an error naming the feature.
 #[cfg(not(feature = "admin"))]
-async fn start_admin(_: &Flow, plan: &Plan, flag: Option<&str>) -> Result<Option<()>, ()> {
+async fn start_admin(
+    _: &Flow,
+    plan: &Plan,
+    flag: Option<&str>,
+    _: Arc<RuntimeChanges>,
+) -> Result<Option<()>, ()> {
     if flag.is_none() && plan.admin.is_none() {
         return Ok(None);
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use eip_core::message::Message;
 use eip_dsl::admin::{AdminOptions, AdminServer};
 use eip_dsl::compile::{Flow, RunningFlow, compile};
+use eip_dsl::control::RuntimeChanges;
 use eip_dsl::load::load_str_with;
 use eip_dsl::plan::Plan;
 use eip_dsl::step::Services;
@@ -98,7 +99,7 @@ pub async fn serve_unstarted(yaml: &str, token: Option<&str>) -> Served {
         listen: "127.0.0.1:0".parse().expect("an address"),
         token: token.map(str::to_owned),
     };
-    let server = AdminServer::start(options, flow.view(), &plan)
+    let server = AdminServer::start(options, flow.view(), &plan, changes(&flow).await)
         .await
         .expect("the admin server starts");
     let base = format!("http://{}", server.local_addr());
@@ -110,6 +111,14 @@ pub async fn serve_unstarted(yaml: &str, token: Option<&str>) -> Served {
         client: reqwest::Client::new(),
         token: token.map(str::to_owned),
     }
+}
+
+/// The runtime changes of `flow`, opened.
+pub async fn changes(flow: &Flow) -> Arc<RuntimeChanges> {
+    let (changes, _) = RuntimeChanges::open(flow.view())
+        .await
+        .expect("the runtime changes open");
+    Arc::new(changes)
 }
 
 /// Connects the adapters and starts the flow.
