@@ -275,3 +275,87 @@ async fn changes_need_a_token() {
     );
     guarded.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_message_is_sent_marked_and_a_purge_empties_a_queue() {
+    use reqwest::Method;
+    // Not started: what is sent waits on its channel, for the purge to find.
+    let mut served = support::admin::serve_unstarted(FLOW, Some(TOKEN)).await;
+    served.token = Some(TOKEN.into());
+    let template = "/api/channels/{name}/messages";
+    for total in [5, 500, 7] {
+        let body = json!({"payload": {"total": total}, "headers": {"kind": "probe"}});
+        let (status, sent) = call(
+            &served,
+            Method::POST,
+            template,
+            "/api/channels/trades/messages",
+            Some(body),
+        )
+        .await;
+        assert_eq!(
+            (status, &sent["outcome"]),
+            (202, &json!("accepted")),
+            "{sent}"
+        );
+    }
+    let Ok(Channel::PointToPoint(trades)) = served.flow.bus().channel("trades") else {
+        panic!("trades is a queue")
+    };
+    assert_eq!(trades.stats().depth, 3);
+
+    let purge = "/api/channels/{name}/purge";
+    let (status, purged) = call(
+        &served,
+        Method::POST,
+        purge,
+        "/api/channels/trades/purge",
+        Some(json!({"when": "$.total > 100"})),
+    )
+    .await;
+    assert_eq!((status, &purged["purged"]), (200, &json!(1)), "{purged}");
+    assert_eq!(trades.stats().depth, 2);
+
+    let delivery = trades.receiver().recv().await.unwrap();
+    let marked = delivery.message().headers().get("test-message");
+    assert_eq!(marked, Some(&eip_core::message::HeaderValue::from(true)));
+    delivery.ack();
+    let (status, purged) = call(
+        &served,
+        Method::POST,
+        purge,
+        "/api/channels/trades/purge",
+        None,
+    )
+    .await;
+    assert_eq!((status, &purged["purged"]), (200, &json!(1)));
+
+    let (status, refused) = call(
+        &served,
+        Method::POST,
+        purge,
+        "/api/channels/trades/purge",
+        Some(json!({"when": "$.total >"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, unknown) = call(
+        &served,
+        Method::POST,
+        purge,
+        "/api/channels/trade/purge",
+        None,
+    )
+    .await;
+    assert_eq!((status, &unknown["closest"]), (404, &json!("trades")));
+    let (status, refused) = call(
+        &served,
+        Method::POST,
+        template,
+        "/api/channels/trades/messages",
+        Some(json!({"to": "orders", "payload": 1})),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    served.stop().await;
+}

@@ -14,7 +14,7 @@ use super::model::{
     AdapterInfo, BindingInfo, ChannelInfo, ErrorBody, ExchangeInfo, FlowInfo, JoinInfo, RouteInfo,
     Shape, StoreInfo,
 };
-use super::{changes, health, metrics, rates, security};
+use super::{changes, health, metrics, operate, rates, security};
 use crate::compile::FlowView;
 use crate::control::RuntimeChanges;
 
@@ -81,6 +81,8 @@ endpoints! {
         delete "/api/joins/{id}" => changes::remove_join;
         post "/api/bindings" => changes::add_binding;
         delete "/api/bindings/{id}" => changes::remove_binding;
+        post "/api/channels/{name}/purge" => operate::purge;
+        post "/api/channels/{name}/messages" => operate::send;
     }
 }
 
@@ -97,7 +99,7 @@ async fn no_such_endpoint(uri: axum::http::Uri) -> (StatusCode, Json<ErrorBody>)
 }
 
 /// The 404 of an unknown `what` named `name`, with the closest of `known`.
-fn unknown<'a>(
+pub(super) fn unknown<'a>(
     what: &str,
     name: &str,
     known: impl IntoIterator<Item = &'a str>,

@@ -82,14 +82,14 @@ fn binding_info(id: u64, binding: BindingChange) -> RuntimeBindingInfo {
     }
 }
 
-type Refusal = (StatusCode, Json<ErrorBody>);
+pub(super) type Refusal = (StatusCode, Json<ErrorBody>);
 
-fn refusal(status: StatusCode, error: impl Into<String>) -> Refusal {
+pub(super) fn refusal(status: StatusCode, error: impl Into<String>) -> Refusal {
     (status, Json(ErrorBody::new(error)))
 }
 
 /// 403 unless the server has a token (every request that reaches here has shown it).
-fn allowed(admin: &Admin) -> Result<(), Refusal> {
+pub(super) fn allowed(admin: &Admin) -> Result<(), Refusal> {
     if admin.token.is_some() {
         return Ok(());
     }
@@ -103,7 +103,7 @@ fn allowed(admin: &Admin) -> Result<(), Refusal> {
 }
 
 /// A body that is not the change's JSON: 400 saying what serde found.
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Refusal> {
+pub(super) fn body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, Refusal> {
     body.map(|Json(change)| change)
         .map_err(|e| refusal(StatusCode::BAD_REQUEST, e.body_text()))
 }
@@ -127,7 +127,8 @@ fn failed(error: ControlError) -> Refusal {
     refusal(status, error.to_string())
 }
 
-fn audit(what: std::fmt::Arguments<'_>) {
+/// Writes a change made to standard error, escaped.
+pub(super) fn audit(what: std::fmt::Arguments<'_>) {
     eprintln!("[eip] admin: {}", eip_core::log::Escaped(&what.to_string()));
 }
 

@@ -39,6 +39,7 @@ pub mod changes;
 mod health;
 pub mod metrics;
 pub mod model;
+pub mod operate;
 mod rates;
 mod security;
 
