@@ -210,3 +210,83 @@ async fn a_join_added_over_http_is_applied_again_after_a_restart() {
     assert_eq!(changes["kept"], true);
     assert_eq!(changes["joins"][0]["to"], "small");
 }
+
+/// `eip ARGS --admin URL` with the token in its environment: exit success, stdout, stderr.
+fn eip_cli(base: &str, token: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_eip"))
+        .args(args)
+        .args(["--admin", base])
+        .env("EIP_ADMIN_TOKEN", token)
+        .output()
+        .expect("eip runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_eip_commands_ask_the_running_flow_s_admin_server() {
+    let data = Scratch::new("admin-cli");
+    let (eip, _) = start_with(&data, Some("s3cret"));
+
+    let (ok, out, err) = eip_cli(
+        &eip.base,
+        "s3cret",
+        &["joins", "add", "shipped", "small", "--hops", "0"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "join 1 added: shipped -> small\n");
+
+    let (ok, out, _) = eip_cli(&eip.base, "s3cret", &["joins", "list"]);
+    assert!(ok);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("from") && lines[0].contains("filter"),
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("shipped") && l.contains("small")),
+        "{out}"
+    );
+
+    let (ok, out, err) = eip_cli(&eip.base, "s3cret", &["joins", "add", "shipped", "smal"]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.starts_with("error: 400: ") && err.contains("did you mean `small`?"),
+        "{err}"
+    );
+
+    let (ok, out, _) = eip_cli(&eip.base, "s3cret", &["channels", "--json"]);
+    assert!(ok);
+    let channels: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(channels[0]["name"], "orders");
+    let (ok, out, _) = eip_cli(&eip.base, "s3cret", &["channels"]);
+    assert!(ok);
+    assert!(
+        out.lines()
+            .next()
+            .unwrap_or_default()
+            .starts_with("channel  "),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("orders ") && l.contains("durable")),
+        "{out}"
+    );
+
+    let (ok, out, _) = eip_cli(&eip.base, "s3cret", &["purge", "audit"]);
+    assert!(ok);
+    assert_eq!(out, "audit: 0 waiting messages purged\n");
+    let (ok, out, _) = eip_cli(&eip.base, "s3cret", &["joins", "remove", "1"]);
+    assert!(ok);
+    assert_eq!(out, "join 1 removed: shipped -> small\n");
+
+    let (ok, _, err) = eip_cli(&eip.base, "wrong", &["channels"]);
+    assert!(!ok);
+    assert_eq!(err, "error: 401: the token is not the admin server's\n");
+}

@@ -1,6 +1,8 @@
 //! `eip`'s commands. Each loads the flow file the same way (every problem reported with its
 //! position, exit status 1), then does its one job.
 
+#[cfg(feature = "admin")]
+mod admin;
 mod log;
 mod route;
 mod run;
@@ -52,6 +54,39 @@ enum Command {
     /// Checks a durable store's data directory for damage, or salvages it into a new one.
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// A running flow's channels and their counters, from its admin server.
+    #[cfg(feature = "admin")]
+    Channels {
+        #[command(flatten)]
+        server: admin::Server,
+    },
+    /// A running flow's joins: list them, add one, remove one added at runtime.
+    #[cfg(feature = "admin")]
+    Joins {
+        #[command(flatten)]
+        server: admin::Server,
+        #[command(subcommand)]
+        command: admin::JoinsCommand,
+    },
+    /// A running flow's exchanges' bindings: list them, add one, remove one added at runtime.
+    #[cfg(feature = "admin")]
+    Bindings {
+        #[command(flatten)]
+        server: admin::Server,
+        #[command(subcommand)]
+        command: admin::BindingsCommand,
+    },
+    /// Removes the messages waiting on a channel of a running flow (the Channel Purger).
+    #[cfg(feature = "admin")]
+    Purge {
+        #[command(flatten)]
+        server: admin::Server,
+        /// The channel.
+        channel: String,
+        /// Only the messages this predicate selects.
+        #[arg(long)]
+        when: Option<String>,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -91,6 +126,18 @@ pub fn main() -> ExitCode {
         }
         Command::Route(args) => route::route(args),
         Command::Store(command) => store::store(command),
+        #[cfg(feature = "admin")]
+        Command::Channels { server } => admin::channels(server),
+        #[cfg(feature = "admin")]
+        Command::Joins { server, command } => admin::joins(server, command),
+        #[cfg(feature = "admin")]
+        Command::Bindings { server, command } => admin::bindings(server, command),
+        #[cfg(feature = "admin")]
+        Command::Purge {
+            server,
+            channel,
+            when,
+        } => admin::purge(server, channel, when),
     }
 }
 
