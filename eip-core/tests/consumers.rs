@@ -353,3 +353,41 @@ async fn retry_layer_composes_with_consumer_services() {
     );
     assert_eq!(dead.receiver().try_recv().unwrap_err(), TryRecvError::Empty);
 }
+
+#[tokio::test]
+async fn a_paused_consumer_takes_nothing_new_until_resumed() {
+    use eip_core::endpoint::PauseSwitch;
+    let (ch, _dead) = channel_with_dlc("paused", RedeliveryPolicy::none());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = seen.clone();
+    let service = service_fn(move |_: Message| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<_, Infallible>(()) }
+    });
+    let switch = PauseSwitch::new();
+    let handle = Consumer::new(ch.receiver(), service)
+        .pause_gate(switch.gate())
+        .spawn();
+    ch.send(Message::new("before")).await.unwrap();
+    eventually(|| seen.load(Ordering::SeqCst) == 1).await;
+
+    assert!(switch.pause(), "it was running");
+    assert!(!switch.pause(), "pausing twice changes nothing");
+    assert!(switch.is_paused());
+    for _ in 0..3 {
+        ch.send(Message::new("while paused")).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(seen.load(Ordering::SeqCst), 1, "nothing taken while paused");
+    assert_eq!(ch.stats().depth, 3, "the messages wait on the channel");
+
+    assert!(switch.resume());
+    eventually(|| seen.load(Ordering::SeqCst) == 4).await;
+    assert_eq!(ch.stats().depth, 0);
+
+    switch.pause();
+    let stopped = tokio::time::timeout(WAIT, handle.shutdown())
+        .await
+        .expect("a paused consumer still stops");
+    assert!(stopped.is_clean());
+}

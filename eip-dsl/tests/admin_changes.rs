@@ -359,3 +359,58 @@ async fn a_test_message_is_sent_marked_and_a_purge_empties_a_queue() {
     assert_eq!(status, 400, "{refused}");
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_route_takes_nothing_until_resumed() {
+    use reqwest::Method;
+    let served = serve(FLOW, Some(TOKEN)).await;
+    let (status, route) = call(
+        &served,
+        Method::POST,
+        "/api/routes/{name}/pause",
+        "/api/routes/sort/pause",
+        None,
+    )
+    .await;
+    assert_eq!((status, &route["paused"]), (200, &json!(true)), "{route}");
+    for total in [500, 5] {
+        served.send("orders", json!({"total": total})).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let Ok(Channel::PointToPoint(orders)) = served.flow.bus().channel("orders") else {
+        panic!("orders is a queue")
+    };
+    assert_eq!(
+        orders.stats().depth,
+        2,
+        "the orders wait while `sort` is paused"
+    );
+    let (_, listed) = served.json("/api/routes/sort").await;
+    assert_eq!(listed["paused"], true);
+
+    let (status, route) = call(
+        &served,
+        Method::POST,
+        "/api/routes/{name}/resume",
+        "/api/routes/sort/resume",
+        None,
+    )
+    .await;
+    assert_eq!((status, &route["paused"]), (200, &json!(false)));
+    support::admin::eventually("the waiting orders taken", || async {
+        orders.stats().depth == 0
+    })
+    .await;
+    assert_eq!(taken(&served, "big"), 1);
+
+    let (status, unknown) = call(
+        &served,
+        Method::POST,
+        "/api/routes/{name}/pause",
+        "/api/routes/sorts/pause",
+        None,
+    )
+    .await;
+    assert_eq!((status, &unknown["closest"]), (404, &json!("sort")));
+    served.stop().await;
+}

@@ -9,6 +9,7 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::watch;
 use tower::{Service, ServiceExt};
 
+use super::pause::PauseGate;
 use super::stop::{self, Phase, Stopped};
 use crate::channel::{Delivery, Receiver, RedeliveryPolicy, Subscriber};
 use crate::log::Escaped;
@@ -42,6 +43,7 @@ pub struct Consumer<I, S: Service<Message>> {
     concurrency: usize,
     redelivery: Option<RedeliveryPolicy>,
     permanent: Option<Permanence<S::Error>>,
+    gate: Option<PauseGate>,
 }
 
 impl<I, S> Consumer<I, S>
@@ -59,7 +61,14 @@ where
             concurrency: 1,
             redelivery: None,
             permanent: None,
+            gate: None,
         }
+    }
+
+    /// Takes no new delivery while `gate`'s [`PauseSwitch`](super::PauseSwitch) is paused.
+    pub fn pause_gate(mut self, gate: PauseGate) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// How many messages may be in processing at once (at least 1).
@@ -108,11 +117,24 @@ where
         let mut in_flight = FuturesUnordered::new();
         let mut taking = true;
         let mut stopped = Stopped::default();
+        let mut gate = self.gate.take().map(|g| g.0);
         loop {
             if !taking && in_flight.is_empty() {
                 return stopped;
             }
-            let room = taking && in_flight.len() < self.concurrency;
+            let paused = gate.as_mut().is_some_and(|g| *g.borrow_and_update());
+            let room = taking && !paused && in_flight.len() < self.concurrency;
+            let gate_moved = async {
+                match gate.as_mut() {
+                    Some(g) => {
+                        if g.changed().await.is_err() {
+                            // The switch is gone: nobody can pause it any more.
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             let next = async {
                 if self.service.ready().await.is_err() {
                     return Err(());
@@ -130,6 +152,7 @@ where
                         stopped.given_back += 1;
                     }
                 }
+                () = gate_moved => {}
                 () = &mut abandon => {
                     stopped.abandoned = in_flight.len();
                     if stopped.abandoned > 0 {

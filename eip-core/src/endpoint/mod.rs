@@ -12,12 +12,15 @@
 //! Shutting a consumer down is bounded whatever it waits for (see [`stop`]): it stops taking
 //! deliveries, gives back at once a delivery waiting out its redelivery backoff, lets the calls
 //! in progress settle (drain), and, past a limit, abandons those still running, their
-//! deliveries given back to their channel unacknowledged.
+//! deliveries given back to their channel unacknowledged. A consumer given a [`PauseGate`]
+//! takes nothing new while its [`PauseSwitch`] is paused (see [`pause`]).
 
 mod consumer;
+pub mod pause;
 pub mod stop;
 
 pub use consumer::{Consumer, ConsumerHandle, Inbox};
+pub use pause::{PauseGate, PauseSwitch};
 pub use stop::Stopped;
 // The policy is a channel's configuration; consumers apply it. Re-exported where users look.
 pub use crate::channel::RedeliveryPolicy;

@@ -83,6 +83,8 @@ endpoints! {
         delete "/api/bindings/{id}" => changes::remove_binding;
         post "/api/channels/{name}/purge" => operate::purge;
         post "/api/channels/{name}/messages" => operate::send;
+        post "/api/routes/{name}/pause" => operate::pause;
+        post "/api/routes/{name}/resume" => operate::resume;
     }
 }
 

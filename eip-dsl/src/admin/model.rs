@@ -175,6 +175,9 @@ pub struct RouteInfo {
     pub counters: RouteCounters,
     /// Its last failure.
     pub last_error: Option<LastErrorInfo>,
+    /// Whether it is paused (`POST /api/routes/{name}/pause`): it takes nothing new from its
+    /// channel, whose messages wait.
+    pub paused: bool,
 }
 
 /// A route step.
@@ -377,6 +380,7 @@ impl RouteInfo {
                 diverted: s.diverted,
             },
             last_error: route.last_error().map(LastErrorInfo::from),
+            paused: route.is_paused(),
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Acting on a channel: `POST /api/channels/{name}/purge` (the Channel Purger) and
-//! `POST /api/channels/{name}/messages` (a Test Message).
+//! Acting on a channel or a route: `POST /api/channels/{name}/purge` (the Channel Purger),
+//! `POST /api/channels/{name}/messages` (a Test Message), and `POST /api/routes/{name}/pause`
+//! and `/resume` (a detour: a paused route takes nothing new from its channel, whose messages
+//! wait in order; what it was processing finishes; resumed, it goes on from the next waiting
+//! message. A pause lasts until resumed or until the process ends).
 //!
 //! A purge removes the messages waiting on the channel (all, or those a predicate selects);
 //! deliveries in progress are untouched, and what is removed is gone, not dead-lettered. A test
@@ -7,7 +10,7 @@
 //! with the header `test-message: true` so a consumer can tell it from real traffic, and is
 //! answered with its id and what the channel did with it (accepted, or invalid and why).
 //!
-//! Both change the flow: they need the server's token, and each is written to standard error.
+//! Each changes the flow: it needs the server's token, and is written to standard error.
 
 use std::sync::Arc;
 
@@ -23,6 +26,7 @@ use serde_json::Value;
 
 use super::api::{Admin, unknown};
 use super::changes::{Refusal, allowed, audit, body, refusal};
+use super::model::RouteInfo;
 use crate::compile::InputMessage;
 
 /// The header a test message carries.
@@ -146,4 +150,33 @@ pub(super) async fn send(
             reason,
         }),
     ))
+}
+
+pub(super) async fn pause(
+    State(admin): State<Arc<Admin>>,
+    Path(name): Path<String>,
+) -> Result<Json<RouteInfo>, Refusal> {
+    switch(&admin, &name, true)
+}
+
+pub(super) async fn resume(
+    State(admin): State<Arc<Admin>>,
+    Path(name): Path<String>,
+) -> Result<Json<RouteInfo>, Refusal> {
+    switch(&admin, &name, false)
+}
+
+/// Pauses (or resumes) the route `name`; the route as it is then.
+fn switch(admin: &Admin, name: &str, pause: bool) -> Result<Json<RouteInfo>, Refusal> {
+    allowed(admin)?;
+    let routes = admin.view.routes();
+    let Some(route) = routes.iter().find(|r| r.name() == name) else {
+        return Err(unknown("route", name, routes.iter().map(|r| r.name())));
+    };
+    let changed = if pause { route.pause() } else { route.resume() };
+    let what = if pause { "paused" } else { "resumed" };
+    if changed {
+        audit(format_args!("route {name} {what}"));
+    }
+    Ok(Json(RouteInfo::of(route, admin.shape.routes.get(name))))
 }

@@ -82,10 +82,12 @@ impl Flow {
             let handle = match route.from() {
                 Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone())
                     .concurrency(route.concurrency())
+                    .pause_gate(route.pause_gate())
                     .spawn(),
                 Channel::PublishSubscribe(c) => {
                     Consumer::new(subscribe(c, route.name()), route.clone())
                         .concurrency(route.concurrency())
+                        .pause_gate(route.pause_gate())
                         .spawn()
                 }
             };

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use eip_core::channel::{Channel, DeadLetterChannel, RedeliveryPolicy};
+use eip_core::endpoint::{PauseGate, PauseSwitch};
 use eip_core::message::{HistoryKind, Message};
 use eip_core::router::{
     ContentBasedRouter, LoadBalancer, Pick, Recipient, RecipientList, RouterError, Target,
@@ -63,6 +64,8 @@ pub(super) struct Inner {
     step_errors: Vec<Option<Channel>>,
     /// How many messages its consumer hands it at once.
     concurrency: usize,
+    /// Pauses and resumes its consumer (the Control Bus's detour).
+    pause: PauseSwitch,
     counters: Counters,
     /// With Message History on (`history: true`), each step's name in the `history` header
     /// (`ROUTE/N KIND`, N from 1); `None` when the flow records none.
@@ -276,6 +279,7 @@ impl Route {
                 redelivery,
                 step_errors,
                 concurrency: plan.concurrency.max(1),
+                pause: PauseSwitch::new(),
                 counters: Counters::default(),
                 history: flow.history.then(|| {
                     let name = &plan.name;
@@ -303,6 +307,27 @@ impl Route {
     /// The channel it consumes.
     pub fn from(&self) -> &Channel {
         &self.inner.from
+    }
+
+    /// What its consumer watches to pause ([`pause`](Self::pause)).
+    pub fn pause_gate(&self) -> PauseGate {
+        self.inner.pause.gate()
+    }
+
+    /// Pauses the route: its consumer takes nothing new (what it is processing finishes), and
+    /// its channel's messages wait, in order. Whether it was running.
+    pub fn pause(&self) -> bool {
+        self.inner.pause.pause()
+    }
+
+    /// Resumes a paused route; whether it was paused.
+    pub fn resume(&self) -> bool {
+        self.inner.pause.resume()
+    }
+
+    /// Whether the route is paused.
+    pub fn is_paused(&self) -> bool {
+        self.inner.pause.is_paused()
     }
 
     /// How many of its messages are processed at once (`concurrency:`, at least 1).
