@@ -22,6 +22,7 @@
 
 mod check;
 mod kept;
+pub mod reload;
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -253,6 +254,20 @@ impl RuntimeChanges {
         let state = self.lock();
         (state.bindings.iter())
             .map(|(id, b, _)| (*id, b.clone()))
+            .collect()
+    }
+
+    /// The bus ids of the runtime joins, to tell them from the flow file's.
+    pub(crate) fn live_join_ids(&self) -> Vec<JoinId> {
+        self.lock().joins.iter().map(|(_, _, live)| *live).collect()
+    }
+
+    /// The bus ids of the runtime bindings, to tell them from the flow file's.
+    pub(crate) fn live_binding_ids(&self) -> Vec<BindingId> {
+        self.lock()
+            .bindings
+            .iter()
+            .map(|(_, _, live)| *live)
             .collect()
     }
 

@@ -81,6 +81,15 @@ pub(crate) fn read_str(source: &str) -> Result<(FlowSpec, Vec<Problem>, Damage),
     Ok((spec, reader.problems, damage))
 }
 
+/// The document as plain data (no positions, comments or formatting), for telling whether two
+/// versions of a flow file say the same; `None` when it is not YAML.
+pub(crate) fn document(source: &str) -> Option<serde_json::Value> {
+    if source.len() > MAX_FLOW_FILE_BYTES {
+        return None;
+    }
+    serde_saphyr::from_str_with_options(source, parse_options()).ok()
+}
+
 /// serde-saphyr's options: repeated keys reach the reader (which reports them with both
 /// positions), infinities are values the reader can refuse by name, and the budget is
 /// tightened to the size of a flow file.
