@@ -4,6 +4,7 @@
 #[cfg(feature = "admin")]
 mod admin;
 mod log;
+mod reload;
 mod route;
 mod run;
 mod store;

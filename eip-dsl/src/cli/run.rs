@@ -10,6 +10,9 @@ use clap::Args;
 use eip_core::message::Message;
 use eip_dsl::compile::{Flow, InputMessage, MessageView, Output, RunningFlow, StoreOptions};
 use eip_dsl::control::RuntimeChanges;
+use eip_dsl::control::reload::FlowFile;
+
+use super::reload::Reloader;
 use eip_dsl::plan::Plan;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -48,6 +51,11 @@ pub struct RunArgs {
     /// EIP_ADMIN_TOKEN (or the variable the flow's `admin.token` names).
     #[arg(long, value_name = "ADDR")]
     admin: Option<String>,
+    /// Reloads the flow file whenever it changes on disk, as SIGHUP does: changed joins and
+    /// bindings are applied at once; a file with problems, or one changing anything else, is
+    /// refused and the flow goes on unchanged.
+    #[arg(long)]
+    watch: bool,
 }
 
 /// The data directory when neither `--data-dir` nor the flow's `store.path` names one,
@@ -121,10 +129,18 @@ pub fn run(args: RunArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let file = match FlowFile::new(&args.flow, plan.clone()) {
+            Ok(file) => file,
+            Err(e) => {
+                eprintln!("error: {}", eip_core::log::Escaped(&e));
+                return ExitCode::FAILURE;
+            }
+        };
+        let reloader = Reloader::new(file, flow.view(), changes.clone(), args.watch);
         let Ok(admin) = start_admin(&flow, &plan, args.admin.as_deref(), changes).await else {
             return ExitCode::FAILURE;
         };
-        let code = run_flow(flow, args).await;
+        let code = run_flow(flow, args, reloader).await;
         stop_admin(admin).await;
         code
     });
@@ -198,7 +214,7 @@ fn store_options(data_dir: Option<&Path>, plan: &Plan) -> std::io::Result<StoreO
     })
 }
 
-async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
+async fn run_flow(flow: Flow, args: RunArgs, mut reloader: Reloader) -> ExitCode {
     let output: Output = if args.quiet {
         Arc::new(|_: &str, _: &Message| {})
     } else {
@@ -241,10 +257,21 @@ async fn run_flow(flow: Flow, args: RunArgs) -> ExitCode {
     );
     let drain = Duration::from_secs_f64(args.drain_timeout.max(0.0));
     let mut tally = Tally::default();
-    let stop = tokio::select! {
-        reason = feed(&flow, args.input.as_ref(), args.receipts, &mut tally) => reason,
-        name = signals.next() => Stop::Signal(name),
-        () = print_counters_every(&running, args.stats_interval, started) => Stop::Signal("stats"),
+    let stop = {
+        let feeding = feed(&flow, args.input.as_ref(), args.receipts, &mut tally);
+        let counters = print_counters_every(&running, args.stats_interval, started);
+        tokio::pin!(feeding, counters);
+        loop {
+            tokio::select! {
+                reason = &mut feeding => break reason,
+                name = signals.next() => match name {
+                    HANGUP => reloader.reload(name),
+                    name => break Stop::Signal(name),
+                },
+                () = reloader.file_changed() => reloader.reload("the flow file changed"),
+                () = &mut counters => break Stop::Signal("stats"),
+            }
+        }
     };
     if args.input.is_some() {
         eprintln!("[eip] {tally}");
@@ -280,7 +307,7 @@ async fn stop_flow(
             }
             code
         }
-        name = signals.next() => {
+        name = signals.stop_signal() => {
             eprintln!("[eip] {name} again: stopping without draining");
             ExitCode::from(130)
         }
@@ -405,7 +432,13 @@ struct Signals {
     interrupt: tokio::signal::unix::Signal,
     #[cfg(unix)]
     terminate: tokio::signal::unix::Signal,
+    /// Listened to so that it never stops the process: it reloads the flow file.
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
 }
+
+/// The name [`Signals::next`] gives SIGHUP.
+const HANGUP: &str = "SIGHUP";
 
 impl Signals {
     fn listen() -> std::io::Result<Signals> {
@@ -415,11 +448,22 @@ impl Signals {
             Ok(Signals {
                 interrupt: signal(SignalKind::interrupt())?,
                 terminate: signal(SignalKind::terminate())?,
+                hangup: signal(SignalKind::hangup())?,
             })
         }
         #[cfg(not(unix))]
         {
             Ok(Signals {})
+        }
+    }
+
+    /// The next signal that stops the process (SIGHUP, while stopping, is passed over).
+    async fn stop_signal(&mut self) -> &'static str {
+        loop {
+            match self.next().await {
+                HANGUP => eprintln!("[eip] {HANGUP} while stopping: passed over"),
+                name => return name,
+            }
         }
     }
 
@@ -430,6 +474,7 @@ impl Signals {
             tokio::select! {
                 _ = self.interrupt.recv() => "SIGINT",
                 _ = self.terminate.recv() => "SIGTERM",
+                _ = self.hangup.recv() => HANGUP,
             }
         }
         #[cfg(not(unix))]
