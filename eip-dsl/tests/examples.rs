@@ -37,8 +37,9 @@ fn routes_as_expected(flow: &str) {
     assert_eq!(text(&out.stdout), expected);
 }
 
-/// What `eip run FLOW --input INPUT` delivered: channel → payloads, and its standard error.
-fn run(flow: &str) -> (BTreeMap<String, Vec<Value>>, String) {
+/// The records `eip run FLOW --input INPUT` printed (one per message that reached an output
+/// channel), and its standard error.
+fn run_records(flow: &str) -> (Vec<Value>, String) {
     let dir = flows();
     // A data directory of its own for the flow's durable channels, gone afterwards.
     let data = std::env::temp_dir().join(format!("eip-examples-{flow}-{}", std::process::id()));
@@ -54,16 +55,25 @@ fn run(flow: &str) -> (BTreeMap<String, Vec<Value>>, String) {
     ]);
     let _ = std::fs::remove_dir_all(&data);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let records = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (records, text(&out.stderr))
+}
+
+/// What `eip run FLOW --input INPUT` delivered: channel → payloads, and its standard error.
+fn run(flow: &str) -> (BTreeMap<String, Vec<Value>>, String) {
+    let (records, stderr) = run_records(flow);
     let mut delivered: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for line in text(&out.stdout).lines() {
-        let record: Value = serde_json::from_str(line).unwrap();
+    for record in records {
         let channel = record["channel"].as_str().unwrap().to_owned();
         delivered
             .entry(channel)
             .or_default()
             .push(record["payload"].clone());
     }
-    (delivered, text(&out.stderr))
+    (delivered, stderr)
 }
 
 #[test]
@@ -97,23 +107,9 @@ fn the_order_history_example_shows_the_way_each_copy_came() {
 
 #[test]
 fn running_the_order_history_example_puts_the_way_in_each_message() {
-    let dir = flows();
-    let data = std::env::temp_dir().join(format!("eip-examples-history-{}", std::process::id()));
-    let out = eip(&[
-        "run",
-        dir.join("order-history.yaml").to_str().unwrap(),
-        "--input",
-        dir.join("order-history.input.jsonl").to_str().unwrap(),
-        "--stats-interval",
-        "0",
-        "--data-dir",
-        data.to_str().unwrap(),
-    ]);
-    let _ = std::fs::remove_dir_all(&data);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (records, _) = run_records("order-history");
     let mut ways = BTreeMap::new();
-    for line in text(&out.stdout).lines() {
-        let record: Value = serde_json::from_str(line).unwrap();
+    for record in records {
         let history: Value =
             serde_json::from_str(record["headers"]["history"].as_str().unwrap()).unwrap();
         let names: Vec<String> = history

@@ -23,15 +23,13 @@ joins:
   - {from: quotes, to: archive, archival: true}
 ";
 
-const WITH_NYSE: &str = "
-channels:
-  quotes: {kind: publish-subscribe}
-  nyse: {kind: point-to-point}
-  archive: {kind: point-to-point}
-joins:
-  - {from: quotes, to: archive, archival: true}
-  - {from: quotes, to: nyse}
-";
+/// [`FLOW`] with a join from `quotes` to `nyse` too.
+fn with_nyse() -> String {
+    FLOW.replace(
+        "archival: true}\n",
+        "archival: true}\n  - {from: quotes, to: nyse}\n",
+    )
+}
 
 /// A running `eip run`, its standard error read line by line on a thread.
 struct Eip {
@@ -112,14 +110,14 @@ fn sighup_reloads_the_flow_file_and_never_stops_eip() {
         l.contains("not a message") || l.contains("skipped")
     });
 
-    std::fs::write(&flow, WITH_NYSE).unwrap();
+    std::fs::write(&flow, with_nyse()).unwrap();
     eip.signal(libc::SIGHUP);
     eip.wait_for("the reload", |l| l.starts_with("[eip] SIGHUP: reloading"));
     eip.wait_for("the new join", |l| {
         l == "[eip] reload: join quotes -> nyse added"
     });
 
-    std::fs::write(&flow, WITH_NYSE.replace("to: nyse", "to: nsye")).unwrap();
+    std::fs::write(&flow, with_nyse().replace("to: nyse", "to: nsye")).unwrap();
     eip.signal(libc::SIGHUP);
     let seen = eip.wait_for("the refusal", |l| {
         l == "[eip] reload refused: the flow goes on unchanged"
@@ -131,7 +129,7 @@ fn sighup_reloads_the_flow_file_and_never_stops_eip() {
 
     std::fs::write(
         &flow,
-        WITH_NYSE.replace(
+        with_nyse().replace(
             "archive: {kind: point-to-point}",
             "archive: {kind: point-to-point, capacity: 5}",
         ),
@@ -162,7 +160,7 @@ fn watch_reloads_the_flow_file_when_it_changes() {
     eip.wait_for("the refused line", |l| {
         l.contains("not a message") || l.contains("skipped")
     });
-    std::fs::write(&flow, WITH_NYSE).unwrap();
+    std::fs::write(&flow, with_nyse()).unwrap();
     eip.wait_for("the reload", |l| {
         l.starts_with("[eip] the flow file changed: reloading")
     });
