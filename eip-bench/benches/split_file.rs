@@ -20,7 +20,9 @@
 //!
 //! Run: `cargo bench -p eip-bench --bench split_file`. `EIP_SPLIT_ROWS` sets the rows (the
 //! book's 1 GB run: `EIP_SPLIT_ROWS=17000000 EIP_SPLIT_ROUNDS=1`), `EIP_SPLIT_ROUNDS` the
-//! rounds (default 9). `cargo test -p eip-bench --benches` runs a small version.
+//! rounds (default 9). `EIP_SPLIT_SIDE=eip` (or `baseline`) runs one side only and prints its
+//! time, for a profiler (`valgrind --tool=callgrind`) to count that side's instructions.
+//! `cargo test -p eip-bench --benches` runs a small version.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -141,6 +143,23 @@ fn round(
     }
 }
 
+/// `EIP_SPLIT_SIDE`: one side's rounds alone, each printed (no ratio).
+fn one_side(
+    side: &str,
+    rounds: usize,
+    eip_side: &mut dyn FnMut() -> f64,
+    raw: &mut dyn FnMut() -> f64,
+) {
+    let run: &mut dyn FnMut() -> f64 = match side {
+        "eip" => eip_side,
+        "baseline" => raw,
+        other => panic!("EIP_SPLIT_SIDE is `eip` or `baseline`, not `{other}`"),
+    };
+    for n in 0..rounds {
+        eprintln!("  split csv {side} round {n}: {:.0} ns/row", run());
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--list") {
@@ -166,6 +185,10 @@ fn main() {
     let before = MemoryStatus::read();
     let mut eip_side = || per_item(rt.block_on(eip(&csv, rows)), rows as usize);
     let mut raw = || per_item(rt.block_on(baseline(&csv, rows)), rows as usize);
+    if let Ok(side) = std::env::var("EIP_SPLIT_SIDE") {
+        one_side(&side, rounds, &mut eip_side, &mut raw);
+        return;
+    }
     let (mut xs, mut ys, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for n in 0..rounds {
         let (x, y) = round(n, &mut eip_side, &mut raw);

@@ -173,9 +173,16 @@ pub enum HeaderError {
 }
 
 /// A message's headers: a sorted, copy-on-write map from name to typed value.
-#[derive(Clone, Default, PartialEq)]
+///
+/// Headers made by [`overlaid`](Headers::overlaid) share another set's map and hold only
+/// their own few headers beside it (the parts of a split: the original's headers, and each
+/// part's sequence number): the map is neither copied nor its strings cloned. The first
+/// change to such headers folds the two into one map of its own.
+#[derive(Clone, Default)]
 pub struct Headers {
     map: Option<Arc<BTreeMap<HeaderName, HeaderValue>>>,
+    /// Headers set over `map`, sorted by name, each name once: they hide `map`'s.
+    over: Option<Arc<[(HeaderName, HeaderValue)]>>,
 }
 
 impl Headers {
@@ -184,9 +191,37 @@ impl Headers {
         Headers::default()
     }
 
+    /// These headers with `over` set on them, sharing this set's map instead of copying it:
+    /// one allocation, whatever the number of headers shared. For many messages that differ
+    /// from one set of headers in a few (the parts of a split). A name given twice keeps its
+    /// later value, as [`insert`](Self::insert) would.
+    pub fn overlaid<const N: usize>(&self, over: [(HeaderName, HeaderValue); N]) -> Headers {
+        let mut headers = self.clone();
+        headers.flatten();
+        let mut over = over;
+        // Stable: of a name given twice, the later stays later.
+        over.sort_by(|a, b| a.0.cmp(&b.0));
+        if over.windows(2).any(|w| w[0].0 == w[1].0) {
+            for (name, value) in over {
+                headers.insert(name, value);
+            }
+            return headers;
+        }
+        headers.over = (N > 0).then(|| Arc::from(over));
+        headers
+    }
+
     /// The value of a header.
     pub fn get(&self, name: &str) -> Option<&HeaderValue> {
+        if let Some(value) = self.over_get(name) {
+            return Some(value);
+        }
         self.map.as_ref()?.get(name)
+    }
+
+    fn over_get(&self, name: &str) -> Option<&HeaderValue> {
+        let over = self.over.as_deref()?;
+        over.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
     /// Whether a header is present.
@@ -194,24 +229,43 @@ impl Headers {
         self.get(name).is_some()
     }
 
+    /// Folds the headers set over the map into a map of its own (copied if shared).
+    fn flatten(&mut self) {
+        let Some(over) = self.over.take() else {
+            return;
+        };
+        let map = Arc::make_mut(self.map.get_or_insert_with(Default::default));
+        for (name, value) in over.iter() {
+            map.insert(name.clone(), value.clone());
+        }
+    }
+
     /// Sets a header, copying the map first if another message shares it.
     pub fn insert(&mut self, name: impl Into<HeaderName>, value: impl Into<HeaderValue>) {
+        self.flatten();
         let map = self.map.get_or_insert_with(Default::default);
         Arc::make_mut(map).insert(name.into(), value.into());
     }
 
     /// Removes a header, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<HeaderValue> {
-        let map = self.map.as_mut()?;
-        if !map.contains_key(name) {
+        if !self.contains(name) {
             return None;
         }
-        Arc::make_mut(map).remove(name)
+        self.flatten();
+        Arc::make_mut(self.map.as_mut()?).remove(name)
     }
 
     /// The number of headers.
     pub fn len(&self) -> usize {
-        self.map.as_ref().map_or(0, |m| m.len())
+        let map = self.map.as_ref().map_or(0, |m| m.len());
+        let over = self.over.as_deref().unwrap_or_default();
+        let hidden = over.iter().filter(|(k, _)| self.map_has(k)).count();
+        map + over.len() - hidden
+    }
+
+    fn map_has(&self, name: &str) -> bool {
+        self.map.as_ref().is_some_and(|m| m.contains_key(name))
     }
 
     /// Whether there are no headers.
@@ -221,19 +275,27 @@ impl Headers {
 
     /// The headers in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &HeaderValue)> {
-        self.map
-            .iter()
-            .flat_map(|m| m.iter())
-            .map(|(k, v)| (k.as_ref(), v))
+        let map = self.map.iter().flat_map(|m| m.iter());
+        let over = self.over.as_deref().unwrap_or_default().iter();
+        Merged {
+            map: map.map(|(k, v)| (k.as_ref(), v)).peekable(),
+            over: over.map(|(k, v)| (k.as_ref(), v)).peekable(),
+        }
     }
 
     /// Whether `self` and `other` share one map (no copy was made between them).
     pub fn shares_storage_with(&self, other: &Headers) -> bool {
-        match (&self.map, &other.map) {
+        let map = match (&self.map, &other.map) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,
             _ => false,
-        }
+        };
+        let over = match (&self.over, &other.over) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        map && over
     }
 
     pub(crate) fn str(&self, name: &'static str) -> Result<Option<&str>, HeaderError> {
@@ -257,6 +319,47 @@ impl Headers {
                 expected: "integer",
                 found: other.type_name(),
             }),
+        }
+    }
+}
+
+impl PartialEq for Headers {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+/// Two iterators in name order as one: of a name in both, the one set over the map.
+struct Merged<
+    'a,
+    M: Iterator<Item = (&'a str, &'a HeaderValue)>,
+    O: Iterator<Item = (&'a str, &'a HeaderValue)>,
+> {
+    map: std::iter::Peekable<M>,
+    over: std::iter::Peekable<O>,
+}
+
+impl<'a, M, O> Iterator for Merged<'a, M, O>
+where
+    M: Iterator<Item = (&'a str, &'a HeaderValue)>,
+    O: Iterator<Item = (&'a str, &'a HeaderValue)>,
+{
+    type Item = (&'a str, &'a HeaderValue);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let order = match (self.map.peek(), self.over.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(m), Some(o)) => m.0.cmp(o.0),
+        };
+        match order {
+            std::cmp::Ordering::Less => self.map.next(),
+            std::cmp::Ordering::Greater => self.over.next(),
+            std::cmp::Ordering::Equal => {
+                self.map.next();
+                self.over.next()
+            }
         }
     }
 }
@@ -309,6 +412,60 @@ mod tests {
         assert!(a.shares_storage_with(&b));
         assert_eq!(a.remove("k"), Some(HeaderValue::Str("v".into())));
         assert!(b.contains("k"));
+    }
+
+    #[test]
+    fn overlaid_headers_share_the_map_and_hide_its_values() {
+        let base: Headers = [("a", "1"), ("m", "2"), ("z", "3")].into_iter().collect();
+        let over = base.overlaid([
+            ("z".into(), HeaderValue::Int(9)),
+            ("b".into(), HeaderValue::Int(4)),
+        ]);
+        assert_eq!(
+            over.map.as_ref().map(Arc::as_ptr),
+            base.map.as_ref().map(Arc::as_ptr)
+        );
+        assert_eq!(over.get("z"), Some(&HeaderValue::Int(9)));
+        assert_eq!(over.get("m"), Some(&HeaderValue::Str("2".into())));
+        assert_eq!(over.len(), 4);
+        let names: Vec<&str> = over.iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["a", "b", "m", "z"]);
+        let flat: Headers = [
+            ("a", HeaderValue::from("1")),
+            ("b", HeaderValue::Int(4)),
+            ("m", HeaderValue::from("2")),
+            ("z", HeaderValue::Int(9)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(over, flat);
+        assert_eq!(
+            base.get("z"),
+            Some(&HeaderValue::Str("3".into())),
+            "the base unchanged"
+        );
+    }
+
+    #[test]
+    fn a_change_to_overlaid_headers_folds_them_into_a_map_of_their_own() {
+        let base: Headers = [("a", "1"), ("z", "3")].into_iter().collect();
+        let mut over = base.overlaid([("z".into(), HeaderValue::Int(9))]);
+        assert_eq!(over.remove("z"), Some(HeaderValue::Int(9)));
+        assert_eq!(over.get("z"), None, "the base's value is gone too");
+        over.insert("b", 2_i64);
+        assert_eq!(over.len(), 2);
+        assert_eq!(base.len(), 2);
+        assert_eq!(base.get("z"), Some(&HeaderValue::Str("3".into())));
+        let twice = base.overlaid([
+            ("k".into(), HeaderValue::Int(1)),
+            ("k".into(), HeaderValue::Int(2)),
+        ]);
+        assert_eq!(
+            twice.get("k"),
+            Some(&HeaderValue::Int(2)),
+            "the later value"
+        );
+        assert_eq!(twice.len(), 3);
     }
 
     #[test]

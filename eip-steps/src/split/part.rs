@@ -1,8 +1,8 @@
 //! Making a part: the original's headers with the part's own sequence headers.
 
 use bytes::Bytes;
-use eip_core::Message;
-use eip_core::message::{Headers, names};
+use eip_core::message::{HeaderName, HeaderValue, Headers, names};
+use eip_core::{Message, MessageId};
 
 use crate::format::{Format, Malformed};
 
@@ -56,7 +56,8 @@ impl PartMaker {
     }
 
     /// Part `number`, with the size when it is known, and the line its record started on
-    /// when it came from a format.
+    /// when it came from a format. A part from a format shares the split's headers and holds
+    /// only its own beside them (no copy of the original's headers per part).
     pub(crate) fn part(
         &self,
         payload: Bytes,
@@ -64,21 +65,39 @@ impl PartMaker {
         size: Option<u64>,
         line: Option<u64>,
     ) -> Message {
-        let mut part = Message::new(payload);
-        let headers = part.headers_mut();
-        *headers = self.base.clone();
-        headers.insert(names::SEQUENCE_NUMBER, count(number));
-        if let Some(size) = size {
-            headers.insert(names::SEQUENCE_SIZE, count(size));
-        }
-        match line {
-            Some(line) => headers.insert(super::LINE, count(line)),
-            None => {
-                headers.remove(super::LINE);
+        let sequence_number = || (names::SEQUENCE_NUMBER.into(), count(number).into());
+        let sequence_size = |size| (names::SEQUENCE_SIZE.into(), count(size).into());
+        let headers = match (line, size) {
+            (Some(line), None) => self.base.overlaid([sequence_number(), line_header(line)]),
+            (Some(line), Some(size)) => {
+                let own = [sequence_number(), sequence_size(size), line_header(line)];
+                self.base.overlaid(own)
             }
-        }
-        part
+            (None, None) => self.without_line().overlaid([sequence_number()]),
+            (None, Some(size)) => {
+                let own = [sequence_number(), sequence_size(size)];
+                self.without_line().overlaid(own)
+            }
+        };
+        Message::from_parts(MessageId::new(), headers, payload)
     }
+}
+
+impl PartMaker {
+    /// The split's headers without `line` (a part not from a format has none).
+    fn without_line(&self) -> std::borrow::Cow<'_, Headers> {
+        if self.base.contains(super::LINE) {
+            let mut headers = self.base.clone();
+            headers.remove(super::LINE);
+            std::borrow::Cow::Owned(headers)
+        } else {
+            std::borrow::Cow::Borrowed(&self.base)
+        }
+    }
+}
+
+fn line_header(line: u64) -> (HeaderName, HeaderValue) {
+    (super::LINE.into(), count(line).into())
 }
 
 fn count(n: u64) -> i64 {

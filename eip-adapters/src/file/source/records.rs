@@ -105,6 +105,9 @@ fn pump(
     let mut reader = (&file).take(at_open.size.saturating_add(1));
     let mut chunk = vec![0u8; CHUNK_BYTES];
     let mut total = 0u64;
+    // Room for a chunk's records: the chunk before's count and an eighth more, so that the
+    // vector is not regrown (its records moved) for every chunk.
+    let mut expected = 0;
     loop {
         let n = match reader.read(&mut chunk) {
             Ok(0) => break,
@@ -113,8 +116,9 @@ fn pump(
             Err(e) => return Some(Err(FileError::io(path, "read")(e))),
         };
         total += n as u64;
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(expected + expected / 8);
         splitter.feed(&chunk[..n], &mut out);
+        expected = out.len();
         if !out.is_empty() && tx.blocking_send(Batch::Records(out)).is_err() {
             return None;
         }

@@ -78,47 +78,63 @@ impl CsvDecoder {
         self.options.max_record_len
     }
 
-    /// Runs the parser over `input` (empty: the end of the input) until it is used up.
-    fn read(&mut self, mut input: &[u8], out: &mut Vec<Decoded>) {
-        let at_end = input.is_empty();
+    /// Runs the parser over `chunk` (empty: the end of the input) until it is used up.
+    fn read(&mut self, chunk: &[u8], out: &mut Vec<Decoded>) {
+        let at_end = chunk.is_empty();
+        // `chunk[pos..]` is still to read; the current row's input in this chunk starts at
+        // `row_from` (what it took of earlier chunks is in `raw`).
+        let (mut pos, mut row_from) = (0, 0);
         loop {
             if self.at_row_start {
-                let skip = input
+                let rest = &chunk[pos..];
+                let skip = rest
                     .iter()
                     .position(|b| *b != b'\n' && *b != b'\r')
-                    .unwrap_or(input.len());
-                self.skipped_lines += memchr::memchr_iter(b'\n', &input[..skip]).count() as u64;
-                input = &input[skip..];
-                if input.is_empty() && !at_end {
+                    .unwrap_or(rest.len());
+                self.skipped_lines += memchr::memchr_iter(b'\n', &rest[..skip]).count() as u64;
+                pos += skip;
+                if pos == chunk.len() && !at_end {
                     return;
                 }
                 self.at_row_start = false;
                 self.row_line = self.core.line() + self.skipped_lines;
+                row_from = pos;
             }
             self.make_room();
             let (result, nin, nout, nend) = self.core.read_record(
-                input,
+                &chunk[pos..],
                 &mut self.fields[self.out_len..],
                 &mut self.ends[self.ends_len..],
             );
             self.row_input += nin;
+            pos += nin;
             if self.row_input > self.max() {
                 self.too_long = true;
-                self.raw.clear();
-            } else {
-                self.raw.extend_from_slice(&input[..nin]);
             }
-            input = &input[nin..];
             self.out_len += nout;
             self.ends_len += nend;
             match result {
-                ReadRecordResult::InputEmpty => return,
+                ReadRecordResult::InputEmpty => {
+                    self.keep_raw(&chunk[row_from..pos]);
+                    return;
+                }
                 ReadRecordResult::OutputFull => self.grow_fields(),
                 ReadRecordResult::OutputEndsFull => self.grow_ends(),
                 // At the end of the input, read on: the core answers `End` next.
-                ReadRecordResult::Record => self.row(out),
+                ReadRecordResult::Record => self.row(&chunk[row_from..pos], out),
                 ReadRecordResult::End => return,
             }
+        }
+    }
+
+    /// The chunk ends inside a row: keeps the row's input read so far (while within the
+    /// limit), the text of the row if it turns out malformed. A row within one chunk is never
+    /// copied here.
+    fn keep_raw(&mut self, part: &[u8]) {
+        if self.row_input > self.max() {
+            self.raw.clear();
+        } else {
+            self.raw.extend_from_slice(part);
         }
     }
 
@@ -156,8 +172,9 @@ impl CsvDecoder {
         }
     }
 
-    /// A row is complete: hand it back (or say what is wrong with it) and start the next.
-    fn row(&mut self, out: &mut Vec<Decoded>) {
+    /// A row is complete, `part` its input in the current chunk: hand it back (or say what is
+    /// wrong with it) and start the next.
+    fn row(&mut self, part: &[u8], out: &mut Vec<Decoded>) {
         let line = self.row_line;
         let result = if self.too_long {
             Err(Reason::TooLong { max: self.max() })
@@ -171,6 +188,7 @@ impl CsvDecoder {
             Ok(Some(bytes)) => out.push(Ok(Record { line, bytes })),
             Ok(None) => {}
             Err(reason) => {
+                self.keep_raw(part);
                 let text = self.raw.strip_suffix(b"\n").unwrap_or(&self.raw);
                 let text = text.strip_suffix(b"\r").unwrap_or(text);
                 let record = Bytes::copy_from_slice(text);
