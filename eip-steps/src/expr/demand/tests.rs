@@ -124,3 +124,12 @@ fn deep_or_expensive_programs_give_up_and_read_everything() {
     let folds = format!("{}.a{}", "reduce .[] as $x (.; ".repeat(40), ")".repeat(40));
     assert!(matches!(demand(&folds).as_str(), "*" | "[*]"));
 }
+
+#[test]
+fn a_branch_never_taken_still_counts() {
+    // What the transform benchmark uses to time the parse of what a program reads.
+    assert_eq!(
+        demand("if false then .a.b else 1 end | empty"),
+        "{a: {b: *}}"
+    );
+}
