@@ -22,7 +22,7 @@ const MAX_INLINE_DEPTH: usize = 64;
 
 /// How deep the analysis recurses at most (a term nests at most [`crate::expr::MAX_DEPTH`] deep;
 /// the rest is definitions followed).
-const MAX_RECURSION: usize = 1_000;
+const MAX_RECURSION: usize = 400;
 
 /// The definitions of the standard library written in jq, in the order jaq loads them.
 fn prelude() -> &'static [Def<&'static str>] {

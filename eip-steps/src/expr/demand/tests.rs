@@ -133,3 +133,22 @@ fn a_branch_never_taken_still_counts() {
         "{a: {b: *}}"
     );
 }
+
+#[test]
+fn the_analysis_of_deeply_nested_programs_fits_a_worker_thread_stack() {
+    let programs = [
+        format!("{}.a{}", "(".repeat(120), ")".repeat(120)),
+        format!("{}.a{}", "map(".repeat(120), ")".repeat(120)),
+        format!("{}.a{}", "[.b | ".repeat(60), "]".repeat(60)),
+        format!("{}.a{}", "def f(g): g | ".repeat(60), "; f(.b)".repeat(60)),
+    ];
+    let analysed = std::thread::Builder::new()
+        // A tokio worker's stack.
+        .stack_size(2 << 20)
+        .spawn(move || programs.iter().map(|p| demand(p)).collect::<Vec<_>>())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(analysed[0], "{a: *}");
+    assert_eq!(analysed.len(), 4);
+}
