@@ -5,7 +5,9 @@
 //! jaq sees the program), an error points inside the program, and it renders. A program that
 //! compiles is run only when it can not loop, recurse or grow a value without bound (none of
 //! the words in `UNBOUNDED`): a user's program may loop forever, which is not eip's fault, but
-//! one that can not must answer, with outputs or an error, and never panic.
+//! one that can not must answer, with outputs or an error, and never panic. And reading only
+//! the parts of the payload the program needs changes nothing: the outputs and errors are those
+//! of the program run on the whole payload.
 
 #![no_main]
 
@@ -57,8 +59,13 @@ fuzz_target!(|data: &[u8]| {
                 .header("region", "eu")
                 .build();
             let _ = jq.one(&msg);
-            let _ = jq.all(&msg);
             let _ = jq.one_payload(&msg);
+            let projected = jq.all(&msg);
+            let whole = jq.all_reading_everything(&msg);
+            assert_eq!(
+                projected, whole,
+                "program {program:?} on {payload:?}: projected and whole differ"
+            );
         }
     }
 });

@@ -47,8 +47,10 @@
 //! out. Expressions come from the flow's author, not from messages; a payload nests at most 128
 //! deep (serde_json's limit, past which it is [`RunError::NotJson`]).
 
+mod demand;
 mod depth;
 mod error;
+mod project;
 mod template;
 mod value;
 
@@ -61,6 +63,7 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars, data};
 use jaq_json::Val;
 
+pub(crate) use demand::Demand;
 pub use error::{JqError, JqErrorKind, RunError};
 pub use template::JqPlaceholder;
 
@@ -102,6 +105,8 @@ struct Program {
     /// every header, skipped for the many expressions that never look.
     reads_headers: bool,
     reads_id: bool,
+    /// The parts of the payload the program can read: only those are built for it.
+    demand: Demand,
 }
 
 impl Jq {
@@ -144,6 +149,7 @@ impl Jq {
                 filter,
                 reads_headers: source.contains("$headers"),
                 reads_id: source.contains("$id"),
+                demand: demand::of_program(source),
             }),
         })
     }
@@ -153,16 +159,40 @@ impl Jq {
         &self.program.source
     }
 
+    /// Whether the program reads the whole payload; if not, only the parts it can read are
+    /// built for it (the rest is still checked to be JSON).
+    pub fn reads_whole_payload(&self) -> bool {
+        self.program.demand.is_all()
+    }
+
     /// The one output over `msg`; none or several is [`RunError::Outputs`].
     pub fn one(&self, msg: &Message) -> Result<serde_json::Value, RunError> {
-        let input = value::parse_payload(msg.payload())?;
+        let input = value::parse_payload(msg.payload(), &self.program.demand)?;
         to_value(&self.one_val(input, msg)?)
     }
 
     /// Every output over `msg`, in order (none is an empty list); past [`MAX_OUTPUTS`],
     /// [`RunError::TooManyOutputs`].
     pub fn all(&self, msg: &Message) -> Result<Vec<serde_json::Value>, RunError> {
-        let input = value::parse_payload(msg.payload())?;
+        self.all_reading(msg, &self.program.demand)
+    }
+
+    /// [`Jq::all`] with the whole payload built, whatever the program reads: the reference
+    /// the fuzz target and the tests hold the projected parse to.
+    #[doc(hidden)]
+    pub fn all_reading_everything(
+        &self,
+        msg: &Message,
+    ) -> Result<Vec<serde_json::Value>, RunError> {
+        self.all_reading(msg, &Demand::All)
+    }
+
+    fn all_reading(
+        &self,
+        msg: &Message,
+        demand: &Demand,
+    ) -> Result<Vec<serde_json::Value>, RunError> {
+        let input = value::parse_payload(msg.payload(), demand)?;
         let mut values = Vec::new();
         for out in self.run(input, msg) {
             if values.len() == MAX_OUTPUTS {
@@ -175,8 +205,13 @@ impl Jq {
 
     /// The one output over `msg`, written as compact JSON: a new payload.
     pub fn one_payload(&self, msg: &Message) -> Result<Bytes, RunError> {
-        let input = value::parse_payload(msg.payload())?;
+        let input = value::parse_payload(msg.payload(), &self.program.demand)?;
         to_payload(&self.one_val(input, msg)?)
+    }
+
+    /// What the program reads of the payload.
+    pub(crate) fn demand(&self) -> &Demand {
+        &self.program.demand
     }
 
     /// The one output over an already parsed payload (for steps that run several expressions
@@ -230,9 +265,10 @@ impl Jq {
     }
 }
 
-/// The payload parsed as jq sees it (for steps that run several expressions over one message).
-pub(crate) fn parse(msg: &Message) -> Result<Val, RunError> {
-    value::parse_payload(msg.payload())
+/// The payload parsed as jq sees it, the parts `demand` reads of it built (for steps that run
+/// several expressions over one message: the union of their demands, [`Demand::of_all`]).
+pub(crate) fn parse(msg: &Message, demand: &Demand) -> Result<Val, RunError> {
+    value::parse_payload(msg.payload(), demand)
 }
 
 /// A jq value as a `serde_json::Value`.

@@ -16,10 +16,12 @@ use jaq_json::{Map, Num, Val};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
 
+use super::demand::Demand;
 use super::error::RunError;
+use super::project::Project;
 
-/// The payload as a jaq value.
-pub(crate) fn parse_payload(payload: &Bytes) -> Result<Val, RunError> {
+/// The payload as a jaq value: only the parts `demand` reads (see [`super::project`]).
+pub(crate) fn parse_payload(payload: &Bytes, demand: &Demand) -> Result<Val, RunError> {
     SCRATCH.with(|cell| {
         // A payload parsed inside another's parse (never, but a thread-local must not be
         // borrowed twice) gets scratch of its own.
@@ -35,8 +37,11 @@ pub(crate) fn parse_payload(payload: &Bytes) -> Result<Val, RunError> {
             payload,
             scratch: RefCell::new(std::mem::take(scratch)),
         };
-        let value = (&seed)
-            .deserialize(&mut de)
+        let value = match demand {
+            Demand::All => (&seed).deserialize(&mut de),
+            demand => Project::new(&seed, demand).deserialize(&mut de),
+        };
+        let value = value
             .and_then(|v| de.end().map(|()| v))
             .map_err(|e| RunError::not_json(&e));
         *scratch = seed.scratch.into_inner();
@@ -49,9 +54,9 @@ pub(crate) fn parse_payload(payload: &Bytes) -> Result<Val, RunError> {
 /// once complete, at its exact size, instead of growing (an array of ten items would be
 /// allocated four times, an object of four fields would reserve room for eight).
 #[derive(Default)]
-struct Scratch {
-    items: Vec<Val>,
-    fields: Vec<(Val, Val)>,
+pub(super) struct Scratch {
+    pub(super) items: Vec<Val>,
+    pub(super) fields: Vec<(Val, Val)>,
 }
 
 impl Scratch {
@@ -92,14 +97,30 @@ pub(crate) fn text(s: &str) -> Val {
 }
 
 /// Reads one JSON value into a `Val`, borrowing unescaped strings from the payload.
-struct Payload<'p> {
+pub(super) struct Payload<'p> {
     payload: &'p Bytes,
-    scratch: RefCell<Scratch>,
+    pub(super) scratch: RefCell<Scratch>,
 }
 
 impl Payload<'_> {
-    fn string(&self, s: &str) -> Val {
+    pub(super) fn string(&self, s: &str) -> Val {
         Val::utf8_str(self.payload.slice_ref(s.as_bytes()))
+    }
+
+    /// The array of the items on the scratch stack from `start` on (taken off).
+    pub(super) fn array(&self, start: usize) -> Val {
+        let items: Vec<Val> = self.scratch.borrow_mut().items.drain(start..).collect();
+        Val::Arr(items.into())
+    }
+
+    /// The object of the fields on the scratch stack from `start` on (taken off).
+    pub(super) fn object(&self, start: usize) -> Val {
+        let mut scratch = self.scratch.borrow_mut();
+        let fields = scratch.fields.drain(start..);
+        let mut object = Map::with_capacity_and_hasher(fields.len(), Default::default());
+        // A key given twice keeps its first place and its last value, as JSON parsers do.
+        object.extend(fields);
+        Val::obj(object)
     }
 }
 
@@ -158,8 +179,7 @@ impl<'de> Visitor<'de> for &Payload<'_> {
         while let Some(item) = seq.next_element_seed(self)? {
             self.scratch.borrow_mut().items.push(item);
         }
-        let items: Vec<Val> = self.scratch.borrow_mut().items.drain(start..).collect();
-        Ok(Val::Arr(items.into()))
+        Ok(self.array(start))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
@@ -168,12 +188,7 @@ impl<'de> Visitor<'de> for &Payload<'_> {
             let value = map.next_value_seed(self)?;
             self.scratch.borrow_mut().fields.push((key, value));
         }
-        let mut scratch = self.scratch.borrow_mut();
-        let fields = scratch.fields.drain(start..);
-        let mut object = Map::with_capacity_and_hasher(fields.len(), Default::default());
-        // A key given twice keeps its first place and its last value, as JSON parsers do.
-        object.extend(fields);
-        Ok(Val::obj(object))
+        Ok(self.object(start))
     }
 }
 

@@ -62,7 +62,7 @@ use eip_core::Message;
 use eip_core::message::{HeaderName, HeaderValue, names};
 use jaq_json::{Num, Val};
 
-use crate::expr::{self, Jq, RunError};
+use crate::expr::{self, Demand, Jq, RunError};
 
 pub use layer::{TranslateFuture, TranslateLayer, TranslateService};
 
@@ -76,6 +76,8 @@ pub type StepError<E> = crate::error::StepError<E, TranslateError>;
 pub struct Translate {
     payload: Option<Jq>,
     headers: Vec<HeaderChange>,
+    /// What the expressions read of the payload, together: only that is built.
+    reads: Demand,
 }
 
 #[derive(Clone, Debug)]
@@ -116,7 +118,13 @@ impl TranslateBuilder {
     }
 
     /// The translator.
-    pub fn build(self) -> Translate {
+    pub fn build(mut self) -> Translate {
+        let t = &mut self.translate;
+        let sets = t.headers.iter().filter_map(|change| match change {
+            HeaderChange::Set(_, jq) => Some(jq.demand()),
+            HeaderChange::Remove(_) => None,
+        });
+        t.reads = Demand::of_all(t.payload.iter().map(Jq::demand).chain(sets));
         self.translate
     }
 }
@@ -174,7 +182,8 @@ impl Translate {
             self.change_headers(&mut msg, Vec::new());
             return Ok(msg);
         };
-        let mut input = expr::parse(&msg).map_err(|error| TranslateError { part: first, error })?;
+        let mut input = expr::parse(&msg, &self.reads)
+            .map_err(|error| TranslateError { part: first, error })?;
         // The last expression gets the parsed payload itself, the others a shared copy: jq
         // changes a value it holds alone in place (`.total = ...`, `del(.x)`) and copies a
         // shared one first.
