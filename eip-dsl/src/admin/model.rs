@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use eip_core::channel::{Channel, ChannelKind};
 use serde::Serialize;
 
-use crate::compile::{ChannelCounters, ChannelStore, LastError, Route};
+use crate::compile::{ChannelCounters, ChannelStore, LastError, Route, RouteStats};
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{ActionPlan, Plan, RecipientsPlan, TargetRef};
 
@@ -172,7 +172,7 @@ pub struct RouteInfo {
     /// Its `on-error:` channel.
     pub on_error: Option<String>,
     /// Its counters since the flow started.
-    pub counters: RouteCounters,
+    pub counters: RouteStats,
     /// Its last failure.
     pub last_error: Option<LastErrorInfo>,
     /// Whether it is paused (`POST /api/routes/{name}/pause`): it takes nothing new from its
@@ -215,33 +215,6 @@ pub struct ClauseInfo {
     pub when: String,
     /// Where a matching message goes.
     pub to: String,
-}
-
-/// A route's counters.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct RouteCounters {
-    /// Messages taken from its channel (each delivery).
-    pub taken: u64,
-    /// Messages carried out to the end.
-    pub handled: u64,
-    /// Deliveries that failed (then redelivered or dead-lettered by the consumer).
-    pub failed: u64,
-    /// Messages of which something went through every step.
-    pub passed: u64,
-    /// Messages a filter held back.
-    pub filtered: u64,
-    /// Copies its wire taps took.
-    pub tapped: u64,
-    /// Copies a wire tap had no room for.
-    pub tap_dropped: u64,
-    /// Messages a step could not process.
-    pub invalid: u64,
-    /// Messages an idempotent receiver had seen.
-    pub duplicates: u64,
-    /// Messages with nowhere to go, dead-lettered.
-    pub dead_letters: u64,
-    /// Messages sent to an `on-error` channel.
-    pub diverted: u64,
 }
 
 /// A route's last failure.
@@ -366,19 +339,7 @@ impl RouteInfo {
             steps: shape.steps,
             action: shape.action,
             on_error: shape.on_error,
-            counters: RouteCounters {
-                taken: s.taken,
-                handled: s.handled,
-                failed: s.failed,
-                passed: s.passed,
-                filtered: s.filtered,
-                tapped: s.tapped,
-                tap_dropped: s.tap_dropped,
-                invalid: s.invalid,
-                duplicates: s.duplicates,
-                dead_letters: s.dead_lettered,
-                diverted: s.diverted,
-            },
+            counters: s,
             last_error: route.last_error().map(LastErrorInfo::from),
             paused: route.is_paused(),
         }

@@ -67,7 +67,7 @@ impl FlowFile {
     /// data, to compare later versions with).
     pub fn new(path: &Path, plan: Plan) -> Result<FlowFile, NotReloaded> {
         Ok(FlowFile {
-            document: document_at(path)?,
+            document: document(&read(path)?),
             path: path.to_owned(),
             plan,
         })
@@ -85,9 +85,13 @@ impl FlowFile {
         flow: &FlowView,
         runtime: &RuntimeChanges,
     ) -> Result<Reloaded, NotReloaded> {
-        let document = document_at(&self.path)?;
-        let plan =
-            crate::load::load_file(&self.path).map_err(|e| NotReloaded::Invalid(Box::new(e)))?;
+        // Read once: the text checked is the text compared.
+        let text = read(&self.path)?;
+        let name = self.path.display().to_string();
+        let base_dir = self.path.parent().unwrap_or_else(|| Path::new(""));
+        let plan = crate::load::load_str(&text, &name, base_dir)
+            .map_err(|e| NotReloaded::Invalid(Box::new(e)))?;
+        let document = document(&text);
         let differs = other_differences(&self.document, &document);
         if !differs.is_empty() {
             return Err(NotReloaded::NeedsRestart(differs));
@@ -103,11 +107,14 @@ impl FlowFile {
     }
 }
 
-fn document_at(path: &Path) -> Result<Value, NotReloaded> {
-    let text = crate::load::read_text_file(path, crate::load::MAX_FLOW_FILE_BYTES as u64)
-        .map_err(|e| NotReloaded::Unreadable(e.to_string()))?;
-    // Not YAML: the check that follows says where.
-    Ok(crate::load::document(&text).unwrap_or(Value::Null))
+fn read(path: &Path) -> Result<String, NotReloaded> {
+    crate::load::read_text_file(path, crate::load::MAX_FLOW_FILE_BYTES as u64)
+        .map_err(|e| NotReloaded::Unreadable(e.to_string()))
+}
+
+/// The text as data (a text that is not YAML never gets this far: the check refuses it).
+fn document(text: &str) -> Value {
+    crate::load::document(text).unwrap_or(Value::Null)
 }
 
 /// The top-level sections, and the exchanges' parts, that differ between `old` and `new`,

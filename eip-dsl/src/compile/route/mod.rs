@@ -148,8 +148,8 @@ struct Counters {
     diverted: AtomicU64,
 }
 
-/// A route's counters since the flow started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// A route's counters since the flow started (the admin API's `counters` of a route).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RouteStats {
     /// Messages taken from the route's channel.
     pub taken: u64,
@@ -168,6 +168,7 @@ pub struct RouteStats {
     pub duplicates: u64,
     /// Messages (or copies) dead-lettered because they had nowhere to go: no clause matched
     /// and no `otherwise`, a recipient that does not exist, a target that was deleted.
+    #[serde(rename = "dead_letters")]
     pub dead_lettered: u64,
     /// Messages whose step failed sent to an `on-error` channel: the route's, once the
     /// redelivery policy was used up, or the failing step's own, at once.
