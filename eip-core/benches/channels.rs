@@ -23,6 +23,14 @@
 //! counted by the global allocator over two separate passes of N and 2N messages: the
 //! difference divided by N is what each further message costs, with the fixed set-up and
 //! teardown (channel, subscriptions, task spawns) cancelled out.
+//!
+//! `metrics p2p 1x1` is the price of watching a channel: the same `p2p 1x1` run while another
+//! thread reads the channel's counters ([`PointToPoint::stats`], what the admin server's
+//! `/metrics`, `/api/channels` and rate sampler read) every [`SCRAPE_EVERY`], against the run
+//! nobody watches. A channel keeps its counters whether or not anyone reads them, so what a
+//! reader costs the hot path is the lock and cache lines the read shares with senders and
+//! receivers. One read a millisecond is a thousand times what the console (one a second) or a
+//! Prometheus server (one every 15 s) asks.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
@@ -109,6 +117,14 @@ fn channels(c: &mut Criterion) {
         );
         compare(
             c,
+            &format!("metrics p2p 1x1{flavor}"),
+            "the same channel, its counters not read",
+            1,
+            Box::new(move |n| watched(|| eip_p2p(rt, p, 1, 1, n))),
+            Box::new(move |n| eip_p2p(rt, p, 1, 1, n)),
+        );
+        compare(
+            c,
             &format!("p2p 4x2{flavor}"),
             mpsc_shared_label,
             1,
@@ -184,6 +200,44 @@ fn allocations_per_message(run: &Run<'_>, messages: u64) -> f64 {
     (twice as f64 - once as f64) / messages as f64
 }
 
+/// How often `metrics p2p 1x1`'s reader reads the channel's counters.
+const SCRAPE_EVERY: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// The channel `eip_p2p` runs on, for [`watched`]'s reader to find.
+    static WATCHED: std::cell::RefCell<Option<std::sync::mpsc::Sender<PointToPoint>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `run` (an `eip_p2p`) while a thread reads its channel's counters every
+/// [`SCRAPE_EVERY`]; returns what `run` returned, after the reader stopped.
+fn watched(run: impl FnOnce() -> Duration) -> Duration {
+    let (tx, rx) = std::sync::mpsc::channel::<PointToPoint>();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let Ok(channel) = rx.recv() else { return 0u64 };
+            let mut reads = 0u64;
+            loop {
+                std::hint::black_box(channel.stats());
+                reads += 1;
+                if stop.load(Ordering::Relaxed) {
+                    return reads;
+                }
+                std::thread::sleep(SCRAPE_EVERY);
+            }
+        })
+    };
+    WATCHED.with(|w| *w.borrow_mut() = Some(tx));
+    let elapsed = run();
+    WATCHED.with(|w| w.borrow_mut().take());
+    stop.store(true, Ordering::Relaxed);
+    let reads = reader.join().expect("the reader thread ends");
+    assert!(reads > 0, "the reader got the channel");
+    elapsed
+}
+
 /// `messages` split as evenly as possible between `producers`.
 fn shares(messages: u64, producers: u64) -> impl Iterator<Item = u64> {
     (0..producers).map(move |i| messages / producers + u64::from(i < messages % producers))
@@ -198,6 +252,11 @@ fn eip_p2p(
 ) -> Duration {
     rt.block_on(async {
         let channel = PointToPoint::new("bench.p2p", CAPACITY).expect("valid channel");
+        WATCHED.with(|w| {
+            if let Some(watcher) = w.borrow().as_ref() {
+                let _ = watcher.send(channel.clone());
+            }
+        });
         let received = Arc::new(AtomicU64::new(0));
         let consumer_tasks: Vec<_> = (0..consumers)
             .map(|_| {

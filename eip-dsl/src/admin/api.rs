@@ -138,14 +138,14 @@ async fn channels(State(admin): State<Arc<Admin>>) -> Json<Vec<ChannelInfo>> {
 }
 
 async fn channel(State(admin): State<Arc<Admin>>, Path(name): Path<String>) -> Answer<ChannelInfo> {
-    channel_infos(&admin)
-        .into_iter()
-        .find(|c| c.name == name)
-        .map(Json)
-        .ok_or_else(|| {
-            let known = admin.view.channels().iter().map(|(c, _)| c.name());
-            unknown("channel", &name, known)
-        })
+    let channels = admin.view.channels();
+    let Some((channel, store)) = channels.iter().find(|(c, _)| c.name() == name) else {
+        let known = channels.iter().map(|(c, _)| c.name());
+        return Err(unknown("channel", &name, known));
+    };
+    let counters = admin.view.counters_of(channel);
+    let rates = admin.rates.of(channel.name());
+    Ok(Json(ChannelInfo::of(channel, store, &counters, rates)))
 }
 
 fn channel_infos(admin: &Admin) -> Vec<ChannelInfo> {

@@ -130,15 +130,17 @@ pub(super) fn counters_of<'a>(
     channels: impl IntoIterator<Item = &'a Channel>,
     routes: &[super::Route],
 ) -> Vec<ChannelCounters> {
+    // What the routes dead-lettered, by the channel they consume: one pass over the routes,
+    // so a flow of many channels and routes is counted in time linear in both.
+    let mut dead_lettered: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for route in routes {
+        *dead_lettered.entry(route.from().name()).or_default() += route.stats().dead_lettered;
+    }
     channels
         .into_iter()
         .map(|c| {
             let mut stats = c.stats();
-            stats.dead_lettered += routes
-                .iter()
-                .filter(|r| r.from().name() == c.name())
-                .map(|r| r.stats().dead_lettered)
-                .sum::<u64>();
+            stats.dead_lettered += dead_lettered.get(c.name()).copied().unwrap_or(0);
             ChannelCounters {
                 channel: c.name().to_owned(),
                 stats,

@@ -97,6 +97,15 @@ impl FlowView {
         super::run::counters_of(self.channels.iter().map(|(c, _)| c), &self.routes)
     }
 
+    /// The counters of `channel` alone, as [`counters`](Self::counters) counts them.
+    pub fn counters_of(&self, channel: &Channel) -> super::ChannelCounters {
+        let mut counters = super::run::counters_of([channel], &self.routes);
+        counters.pop().unwrap_or_else(|| super::ChannelCounters {
+            channel: channel.name().to_owned(),
+            stats: channel.stats(),
+        })
+    }
+
     /// The embedded durable store, when the flow has durable channels.
     pub fn durable_store(&self) -> Option<&Arc<Durable>> {
         self.durable.as_ref()
