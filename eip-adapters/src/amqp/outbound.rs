@@ -286,6 +286,10 @@ impl Publisher for AmqpPublisher {
             self.config.exchange
         )
     }
+
+    fn health(&self) -> Option<crate::bridge::ConnectionHealth> {
+        Some(self.link.health())
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::Notify;
 
 use super::envelope::EnvelopeError;
-use super::{Backoff, BridgeError};
+use super::{Backoff, BridgeError, ConnectionHealth};
 use eip_core::log::Escaped;
 
 /// How long a stopping bridge waits for the deliveries in hand.
@@ -68,6 +68,7 @@ pub struct InboundBridge<S> {
     channel: Channel,
     window: usize,
     backoff: Backoff,
+    health: ConnectionHealth,
 }
 
 impl<S: Source> InboundBridge<S> {
@@ -78,7 +79,19 @@ impl<S: Source> InboundBridge<S> {
             channel: channel.into(),
             window: window.max(1),
             backoff: Backoff::default(),
+            health: ConnectionHealth::new(),
         }
+    }
+
+    /// The record of its connection's ups and downs, for the flow's watchers.
+    pub fn health(&self) -> ConnectionHealth {
+        self.health.clone()
+    }
+
+    /// Keeps its connection's record in `health` (made beforehand, for a watcher to hold).
+    pub fn with_health(mut self, health: ConnectionHealth) -> Self {
+        self.health = health;
+        self
     }
 
     /// The waits between reconnection attempts (default: 100 ms doubling to 10 s).
@@ -103,15 +116,18 @@ impl<S: Source> InboundBridge<S> {
                 () = &mut shutdown => return Ok(()),
                 connected = self.source.connect(self.window) => match connected {
                     Ok(()) if reconnecting => {
+                        self.health.connected();
                         tracing::warn!(source = %what, channel = self.channel.name(), "bridge reconnected");
                         self.backoff.reset();
                     }
                     Ok(()) => {
+                        self.health.connected();
                         tracing::info!(source = %what, channel = self.channel.name(), "bridge connected");
                         self.backoff.reset();
                     }
                     Err(error) => {
                         reconnecting = true;
+                        self.health.failed(&error);
                         let wait = self.backoff.next_wait();
                         tracing::warn!(source = %what, error = %Escaped(&error), ?wait, "bridge: connecting failed");
                         tokio::select! {
@@ -127,6 +143,7 @@ impl<S: Source> InboundBridge<S> {
                 Consumed::Closed(channel) => return Err(BridgeError::ChannelClosed(channel)),
                 Consumed::Lost(error) => {
                     reconnecting = true;
+                    self.health.failed(&error);
                     let wait = self.backoff.next_wait();
                     tracing::warn!(source = %what, error = %Escaped(&error), ?wait, "bridge: connection lost, reconnecting");
                     tokio::select! {

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use eip_core::Message;
 use futures::future::BoxFuture;
 
-use super::BridgeError;
+use super::{BridgeError, ConnectionHealth};
 
 /// How one broker publishes a message and waits for it to be confirmed.
 pub trait Publisher: Send + Sync + 'static {
@@ -32,6 +32,11 @@ pub trait Publisher: Send + Sync + 'static {
 
     /// The destination in a few words, for `Debug` and logs: `rabbitmq at … exchange orders`.
     fn describe(&self) -> String;
+
+    /// The record of its connection's ups and downs, if it keeps one.
+    fn health(&self) -> Option<ConnectionHealth> {
+        None
+    }
 }
 
 /// A broker's [`Publisher`] as an outbound adapter; see the [module](self). Each broker module
@@ -56,6 +61,11 @@ impl<P> Outbound<P> {
 }
 
 impl<P: Publisher> Outbound<P> {
+    /// The record of its connection's ups and downs, if its publisher keeps one.
+    pub fn health(&self) -> Option<ConnectionHealth> {
+        self.publisher.health()
+    }
+
     /// Publishes `msg` and answers once the broker confirmed it (what a call does).
     pub async fn publish(&self, msg: &Message) -> Result<P::Receipt, BridgeError> {
         self.publisher.publish(msg).await

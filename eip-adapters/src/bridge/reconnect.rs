@@ -6,7 +6,10 @@ use std::time::Instant;
 
 use tokio::sync::Mutex;
 
-use super::{Backoff, BridgeError};
+use super::{Backoff, BridgeError, ConnectionHealth};
+
+/// What [`ConnectionHealth`] keeps of a connection found lost.
+const LOST: &str = "the connection was lost";
 
 /// A connection (or client) `T` shared by the calls of an outbound bridge.
 ///
@@ -19,6 +22,7 @@ use super::{Backoff, BridgeError};
 pub struct Reconnect<T> {
     broker: String,
     state: Mutex<State<T>>,
+    health: ConnectionHealth,
 }
 
 struct State<T> {
@@ -51,7 +55,13 @@ impl<T> Reconnect<T> {
                 retry_at: None,
                 down: false,
             }),
+            health: ConnectionHealth::new(),
         }
+    }
+
+    /// The record of this connection's ups and downs, for the flow's watchers.
+    pub fn health(&self) -> ConnectionHealth {
+        self.health.clone()
     }
 
     /// The live connection, as `view` sees it, with its generation; a connection `is_lost`
@@ -72,6 +82,7 @@ impl<T> Reconnect<T> {
                 return Ok((*generation, view(live)));
             }
             tracing::warn!(broker = %self.broker, "bridge: connection lost, reconnecting");
+            self.health.failed(&LOST);
             state.live = None;
             state.down = true;
         }
@@ -90,6 +101,7 @@ impl<T> Reconnect<T> {
                 }
                 state.backoff.reset();
                 state.retry_at = None;
+                self.health.connected();
                 state.generation += 1;
                 let generation = state.generation;
                 let seen = view(&live);
@@ -100,6 +112,7 @@ impl<T> Reconnect<T> {
                 let wait = state.backoff.next_wait();
                 state.retry_at = Some(Instant::now() + wait);
                 state.down = true;
+                self.health.failed(&error);
                 Err(error)
             }
         }
@@ -110,6 +123,7 @@ impl<T> Reconnect<T> {
         let mut state = self.state.lock().await;
         if matches!(&state.live, Some((g, _)) if *g == generation) {
             tracing::warn!(broker = %self.broker, "bridge: connection lost, reconnecting");
+            self.health.failed(&LOST);
             state.live = None;
             state.down = true;
         }

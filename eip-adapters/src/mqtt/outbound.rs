@@ -108,6 +108,7 @@ pub struct MqttPublisher {
     ack_timeout: Duration,
     permits: Arc<Semaphore>,
     link: Arc<Mutex<Link>>,
+    health: crate::bridge::ConnectionHealth,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -142,8 +143,11 @@ impl MqttOutbound {
             in_flight,
             link: link.clone(),
             backoff: config.backoff.clone(),
+            health: crate::bridge::ConnectionHealth::new(),
         };
         let (client, eventloop) = connection.connect().await?;
+        let health = connection.health.clone();
+        health.connected();
         // Set before the first call can be made: the outbound is connected when it is returned.
         let stalled = connection.install(client);
         let task = tokio::spawn(connection.run(eventloop, stalled));
@@ -154,6 +158,7 @@ impl MqttOutbound {
             ack_timeout: config.ack_timeout,
             permits: Arc::new(Semaphore::new(in_flight)),
             link,
+            health,
             task,
         }))
     }
@@ -221,6 +226,10 @@ impl Publisher for MqttPublisher {
     fn describe(&self) -> String {
         format!("{} topic {}", self.broker, self.topic)
     }
+
+    fn health(&self) -> Option<crate::bridge::ConnectionHealth> {
+        Some(self.health.clone())
+    }
 }
 
 /// The connection task's state.
@@ -230,6 +239,7 @@ struct Connection {
     in_flight: usize,
     link: Arc<Mutex<Link>>,
     backoff: Backoff,
+    health: crate::bridge::ConnectionHealth,
 }
 
 impl Connection {
@@ -253,6 +263,7 @@ impl Connection {
         let (mut eventloop, mut stalled) = (first, stalled);
         loop {
             let error = self.serve(eventloop, &stalled).await;
+            self.health.failed(&error);
             let wait = self.backoff.next_wait();
             tracing::warn!(error = %Escaped(&error), ?wait, "mqtt outbound: connection lost, reconnecting");
             tokio::time::sleep(wait).await;
@@ -260,11 +271,13 @@ impl Connection {
                 match self.connect().await {
                     Ok((client, eventloop)) => {
                         self.backoff.reset();
+                        self.health.connected();
                         stalled = self.install(client);
                         tracing::warn!(broker = %self.broker.describe(), "mqtt outbound reconnected");
                         break eventloop;
                     }
                     Err(error) => {
+                        self.health.failed(&error);
                         let wait = self.backoff.next_wait();
                         tracing::warn!(error = %Escaped(&error), ?wait, "mqtt outbound: connecting failed");
                         tokio::time::sleep(wait).await;

@@ -243,6 +243,10 @@ impl Publisher for JetStreamPublisher {
     fn describe(&self) -> String {
         format!("{} subject {}", self.broker, self.config.subject)
     }
+
+    fn health(&self) -> Option<crate::bridge::ConnectionHealth> {
+        Some(self.link.health())
+    }
 }
 
 #[cfg(test)]

@@ -217,6 +217,10 @@ impl Publisher for RedisStreamPublisher {
     fn describe(&self) -> String {
         format!("{} stream {}", self.broker, self.config.stream)
     }
+
+    fn health(&self) -> Option<crate::bridge::ConnectionHealth> {
+        Some(self.link.health())
+    }
 }
 
 #[cfg(test)]

@@ -263,6 +263,6 @@ async fn adapters(State(admin): State<Arc<Admin>>) -> Json<Vec<AdapterInfo>> {
 fn adapter_infos(view: &FlowView) -> Vec<AdapterInfo> {
     view.adapters()
         .iter()
-        .map(|a| AdapterInfo::of(a, view.connected(&a.name)))
+        .map(|a| AdapterInfo::of(a, view.connected(&a.name), view.health(&a.name)))
         .collect()
 }

@@ -9,6 +9,7 @@
 //! | `eip_channel_waiting`, `eip_channel_in_flight` | gauge | `channel` |
 //! | `eip_route_handled_total`, `eip_route_failed_total` | counter | `route` |
 //! | `eip_adapter_connected` | gauge (0 or 1) | `adapter`, `kind`, `section` |
+//! | `eip_bridge_reconnects_total` | counter (bridges) | `adapter`, `kind`, `section` |
 //! | `eip_store_commits_total` | counter (with durable channels) | |
 //! | `eip_store_commit_seconds` | histogram (with durable channels) | `le` |
 //! | `eip_flow_ready` | gauge (0 or 1) | |
@@ -152,17 +153,43 @@ fn routes(out: &mut Exposition, view: &FlowView) {
 }
 
 fn adapters(out: &mut Exposition, view: &FlowView) {
+    let adapters: Vec<_> = view
+        .adapters()
+        .iter()
+        .map(|a| (a, view.health(&a.name)))
+        .collect();
+    let labels = |a: &'_ crate::plan::adapter::AdapterPlan| {
+        [
+            ("adapter", a.name.clone()),
+            ("kind", a.kind().as_str().to_owned()),
+            ("section", a.noun().to_owned()),
+        ]
+    };
     let name = "eip_adapter_connected";
-    let help = "Whether the adapter or bridge connected (1) or not yet (0).";
+    let help = "Whether the adapter or bridge is connected (1) or not (0).";
     out.family(name, "gauge", help);
-    for adapter in view.adapters() {
-        let labels = [
-            ("adapter", adapter.name.as_str()),
-            ("kind", adapter.kind().as_str()),
-            ("section", adapter.noun()),
-        ];
-        let connected = view.connected(&adapter.name).is_some();
+    for (adapter, health) in &adapters {
+        let connected = match health {
+            Some(health) => health.connected,
+            None => view.connected(&adapter.name).is_some(),
+        };
+        let labels = labels(adapter);
+        let labels = labels.each_ref().map(|(k, v)| (*k, v.as_str()));
         out.sample(name, &labels, u64::from(connected));
+    }
+    if adapters.iter().all(|(_, health)| health.is_none()) {
+        return;
+    }
+    let name = "eip_bridge_reconnects_total";
+    let help =
+        "Times the bridge connected again after losing its connection or failing to make one.";
+    out.family(name, "counter", help);
+    for (adapter, health) in &adapters {
+        if let Some(health) = health {
+            let labels = labels(adapter);
+            let labels = labels.each_ref().map(|(k, v)| (*k, v.as_str()));
+            out.sample(name, &labels, health.reconnects);
+        }
     }
 }
 

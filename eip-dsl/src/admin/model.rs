@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::compile::{ChannelCounters, ChannelStore, LastError, Route, RouteStats};
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{ActionPlan, Plan, RecipientsPlan, TargetRef};
+use eip_adapters::bridge::HealthReport;
 
 /// A refusal or a failure: what was wrong, and for an unknown name the closest known one.
 #[derive(Debug, Clone, Serialize)]
@@ -398,12 +399,21 @@ pub struct AdapterInfo {
     pub channel: String,
     /// Where it reads or writes (an HTTP server's bound address, once connected).
     pub endpoint: String,
-    /// Whether it connected when the flow started.
+    /// Whether it is connected: for a bridge, whether its connection is up now; for an
+    /// adapter, whether it connected when the flow started.
     pub connected: bool,
+    /// A bridge's reconnections since it first connected (`null` for an adapter).
+    pub reconnects: Option<u64>,
+    /// A bridge's last connection error and when (`null` for an adapter, or none yet).
+    pub last_error: Option<LastErrorInfo>,
 }
 
 impl AdapterInfo {
-    pub(super) fn of(plan: &AdapterPlan, connected: Option<String>) -> AdapterInfo {
+    pub(super) fn of(
+        plan: &AdapterPlan,
+        connected: Option<String>,
+        health: Option<HealthReport>,
+    ) -> AdapterInfo {
         AdapterInfo {
             name: plan.name.clone(),
             section: plan.noun(),
@@ -415,7 +425,12 @@ impl AdapterInfo {
             },
             channel: plan.channel.clone(),
             endpoint: connected.clone().unwrap_or_else(|| plan.endpoint()),
-            connected: connected.is_some(),
+            connected: health.as_ref().map_or(connected.is_some(), |h| h.connected),
+            reconnects: health.as_ref().map(|h| h.reconnects),
+            last_error: health.and_then(|h| h.last_error).map(|e| LastErrorInfo {
+                error: e.error,
+                at: rfc3339(e.at),
+            }),
         }
     }
 }

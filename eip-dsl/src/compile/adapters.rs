@@ -118,6 +118,9 @@ impl Flow {
             match self.connect(plan).await {
                 Ok(connected) => {
                     self.readiness.connected(&plan.name, connected.endpoint());
+                    if let Some(health) = connected.endpoint.health() {
+                        self.readiness.keeps_health(&plan.name, health);
+                    }
                     adapters.push(connected);
                 }
                 Err(source) => {
@@ -148,9 +151,14 @@ impl Flow {
             invalid: self.invalid_channel_of(&plan.channel),
         };
         let endpoint = match plan.config.connect(site).await? {
-            Endpoint::Outbound { service, permanent } => Endpoint::Outbound {
+            Endpoint::Outbound {
+                service,
+                permanent,
+                health,
+            } => Endpoint::Outbound {
                 service: layered(service, &plan.outbound),
                 permanent,
+                health,
             },
             inbound => inbound,
         };
@@ -199,9 +207,9 @@ pub(super) enum Start {
 impl Connected {
     pub(super) fn start(self) -> Start {
         match self.endpoint {
-            Endpoint::Outbound { service, permanent } => {
-                Start::Consumer(consume(&self.channel, &self.plan, service, permanent))
-            }
+            Endpoint::Outbound {
+                service, permanent, ..
+            } => Start::Consumer(consume(&self.channel, &self.plan, service, permanent)),
             Endpoint::Inbound(inbound) => Start::Inbound(Inbound::start(inbound)),
         }
     }

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use eip_adapters::bridge::{ConnectionHealth, HealthReport};
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::store::durable::Durable;
@@ -131,6 +132,14 @@ impl FlowView {
         self.readiness.lock().connected.get(name).cloned()
     }
 
+    /// What the bridge `name`'s connection has been through: whether it is up, its
+    /// reconnections and its last error; `None` for an adapter (which keeps no such record)
+    /// or a bridge not connected yet.
+    pub fn health(&self, name: &str) -> Option<HealthReport> {
+        let health = self.readiness.lock().health.get(name).cloned();
+        health.map(|h| h.report())
+    }
+
     /// What the flow still waits for before it is ready, in a few words each; empty when it
     /// is ready: every adapter and bridge connected, the flow started (its routes subscribed,
     /// its adapters attached), and every channel kept in a broker bound. A flow that is
@@ -171,6 +180,8 @@ pub struct Readiness(Arc<Mutex<ReadyState>>);
 struct ReadyState {
     /// The adapters connected, by name, with where.
     connected: HashMap<String, String>,
+    /// The bridges' records of their connections, by name.
+    health: HashMap<String, ConnectionHealth>,
     /// Whether the routes are subscribed and the adapters attached.
     started: bool,
     /// Whether the flow has begun to stop.
@@ -181,6 +192,11 @@ impl Readiness {
     fn lock(&self) -> std::sync::MutexGuard<'_, ReadyState> {
         // A lock poisoned by a panic elsewhere still holds a usable value.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The bridge `name` keeps the record of its connection in `health`.
+    pub(super) fn keeps_health(&self, name: &str, health: ConnectionHealth) {
+        self.lock().health.insert(name.to_owned(), health);
     }
 
     /// The adapter `name` is connected, at `endpoint`.

@@ -2,7 +2,9 @@
 //! how it connects (once to prove the broker answers, then for good), and which of a
 //! bridge's errors are for good.
 
-use eip_adapters::bridge::{BridgeError, InboundBridge, InboundBridgeHandle, Source};
+use eip_adapters::bridge::{
+    BridgeError, ConnectionHealth, InboundBridge, InboundBridgeHandle, Outbound, Publisher, Source,
+};
 use eip_core::channel::Channel;
 use eip_core::log::Escaped;
 use futures::future::BoxFuture;
@@ -70,10 +72,23 @@ async fn inbound<C: Clone, S: Source>(
     let source = make(source)?;
     let channel = channel.clone();
     let name = name.to_owned();
+    let health = ConnectionHealth::new();
+    let record = health.clone();
     Ok(Endpoint::Inbound(Box::new(Ready {
-        start: Box::new(move || InboundBridge::new(source, channel, window).spawn()),
+        start: Box::new(move || {
+            InboundBridge::new(source, channel, window)
+                .with_health(record)
+                .spawn()
+        }),
         name,
+        health,
     })))
+}
+
+/// An outbound bridge's endpoint: its publisher, with the record of its connection.
+pub(super) fn outbound<P: Publisher>(publisher: Outbound<P>) -> Endpoint {
+    let health = publisher.health();
+    Endpoint::outbound(publisher, refused_for_good).with_health(health)
 }
 
 /// Whether a bridge's error says that trying again would fail the same way.
@@ -87,9 +102,14 @@ pub(super) fn refused_for_good(error: &BoxError) -> bool {
 struct Ready {
     start: Box<dyn FnOnce() -> InboundBridgeHandle + Send>,
     name: String,
+    health: ConnectionHealth,
 }
 
 impl Inbound for Ready {
+    fn health(&self) -> Option<ConnectionHealth> {
+        Some(self.health.clone())
+    }
+
     fn start(self: Box<Self>) -> Box<dyn Started> {
         Box::new(Bridging {
             handle: (self.start)(),

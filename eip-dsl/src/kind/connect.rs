@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 
+use eip_adapters::bridge::ConnectionHealth;
 use eip_core::channel::{Channel, DeadLetterChannel, InvalidMessageChannel};
 use eip_core::message::Message;
 use futures::future::BoxFuture;
@@ -63,6 +64,8 @@ pub enum Endpoint {
         /// Whether an error says that trying again would fail the same way (the message is
         /// then dead-lettered at once).
         permanent: fn(&BoxError) -> bool,
+        /// A bridge's record of its connection, for the flow's watchers.
+        health: Option<ConnectionHealth>,
     },
 }
 
@@ -77,6 +80,29 @@ impl Endpoint {
         Endpoint::Outbound {
             service: BoxService::new(service.map_response(drop).map_err(Into::into)),
             permanent,
+            health: None,
+        }
+    }
+
+    /// An outbound endpoint that keeps its connection's record in `health` (a bridge's).
+    pub fn with_health(self, health: Option<ConnectionHealth>) -> Self {
+        match self {
+            Endpoint::Outbound {
+                service, permanent, ..
+            } => Endpoint::Outbound {
+                service,
+                permanent,
+                health,
+            },
+            inbound => inbound,
+        }
+    }
+
+    /// The record of its connection's ups and downs, for a bridge.
+    pub fn health(&self) -> Option<ConnectionHealth> {
+        match self {
+            Endpoint::Inbound(inbound) => inbound.health(),
+            Endpoint::Outbound { health, .. } => health.clone(),
         }
     }
 }
@@ -91,6 +117,11 @@ pub trait Inbound: Send {
 
     /// The address an HTTP server is bound to.
     fn local_addr(&self) -> Option<SocketAddr> {
+        None
+    }
+
+    /// A bridge's record of its connection's ups and downs.
+    fn health(&self) -> Option<ConnectionHealth> {
         None
     }
 

@@ -65,7 +65,7 @@ impl AdapterConfig for MqttOutboundConfig {
             let mut config = self.clone();
             config.broker = with_password(&config.broker)?;
             let publisher = MqttOutbound::connect(config).await?;
-            Ok(Endpoint::outbound(publisher, bridge::refused_for_good))
+            Ok(bridge::outbound(publisher))
         })
     }
 }

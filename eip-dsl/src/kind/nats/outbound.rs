@@ -67,7 +67,7 @@ impl AdapterConfig for JetStreamOutboundConfig {
         Box::pin(async move {
             let publisher = JetStreamOutbound::new(self.clone())?;
             publisher.connect().await?;
-            Ok(Endpoint::outbound(publisher, bridge::refused_for_good))
+            Ok(bridge::outbound(publisher))
         })
     }
 }

@@ -89,7 +89,7 @@ impl AdapterConfig for AmqpOutboundConfig {
         Box::pin(async move {
             let publisher = AmqpOutbound::new(self.clone());
             publisher.connect().await?;
-            Ok(Endpoint::outbound(publisher, bridge::refused_for_good))
+            Ok(bridge::outbound(publisher))
         })
     }
 }

@@ -66,7 +66,7 @@ impl AdapterConfig for RedisStreamOutboundConfig {
         Box::pin(async move {
             let publisher = RedisStreamOutbound::new(self.clone())?;
             publisher.connect().await?;
-            Ok(Endpoint::outbound(publisher, bridge::refused_for_good))
+            Ok(bridge::outbound(publisher))
         })
     }
 }
