@@ -15,7 +15,7 @@ mod proxy;
 use std::net::SocketAddr;
 
 use serde_json::Value;
-use support::admin::{Served, eventually, metric, serve};
+use support::admin::{Served, delete_queue_and_exchange, eventually, metric, serve};
 
 fn amqp_addr() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 5672))
@@ -142,22 +142,5 @@ bridges:
     assert_eq!(adapters.as_array().map(Vec::len), Some(2), "{adapters}");
     served.stop().await;
     drop(proxy);
-    delete_queue_and_exchange(&tag).await;
-}
-
-async fn delete_queue_and_exchange(tag: &str) {
-    let url = std::env::var("AMQP_ADDR")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
-    if let Ok(connection) =
-        lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await
-        && let Ok(channel) = connection.create_channel().await
-    {
-        let name = format!("eip-test-health-{tag}");
-        let _ = channel
-            .queue_delete(name.as_str().into(), Default::default())
-            .await;
-        let _ = channel
-            .exchange_delete(name.as_str().into(), Default::default())
-            .await;
-    }
+    delete_queue_and_exchange(&format!("eip-test-health-{tag}")).await;
 }

@@ -55,7 +55,8 @@ async fn readiness_waits_for_the_adapters_and_the_start_then_for_nothing() {
     assert_eq!(
         adapters,
         json!([{"name": "clock", "section": "adapter", "kind": "timer", "direction": "inbound",
-                "channel": "ticks", "endpoint": adapters[0]["endpoint"], "connected": true}])
+                "channel": "ticks", "endpoint": adapters[0]["endpoint"], "connected": true,
+                "reconnects": null, "last_error": null, "paused": false}])
     );
 
     let running = served.running.as_mut().expect("started");

@@ -20,6 +20,7 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use eip_core::channel::{Channel, SendError, marked_dead};
+use eip_core::endpoint::PauseGate;
 use eip_core::message::{DeathReason, Message};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -69,6 +70,7 @@ pub struct InboundBridge<S> {
     window: usize,
     backoff: Backoff,
     health: ConnectionHealth,
+    gate: Option<PauseGate>,
 }
 
 impl<S: Source> InboundBridge<S> {
@@ -80,7 +82,16 @@ impl<S: Source> InboundBridge<S> {
             window: window.max(1),
             backoff: Backoff::default(),
             health: ConnectionHealth::new(),
+            gate: None,
         }
+    }
+
+    /// Reads nothing new from the broker while `gate`'s switch is paused (a Detour): the
+    /// broker keeps what was not read, the connection stays up, and what was in hand is
+    /// forwarded as usual. Resumed, it reads on.
+    pub fn pause_gate(mut self, gate: PauseGate) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// The record of its connection's ups and downs, for the flow's watchers.
@@ -161,15 +172,22 @@ impl<S: Source> InboundBridge<S> {
         let mut in_flight = FuturesUnordered::new();
         let outcome = loop {
             let room = in_flight.len() < self.window;
+            let paused = self.gate.as_ref().is_some_and(PauseGate::is_paused);
+            let resumed = async {
+                if let Some(gate) = &self.gate {
+                    gate.resumed().await;
+                }
+            };
             tokio::select! {
                 biased;
                 () = &mut *shutdown => break Consumed::Shutdown,
+                () = resumed, if paused => {}
                 Some(done) = in_flight.next(), if !in_flight.is_empty() => match done {
                     Forwarded::Done => {}
                     Forwarded::Closed(channel) => break Consumed::Closed(channel),
                     Forwarded::Failed(error) => break Consumed::Lost(error),
                 },
-                next = self.source.next(), if room => match next {
+                next = self.source.next(), if room && !paused => match next {
                     Ok(delivery) => in_flight.push(forward(self.channel.clone(), delivery)),
                     Err(error) => break Consumed::Lost(error),
                 },

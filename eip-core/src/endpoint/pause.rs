@@ -52,3 +52,19 @@ impl PauseSwitch {
 /// The consumer's side of a [`PauseSwitch`].
 #[derive(Debug, Clone)]
 pub struct PauseGate(pub(super) watch::Receiver<bool>);
+
+impl PauseGate {
+    /// Whether its switch is paused now.
+    pub fn is_paused(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Completes once its switch is not paused: at once if it is not, and when the switch is
+    /// gone (nothing can pause it any more).
+    pub fn resumed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut paused = self.0.clone();
+        async move {
+            let _ = paused.wait_for(|p| !*p).await;
+        }
+    }
+}

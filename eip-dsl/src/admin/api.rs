@@ -85,6 +85,8 @@ endpoints! {
         post "/api/channels/{name}/messages" => operate::send;
         post "/api/routes/{name}/pause" => operate::pause;
         post "/api/routes/{name}/resume" => operate::resume;
+        post "/api/adapters/{name}/pause" => operate::pause_adapter;
+        post "/api/adapters/{name}/resume" => operate::resume_adapter;
     }
 }
 
@@ -263,6 +265,6 @@ async fn adapters(State(admin): State<Arc<Admin>>) -> Json<Vec<AdapterInfo>> {
 fn adapter_infos(view: &FlowView) -> Vec<AdapterInfo> {
     view.adapters()
         .iter()
-        .map(|a| AdapterInfo::of(a, view.connected(&a.name), view.health(&a.name)))
+        .map(|a| AdapterInfo::of(a, view))
         .collect()
 }

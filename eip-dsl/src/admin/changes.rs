@@ -118,9 +118,20 @@ fn change_id(id: Result<Path<u64>, PathRejection>) -> Result<u64, Refusal> {
     })
 }
 
-fn failed(error: ControlError) -> Refusal {
+pub(super) fn failed(error: ControlError) -> Refusal {
     let status = match &error {
         ControlError::Refused(_) => StatusCode::BAD_REQUEST,
+        ControlError::Unknown {
+            what,
+            name,
+            closest,
+        } => {
+            let body = ErrorBody {
+                error: format!("unknown {what} `{name}`"),
+                closest: closest.clone(),
+            };
+            return (StatusCode::NOT_FOUND, Json(body));
+        }
         ControlError::UnknownId { .. } => StatusCode::NOT_FOUND,
         ControlError::Apply(_) | ControlError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };

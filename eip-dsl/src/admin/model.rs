@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use eip_core::channel::{Channel, ChannelKind};
 use serde::Serialize;
 
-use crate::compile::{ChannelCounters, ChannelStore, LastError, Route, RouteStats};
+use crate::compile::{ChannelCounters, ChannelStore, FlowView, LastError, Route, RouteStats};
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{ActionPlan, Plan, RecipientsPlan, TargetRef};
 use eip_adapters::bridge::HealthReport;
@@ -406,14 +406,15 @@ pub struct AdapterInfo {
     pub reconnects: Option<u64>,
     /// A bridge's last connection error and when (`null` for an adapter, or none yet).
     pub last_error: Option<LastErrorInfo>,
+    /// Whether it is paused (`POST /api/adapters/{name}/pause`, a Detour).
+    pub paused: bool,
 }
 
 impl AdapterInfo {
-    pub(super) fn of(
-        plan: &AdapterPlan,
-        connected: Option<String>,
-        health: Option<HealthReport>,
-    ) -> AdapterInfo {
+    /// The adapter or bridge `plan`, as `view`'s flow runs it.
+    pub(super) fn of(plan: &AdapterPlan, view: &FlowView) -> AdapterInfo {
+        let connected = view.connected(&plan.name);
+        let health: Option<HealthReport> = view.health(&plan.name);
         AdapterInfo {
             name: plan.name.clone(),
             section: plan.noun(),
@@ -431,6 +432,7 @@ impl AdapterInfo {
                 error: e.error,
                 at: rfc3339(e.at),
             }),
+            paused: view.detours().is_paused(&plan.name),
         }
     }
 }

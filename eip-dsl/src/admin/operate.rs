@@ -25,9 +25,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::api::{Admin, unknown};
-use super::changes::{Refusal, allowed, audit, body, refusal};
-use super::model::RouteInfo;
+use super::changes::{Refusal, allowed, audit, body, failed, refusal};
+use super::model::{AdapterInfo, RouteInfo};
 use crate::compile::InputMessage;
+use crate::control::Detour;
 
 /// The header a test message carries.
 pub const TEST_MESSAGE: &str = "test-message";
@@ -156,27 +157,66 @@ pub(super) async fn pause(
     State(admin): State<Arc<Admin>>,
     Path(name): Path<String>,
 ) -> Result<Json<RouteInfo>, Refusal> {
-    switch(&admin, &name, true)
+    switch(&admin, Detour::Route(name.clone()), true).await?;
+    route_info(&admin, &name)
 }
 
 pub(super) async fn resume(
     State(admin): State<Arc<Admin>>,
     Path(name): Path<String>,
 ) -> Result<Json<RouteInfo>, Refusal> {
-    switch(&admin, &name, false)
+    switch(&admin, Detour::Route(name.clone()), false).await?;
+    route_info(&admin, &name)
 }
 
-/// Pauses (or resumes) the route `name`; the route as it is then.
-fn switch(admin: &Admin, name: &str, pause: bool) -> Result<Json<RouteInfo>, Refusal> {
+pub(super) async fn pause_adapter(
+    State(admin): State<Arc<Admin>>,
+    Path(name): Path<String>,
+) -> Result<Json<AdapterInfo>, Refusal> {
+    switch(&admin, Detour::Adapter(name.clone()), true).await?;
+    adapter_info(&admin, &name)
+}
+
+pub(super) async fn resume_adapter(
+    State(admin): State<Arc<Admin>>,
+    Path(name): Path<String>,
+) -> Result<Json<AdapterInfo>, Refusal> {
+    switch(&admin, Detour::Adapter(name.clone()), false).await?;
+    adapter_info(&admin, &name)
+}
+
+/// Pauses (or resumes) what `detour` names, kept as a runtime change.
+async fn switch(admin: &Admin, detour: Detour, pause: bool) -> Result<(), Refusal> {
     allowed(admin)?;
-    let routes = admin.view.routes();
-    let Some(route) = routes.iter().find(|r| r.name() == name) else {
-        return Err(unknown("route", name, routes.iter().map(|r| r.name())));
-    };
-    let changed = if pause { route.pause() } else { route.resume() };
+    let changed = if pause {
+        admin.changes.pause(&detour).await
+    } else {
+        admin.changes.resume(&detour).await
+    }
+    .map_err(failed)?;
     let what = if pause { "paused" } else { "resumed" };
     if changed {
-        audit(format_args!("route {name} {what}"));
+        audit(format_args!("{} {what}", detour.describe()));
     }
-    Ok(Json(RouteInfo::of(route, admin.shape.routes.get(name))))
+    Ok(())
+}
+
+fn route_info(admin: &Admin, name: &str) -> Result<Json<RouteInfo>, Refusal> {
+    let routes = admin.view.routes();
+    match routes.iter().find(|r| r.name() == name) {
+        Some(route) => Ok(Json(RouteInfo::of(route, admin.shape.routes.get(name)))),
+        None => Err(unknown("route", name, routes.iter().map(|r| r.name()))),
+    }
+}
+
+fn adapter_info(admin: &Admin, name: &str) -> Result<Json<AdapterInfo>, Refusal> {
+    let adapters = admin.view.adapters();
+    match adapters.iter().find(|a| a.name == name) {
+        Some(adapter) => Ok(Json(AdapterInfo::of(adapter, &admin.view))),
+        None => Err(unknown(
+            "adapter or bridge",
+            name,
+            adapters.iter().map(|a| a.name.as_str()),
+        )),
+    }
 }

@@ -9,7 +9,7 @@
 //! nothing new.
 
 use eip_core::channel::{Channel, InvalidMessageChannel};
-use eip_core::endpoint::{Consumer, ConsumerHandle};
+use eip_core::endpoint::{Consumer, ConsumerHandle, PauseGate};
 use eip_core::message::Message;
 use tower::util::BoxService;
 use tower::{BoxError, ServiceBuilder, ServiceExt};
@@ -50,6 +50,8 @@ pub(super) struct Connected {
     pub(super) plan: AdapterPlan,
     pub(super) channel: Channel,
     pub(super) endpoint: Endpoint,
+    /// Its pause switch, as its consumer watches it (an outbound adapter).
+    pub(super) pause: PauseGate,
 }
 
 impl Connected {
@@ -145,10 +147,12 @@ impl Flow {
             .bus()
             .channel(&plan.channel)
             .map_err(|e| format!("channel `{}`: {e}", plan.channel))?;
+        let pause = self.detours.switch(&plan.name);
         let site = Site {
             name: &plan.name,
             channel: &channel,
             invalid: self.invalid_channel_of(&plan.channel),
+            pause: pause.gate(),
         };
         let endpoint = match plan.config.connect(site).await? {
             Endpoint::Outbound {
@@ -166,6 +170,7 @@ impl Flow {
             plan: plan.clone(),
             channel,
             endpoint,
+            pause: pause.gate(),
         })
     }
 
@@ -209,7 +214,13 @@ impl Connected {
         match self.endpoint {
             Endpoint::Outbound {
                 service, permanent, ..
-            } => Start::Consumer(consume(&self.channel, &self.plan, service, permanent)),
+            } => Start::Consumer(consume(
+                &self.channel,
+                &self.plan,
+                service,
+                permanent,
+                self.pause,
+            )),
             Endpoint::Inbound(inbound) => Start::Inbound(Inbound::start(inbound)),
         }
     }
@@ -222,6 +233,7 @@ fn consume(
     plan: &AdapterPlan,
     service: BoxService<Message, (), BoxError>,
     permanent: fn(&BoxError) -> bool,
+    pause: PauseGate,
 ) -> ConsumerHandle {
     let concurrency = plan.outbound.concurrency.unwrap_or(1);
     let redelivery = plan.outbound.redelivery.clone();
@@ -229,7 +241,8 @@ fn consume(
         ($inbox:expr) => {{
             let mut consumer = Consumer::new($inbox, service)
                 .concurrency(concurrency)
-                .permanent_errors(permanent);
+                .permanent_errors(permanent)
+                .pause_gate(pause);
             if let Some(policy) = redelivery {
                 consumer = consumer.redelivery(policy);
             }

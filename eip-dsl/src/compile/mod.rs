@@ -8,6 +8,7 @@
 //! routes, exchanges and joins: what `eip route` answers is what `eip run` does.
 
 mod adapters;
+mod detour;
 mod dry_run;
 mod input;
 mod rest;
@@ -41,6 +42,7 @@ use crate::plan::{
 };
 
 pub use adapters::{AdapterError, ConnectedAdapters};
+pub use detour::Detours;
 pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
 pub use rest::{Rest, WeakRest, Wrapped};
@@ -166,6 +168,8 @@ pub struct Flow {
     durable: Option<Arc<Durable>>,
     /// Whether the flow is ready, as its start and stop go.
     readiness: Readiness,
+    /// The adapters' and bridges' pause switches.
+    detours: Detours,
 }
 
 impl Flow {
@@ -266,6 +270,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         stores,
         durable: store,
         readiness: Readiness::default(),
+        detours: Detours::default(),
     })
 }
 

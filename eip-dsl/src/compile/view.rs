@@ -41,6 +41,7 @@ pub struct FlowView {
     pub(super) adapters: Arc<[AdapterPlan]>,
     pub(super) durable: Option<Arc<Durable>>,
     pub(super) readiness: Readiness,
+    pub(super) detours: super::Detours,
 }
 
 impl std::fmt::Debug for FlowView {
@@ -130,6 +131,11 @@ impl FlowView {
     /// to), once it is.
     pub fn connected(&self, name: &str) -> Option<String> {
         self.readiness.lock().connected.get(name).cloned()
+    }
+
+    /// The pause switches of the adapters and bridges (see [`Detours`](super::Detours)).
+    pub fn detours(&self) -> &super::Detours {
+        &self.detours
     }
 
     /// What the bridge `name`'s connection has been through: whether it is up, its
@@ -229,6 +235,7 @@ impl Flow {
             adapters: self.adapters.iter().cloned().collect(),
             durable: self.durable.clone(),
             readiness: self.readiness.clone(),
+            detours: self.detours.clone(),
         }
     }
 

@@ -11,15 +11,18 @@ use std::sync::Arc;
 use bytes::Bytes;
 use eip_core::store::durable::{Durable, KeyTable, StoreError};
 
-use super::{BindingChange, JoinChange};
+use super::{BindingChange, Detour, JoinChange};
 
 const JOINS: &str = "control/joins";
 const BINDINGS: &str = "control/bindings";
+/// What is paused: keys `route:NAME` and `adapter:NAME`, no value.
+const PAUSED: &str = "control/paused";
 
 /// The key tables of a flow's runtime changes.
 pub(super) struct Kept {
     joins: KeyTable,
     bindings: KeyTable,
+    paused: KeyTable,
 }
 
 /// A kept change, as read back.
@@ -42,7 +45,36 @@ impl Kept {
         Ok(Kept {
             joins: store.store().table(JOINS)?,
             bindings: store.store().table(BINDINGS)?,
+            paused: store.store().table(PAUSED)?,
         })
+    }
+
+    /// What was paused and not resumed, as kept; an entry that does not read as a pause is
+    /// removed, and left out.
+    pub(super) fn read_paused(&self) -> Result<Vec<Detour>, StoreError> {
+        let mut paused = Vec::new();
+        for (key, _) in self.paused.entries()? {
+            match std::str::from_utf8(&key).ok().and_then(Detour::parse) {
+                Some(detour) => paused.push(detour),
+                None => {
+                    tracing::warn!(
+                        table = PAUSED,
+                        "a kept pause that does not read as one: removed"
+                    );
+                    drop(self.paused.remove(key));
+                }
+            }
+        }
+        Ok(paused)
+    }
+
+    pub(super) async fn put_paused(&self, detour: &Detour) -> Result<(), StoreError> {
+        let key = Bytes::from(detour.key());
+        self.paused.put(key, Bytes::new(), None).await
+    }
+
+    pub(super) async fn remove_paused(&self, detour: &Detour) -> Result<(), StoreError> {
+        self.paused.remove(Bytes::from(detour.key())).await
     }
 
     /// Every kept change with its id, in the order they were made. An entry that does not read

@@ -12,6 +12,11 @@
 //! Each change gets an id of its own (1, 2, ...), by which it is removed. Only runtime changes
 //! can be removed this way: what the flow file declares is changed by editing the file.
 //!
+//! Routes, adapters and bridges paused through the Control Bus ([`RuntimeChanges::pause`], a
+//! Detour) are runtime changes too: kept as the others are (the key table `control/paused`),
+//! paused again at the next start, and the pause of one the flow file no longer has dropped
+//! with the reason.
+//!
 //! A flow with a durable store keeps its changes there (the key tables `control/joins` and
 //! `control/bindings`), each written before the change is applied and said to be done, and
 //! deleted before a removal is said to be done: after a restart, or a crash, [`RuntimeChanges::open`]
@@ -26,6 +31,8 @@ pub mod reload;
 
 use std::sync::{Mutex, MutexGuard};
 
+use eip_core::bus::closest;
+use eip_core::endpoint::PauseSwitch;
 use eip_core::join::JoinId;
 use eip_core::store::durable::StoreError;
 use eip_core::topic::BindingId;
@@ -68,9 +75,48 @@ pub struct BindingChange {
     pub to: Vec<String>,
 }
 
+/// What a pause takes out of the way: a route, or an adapter or bridge (a Detour).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Detour {
+    /// The route of this name.
+    Route(String),
+    /// The adapter or bridge of this name.
+    Adapter(String),
+}
+
+impl Detour {
+    /// `route orders` or `adapter orders-in`.
+    pub fn describe(&self) -> String {
+        match self {
+            Detour::Route(name) => format!("route {name}"),
+            Detour::Adapter(name) => format!("adapter {name}"),
+        }
+    }
+
+    /// Its key in the store: `route:NAME`, `adapter:NAME`.
+    fn key(&self) -> String {
+        match self {
+            Detour::Route(name) => format!("route:{name}"),
+            Detour::Adapter(name) => format!("adapter:{name}"),
+        }
+    }
+
+    fn parse(key: &str) -> Option<Detour> {
+        match key.split_once(':')? {
+            ("route", name) => Some(Detour::Route(name.to_owned())),
+            ("adapter", name) => Some(Detour::Adapter(name.to_owned())),
+            _ => None,
+        }
+    }
+}
+
 /// A change kept from an earlier run and what became of it at start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reapplied {
+    /// The route, adapter or bridge is paused again.
+    Paused(Detour),
+    /// A kept pause of a route, adapter or bridge the flow no longer has: dropped.
+    PauseDropped(Detour),
     /// The join `id` is in place again.
     Join(u64, JoinChange),
     /// The binding `id` is in place again.
@@ -89,6 +135,12 @@ pub enum Reapplied {
 impl std::fmt::Display for Reapplied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Reapplied::Paused(detour) => write!(f, "{} paused again", detour.describe()),
+            Reapplied::PauseDropped(detour) => write!(
+                f,
+                "{} was paused, and the flow has none of that name now: pause dropped",
+                detour.describe()
+            ),
             Reapplied::Join(id, join) => write!(f, "join {id} ({}) re-applied", join.describe()),
             Reapplied::Binding(id, binding) => {
                 write!(f, "binding {id} ({}) re-applied", binding.describe())
@@ -110,6 +162,16 @@ pub enum ControlError {
     /// reported (`unknown channel `x`; did you mean `y`?`).
     #[error("{}", .0.join("; "))]
     Refused(Vec<String>),
+    /// No route, adapter or bridge of that name.
+    #[error("unknown {what} `{name}`{}", closest.as_ref().map_or(String::new(), |c| format!("; did you mean `{c}`?")))]
+    Unknown {
+        /// `route` or `adapter`.
+        what: &'static str,
+        /// The name asked for.
+        name: String,
+        /// The closest known name.
+        closest: Option<String>,
+    },
     /// No runtime change has this id (a flow file's joins and bindings have none: edit the
     /// file to change them).
     #[error("no runtime {what} has id {id}")]
@@ -160,8 +222,68 @@ impl RuntimeChanges {
             for (id, change) in kept.read()? {
                 report.push(changes.reapply(kept, id, change).await?);
             }
+            for detour in kept.read_paused()? {
+                match changes.switch(&detour) {
+                    Ok(switch) => {
+                        switch.pause();
+                        report.push(Reapplied::Paused(detour));
+                    }
+                    Err(_) => {
+                        kept.remove_paused(&detour).await?;
+                        report.push(Reapplied::PauseDropped(detour));
+                    }
+                }
+            }
         }
         Ok((changes, report))
+    }
+
+    /// Pauses the route, adapter or bridge `detour` names (kept first, when changes are);
+    /// whether it was running.
+    pub async fn pause(&self, detour: &Detour) -> Result<bool, ControlError> {
+        let switch = self.switch(detour)?;
+        if let Some(kept) = &self.kept {
+            kept.put_paused(detour).await?;
+        }
+        Ok(switch.pause())
+    }
+
+    /// Resumes it (forgotten first, when changes are kept); whether it was paused.
+    pub async fn resume(&self, detour: &Detour) -> Result<bool, ControlError> {
+        let switch = self.switch(detour)?;
+        if let Some(kept) = &self.kept {
+            kept.remove_paused(detour).await?;
+        }
+        Ok(switch.resume())
+    }
+
+    /// The pause switch of what `detour` names.
+    fn switch(&self, detour: &Detour) -> Result<PauseSwitch, ControlError> {
+        match detour {
+            Detour::Route(name) => {
+                let routes = self.flow.routes();
+                match routes.iter().find(|r| r.name() == name) {
+                    Some(route) => Ok(route.pause_switch()),
+                    None => Err(ControlError::Unknown {
+                        what: "route",
+                        name: name.clone(),
+                        closest: closest(name, routes.iter().map(|r| r.name())),
+                    }),
+                }
+            }
+            Detour::Adapter(name) => {
+                let adapters = self.flow.adapters();
+                if adapters.iter().any(|a| a.name == *name) {
+                    Ok(self.flow.detours().switch(name))
+                } else {
+                    Err(ControlError::Unknown {
+                        what: "adapter or bridge",
+                        name: name.clone(),
+                        closest: closest(name, adapters.iter().map(|a| a.name.as_str())),
+                    })
+                }
+            }
+        }
     }
 
     /// Adds `join` to the flow; its id.

@@ -5,7 +5,6 @@
 use eip_adapters::bridge::{
     BridgeError, ConnectionHealth, InboundBridge, InboundBridgeHandle, Outbound, Publisher, Source,
 };
-use eip_core::channel::Channel;
 use eip_core::log::Escaped;
 use futures::future::BoxFuture;
 use tower::BoxError;
@@ -46,13 +45,7 @@ impl<C: Clone + Send + 'static> Subscription<C> {
         site: Site<'a>,
         make: fn(C) -> Result<S, BridgeError>,
     ) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
-        Box::pin(inbound(
-            site.name,
-            site.channel,
-            self.source.clone(),
-            make,
-            self.window,
-        ))
+        Box::pin(inbound(site, self.source.clone(), make, self.window))
     }
 }
 
@@ -60,8 +53,7 @@ impl<C: Clone + Send + 'static> Subscription<C> {
 /// URL or a refused declaration stops the start, and is let go; the bridge then gets a fresh
 /// one and keeps its own connection, reconnecting as it must.
 async fn inbound<C: Clone, S: Source>(
-    name: &str,
-    channel: &Channel,
+    site: Site<'_>,
     source: C,
     make: fn(C) -> Result<S, BridgeError>,
     window: usize,
@@ -70,14 +62,16 @@ async fn inbound<C: Clone, S: Source>(
     probe.connect(window).await?;
     drop(probe);
     let source = make(source)?;
-    let channel = channel.clone();
-    let name = name.to_owned();
+    let channel = site.channel.clone();
+    let name = site.name.to_owned();
     let health = ConnectionHealth::new();
     let record = health.clone();
+    let gate = site.pause;
     Ok(Endpoint::Inbound(Box::new(Ready {
         start: Box::new(move || {
             InboundBridge::new(source, channel, window)
                 .with_health(record)
+                .pause_gate(gate)
                 .spawn()
         }),
         name,

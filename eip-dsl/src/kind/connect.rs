@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 
 use eip_adapters::bridge::ConnectionHealth;
 use eip_core::channel::{Channel, DeadLetterChannel, InvalidMessageChannel};
+use eip_core::endpoint::PauseGate;
 use eip_core::message::Message;
 use futures::future::BoxFuture;
 use tower::util::BoxService;
@@ -24,6 +25,9 @@ pub struct Site<'a> {
     /// The invalid message channel of the channel's datatype, if it has one: where an inbound
     /// adapter puts what it read but could not make a message of.
     pub invalid: Option<InvalidMessageChannel>,
+    /// The adapter's pause switch, as its inbound side watches it (see
+    /// [`Detours`](crate::compile::Detours)); an outbound adapter is paused by its consumer.
+    pub pause: PauseGate,
 }
 
 /// Where an inbound adapter puts what it read but could not make a message of (a malformed

@@ -197,3 +197,21 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
         .filter(|l| !l.starts_with('#'))
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
+
+/// The RabbitMQ URL of this machine's broker (`AMQP_ADDR` overrides).
+pub fn amqp_url() -> String {
+    std::env::var("AMQP_ADDR").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// Deletes the RabbitMQ queue and exchange a test named `name`, if the broker answers.
+pub async fn delete_queue_and_exchange(name: &str) {
+    if let Ok(connection) =
+        lapin::Connection::connect(&amqp_url(), lapin::ConnectionProperties::default()).await
+        && let Ok(channel) = connection.create_channel().await
+    {
+        let _ = channel.queue_delete(name.into(), Default::default()).await;
+        let _ = channel
+            .exchange_delete(name.into(), Default::default())
+            .await;
+    }
+}

@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) accept_wait: Duration,
     /// Whole seconds, at least 1.
     pub(crate) retry_after: u64,
+    /// While its switch is paused, requests are answered 503 (a Detour).
+    pub(crate) pause: std::sync::OnceLock<eip_core::endpoint::PauseGate>,
 }
 
 impl std::fmt::Debug for Destination {
@@ -146,6 +148,10 @@ fn is_datatype_channel(destination: &Destination) -> bool {
 
 /// Waits up to `accept_wait` for room in the channel: the sender that has it, or the 429.
 async fn room(shared: &Shared, channel: &Channel) -> Result<ChannelSender, Response> {
+    if shared.pause.get().is_some_and(|gate| gate.is_paused()) {
+        let why = "the adapter is paused";
+        return Err(busy(shared, StatusCode::SERVICE_UNAVAILABLE, why));
+    }
     let mut sender = channel.sender();
     match tokio::time::timeout(shared.accept_wait, sender.ready()).await {
         Ok(_) => Ok(sender),

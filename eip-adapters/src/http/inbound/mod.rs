@@ -201,6 +201,14 @@ impl HttpInbound {
         Ok(HttpInbound::assemble(config, checked, destination))
     }
 
+    /// Answers every request `503 Service Unavailable` (with `Retry-After`, saying the
+    /// adapter is paused) while `gate`'s switch is paused: a Detour, the clients' retries
+    /// waiting for it to be resumed. Set once; a second gate is ignored.
+    pub fn pause_gate(self, gate: eip_core::endpoint::PauseGate) -> Self {
+        let _ = self.shared.pause.set(gate);
+        self
+    }
+
     fn assemble(config: HttpInboundConfig, checked: Checked, destination: Destination) -> Self {
         let shared = handler::Shared {
             destination,
@@ -209,6 +217,7 @@ impl HttpInbound {
             json: config.json,
             accept_wait: config.accept_wait,
             retry_after: config.retry_after.as_secs().max(1),
+            pause: std::sync::OnceLock::new(),
         };
         HttpInbound {
             config,

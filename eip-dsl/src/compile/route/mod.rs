@@ -326,6 +326,11 @@ impl Route {
         self.inner.pause.resume()
     }
 
+    /// Its pause switch (clones share it).
+    pub fn pause_switch(&self) -> PauseSwitch {
+        self.inner.pause.clone()
+    }
+
     /// Whether the route is paused.
     pub fn is_paused(&self) -> bool {
         self.inner.pause.is_paused()

@@ -130,6 +130,7 @@ impl AdapterConfig for FileSourceConfig {
             name: site.name.to_owned(),
             config: self.clone(),
             channel: site.channel.clone(),
+            pause: site.pause.clone(),
             rejects: site.rejects(),
         };
         Box::pin(async move { Ok(Endpoint::Inbound(Box::new(ready))) })
@@ -138,6 +139,8 @@ impl AdapterConfig for FileSourceConfig {
 
 /// A `file-in` adapter about to watch its directory (nothing to connect beforehand).
 struct Ready {
+    /// Its pause switch: its sends wait while paused.
+    pause: eip_core::endpoint::PauseGate,
     name: String,
     config: FileSourceConfig,
     channel: Channel,
@@ -147,7 +150,7 @@ struct Ready {
 
 impl Inbound for Ready {
     fn start(self: Box<Self>) -> Box<dyn Started> {
-        let mut source = FileSource::new(self.config, self.channel.sender());
+        let mut source = FileSource::new(self.config, self.channel.sender().pause_gate(self.pause));
         source = match self.rejects {
             Some(Rejects::Invalid(invalid)) => source.invalid_message_channel(invalid),
             Some(Rejects::DeadLetters(dead_letters)) => source.dead_letter_channel(dead_letters),

@@ -111,7 +111,8 @@ impl AdapterConfig for HttpInboundConfig {
 
     fn connect<'a>(&'a self, site: Site<'a>) -> BoxFuture<'a, Result<Endpoint, BoxError>> {
         Box::pin(async move {
-            let inbound = HttpInbound::new(self.clone(), site.channel.clone())?;
+            let inbound = HttpInbound::new(self.clone(), site.channel.clone())?
+                .pause_gate(site.pause.clone());
             let server = inbound.bind().await?;
             Ok(Endpoint::Inbound(Box::new(Bound {
                 server,

@@ -69,6 +69,7 @@ impl SqlDirection for SqlInboundConfig {
             Ok(Endpoint::Inbound(Box::new(Connected {
                 inbound,
                 channel: site.channel.clone(),
+                pause: site.pause.clone(),
             })))
         })
     }
@@ -117,13 +118,18 @@ fn claim(check: &mut Check<'_>, settings: &Settings<'_>) -> Option<Option<Claim>
 }
 
 struct Connected {
+    /// Its pause switch: its sends wait while paused.
+    pause: eip_core::endpoint::PauseGate,
     inbound: SqlInbound,
     channel: Channel,
 }
 
 impl Inbound for Connected {
     fn start(self: Box<Self>) -> Box<dyn Started> {
-        Box::new(Polling(self.inbound.spawn(self.channel.sender())))
+        Box::new(Polling(
+            self.inbound
+                .spawn(self.channel.sender().pause_gate(self.pause)),
+        ))
     }
 }
 

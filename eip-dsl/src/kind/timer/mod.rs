@@ -106,12 +106,15 @@ impl AdapterConfig for TimerConfig {
         let ready = Ready {
             config: self.clone(),
             channel: site.channel.clone(),
+            pause: site.pause.clone(),
         };
         Box::pin(async move { Ok(Endpoint::Inbound(Box::new(ready))) })
     }
 }
 
 struct Ready {
+    /// Its pause switch: its sends wait while paused.
+    pause: eip_core::endpoint::PauseGate,
     config: TimerConfig,
     channel: Channel,
 }
@@ -119,7 +122,7 @@ struct Ready {
 impl Inbound for Ready {
     fn start(self: Box<Self>) -> Box<dyn Started> {
         Box::new(Ticking(
-            Timer::new(self.config, self.channel.sender()).spawn(),
+            Timer::new(self.config, self.channel.sender().pause_gate(self.pause)).spawn(),
         ))
     }
 }
