@@ -8,7 +8,7 @@ mod support {
 }
 
 use serde_json::{Value, json};
-use support::admin::{FLOW, Served, eventually, serve};
+use support::admin::{FLOW, Served, eventually, metric, serve};
 
 /// The entry of `list` whose `name` is `name`.
 fn named<'a>(list: &'a Value, name: &str) -> &'a Value {
@@ -128,6 +128,25 @@ async fn a_failing_route_shows_its_count_and_last_error() {
         at.ends_with('Z') && at.len() == 24,
         "an RFC 3339 time: {at}"
     );
+    assert_eq!(
+        check["steps"][0]["counters"],
+        json!({"in": 1, "out": 0, "failed": 1}),
+        "{check}"
+    );
+    served.send("small", json!({"say": "fine"})).await;
+    counter_reaches(&served, "checked", "in", 1).await;
+    let (_, check) = served.json("/api/routes/check").await;
+    assert_eq!(
+        check["steps"][0]["counters"],
+        json!({"in": 2, "out": 1, "failed": 1}),
+        "{check}"
+    );
+    let (_, metrics) = served.get("/metrics").await;
+    let labels = r#"{route="check",step="1",kind="process"}"#;
+    for (family, value) in [("in", 2.0), ("out", 1.0), ("failed", 1.0)] {
+        let series = format!("eip_step_{family}_total{labels}");
+        assert_eq!(metric(&metrics, &series), Some(value), "{metrics}");
+    }
     served.stop().await;
 }
 
@@ -161,5 +180,43 @@ async fn unknown_names_are_404_with_the_closest_name() {
         assert_eq!(status, 404, "{path}: {body}");
         assert_eq!(body, json!({"error": error, "closest": closest}), "{path}");
     }
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_step_counts_what_went_in_and_what_it_passed_on() {
+    let served = serve(
+        r#"
+channels:
+  batches: {kind: point-to-point}
+  pairs: {kind: point-to-point}
+routes:
+  - name: regroup
+    from: batches
+    steps:
+      - split: json-lines
+      - filter: header("sequence-number") != 3
+      - aggregate: 2
+    to: pairs
+"#,
+        None,
+    )
+    .await;
+    let lines: Vec<String> = (1..=5).map(|n| format!("{{\"n\": {n}}}")).collect();
+    served.send_text("batches", &lines.join("\n")).await;
+    counter_reaches(&served, "pairs", "in", 2).await;
+    let (_, route) = served.json("/api/routes/regroup").await;
+    let counters: Vec<&Value> = (0..3).map(|i| &route["steps"][i]["counters"]).collect();
+    assert_eq!(
+        counters,
+        [
+            &json!({"in": 1, "out": 5, "failed": 0}),
+            &json!({"in": 5, "out": 4, "failed": 0}),
+            // An aggregator wraps the rest of the route: what it passed on is counted when
+            // it hands a group on.
+            &json!({"in": 4, "out": 2, "failed": 0}),
+        ],
+        "{route}"
+    );
     served.stop().await;
 }

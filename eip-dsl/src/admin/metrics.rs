@@ -8,6 +8,7 @@
 //! | `eip_channel_in_total`, `eip_channel_out_total`, `eip_channel_dead_letters_total`, `eip_channel_invalid_total` | counter | `channel` |
 //! | `eip_channel_waiting`, `eip_channel_in_flight` | gauge | `channel` |
 //! | `eip_route_handled_total`, `eip_route_failed_total` | counter | `route` |
+//! | `eip_step_in_total`, `eip_step_out_total`, `eip_step_failed_total` | counter | `route`, `step`, `kind` |
 //! | `eip_adapter_connected` | gauge (0 or 1) | `adapter`, `kind`, `section` |
 //! | `eip_bridge_reconnects_total` | counter (bridges) | `adapter`, `kind`, `section` |
 //! | `eip_store_commits_total` | counter (with durable channels) | |
@@ -29,7 +30,7 @@ use axum::response::IntoResponse;
 
 use super::api::Admin;
 use super::model::Counters;
-use crate::compile::{FlowView, RouteStats};
+use crate::compile::{FlowView, RouteStats, StepStats};
 
 /// The content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -45,6 +46,7 @@ pub fn render(view: &FlowView, ready: bool) -> String {
     let mut out = Exposition::default();
     channels(&mut out, view);
     routes(&mut out, view);
+    steps(&mut out, view);
     adapters(&mut out, view);
     store(&mut out, view);
     out.family(
@@ -150,6 +152,48 @@ fn routes(out: &mut Exposition, view: &FlowView) {
         .map(|r| (r.name(), r.stats()))
         .collect();
     families(out, &ROUTE_FAMILIES, "route", &items);
+}
+
+const STEP_FAMILIES: [Family<StepStats>; 3] = [
+    Family {
+        name: "eip_step_in_total",
+        kind: "counter",
+        help: "Messages that went into the route step.",
+        value: |s| s.received,
+    },
+    Family {
+        name: "eip_step_out_total",
+        kind: "counter",
+        help: "Messages the route step passed on.",
+        value: |s| s.sent,
+    },
+    Family {
+        name: "eip_step_failed_total",
+        kind: "counter",
+        help: "Calls of the route step that failed.",
+        value: |s| s.failed,
+    },
+];
+
+/// Each step of each route, labelled with the route, its number (from 1) and its kind.
+fn steps(out: &mut Exposition, view: &FlowView) {
+    let mut items = Vec::new();
+    for route in view.routes() {
+        let kinds = route.step_kinds().iter();
+        for (number, (kind, stats)) in kinds.zip(route.step_stats()).enumerate() {
+            items.push((route.name(), (number + 1).to_string(), *kind, stats));
+        }
+    }
+    if items.is_empty() {
+        return;
+    }
+    for family in &STEP_FAMILIES {
+        out.family(family.name, family.kind, family.help);
+        for (route, number, kind, stats) in &items {
+            let labels = [("route", *route), ("step", number.as_str()), ("kind", kind)];
+            out.sample(family.name, &labels, (family.value)(stats));
+        }
+    }
 }
 
 fn adapters(out: &mut Exposition, view: &FlowView) {

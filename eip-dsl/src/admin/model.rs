@@ -7,7 +7,9 @@ use std::time::SystemTime;
 use eip_core::channel::{Channel, ChannelKind};
 use serde::Serialize;
 
-use crate::compile::{ChannelCounters, ChannelStore, FlowView, LastError, Route, RouteStats};
+use crate::compile::{
+    ChannelCounters, ChannelStore, FlowView, LastError, Route, RouteStats, StepStats,
+};
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{ActionPlan, Plan, RecipientsPlan, TargetRef};
 use eip_adapters::bridge::HealthReport;
@@ -190,6 +192,8 @@ pub struct StepInfo {
     pub description: String,
     /// Its `on-error:` channel.
     pub on_error: Option<String>,
+    /// What it did so far: messages in, messages passed on, failed calls.
+    pub counters: StepStats,
 }
 
 /// What a route does with what comes out of its steps.
@@ -263,6 +267,7 @@ impl Shape {
                         kind: s.kind.to_owned(),
                         description: s.config.describe(),
                         on_error: s.on_error.as_ref().map(|o| o.to.clone()),
+                        counters: StepStats::default(),
                     })
                     .collect();
                 let shape = RouteShape {
@@ -333,11 +338,15 @@ impl RouteInfo {
             action: ActionInfo::of(&ActionPlan::To(Vec::new())),
             on_error: None,
         });
+        let mut steps = shape.steps;
+        for (step, counted) in steps.iter_mut().zip(route.step_stats()) {
+            step.counters = counted;
+        }
         RouteInfo {
             name: route.name().to_owned(),
             from: route.from().name().to_owned(),
             concurrency: route.concurrency() as u64,
-            steps: shape.steps,
+            steps,
             action: shape.action,
             on_error: shape.on_error,
             counters: s,

@@ -46,7 +46,7 @@ pub use detour::Detours;
 pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
 pub use rest::{Rest, WeakRest, Wrapped};
-pub use route::{LastError, Route, RouteFailure, RouteStats};
+pub use route::{LastError, Route, RouteFailure, RouteStats, StepStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 pub use view::{ChannelStore, DurableStats, FlowView, Readiness};
 

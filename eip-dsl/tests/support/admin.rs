@@ -154,7 +154,12 @@ impl Served {
 
     /// Sends `payload` (JSON) to `channel`.
     pub async fn send(&self, channel: &str, payload: serde_json::Value) {
-        let msg = Message::builder(payload.to_string()).build();
+        self.send_text(channel, &payload.to_string()).await;
+    }
+
+    /// Sends the text `payload` to `channel`.
+    pub async fn send_text(&self, channel: &str, payload: &str) {
+        let msg = Message::builder(payload.to_owned()).build();
         self.flow
             .bus()
             .publish(channel, msg)

@@ -99,11 +99,18 @@ impl Route {
     ) -> BoxFuture<'_, Result<(), RouteFailure>> {
         Box::pin(async move {
             let mut steps = Vec::with_capacity(2);
+            let counts = &self.inner.step_counts;
+            if let Some(wrapping) = first.checked_sub(1).and_then(|i| counts.get(i)) {
+                // The step before wraps the rest and hands this message on now.
+                wrapping.sent(1);
+            }
             let mut current = vec![self.entered(first, msg)];
             for (index, step) in self.inner.steps.iter().enumerate().skip(first) {
+                let count = &counts[index];
                 if step.wraps() {
                     self.carry_out(steps).await?;
                     for msg in current {
+                        count.received();
                         let rest = Rest {
                             route: self.clone(),
                             first: index + 1,
@@ -117,16 +124,22 @@ impl Route {
                 let mut next = Vec::with_capacity(current.len());
                 let on_error = self.inner.step_errors.get(index).and_then(Option::as_ref);
                 for msg in current {
+                    count.received();
                     if !step.calls_out() {
                         let made = self.step_span(index).in_scope(|| step.decide(msg));
+                        count.sent(made.next.len());
                         self.take(index, made, &mut steps, &mut next);
                         continue;
                     }
                     // Kept only where the step's own `on-error` may need it.
                     let received = on_error.map(|_| msg.clone());
                     match step.call(msg).instrument(self.step_span(index)).await {
-                        Ok(made) => self.take(index, made, &mut steps, &mut next),
+                        Ok(made) => {
+                            count.sent(made.next.len());
+                            self.take(index, made, &mut steps, &mut next);
+                        }
                         Err(error) => {
+                            count.failed();
                             let failure = self.step_failed(index, error);
                             let (Some(channel), Some(received)) = (on_error, received) else {
                                 return Err(failure);

@@ -13,6 +13,9 @@
 
 mod carry_out;
 mod outcome;
+mod step_counts;
+
+pub use step_counts::StepStats;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -67,6 +70,8 @@ pub(super) struct Inner {
     /// Pauses and resumes its consumer (the Control Bus's detour).
     pause: PauseSwitch,
     counters: Counters,
+    /// Each step's counters, in the steps' order.
+    step_counts: Box<[step_counts::StepCounters]>,
     /// With Message History on (`history: true`), each step's name in the `history` header
     /// (`ROUTE/N KIND`, N from 1); `None` when the flow records none.
     history: Option<Vec<String>>,
@@ -282,6 +287,7 @@ impl Route {
                 concurrency: plan.concurrency.max(1),
                 pause: PauseSwitch::new(),
                 counters: Counters::default(),
+                step_counts: plan.steps.iter().map(|_| Default::default()).collect(),
                 history: flow.history.then(|| {
                     let name = &plan.name;
                     (plan.steps.iter().enumerate())
@@ -329,6 +335,16 @@ impl Route {
     /// Its pause switch (clones share it).
     pub fn pause_switch(&self) -> PauseSwitch {
         self.inner.pause.clone()
+    }
+
+    /// Each step's kind (`filter`, `transform`, ...), in the steps' order.
+    pub fn step_kinds(&self) -> &[&'static str] {
+        &self.inner.kinds
+    }
+
+    /// What each step did so far, in the steps' order.
+    pub fn step_stats(&self) -> Vec<StepStats> {
+        self.inner.step_counts.iter().map(|c| c.stats()).collect()
     }
 
     /// Whether the route is paused.
