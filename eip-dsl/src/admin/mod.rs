@@ -18,6 +18,7 @@
 //!   bound; then 200).
 //! - `GET /metrics`: Prometheus' text format (see [`metrics`]).
 //! - `GET /api/openapi.json`: the OpenAPI 3.1 document of all of the above.
+//! - `GET /`: the web console (see [`console`]), and `GET /api/graph.svg`, the flow it draws.
 //!
 //! Every answer is JSON (but `/metrics`), from the typed structs of [`model`]; an unknown
 //! name is a 404 whose body names the closest known one.
@@ -36,6 +37,7 @@
 
 mod api;
 pub mod changes;
+pub mod console;
 mod health;
 pub mod metrics;
 pub mod model;
@@ -191,6 +193,7 @@ impl AdminServer {
             changes,
             rates,
             token: options.token.map(security::Token::new),
+            graph: crate::graph::svg(plan),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let app = api::router(admin);
