@@ -14,7 +14,7 @@ use super::model::{
     AdapterInfo, BindingInfo, ChannelInfo, ErrorBody, ExchangeInfo, FlowInfo, JoinInfo, RouteInfo,
     Shape, StoreInfo,
 };
-use super::{changes, health, metrics, operate, rates, security};
+use super::{browse, changes, dead_letters, health, metrics, operate, rates, security};
 use crate::compile::FlowView;
 use crate::control::RuntimeChanges;
 
@@ -75,6 +75,8 @@ endpoints! {
         get "/api/exchanges/{name}" => exchange;
         get "/api/adapters" => adapters;
         get "/api/changes" => changes::list;
+        get "/api/channels/{name}/messages" => browse::list;
+        get "/api/dead-letters" => dead_letters::list;
     }
     changing {
         post "/api/joins" => changes::add_join;
@@ -85,6 +87,9 @@ endpoints! {
         post "/api/channels/{name}/messages" => operate::send;
         post "/api/routes/{name}/pause" => operate::pause;
         post "/api/routes/{name}/resume" => operate::resume;
+        post "/api/dead-letters/replay" => dead_letters::replay;
+        post "/api/dead-letters/delete" => dead_letters::delete;
+        delete "/api/dead-letters/{id}" => dead_letters::delete_one;
     }
 }
 
