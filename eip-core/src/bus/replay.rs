@@ -162,10 +162,7 @@ impl MessageBus {
         let mut held = VecDeque::new();
         while seen.len() < budget {
             let mut batch = VecDeque::new();
-            let unseen = Unseen {
-                which,
-                seen: &seen,
-            };
+            let unseen = Unseen { which, seen: &seen };
             let max = (budget - seen.len()).min(REPLAY_BATCH);
             if lane.store.try_take(Some(&unseen), max, &mut batch) != Take::Taken {
                 break;
@@ -189,7 +186,11 @@ impl MessageBus {
         }
         lane.unprefetch(&mut held);
         if let Which::Ids(ids) = which {
-            report.missing = ids.iter().filter(|id| !seen.contains(id)).copied().collect();
+            report.missing = ids
+                .iter()
+                .filter(|id| !seen.contains(id))
+                .copied()
+                .collect();
             report.missing.sort();
         }
         report
@@ -240,10 +241,16 @@ mod tests {
         assert_eq!(channel, "orders");
         assert_eq!(copy.id(), first.id());
         assert_eq!(copy.redelivery_count().ok(), Some(0));
-        assert_eq!(copy.headers().get(REPLAYED).and_then(|v| v.as_int()), Some(1));
+        assert_eq!(
+            copy.headers().get(REPLAYED).and_then(|v| v.as_int()),
+            Some(1)
+        );
         assert_eq!(copy.death().ok().flatten(), first.death().ok().flatten());
         let (_, again) = replay_copy(&copy).expect("still a dead letter");
-        assert_eq!(again.headers().get(REPLAYED).and_then(|v| v.as_int()), Some(2));
+        assert_eq!(
+            again.headers().get(REPLAYED).and_then(|v| v.as_int()),
+            Some(2)
+        );
     }
 
     #[test]

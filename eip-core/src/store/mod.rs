@@ -48,8 +48,8 @@ use std::task::{Context, Poll};
 
 use crate::message::{Message, MessageId};
 
-pub use browse::{Browse, NotBrowsable};
 pub(crate) use browse::Pager;
+pub use browse::{Browse, NotBrowsable};
 pub use memory::Overflow;
 pub use parking::Parking;
 pub(crate) use parking::{Parked, take_parked};
