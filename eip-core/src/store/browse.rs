@@ -68,6 +68,19 @@ impl<'a> Pager<'a> {
         }
     }
 
+    /// Walks `waiting`, the messages held in memory (in order): passes over those it may
+    /// skip, then sees each until the page is done.
+    pub(crate) fn walk<'m>(&mut self, waiting: impl ExactSizeIterator<Item = &'m Message>) {
+        let skip = self.skippable().min(waiting.len());
+        self.skipped(skip);
+        for msg in waiting.skip(skip) {
+            if self.is_done() {
+                return;
+            }
+            self.see(msg);
+        }
+    }
+
     /// How many messages (selected or not) the walk may skip without looking, from the
     /// start: the offset when there is no selector to count.
     pub(crate) fn skippable(&self) -> usize {
@@ -106,12 +119,8 @@ mod tests {
     }
 
     fn walk(pager: &mut Pager<'_>, n: u32) {
-        for i in 0..n {
-            if pager.is_done() {
-                return;
-            }
-            pager.see(&Message::new(i.to_string()));
-        }
+        let messages: Vec<Message> = (0..n).map(|i| Message::new(i.to_string())).collect();
+        pager.walk(messages.iter());
     }
 
     fn payloads(page: &Browse) -> Vec<String> {

@@ -170,6 +170,10 @@ fn which(selection: &Selection) -> Result<(Which, String), Refusal> {
     let exactly_one = "say which dead letters: exactly one of `ids` (a list of message ids), \
                        `when` (a predicate) and `all` (true)";
     match (&selection.ids, &selection.when, selection.all) {
+        (Some(ids), None, None) if ids.is_empty() => Err(refusal(
+            StatusCode::BAD_REQUEST,
+            "`ids` is empty: list the dead letters' message ids",
+        )),
         (Some(ids), None, None) => {
             let parsed = ids
                 .iter()
@@ -190,7 +194,7 @@ fn which(selection: &Selection) -> Result<(Which, String), Refusal> {
         (None, None, Some(true)) => Ok((Which::All, "all".to_owned())),
         (None, None, Some(false)) => Err(refusal(
             StatusCode::BAD_REQUEST,
-            "`all` is false: select nothing by sending nothing",
+            "`all` must be true; to select some dead letters, send `ids` or `when` instead",
         )),
         _ => Err(refusal(StatusCode::BAD_REQUEST, exactly_one)),
     }

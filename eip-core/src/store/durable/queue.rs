@@ -550,14 +550,7 @@ impl MessageStore for DurableQueue {
     ) -> Result<Browse, NotBrowsable> {
         let state = self.lock();
         let mut pager = Pager::new(select, offset, limit);
-        let skip = pager.skippable().min(state.window.len());
-        pager.skipped(skip);
-        for (_, msg) in state.window.iter().skip(skip) {
-            if pager.is_done() {
-                break;
-            }
-            pager.see(msg);
-        }
+        pager.walk(state.window.iter().map(|(_, msg)| msg));
         super::browse::from_disk(&self.log, state.next_read, state.recovered, &mut pager);
         let on_disk = usize::try_from(self.log.len()).unwrap_or(usize::MAX);
         Ok(pager.finish(on_disk.saturating_sub(state.in_flight_count)))

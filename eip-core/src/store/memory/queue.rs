@@ -529,14 +529,7 @@ impl MessageStore for Queue {
     ) -> Result<Browse, NotBrowsable> {
         let state = self.lock();
         let mut pager = Pager::new(select, offset, limit);
-        let skip = pager.skippable().min(state.ready.len());
-        pager.skipped(skip);
-        for msg in state.ready.iter().skip(skip) {
-            if pager.is_done() {
-                break;
-            }
-            pager.see(msg);
-        }
+        pager.walk(state.ready.iter());
         // A fed queue's messages not read from the log yet wait too, after those read.
         let unread = self.unread(&state);
         if let Some(log) = &self.feed
