@@ -13,11 +13,14 @@ mod support {
     pub mod webdriver;
 }
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use eip_core::Message;
 
 use eip_dsl::admin::console::CONTENT_SECURITY_POLICY;
 use serde_json::{Value, json};
-use support::admin::{FLOW, Served, serve};
+use support::admin::{FLOW, Served, serve, serve_unstarted};
 use support::webdriver::Browser;
 
 const TOKEN: &str = "console-t0ken";
@@ -344,9 +347,21 @@ async fn dead_letter_ids(served: &Served) -> Vec<String> {
         .collect()
 }
 
+/// `FLOW` served and started as `eip run --admin` starts it: its dead letters kept for the
+/// admin server, not output.
+async fn serve_keeping_dead_letters() -> Served {
+    let mut served = serve_unstarted(FLOW, Some(TOKEN)).await;
+    let adapters = (served.flow.connect_adapters().await).expect("no adapters to connect");
+    let output = Arc::new(|_: &str, _: &Message| {});
+    let mut running = (served.flow).start_keeping(output, &["dead-letters".to_owned()]);
+    running.attach(adapters);
+    served.running = Some(running);
+    served
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_is_replayed_and_deleted_from_the_console() {
-    let served = serve(FLOW, Some(TOKEN)).await;
+    let served = serve_keeping_dead_letters().await;
     // `check` fails on it; `small` tries once, then dead-letters it.
     served
         .send("small", json!({"say": "fail <b>bold</b>"}))

@@ -14,7 +14,7 @@ use super::model::{
     AdapterInfo, BindingInfo, ChannelInfo, ErrorBody, ExchangeInfo, FlowInfo, JoinInfo, RouteInfo,
     Shape, StoreInfo,
 };
-use super::{changes, console, health, metrics, operate, rates, security};
+use super::{browse, changes, console, dead_letters, health, metrics, operate, rates, security};
 use crate::compile::FlowView;
 use crate::control::RuntimeChanges;
 
@@ -80,6 +80,8 @@ endpoints! {
         get "/api/adapters" => adapters;
         get "/api/changes" => changes::list;
         get "/api/graph.svg" => console::graph;
+        get "/api/channels/{name}/messages" => browse::list;
+        get "/api/dead-letters" => dead_letters::list;
     }
     changing {
         post "/api/joins" => changes::add_join;
@@ -90,6 +92,9 @@ endpoints! {
         post "/api/channels/{name}/messages" => operate::send;
         post "/api/routes/{name}/pause" => operate::pause;
         post "/api/routes/{name}/resume" => operate::resume;
+        post "/api/dead-letters/replay" => dead_letters::replay;
+        post "/api/dead-letters/delete" => dead_letters::delete;
+        delete "/api/dead-letters/{id}" => dead_letters::delete_one;
     }
 }
 

@@ -36,8 +36,10 @@
 //! checked plan; readiness from the flow's [`Readiness`](crate::compile::Readiness).
 
 mod api;
+pub mod browse;
 pub mod changes;
 pub mod console;
+pub mod dead_letters;
 mod health;
 pub mod metrics;
 pub mod model;
