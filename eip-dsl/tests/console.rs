@@ -3,7 +3,8 @@
 //! itself in a real browser (headless Chromium over WebDriver): it draws the flow, a counter on
 //! the drawing moves when a message is sent from its form, a join added from its form routes
 //! the next message and removed routes no more, a route paused and resumed from its buttons,
-//! a dead letter replayed and deleted from its browser.
+//! a dead letter replayed and deleted from its browser; and without a token the console reads
+//! and says why a change is refused.
 //!
 //! Set `EIP_CONSOLE_SCREENSHOT=PATH` to keep the screenshot the first test takes (the book's
 //! `book/src/images/console.png` is made so).
@@ -24,8 +25,9 @@ use support::admin::{FLOW, Served, serve, serve_unstarted};
 use support::webdriver::Browser;
 
 const TOKEN: &str = "console-t0ken";
-/// How long the page may take to show what the server has.
-const SHOWN: Duration = Duration::from_secs(10);
+/// How long the page may take to show what the server has (generous: CI runs these beside
+/// the whole workspace's tests on two cores).
+const SHOWN: Duration = Duration::from_secs(20);
 
 /// The status, content type, CSP header and body of `GET path`, with `token` if given.
 async fn get_as(
@@ -411,6 +413,37 @@ async fn a_dead_letter_is_replayed_and_deleted_from_the_console() {
         })
         .await;
     assert!(dead_letter_ids(&served).await.is_empty());
+    browser.quit().await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_token_the_console_reads_and_says_why_changes_are_refused() {
+    let served = serve(FLOW, None).await;
+    let browser = Browser::start(1280, 1000).await;
+    browser.goto(&format!("{}/", served.base)).await;
+    browser
+        .wait_text("orders' counter", &channel_counter("orders"), SHOWN, |t| {
+            t == "in 0 · out 0"
+        })
+        .await;
+    let asked = browser
+        .script(
+            "return !document.getElementById('token-form').hidden;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(asked, false, "no token asked for");
+    browser
+        .click("#routes tr[data-name=\"sort\"] button.pause")
+        .await;
+    browser
+        .wait_text("the refusal", "#status.error", SHOWN, |t| {
+            t.starts_with("changes need a token")
+        })
+        .await;
+    let (_, sort) = served.json("/api/routes/sort").await;
+    assert_eq!(sort["paused"], false, "{sort}");
     browser.quit().await;
     served.stop().await;
 }

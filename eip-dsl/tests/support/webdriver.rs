@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 /// The key of an element reference in WebDriver's answers.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long a single WebDriver command may take.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How to get the browser, said when it is missing.
 const INSTALL: &str = "the console's browser tests need headless Chromium and its WebDriver: \
@@ -114,9 +114,9 @@ impl Browser {
         browser
     }
 
-    /// Waits, at most 15 s, for chromedriver to answer its status as ready.
+    /// Waits, at most 30 s, for chromedriver to answer its status as ready.
     async fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = self.driver.try_wait() {
                 panic!("chromedriver exited at start ({status}): {INSTALL}");
@@ -131,7 +131,7 @@ impl Browser {
             }
             assert!(
                 Instant::now() < deadline,
-                "chromedriver did not get ready in 15 s"
+                "chromedriver did not get ready in 30 s"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -180,9 +180,9 @@ impl Browser {
             .await;
     }
 
-    /// The element `css` selects, waiting at most 10 s for it to appear.
+    /// The element `css` selects, waiting at most 20 s for it to appear.
     pub async fn find(&self, css: &str) -> Element {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let found = self
                 .script(
@@ -201,7 +201,7 @@ impl Browser {
                 let id = value[ELEMENT].as_str().expect("an element reference");
                 return Element(id.to_owned());
             }
-            assert!(Instant::now() < deadline, "no `{css}` on the page in 10 s");
+            assert!(Instant::now() < deadline, "no `{css}` on the page in 20 s");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
