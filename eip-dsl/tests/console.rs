@@ -238,6 +238,9 @@ async fn a_join_added_in_the_console_routes_and_removed_routes_no_more() {
         .await;
     let row = "#joins tr[data-from=\"events\"][data-to=\"trades\"]";
     browser.find(&format!("{row} button.remove")).await;
+    // Drawn too: an edge from `events` (the fifth channel) to `trades` (the seventh).
+    let edge = "#graph g.edge[data-from=\"c4_events\"][data-to=\"c6_trades\"]";
+    browser.find(edge).await;
     let (_, joins) = served.json("/api/joins").await;
     assert!(
         joins
@@ -259,6 +262,7 @@ async fn a_join_added_in_the_console_routes_and_removed_routes_no_more() {
             t == "join 1 removed"
         })
         .await;
+    browser.gone(edge).await;
     send_from_form(&browser, "orders", r#"{"total": 901}"#).await;
     wait_in(&served, "audit", 2).await;
     assert_eq!(api_count(&served, "trades", "in").await, 1, "no more");

@@ -26,8 +26,8 @@ pub(super) struct Admin {
     pub(super) shape: Shape,
     pub(super) rates: rates::Rates,
     pub(super) token: Option<security::Token>,
-    /// The flow drawn as SVG, for the console.
-    pub(super) graph: String,
+    /// The checked plan the flow was compiled from, which the console's drawing starts from.
+    pub(super) plan: crate::plan::Plan,
 }
 
 /// Lists every endpoint and builds the router from the same list: `open` ones answer without

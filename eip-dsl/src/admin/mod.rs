@@ -195,7 +195,7 @@ impl AdminServer {
             changes,
             rates,
             token: options.token.map(security::Token::new),
-            graph: crate::graph::svg(plan),
+            plan: plan.clone(),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let app = api::router(admin);

@@ -206,6 +206,19 @@ impl Browser {
         }
     }
 
+    /// Waits, at most 20 s, until nothing on the page matches `css`.
+    pub async fn gone(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let absent = "return document.querySelector(arguments[0]) === null;";
+        while self.script(absent, json!([css])).await != true {
+            assert!(
+                Instant::now() < deadline,
+                "`{css}` still on the page after 20 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Clicks the element `css` selects.
     pub async fn click(&self, css: &str) {
         let Element(id) = self.find(css).await;

@@ -400,6 +400,8 @@
     try {
       const text = await call(method, path, body);
       say(describe(text ? JSON.parse(text) : null), 'ok');
+      // The drawing shows the joins and bindings as they are now.
+      if (path.startsWith('/api/joins') || path.startsWith('/api/bindings')) loadGraph();
       await refresh();
       return true;
     } catch (e) {

@@ -8,7 +8,8 @@
 //! (the page asks for it on the first `401` and keeps it in the tab's `sessionStorage`):
 //!
 //! - `GET /api/graph.svg`: the flow drawn as `eip graph --format svg` draws it (the flow
-//!   file's channels, routes, joins, exchanges and adapters), each node a `<g class="node">`
+//!   file's channels, routes, exchanges and adapters, with the joins and bindings in place now,
+//!   those added at runtime too), each node a `<g class="node">`
 //!   with its name in `data-name`, on which the page writes the counters of `/api/flow`,
 //!   read every second;
 //! - the channels with their counters and rates, the routes with pause and resume, the joins
@@ -29,7 +30,12 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use eip_core::channel::Channel;
+use eip_core::predicate::Predicate;
+
 use super::api::{Admin, unknown};
+use crate::compile::FlowView;
+use crate::plan::{BindingPlan, JoinPlan, Plan};
 
 /// The `Content-Security-Policy` of the console's page and files: scripts, styles and
 /// connections to this server only, images from it or `data:`, no plugins, frames or forms
@@ -89,11 +95,13 @@ async fn file(Path(name): Path<String>) -> Response {
     }
 }
 
-/// `GET /api/graph.svg`: the flow's drawing, as `eip graph --format svg` makes it.
+/// `GET /api/graph.svg`: the flow's drawing, as `eip graph --format svg` makes it, with its
+/// joins and bindings as they are now (those added at runtime too).
 pub(super) async fn graph(State(admin): State<Arc<Admin>>) -> Response {
+    let drawing = crate::graph::svg(&as_now(&admin.plan, &admin.view));
     let mut response = (
         [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
-        admin.graph.clone(),
+        drawing,
     )
         .into_response();
     // Opened on its own, the drawing runs nothing and loads nothing.
@@ -106,6 +114,42 @@ pub(super) async fn graph(State(admin): State<Arc<Admin>>) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     response
+}
+
+/// `plan` with the joins and the exchanges' bindings `view`'s bus has now in place of the
+/// flow file's.
+fn as_now(plan: &Plan, view: &FlowView) -> Plan {
+    let mut plan = plan.clone();
+    plan.joins.clear();
+    for (channel, _) in view.channels() {
+        let Channel::PublishSubscribe(source) = channel else {
+            continue;
+        };
+        for join in source.joins().iter() {
+            plan.joins.push(JoinPlan {
+                from: join.source().to_owned(),
+                to: join.destination().name().to_owned(),
+                // A join's filter is described by its predicate's text, which parses back.
+                filter: (join.filter()).and_then(|f| Predicate::parse(f.description()).ok()),
+                hops: join.hops(),
+                archival: join.is_archival(),
+            });
+        }
+    }
+    for exchange in &mut plan.exchanges {
+        let Ok(live) = view.bus().exchange(&exchange.name) else {
+            continue;
+        };
+        exchange.bindings = (live.bindings().into_iter())
+            .map(|(_, binding)| BindingPlan {
+                key: binding.key().cloned(),
+                to: (binding.targets().iter())
+                    .map(|c| c.name().to_owned())
+                    .collect(),
+            })
+            .collect();
+    }
+    plan
 }
 
 #[cfg(test)]
