@@ -17,6 +17,7 @@
 //! use, so nothing undeliverable is lost. Asking for a channel that does not exist is an error
 //! that names it and, when one is close, suggests the channel meant.
 
+mod replay;
 mod request_reply;
 mod resolver;
 
@@ -24,6 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+pub use replay::{NotReplayed, REPLAYED, ReplayReport, Replayed, Which, replay_copy};
 pub use request_reply::RequestError;
 
 use crate::channel::queue_for_subscription;
@@ -32,7 +34,7 @@ use crate::channel::{
     Delivery, Outcome, PointToPoint, PublishSubscribe, Receiver, SendError, Subscriber,
 };
 use crate::join::{Join, JoinBuilder, JoinError, JoinId};
-use crate::message::{Message, names};
+use crate::message::Message;
 use crate::router::{RouteError, Sent, Target};
 use crate::topic::{TopicError, TopicExchange, TopicPattern};
 
@@ -473,29 +475,6 @@ impl MessageBus {
 
     pub(crate) fn remove_now(&self, name: &str) -> Option<Channel> {
         self.write().remove(name)
-    }
-
-    /// Sends a dead letter back to the channel it died on, then acks it. Its death record stays
-    /// (so a second death counts on) and its redelivery count starts again from zero.
-    ///
-    /// On failure the delivery comes back unsettled with the error, for the caller to decide:
-    /// ack it (give up), reject it elsewhere, or drop it (it is requeued at the head).
-    pub async fn replay(&self, delivery: Delivery) -> Result<Outcome, Box<ReplayError>> {
-        let record = delivery.message().death().ok().flatten();
-        let Some(record) = record else {
-            let id = delivery.message().id().to_string();
-            let error = BusError::NotADeadLetter { id };
-            return Err(Box::new(ReplayError { error, delivery }));
-        };
-        let mut msg = delivery.message().clone();
-        msg.headers_mut().remove(names::REDELIVERY_COUNT);
-        match self.send(&record.channel, msg).await {
-            Ok(outcome) => {
-                delivery.ack();
-                Ok(outcome)
-            }
-            Err(error) => Err(Box::new(ReplayError { error, delivery })),
-        }
     }
 }
 

@@ -34,6 +34,7 @@
 //! Dead-lettering is not a store's business: a store hands back what must go there, and the
 //! channel puts it there.
 
+mod browse;
 pub mod durable;
 pub mod memory;
 mod parking;
@@ -47,6 +48,8 @@ use std::task::{Context, Poll};
 
 use crate::message::{Message, MessageId};
 
+pub(crate) use browse::Pager;
+pub use browse::{Browse, NotBrowsable};
 pub use memory::Overflow;
 pub use parking::Parking;
 pub(crate) use parking::{Parked, take_parked};
@@ -178,7 +181,7 @@ pub struct StoreStats {
 /// rest has a default that is right for any store, and a store overrides it only to do it
 /// cheaper or to count it apart: a waiting [`push`](Self::push) built on `try_push` and
 /// `writable`, [`release`](Self::release) as `settle`, [`unprefetch`](Self::unprefetch) as
-/// requeues, [`ready`](Self::ready) at once. How a receiver waits is the channel's: a store
+/// requeues, [`ready`](Self::ready) at once, [`browse`](Self::browse) refused. How a receiver waits is the channel's: a store
 /// that wants its receivers to park without a boxed wait says where, with
 /// [`parking`](Self::parking); which receivers select is the receivers' own business (a
 /// parked selective receiver counts itself where the store's `Parking` says).
@@ -302,6 +305,22 @@ pub trait MessageStore: Send + Sync + 'static {
 
     /// Removes the waiting messages `select` selects (all without one); how many.
     fn purge(&self, select: Option<&dyn Select>) -> usize;
+
+    /// Shows the waiting messages (those `select` selects, if given) from the `offset`-th
+    /// on, at most `limit`, in the order they would be taken, without taking them (see
+    /// [`Browse`]). By default [`NotBrowsable`]: right for a store whose messages live
+    /// elsewhere (a broker's queue), which the caller names better than the store can.
+    fn browse(
+        &self,
+        select: Option<&dyn Select>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Browse, NotBrowsable> {
+        let _ = (select, offset, limit);
+        Err(NotBrowsable {
+            reason: "this store keeps its messages outside the process".to_owned(),
+        })
+    }
 
     /// Closes the store: no more pushes; returns every waiting message.
     fn close(&self) -> Vec<Message>;

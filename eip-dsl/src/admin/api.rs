@@ -1,6 +1,6 @@
 //! The endpoints: one table lists every method and path with its handler, and the router is
-//! built from that table only, so [`ENDPOINTS`] is what the server serves (the OpenAPI test
-//! holds the document to it).
+//! built from that table, so [`ENDPOINTS`] is what the server serves (the OpenAPI test holds
+//! the document to it); beside them, the web console's page and files ([`console`]).
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use super::model::{
     AdapterInfo, BindingInfo, ChannelInfo, ErrorBody, ExchangeInfo, FlowInfo, JoinInfo, RouteInfo,
     Shape, StoreInfo,
 };
-use super::{changes, health, metrics, operate, rates, security};
+use super::{browse, changes, console, dead_letters, health, metrics, operate, rates, security};
 use crate::compile::FlowView;
 use crate::control::RuntimeChanges;
 
@@ -26,6 +26,8 @@ pub(super) struct Admin {
     pub(super) shape: Shape,
     pub(super) rates: rates::Rates,
     pub(super) token: Option<security::Token>,
+    /// The checked plan the flow was compiled from, which the console's drawing starts from.
+    pub(super) plan: crate::plan::Plan,
 }
 
 /// Lists every endpoint and builds the router from the same list: `open` ones answer without
@@ -52,7 +54,9 @@ macro_rules! endpoints {
                 $(.route($g_path, axum::routing::$g_method($g_handler)))*
                 $(.route($c_path, axum::routing::$c_method($c_handler)))*
                 .layer(middleware::from_fn_with_state(admin.clone(), security::require_token));
-            open.merge(guarded).fallback(no_such_endpoint).with_state(admin)
+            open.merge(guarded)
+                .merge(console::pages())
+                .fallback(no_such_endpoint).with_state(admin)
         }
     };
 }
@@ -75,6 +79,9 @@ endpoints! {
         get "/api/exchanges/{name}" => exchange;
         get "/api/adapters" => adapters;
         get "/api/changes" => changes::list;
+        get "/api/graph.svg" => console::graph;
+        get "/api/channels/{name}/messages" => browse::list;
+        get "/api/dead-letters" => dead_letters::list;
     }
     changing {
         post "/api/joins" => changes::add_join;
@@ -87,6 +94,9 @@ endpoints! {
         post "/api/routes/{name}/resume" => operate::resume;
         post "/api/adapters/{name}/pause" => operate::pause_adapter;
         post "/api/adapters/{name}/resume" => operate::resume_adapter;
+        post "/api/dead-letters/replay" => dead_letters::replay;
+        post "/api/dead-letters/delete" => dead_letters::delete;
+        delete "/api/dead-letters/{id}" => dead_letters::delete_one;
     }
 }
 

@@ -18,6 +18,7 @@
 //!   bound; then 200).
 //! - `GET /metrics`: Prometheus' text format (see [`metrics`]).
 //! - `GET /api/openapi.json`: the OpenAPI 3.1 document of all of the above.
+//! - `GET /`: the web console (see [`console`]), and `GET /api/graph.svg`, the flow it draws.
 //!
 //! Every answer is JSON (but `/metrics`), from the typed structs of [`model`]; an unknown
 //! name is a 404 whose body names the closest known one.
@@ -35,7 +36,10 @@
 //! checked plan; readiness from the flow's [`Readiness`](crate::compile::Readiness).
 
 mod api;
+pub mod browse;
 pub mod changes;
+pub mod console;
+pub mod dead_letters;
 mod health;
 pub mod metrics;
 pub mod model;
@@ -191,6 +195,7 @@ impl AdminServer {
             changes,
             rates,
             token: options.token.map(security::Token::new),
+            plan: plan.clone(),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let app = api::router(admin);

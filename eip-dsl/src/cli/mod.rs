@@ -88,6 +88,27 @@ enum Command {
         #[arg(long)]
         when: Option<String>,
     },
+    /// The messages waiting on a channel of a running flow, without taking them.
+    #[cfg(feature = "admin")]
+    Messages {
+        #[command(flatten)]
+        server: admin::Server,
+        /// The channel.
+        channel: String,
+        #[command(flatten)]
+        page: admin::Page,
+    },
+    /// A running flow's dead letters: list them, replay them (keeping their ids), delete them.
+    #[cfg(feature = "admin")]
+    DeadLetters {
+        #[command(flatten)]
+        server: admin::Server,
+        /// Another dead letter channel than `dead-letters`.
+        #[arg(long, global = true)]
+        channel: Option<String>,
+        #[command(subcommand)]
+        command: admin::DeadLettersCommand,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -139,6 +160,18 @@ pub fn main() -> ExitCode {
             channel,
             when,
         } => admin::purge(server, channel, when),
+        #[cfg(feature = "admin")]
+        Command::Messages {
+            server,
+            channel,
+            page,
+        } => admin::messages(server, channel, page),
+        #[cfg(feature = "admin")]
+        Command::DeadLetters {
+            server,
+            channel,
+            command,
+        } => admin::dead_letters(server, channel, command),
     }
 }
 

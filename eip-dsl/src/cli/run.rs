@@ -140,7 +140,8 @@ pub fn run(args: RunArgs) -> ExitCode {
         let Ok(admin) = start_admin(&flow, &plan, args.admin.as_deref(), changes).await else {
             return ExitCode::FAILURE;
         };
-        let code = run_flow(flow, args, reloader).await;
+        let kept = kept_dead_letters(&plan, admin.is_some());
+        let code = run_flow(flow, args, reloader, &kept).await;
         stop_admin(admin).await;
         code
     });
@@ -214,7 +215,23 @@ fn store_options(data_dir: Option<&Path>, plan: &Plan) -> std::io::Result<StoreO
     })
 }
 
-async fn run_flow(flow: Flow, args: RunArgs, mut reloader: Reloader) -> ExitCode {
+/// The dead letter channels `eip run` keeps rather than prints: with the admin server on,
+/// `dead-letters` and every channel a channel names as its `dead-letter:`, so that their
+/// messages wait to be browsed, replayed or deleted. Without it, none (they are outputs).
+fn kept_dead_letters(plan: &Plan, admin: bool) -> Vec<String> {
+    if !admin {
+        return Vec::new();
+    }
+    let mut kept = vec![eip_dsl::plan::DEAD_LETTERS.to_owned()];
+    for named in plan.channels.iter().filter_map(|c| c.dead_letter.as_ref()) {
+        if !kept.contains(named) {
+            kept.push(named.clone());
+        }
+    }
+    kept
+}
+
+async fn run_flow(flow: Flow, args: RunArgs, mut reloader: Reloader, kept: &[String]) -> ExitCode {
     let output: Output = if args.quiet {
         Arc::new(|_: &str, _: &Message| {})
     } else {
@@ -237,7 +254,12 @@ async fn run_flow(flow: Flow, args: RunArgs, mut reloader: Reloader) -> ExitCode
     for line in adapters.describe() {
         eprintln!("[eip] {line}");
     }
-    let mut running = flow.start(output);
+    let mut running = flow.start_keeping(output, kept);
+    for channel in running.kept() {
+        eprintln!(
+            "[eip] dead letters on {channel} are kept for the admin server (`eip dead-letters list`)"
+        );
+    }
     // The channels kept in brokers have their queues, bindings and consumers before anything
     // is sent: a subscription sees what is published after it is made. The flow waits on its
     // own channels' stores only.

@@ -44,6 +44,9 @@ pub struct RunningFlow {
     pub(super) inbound: Vec<Box<dyn Started>>,
     /// The flow's readiness: started once the adapters are attached, not ready once draining.
     readiness: super::Readiness,
+    /// The channels that are no outputs though nothing consumes them (see
+    /// [`Flow::start_keeping`]).
+    kept: Vec<String>,
 }
 
 /// One channel's counters, for the periodic counters line.
@@ -77,7 +80,15 @@ impl Flow {
     /// messages at once, each acknowledged on its own once the route has carried it out. Publish-subscribe channels are subscribed before this
     /// returns, so nothing sent afterwards is missed.
     pub fn start(&self, output: Output) -> RunningFlow {
+        self.start_keeping(output, &[])
+    }
+
+    /// [`start`](Self::start), except that the channels named in `kept` that nothing consumes
+    /// are no outputs: what reaches them waits there, to be browsed and taken from outside (the dead letters the
+    /// admin server replays), and draining does not wait for them to empty.
+    pub fn start_keeping(&self, output: Output, kept: &[String]) -> RunningFlow {
         let mut consumers = Vec::new();
+        let mut kept_here = Vec::new();
         for route in &self.routes {
             let handle = match route.from() {
                 Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone())
@@ -102,6 +113,10 @@ impl Flow {
             if consumed {
                 continue;
             }
+            if kept.iter().any(|k| k == channel.name()) {
+                kept_here.push(channel.name().to_owned());
+                continue;
+            }
             let name: Arc<str> = channel.name().into();
             let output = output.clone();
             let sink = tower::service_fn(move |msg: Message| {
@@ -120,6 +135,7 @@ impl Flow {
             consumers,
             inbound: Vec::new(),
             readiness: self.readiness.clone(),
+            kept: kept_here,
         }
     }
 }
@@ -192,9 +208,18 @@ impl RunningFlow {
             .collect()
     }
 
-    /// Whether no channel holds a message and none is in processing.
+    /// The channels kept rather than output (see [`Flow::start_keeping`]).
+    pub fn kept(&self) -> &[String] {
+        &self.kept
+    }
+
+    /// Whether no channel holds a message and none is in processing (the kept channels'
+    /// waiting messages aside: they wait on purpose).
     pub fn is_idle(&self) -> bool {
         self.channels.iter().all(|c| {
+            if self.kept.iter().any(|k| k == c.name()) {
+                return c.stats().in_flight == 0;
+            }
             let s = c.stats();
             s.depth == 0 && s.in_flight == 0
         })

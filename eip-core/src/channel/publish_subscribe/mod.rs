@@ -33,6 +33,7 @@
 //! The channel's parts: its subscriptions and durable subscribers (`subscriptions`), the
 //! joins leaving it (`joins`), and the [`Subscriber`] handle (`subscriber`).
 
+mod browse;
 mod joins;
 mod subscriber;
 mod subscriptions;

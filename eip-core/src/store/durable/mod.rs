@@ -41,6 +41,7 @@
 //! # }
 //! ```
 
+mod browse;
 pub mod codec;
 mod queue;
 

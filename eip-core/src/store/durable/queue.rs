@@ -20,7 +20,8 @@ use super::codec;
 use crate::log::Escaped;
 use crate::message::{Message, MessageId};
 use crate::store::{
-    MessageStore, Overflow, Parked, Push, Select, StoreFailure, StoreStats, Take, Waiting,
+    Browse, MessageStore, NotBrowsable, Overflow, Pager, Parked, Push, Select, StoreFailure,
+    StoreStats, Take, Waiting,
 };
 
 /// How many records the window reads from disk at a time.
@@ -539,6 +540,20 @@ impl MessageStore for DurableQueue {
             self.writable.notify_waiters();
         }
         purged
+    }
+
+    fn browse(
+        &self,
+        select: Option<&dyn Select>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Browse, NotBrowsable> {
+        let state = self.lock();
+        let mut pager = Pager::new(select, offset, limit);
+        pager.walk(state.window.iter().map(|(_, msg)| msg));
+        super::browse::from_disk(&self.log, state.next_read, state.recovered, &mut pager);
+        let on_disk = usize::try_from(self.log.len()).unwrap_or(usize::MAX);
+        Ok(pager.finish(on_disk.saturating_sub(state.in_flight_count)))
     }
 
     fn close(&self) -> Vec<Message> {

@@ -21,7 +21,8 @@ use tokio::sync::Notify;
 use super::shared_log::SharedLog;
 use crate::message::Message;
 use crate::store::{
-    MessageStore, Parked, Parking, Push, Pushing, Select, StoreStats, Take, Waiting, take_parked,
+    Browse, MessageStore, NotBrowsable, Pager, Parked, Parking, Push, Pushing, Select, StoreStats,
+    Take, Waiting, take_parked,
 };
 
 /// What a full queue does with one more message.
@@ -518,6 +519,32 @@ impl MessageStore for Queue {
             self.wake_all_writers();
         }
         purged
+    }
+
+    fn browse(
+        &self,
+        select: Option<&dyn Select>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Browse, NotBrowsable> {
+        let state = self.lock();
+        let mut pager = Pager::new(select, offset, limit);
+        pager.walk(state.ready.iter());
+        // A fed queue's messages not read from the log yet wait too, after those read.
+        let unread = self.unread(&state);
+        if let Some(log) = &self.feed
+            && unread > 0
+            && !pager.is_done()
+        {
+            let skip = (pager.skippable() as u64).min(unread);
+            pager.skipped(skip as usize);
+            log.peek(state.cursor + skip, |msg| {
+                pager.see(msg);
+                !pager.is_done()
+            });
+        }
+        let waiting = state.ready.len() + usize::try_from(unread).unwrap_or(usize::MAX);
+        Ok(pager.finish(waiting))
     }
 
     fn close(&self) -> Vec<Message> {

@@ -212,6 +212,18 @@ impl SharedLog {
         read_locked(&mut self.lock(), cursor, max, into)
     }
 
+    /// Shows `see` the messages from position `from` to the head, in order, taking nothing,
+    /// until it answers `false`.
+    pub(crate) fn peek(&self, from: u64, mut see: impl FnMut(&Message) -> bool) {
+        let state = self.lock();
+        let start = usize::try_from(from.saturating_sub(state.base)).unwrap_or(usize::MAX);
+        for entry in state.entries.iter().skip(start) {
+            if !see(&entry.message) {
+                break;
+            }
+        }
+    }
+
     /// Raises the floor to `floor` (a lower bound of every subscription's progress, read
     /// after the head that made the look necessary).
     fn raise_floor(&self, floor: u64) {

@@ -51,8 +51,9 @@ fn kind_name(node: &Node) -> String {
     kind
 }
 
-/// A node in box `r`: a group with its kind as class, its position as data and its name, kind
-/// and full second line as tooltip, holding its outline and its text.
+/// A node in box `r`: a group with its kind as class, its name and position as data (the web
+/// console finds a node by name there) and its name, kind and full second line as tooltip,
+/// holding its outline and its text.
 pub(super) fn draw_node(out: &mut String, node: &Node, r: Rect) {
     let (fill, stroke) = colours(node.shape);
     let kind = kind_name(node);
@@ -63,9 +64,10 @@ pub(super) fn draw_node(out: &mut String, node: &Node, r: Rect) {
     };
     let _ = write!(
         out,
-        "<g class=\"node {kind}\" id=\"{}\" data-x=\"{}\" data-y=\"{}\" data-width=\"{}\" \
-         data-height=\"{}\"><title>{}</title>",
+        "<g class=\"node {kind}\" id=\"{}\" data-name=\"{}\" data-x=\"{}\" data-y=\"{}\" \
+         data-width=\"{}\" data-height=\"{}\"><title>{}</title>",
         node.id,
+        escape(&node.label),
         num(r.x),
         num(r.y),
         num(r.w),
