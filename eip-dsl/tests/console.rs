@@ -341,6 +341,41 @@ async fn a_route_paused_in_the_console_holds_its_messages_until_resumed() {
     served.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adapter_paused_in_the_console_is_paused_until_resumed() {
+    // A flow with an `orders` channel, which the console is seen to draw.
+    let flow = "
+channels:
+  orders: {kind: point-to-point}
+adapters:
+  clock: {kind: timer, to: orders, interval: 1h}
+";
+    let served = serve(flow, Some(TOKEN)).await;
+    let browser = Browser::start(1280, 1000).await;
+    open_console(&browser, &served).await;
+    let row = "#adapters tr[data-name=\"clock\"]";
+    browser.click(&format!("{row} button.pause")).await;
+    browser
+        .wait_text("the pause", "#status", SHOWN, |t| {
+            t == "adapter clock paused"
+        })
+        .await;
+    browser.find(&format!("{row}.paused button.resume")).await;
+    let (_, adapters) = served.json("/api/adapters").await;
+    assert_eq!(adapters[0]["paused"], true, "{adapters}");
+
+    browser.click(&format!("{row} button.resume")).await;
+    browser
+        .wait_text("the resume", "#status", SHOWN, |t| {
+            t == "adapter clock resumed"
+        })
+        .await;
+    let (_, adapters) = served.json("/api/adapters").await;
+    assert_eq!(adapters[0]["paused"], false, "{adapters}");
+    browser.quit().await;
+    served.stop().await;
+}
+
 /// The ids of the dead letters the API lists.
 async fn dead_letter_ids(served: &Served) -> Vec<String> {
     let (status, page) = served.json("/api/dead-letters?offset=0&limit=50").await;

@@ -224,16 +224,33 @@
     fillList('pubsub-names', channels.filter((c) => c.kind === 'publish-subscribe').map((c) => c.name));
   }
 
+  /** The Pause or Resume button of the route or adapter `item` (`what`: `routes`, `adapters`). */
+  function pauseButton(what, item, noun) {
+    const action = item.paused ? 'resume' : 'pause';
+    return el('button', {
+      type: 'button',
+      class: action,
+      onclick: () => change('POST', '/api/' + what + '/' + encodeURIComponent(item.name) + '/' + action, undefined,
+        (now) => noun + ' ' + now.name + (now.paused ? ' paused' : ' resumed')),
+    }, action === 'pause' ? 'Pause' : 'Resume');
+  }
+
+  function showAdapters(adapters) {
+    syncRows($('adapters').tBodies[0], adapters, (a) => a.name, (a) => {
+      const error = a.last_error ? a.last_error.error : '';
+      return el('tr', { class: a.paused ? 'paused' : '', dataset: { name: a.name } },
+        el('td', {}, a.name), el('td', {}, a.kind), el('td', {}, a.channel),
+        el('td', { class: a.connected ? '' : 'nonzero' }, a.connected ? 'yes' : 'no'),
+        el('td', { class: 'n' }, a.reconnects === null ? '' : a.reconnects),
+        el('td', { title: a.last_error ? a.last_error.at : undefined }, error),
+        el('td', {}, pauseButton('adapters', a, a.section)));
+    });
+  }
+
   function showRoutes(routes) {
     syncRows($('routes').tBodies[0], routes, (r) => r.name, (r) => {
       const n = r.counters;
-      const action = r.paused ? 'resume' : 'pause';
-      const button = el('button', {
-        type: 'button',
-        class: action,
-        onclick: () => change('POST', '/api/routes/' + encodeURIComponent(r.name) + '/' + action, undefined,
-          (route) => 'route ' + route.name + (route.paused ? ' paused' : ' resumed')),
-      }, action === 'pause' ? 'Pause' : 'Resume');
+      const button = pauseButton('routes', r, 'route');
       const error = r.last_error ? r.last_error.error : '';
       return el('tr', { class: r.paused ? 'paused' : '', dataset: { name: r.name } },
         el('td', {}, r.name), el('td', {}, r.from), num(n.taken, 'taken'), num(n.handled, 'handled'),
@@ -466,6 +483,7 @@
       showHealth(flow.health);
       showChannels(flow.channels);
       showRoutes(flow.routes);
+      showAdapters(flow.adapters);
       showJoins(flow.joins, changes.joins);
       showBindings(flow.exchanges, changes.bindings);
       drawCounters(flow);
