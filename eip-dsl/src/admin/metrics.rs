@@ -143,8 +143,8 @@ fn channels(out: &mut Exposition, view: &FlowView) {
 }
 
 fn routes(out: &mut Exposition, view: &FlowView) {
-    let items: Vec<(&str, RouteStats)> = view
-        .routes()
+    let routes = view.routes();
+    let items: Vec<(&str, RouteStats)> = routes
         .iter()
         .map(|r| (r.name(), r.stats()))
         .collect();
@@ -155,7 +155,7 @@ fn adapters(out: &mut Exposition, view: &FlowView) {
     let name = "eip_adapter_connected";
     let help = "Whether the adapter or bridge connected (1) or not yet (0).";
     out.family(name, "gauge", help);
-    for adapter in view.adapters() {
+    for adapter in view.adapters().iter() {
         let labels = [
             ("adapter", adapter.name.as_str()),
             ("kind", adapter.kind().as_str()),

@@ -178,5 +178,5 @@ fn switch(admin: &Admin, name: &str, pause: bool) -> Result<Json<RouteInfo>, Ref
     if changed {
         audit(format_args!("route {name} {what}"));
     }
-    Ok(Json(RouteInfo::of(route, admin.shape.routes.get(name))))
+    Ok(Json(RouteInfo::of(route, admin.shape().routes.get(name))))
 }

@@ -55,7 +55,7 @@ pub(super) struct Connected {
 impl Connected {
     /// Where it reads or writes: for an HTTP adapter the address it is bound to (so port 0
     /// shows the port taken).
-    fn endpoint(&self) -> String {
+    pub(super) fn endpoint(&self) -> String {
         match &self.endpoint {
             Endpoint::Inbound(inbound) => inbound.endpoint(),
             Endpoint::Outbound { .. } => None,
@@ -137,7 +137,7 @@ impl Flow {
         Ok(ConnectedAdapters { adapters })
     }
 
-    async fn connect(&self, plan: &AdapterPlan) -> Result<Connected, BoxError> {
+    pub(super) async fn connect(&self, plan: &AdapterPlan) -> Result<Connected, BoxError> {
         let channel = self
             .bus()
             .channel(&plan.channel)

@@ -10,6 +10,7 @@
 mod adapters;
 mod dry_run;
 mod input;
+mod reshape;
 mod rest;
 mod route;
 mod run;
@@ -45,6 +46,7 @@ pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
 pub use rest::{Rest, WeakRest, Wrapped};
 pub use route::{LastError, Route, RouteFailure, RouteStats};
+pub use reshape::{Reshape, ReshapeError, Reshaped};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 pub use view::{ChannelStore, DurableStats, FlowView, Readiness};
 
@@ -148,7 +150,7 @@ pub enum CompileError {
 }
 
 /// A compiled flow: its bus (channels and exchanges by name) and its routes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Flow {
     bus: MessageBus,
     routes: Vec<Route>,
@@ -162,10 +164,16 @@ pub struct Flow {
     history: bool,
     /// Where each channel keeps its messages, by name (absent: in memory).
     stores: HashMap<String, ChannelStore>,
+    /// Whether channels with a `store:` live in their brokers (otherwise in memory).
+    brokers: bool,
     /// The embedded durable store, when the flow has durable channels.
     durable: Option<Arc<Durable>>,
     /// Whether the flow is ready, as its start and stop go.
     readiness: Readiness,
+    /// The checked plan it was compiled from.
+    plan: Arc<Plan>,
+    /// Its parts as its views see them, swapped by a reload.
+    live: view::Live,
 }
 
 impl Flow {
@@ -239,34 +247,47 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         .iter()
         .map(|route| Route::compile(route, plan, &bus, store.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
-    let invalid = plan
-        .channels
-        .iter()
-        .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
-        .collect();
-    let stores = plan
-        .channels
-        .iter()
-        .filter_map(|c| {
-            let kept = match &c.broker {
-                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
-                _ if c.durable && store.is_some() => ChannelStore::Durable,
-                _ => return None,
-            };
-            Some((c.name.clone(), kept))
-        })
-        .collect();
-    Ok(Flow {
+    let mut flow = Flow {
         bus,
         routes,
         channels,
         adapters: plan.adapters.clone(),
-        invalid,
+        invalid: invalid_channels(plan),
         history: plan.history,
-        stores,
+        stores: channel_stores(plan, store.is_some(), brokers),
+        brokers,
         durable: store,
         readiness: Readiness::default(),
-    })
+        plan: Arc::new(plan.clone()),
+        live: view::Live::default(),
+    };
+    flow.live = view::Live::new(flow.parts());
+    Ok(flow)
+}
+
+/// The invalid message channel of each datatype channel of `plan`, by channel name.
+fn invalid_channels(plan: &Plan) -> HashMap<String, String> {
+    plan.channels
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
+        .collect()
+}
+
+/// Where each channel of `plan` kept elsewhere than in memory keeps its messages, by name:
+/// `durable` says whether the flow has its durable store open, `brokers` whether channels with
+/// a `store:` live in their brokers.
+fn channel_stores(plan: &Plan, durable: bool, brokers: bool) -> HashMap<String, ChannelStore> {
+    plan.channels
+        .iter()
+        .filter_map(|c| {
+            let kept = match &c.broker {
+                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
+                _ if c.durable && durable => ChannelStore::Durable,
+                _ => return None,
+            };
+            Some((c.name.clone(), kept))
+        })
+        .collect()
 }
 
 /// Creates the join `join` on `bus`.
