@@ -73,7 +73,10 @@ async fn changed_joins_and_bindings_are_applied_at_once() {
     );
     quote(&flow).await;
     assert_eq!((taken(&flow, "archive"), taken(&flow, "nyse")), (2, 2));
-    assert!(matches!(flow.reload(&changed).await, Ok(Reloaded::Unchanged)));
+    assert!(matches!(
+        flow.reload(&changed).await,
+        Ok(Reloaded::Unchanged)
+    ));
 }
 
 #[tokio::test]
@@ -140,7 +143,10 @@ async fn comments_and_layout_are_no_change() {
         "# the same flow, written otherwise\n{}",
         FLOW.replace("{kind: point-to-point}", "\n    kind: point-to-point")
     );
-    assert!(matches!(flow.reload(&relaid).await, Ok(Reloaded::Unchanged)));
+    assert!(matches!(
+        flow.reload(&relaid).await,
+        Ok(Reloaded::Unchanged)
+    ));
 }
 
 #[tokio::test]

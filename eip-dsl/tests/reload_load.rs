@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,10 @@ fn with_check() -> String {
 
 /// A join more.
 fn with_join() -> String {
-    format!("{}joins:\n  - {{from: quotes, to: archive}}\n", with_check())
+    format!(
+        "{}joins:\n  - {{from: quotes, to: archive}}\n",
+        with_check()
+    )
 }
 
 /// The versions of the file, in the order written: each with whether its reload is applied.
@@ -93,10 +96,13 @@ fn versions() -> Vec<(&'static str, String, bool)> {
         ),
         ("back to the start", BASE.to_owned(), true),
         ("not YAML", "channels: [orders\n".to_owned(), false),
-        ("a route removed", BASE.replace("  - name: finish\n    from: billed\n    to: done-a\n", "  - name: finish\n    from: billed\n    to: done-a\n  - name: spare\n    from: archive\n    to: done-a\n"), true),
+        ("a route added (the next version removes it)", BASE.replace("  - name: finish\n    from: billed\n    to: done-a\n", "  - name: finish\n    from: billed\n    to: done-a\n  - name: spare\n    from: archive\n    to: done-a\n"), true),
     ];
     cycle.iter().chain(&cycle).cloned().collect()
 }
+
+/// The time between two reloads, while messages flow.
+const PAUSE: Duration = Duration::from_millis(400);
 
 /// The child, killed and reaped when dropped whatever happened.
 struct Eip(Child);
@@ -108,32 +114,50 @@ impl Drop for Eip {
     }
 }
 
-/// Writes orders to the child's input until told to stop; how many it wrote.
-fn feed(mut input: ChildStdin, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+/// How many orders may be written and not yet confirmed: the feed keeps up with the flow, so
+/// that what is sent is sent while the file changes (not queued in the pipe for later).
+const WINDOW: u64 = 50;
+
+/// Writes orders to the child's input, at most [`WINDOW`] ahead of the receipts counted in
+/// `confirmed`, until told to stop; how many it wrote.
+fn feed(
+    mut input: ChildStdin,
+    confirmed: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
         let mut n = 0u64;
         while !stop.load(Ordering::Relaxed) {
+            if n >= confirmed.load(Ordering::Relaxed) + WINDOW {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
             let line = format!("{{\"to\": \"orders\", \"payload\": {{\"n\": {n}}}}}\n");
-            if input.write_all(line.as_bytes()).is_err() {
+            if input
+                .write_all(line.as_bytes())
+                .and_then(|()| input.flush())
+                .is_err()
+            {
                 break;
             }
             n += 1;
-            if n.is_multiple_of(10) {
-                let _ = input.flush();
-                std::thread::sleep(Duration::from_millis(5));
-            }
         }
-        let _ = input.flush();
         n
         // Dropping the input ends it: eip drains and exits.
     })
 }
 
-/// Reads the child's lines on a thread.
-fn lines(from: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+/// Reads the child's lines on a thread, counting in `receipts` those that confirm a message.
+fn lines(
+    from: impl std::io::Read + Send + 'static,
+    receipts: Arc<AtomicU64>,
+) -> mpsc::Receiver<String> {
     let (tell, said) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(from).lines().map_while(Result::ok) {
+            if line.starts_with("{\"accepted\"") {
+                receipts.fetch_add(1, Ordering::Relaxed);
+            }
             if tell.send(line).is_err() {
                 break;
             }
@@ -187,10 +211,15 @@ fn twenty_reloads_under_load_lose_and_duplicate_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("eip runs"));
-    let stdout = lines(eip.0.stdout.take().expect("its output"));
-    let stderr = lines(eip.0.stderr.take().expect("its standard error"));
+    let receipts = Arc::new(AtomicU64::new(0));
+    let stdout = lines(eip.0.stdout.take().expect("its output"), receipts.clone());
+    let stderr = lines(
+        eip.0.stderr.take().expect("its standard error"),
+        receipts.clone(),
+    );
     let stop = Arc::new(AtomicBool::new(false));
-    let feeder = feed(eip.0.stdin.take().expect("its input"), stop.clone());
+    let input = eip.0.stdin.take().expect("its input");
+    let feeder = feed(input, receipts.clone(), stop.clone());
 
     // A first receipt says the flow runs (and listens for SIGHUP).
     let first = stdout
@@ -198,8 +227,9 @@ fn twenty_reloads_under_load_lose_and_duplicate_nothing() {
         .expect("a first receipt within 30 s");
     let mut seen = Vec::new();
     let versions = versions();
+    let started = Instant::now();
     for (what, text, applied) in &versions {
-        std::thread::sleep(Duration::from_millis(150));
+        std::thread::sleep(PAUSE);
         write(&flow, text);
         signal(&eip.0, libc::SIGHUP);
         let said = outcome(&stderr, &mut seen);
@@ -210,17 +240,21 @@ fn twenty_reloads_under_load_lose_and_duplicate_nothing() {
         );
         eprintln!("{what}: {said}");
     }
-    std::thread::sleep(Duration::from_millis(150));
+    std::thread::sleep(PAUSE);
     stop.store(true, Ordering::Relaxed);
     let written = feeder.join().expect("the feeder wrote");
 
     // The input ended: eip drains and exits on its own.
     let deadline = Instant::now() + Duration::from_secs(60);
+    let reloading = started.elapsed();
     let status = loop {
         if let Some(status) = eip.0.try_wait().expect("its status") {
             break status;
         }
-        assert!(Instant::now() < deadline, "eip did not exit 60 s after its input ended");
+        if Instant::now() > deadline {
+            let said: Vec<String> = stderr.try_iter().collect();
+            panic!("eip did not exit 60 s after its input ended; it said {said:#?}");
+        }
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut confirmed = HashSet::new();
@@ -240,16 +274,30 @@ fn twenty_reloads_under_load_lose_and_duplicate_nothing() {
         }
     }
     let rest: Vec<String> = stderr.try_iter().collect();
-    assert!(status.success(), "eip exited with {status}; it said {rest:#?}");
+
+    assert!(
+        status.success(),
+        "eip exited with {status}; it said {rest:#?}"
+    );
     let lost = confirmed.iter().filter(|id| !out.contains_key(*id)).count();
     let duplicates: usize = out.values().map(|n| n - 1).sum();
     let unknown = out.keys().filter(|id| !confirmed.contains(*id)).count();
     println!(
-        "reload test: {} reloads, {} confirmed, {lost} lost, {duplicates} duplicates",
+        "reload test: {} reloads, {} confirmed, {lost} lost, {duplicates} duplicates \
+         ({:.1} s of reloads while fed)",
         versions.len(),
+        confirmed.len(),
+        reloading.as_secs_f64()
+    );
+    assert!(
+        confirmed.len() as u64 == written,
+        "{written} written, {} confirmed",
         confirmed.len()
     );
-    assert!(confirmed.len() as u64 == written, "{written} written, {} confirmed", confirmed.len());
-    assert!(confirmed.len() > 1000, "the flow was fed while it reloaded");
-    assert_eq!((lost, duplicates, unknown, dead), (0, 0, 0, 0), "eip said {rest:#?}");
+    assert!(confirmed.len() > 100, "the flow was fed while it reloaded");
+    assert_eq!(
+        (lost, duplicates, unknown, dead),
+        (0, 0, 0, 0),
+        "eip said {rest:#?}"
+    );
 }

@@ -56,7 +56,10 @@ async fn an_added_channel_and_route_carry_messages_at_once() {
         flow.send("orders", &n.to_string()).await;
     }
     assert_eq!(flow.wait_outputs("audit", 3).await.len(), 3);
-    assert!(flow.outputs_on("billing").is_empty(), "billing is no output any more");
+    assert!(
+        flow.outputs_on("billing").is_empty(),
+        "billing is no output any more"
+    );
     let channels = view.channels();
     assert!(names(&channels, |(c, _)| c.name()).contains(&"audit".to_owned()));
     assert_eq!(names(&view.routes(), |r| r.name()), ["bill", "copy"]);
@@ -66,7 +69,10 @@ async fn an_added_channel_and_route_carry_messages_at_once() {
 #[tokio::test]
 async fn a_removed_route_leaves_its_channel_an_output() {
     let mut flow = running(FLOW).await;
-    let without = FLOW.replace("routes:\n  - name: bill\n    from: orders\n    to: billing\n", "");
+    let without = FLOW.replace(
+        "routes:\n  - name: bill\n    from: orders\n    to: billing\n",
+        "",
+    );
     assert_eq!(applied(flow.reload(&without).await), ["route bill removed"]);
     flow.send("orders", "1").await;
     flow.send("orders", "2").await;
@@ -86,9 +92,15 @@ async fn a_changed_route_takes_the_messages_waiting_for_the_old_one() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(flow.outputs_on("billing").is_empty(), "the route is paused");
     let to_shipping = FLOW.replace("    to: billing", "    to: shipping");
-    assert_eq!(applied(flow.reload(&to_shipping).await), ["route bill replaced"]);
+    assert_eq!(
+        applied(flow.reload(&to_shipping).await),
+        ["route bill replaced"]
+    );
     let shipped = flow.wait_outputs("shipping", 20).await;
-    let payloads: Vec<String> = shipped.iter().map(|m| m.payload_str().unwrap().to_owned()).collect();
+    let payloads: Vec<String> = shipped
+        .iter()
+        .map(|m| m.payload_str().unwrap().to_owned())
+        .collect();
     let sent: Vec<String> = (0..20).map(|n: i32| n.to_string()).collect();
     assert_eq!(payloads, sent, "every waiting message, once, in order");
     assert!(flow.outputs_on("billing").is_empty());
@@ -104,7 +116,10 @@ async fn a_removed_channel_s_messages_nothing_drains_are_dead_lettered_and_said(
     }
     let without = FLOW
         .replace("  orders: {kind: point-to-point}\n", "")
-        .replace("routes:\n  - name: bill\n    from: orders\n    to: billing\n", "");
+        .replace(
+            "routes:\n  - name: bill\n    from: orders\n    to: billing\n",
+            "",
+        );
     let said = applied(flow.reload(&without).await);
     assert_eq!(
         said,
@@ -128,16 +143,32 @@ async fn a_removed_channel_empties_into_where_it_goes_first() {
         flow.send("orders", &n.to_string()).await;
     }
     // `billing` goes: `copy` (which drains it) with it, and `bill` sends to `shipping`.
-    let changed = FLOW.replace("  billing: {kind: point-to-point}\n", "").replace("to: billing", "to: shipping");
-    let changed = changed.replace("  shipping: {kind: point-to-point}\n", "  shipping: {kind: point-to-point}\n  audit: {kind: point-to-point}\n");
+    let changed = FLOW
+        .replace("  billing: {kind: point-to-point}\n", "")
+        .replace("to: billing", "to: shipping");
+    let changed = changed.replace(
+        "  shipping: {kind: point-to-point}\n",
+        "  shipping: {kind: point-to-point}\n  audit: {kind: point-to-point}\n",
+    );
     let said = applied(flow.reload(&changed).await);
-    assert_eq!(said, ["route bill replaced", "route copy removed", "channel billing removed"]);
+    assert_eq!(
+        said,
+        [
+            "route bill replaced",
+            "route copy removed",
+            "channel billing removed"
+        ]
+    );
     for n in 200..210 {
         flow.send("orders", &n.to_string()).await;
     }
     let audited = flow.outputs_on("audit").len();
     let shipped = flow.wait_outputs("shipping", 210 - audited).await.len();
-    assert_eq!(audited + shipped, 210, "{audited} audited, {shipped} shipped");
+    assert_eq!(
+        audited + shipped,
+        210,
+        "{audited} audited, {shipped} shipped"
+    );
     assert!(flow.outputs_on("dead-letters").is_empty());
 }
 
@@ -150,15 +181,28 @@ async fn an_added_http_adapter_takes_requests_and_a_removed_one_stops() {
     assert_eq!(applied(flow.reload(&with_api).await), ["adapter api added"]);
     let view = flow.flow.view();
     let endpoint = view.connected("api").expect("connected");
-    let url = endpoint.split(' ').find(|w| w.starts_with("http://")).expect("a URL").to_owned();
+    let url = endpoint
+        .split(' ')
+        .find(|w| w.starts_with("http://"))
+        .expect("a URL")
+        .to_owned();
     let client = reqwest::Client::new();
-    let answer = client.post(&url).body("{}").header("content-type", "application/json").send().await.unwrap();
+    let answer = client
+        .post(&url)
+        .body("{}")
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 202);
     assert_eq!(flow.wait_outputs("billing", 1).await.len(), 1);
     assert_eq!(names(&view.adapters(), |a| &a.name), ["api"]);
 
     assert_eq!(applied(flow.reload(FLOW).await), ["adapter api removed"]);
-    assert!(client.post(&url).body("{}").send().await.is_err(), "nobody listens");
+    assert!(
+        client.post(&url).body("{}").send().await.is_err(),
+        "nobody listens"
+    );
     assert!(view.connected("api").is_none());
     assert!(view.adapters().is_empty());
 }
@@ -175,30 +219,57 @@ async fn a_reload_whose_adapter_can_not_start_changes_nothing() {
     let Err(NotReloaded::Refused(refused)) = flow.reload(&with_api).await else {
         panic!("refused")
     };
-    assert!(refused.to_string().starts_with("adapter `api`: "), "{refused}");
+    assert!(
+        refused.to_string().starts_with("adapter `api`: "),
+        "{refused}"
+    );
     let view = flow.flow.view();
     assert_eq!(view.generation(), 0, "the flow is as it was");
-    assert!(flow.flow.bus().channel("audit").is_err(), "the new channel is gone again");
+    assert!(
+        flow.flow.bus().channel("audit").is_err(),
+        "the new channel is gone again"
+    );
     flow.send("orders", "1").await;
-    assert_eq!(flow.wait_outputs("billing", 1).await.len(), 1, "billing is still an output");
+    assert_eq!(
+        flow.wait_outputs("billing", 1).await.len(),
+        1,
+        "billing is still an output"
+    );
 
     drop(taken);
     let said = applied(flow.reload(&with_api).await);
-    assert_eq!(said, ["channel audit added", "route copy added", "adapter api added"]);
+    assert_eq!(
+        said,
+        [
+            "channel audit added",
+            "route copy added",
+            "adapter api added"
+        ]
+    );
 }
 
 #[tokio::test]
 async fn a_channel_declared_differently_needs_a_restart() {
     let mut flow = running(FLOW).await;
-    let bigger = FLOW.replace("shipping: {kind: point-to-point}", "shipping: {kind: point-to-point, capacity: 5}");
+    let bigger = FLOW.replace(
+        "shipping: {kind: point-to-point}",
+        "shipping: {kind: point-to-point, capacity: 5}",
+    );
     let err = flow.reload(&bigger).await.unwrap_err();
-    assert!(err.to_string().contains("channel `shipping` declared differently"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("channel `shipping` declared differently"),
+        "{err}"
+    );
     assert!(err.to_string().ends_with("that needs a restart"), "{err}");
 }
 
 #[tokio::test]
 async fn a_channel_a_runtime_join_uses_is_not_removed() {
-    let with_quotes = FLOW.replace("channels:\n", "channels:\n  quotes: {kind: publish-subscribe}\n");
+    let with_quotes = FLOW.replace(
+        "channels:\n",
+        "channels:\n  quotes: {kind: publish-subscribe}\n",
+    );
     let mut flow = running(&with_quotes).await;
     let join = JoinChange {
         from: "quotes".into(),

@@ -144,10 +144,7 @@ fn channels(out: &mut Exposition, view: &FlowView) {
 
 fn routes(out: &mut Exposition, view: &FlowView) {
     let routes = view.routes();
-    let items: Vec<(&str, RouteStats)> = routes
-        .iter()
-        .map(|r| (r.name(), r.stats()))
-        .collect();
+    let items: Vec<(&str, RouteStats)> = routes.iter().map(|r| (r.name(), r.stats())).collect();
     families(out, &ROUTE_FAMILIES, "route", &items);
 }
 

@@ -63,6 +63,8 @@ impl Reloader {
     /// Reloads the file (`why`: what asked for it), saying on standard error what came of it.
     pub async fn reload(&mut self, running: &mut RunningFlow, why: &str) {
         eprintln!("[eip] {why}: reloading {}", self.file.path().display());
+        // Before the file is read: a change written while it reloads is seen next time.
+        self.seen = stamp(&self.file);
         let reloaded = self.file.reload(running, &self.changes, self.drain);
         match reloaded.await {
             Ok(Reloaded::Unchanged) => eprintln!("[eip] reload: no change"),
@@ -79,7 +81,6 @@ impl Reloader {
                 eip_core::log::Escaped(&e)
             ),
         }
-        self.seen = stamp(&self.file);
     }
 }
 

@@ -44,9 +44,9 @@ use crate::plan::{
 pub use adapters::{AdapterError, ConnectedAdapters};
 pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
+pub use reshape::{Reshape, ReshapeError, Reshaped};
 pub use rest::{Rest, WeakRest, Wrapped};
 pub use route::{LastError, Route, RouteFailure, RouteStats};
-pub use reshape::{Reshape, ReshapeError, Reshaped};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
 pub use view::{ChannelStore, DurableStats, FlowView, Readiness};
 

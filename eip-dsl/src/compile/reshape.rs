@@ -338,7 +338,8 @@ impl RunningFlow {
                 self.subscriptions.remove(name);
                 continue;
             }
-            self.stop_consumer(&Part::Route(name.clone()), deadline).await;
+            self.stop_consumer(&Part::Route(name.clone()), deadline)
+                .await;
             route.stop_steps().await;
             let successor = next.plan.routes.iter().find(|r| &r.name == name);
             let same_source = successor.is_some_and(|r| r.from == route.from().name());
@@ -384,14 +385,19 @@ impl RunningFlow {
         }
         next.routes = routes;
         // Removed and changed outbound adapters stop, unless they consume a removed channel.
-        for name in change.adapters_removed.iter().chain(&change.adapters_changed) {
+        for name in change
+            .adapters_removed
+            .iter()
+            .chain(&change.adapters_changed)
+        {
             let Some(old) = old_adapters.iter().find(|a| &a.name == name) else {
                 continue;
             };
             if old.is_inbound() || removed.contains(old.channel.as_str()) {
                 continue;
             }
-            self.stop_consumer(&Part::Adapter(name.clone()), deadline).await;
+            self.stop_consumer(&Part::Adapter(name.clone()), deadline)
+                .await;
             if change.adapters_removed.contains(name) {
                 self.gone(name, "removed", &mut said);
             }

@@ -131,8 +131,7 @@ fn remove_join(
     runtime: &RuntimeChanges,
     key: &(String, String, u32, bool, Option<String>),
 ) {
-    let Ok(eip_core::channel::Channel::PublishSubscribe(source)) = bus.channel(&key.0)
-    else {
+    let Ok(eip_core::channel::Channel::PublishSubscribe(source)) = bus.channel(&key.0) else {
         return;
     };
     let theirs = runtime.live_join_ids();
