@@ -254,7 +254,7 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         adapters: plan.adapters.clone(),
         invalid: invalid_channels(plan),
         history: plan.history,
-        stores: channel_stores(plan, store.is_some(), brokers),
+        stores: view::channel_stores(plan, store.is_some(), brokers),
         brokers,
         durable: store,
         readiness: Readiness::default(),
@@ -270,23 +270,6 @@ fn invalid_channels(plan: &Plan) -> HashMap<String, String> {
     plan.channels
         .iter()
         .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
-        .collect()
-}
-
-/// Where each channel of `plan` kept elsewhere than in memory keeps its messages, by name:
-/// `durable` says whether the flow has its durable store open, `brokers` whether channels with
-/// a `store:` live in their brokers.
-fn channel_stores(plan: &Plan, durable: bool, brokers: bool) -> HashMap<String, ChannelStore> {
-    plan.channels
-        .iter()
-        .filter_map(|c| {
-            let kept = match &c.broker {
-                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
-                _ if c.durable && durable => ChannelStore::Durable,
-                _ => return None,
-            };
-            Some((c.name.clone(), kept))
-        })
         .collect()
 }
 

@@ -42,7 +42,8 @@ use tokio::time::Instant;
 
 use super::adapters::{AdapterError, Connected};
 use super::run::{OUTPUT, Part, RunningFlow};
-use super::{ChannelsBuilder, CompileError, Flow, Route, channel_stores, invalid_channels};
+use super::view::channel_stores;
+use super::{ChannelsBuilder, CompileError, Flow, Route, invalid_channels};
 use crate::kind::Endpoint;
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{DEAD_LETTERS, Plan};

@@ -257,6 +257,27 @@ impl Readiness {
     }
 }
 
+/// Where each channel of `plan` kept elsewhere than in memory keeps its messages, by name:
+/// `durable` says whether the flow has its durable store open, `brokers` whether channels with
+/// a `store:` live in their brokers.
+pub(super) fn channel_stores(
+    plan: &Plan,
+    durable: bool,
+    brokers: bool,
+) -> HashMap<String, ChannelStore> {
+    plan.channels
+        .iter()
+        .filter_map(|c| {
+            let kept = match &c.broker {
+                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
+                _ if c.durable && durable => ChannelStore::Durable,
+                _ => return None,
+            };
+            Some((c.name.clone(), kept))
+        })
+        .collect()
+}
+
 impl Flow {
     /// The flow as its watchers see it, now and while it runs (see [`FlowView`]).
     pub fn view(&self) -> FlowView {
