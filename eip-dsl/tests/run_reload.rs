@@ -1,6 +1,7 @@
 //! `eip run` and its flow file changing under it: SIGHUP reloads the file (and never stops the
 //! process), `--watch` reloads it when it changes on disk; changed joins apply at once, a file
-//! with problems or with other changes is refused and the flow goes on.
+//! with problems or with changes that need a restart is refused and the flow goes on; the
+//! admin server shows the channels and routes a reload added.
 
 mod support {
     pub mod scratch;
@@ -137,7 +138,9 @@ fn sighup_reloads_the_flow_file_and_never_stops_eip() {
     .unwrap();
     eip.signal(libc::SIGHUP);
     eip.wait_for("the restart refusal", |l| {
-        l.starts_with("[eip] reload refused: the file changes `channels`: that needs a restart")
+        l.starts_with(
+            "[eip] reload refused: the file changes channel `archive` declared differently",
+        )
     });
     assert!(
         eip.child.try_wait().expect("its status").is_none(),
@@ -171,4 +174,61 @@ fn watch_reloads_the_flow_file_when_it_changes() {
     eip.wait_for("the join removed", |l| {
         l == "[eip] reload: join quotes -> nyse removed"
     });
+}
+
+/// The body of `GET path` from the HTTP server at `addr` (HTTP/1.0: it closes when done).
+fn get(addr: &str, path: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).expect("the admin server answers");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("asked");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("an answer");
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_admin_server_shows_the_channels_and_routes_of_a_reload() {
+    let dir = Scratch::new("run-reload-admin");
+    let flow = dir.0.join("flow.yaml");
+    std::fs::write(&flow, FLOW).unwrap();
+    let mut eip = Eip::start(&flow, &["--admin", "127.0.0.1:0"]);
+    let seen = eip.wait_for("the admin address", |l| {
+        l.starts_with("[eip] admin: http://")
+    });
+    // A line it refuses tells that the flow is running (and listens for SIGHUP).
+    eip.send("not a message");
+    eip.wait_for("the refused line", |l| {
+        l.contains("not a message") || l.contains("skipped")
+    });
+    let addr = seen.last().and_then(|l| l.split("http://").nth(1));
+    let addr = addr
+        .and_then(|a| a.split(' ').next())
+        .expect("an address")
+        .to_owned();
+    let before: serde_json::Value = serde_json::from_str(&get(&addr, "/api/flow")).unwrap();
+    let channels = |flow: &serde_json::Value| -> Vec<String> {
+        let all = flow["channels"].as_array().cloned().unwrap_or_default();
+        all.iter()
+            .filter_map(|c| Some(c["name"].as_str()?.to_owned()))
+            .collect()
+    };
+    assert!(!channels(&before).contains(&"bonds".to_owned()));
+
+    let more = FLOW.replace(
+        "  archive: {kind: point-to-point}\n",
+        "  archive: {kind: point-to-point}\n  bonds: {kind: point-to-point}\n",
+    ) + "routes:\n  - name: file\n    from: nyse\n    to: bonds\n";
+    std::fs::write(&flow, more).unwrap();
+    eip.signal(libc::SIGHUP);
+    eip.wait_for("the reload", |l| {
+        l == "[eip] reload: channel bonds added, route file added"
+    });
+    let after: serde_json::Value = serde_json::from_str(&get(&addr, "/api/flow")).unwrap();
+    assert!(channels(&after).contains(&"bonds".to_owned()), "{after:#}");
+    let route: serde_json::Value = serde_json::from_str(&get(&addr, "/api/routes/file")).unwrap();
+    assert_eq!(route["from"], "nyse", "{route:#}");
+    assert_eq!(route["action"]["targets"][0], "bonds", "{route:#}");
 }

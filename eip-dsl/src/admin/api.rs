@@ -23,11 +23,27 @@ pub(super) struct Admin {
     pub(super) view: FlowView,
     /// The joins and bindings added at runtime, and where they are kept.
     pub(super) changes: Arc<RuntimeChanges>,
-    pub(super) shape: Shape,
+    /// What is read from the plan, with the generation of the flow's parts it was read at
+    /// (see [`Admin::shape`]).
+    pub(super) shape: std::sync::Mutex<(u64, Arc<Shape>)>,
     pub(super) rates: rates::Rates,
     pub(super) token: Option<security::Token>,
     /// The checked plan the flow was compiled from, which the console's drawing starts from.
     pub(super) plan: crate::plan::Plan,
+}
+
+impl Admin {
+    /// What is read from the plan (the routes' steps and actions), read again once a reload
+    /// changed the flow's parts.
+    pub(super) fn shape(&self) -> Arc<Shape> {
+        let generation = self.view.generation();
+        // A poisoned lock still holds a whole pair: it is replaced in one assignment.
+        let mut kept = self.shape.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.0 != generation {
+            *kept = (generation, Arc::new(Shape::of(&self.view.plan())));
+        }
+        kept.1.clone()
+    }
 }
 
 /// Lists every endpoint and builds the router from the same list: `open` ones answer without
@@ -180,13 +196,14 @@ async fn routes(State(admin): State<Arc<Admin>>) -> Json<Vec<RouteInfo>> {
 async fn route(State(admin): State<Arc<Admin>>, Path(name): Path<String>) -> Answer<RouteInfo> {
     let routes = admin.view.routes();
     match routes.iter().find(|r| r.name() == name) {
-        Some(route) => Ok(Json(RouteInfo::of(route, admin.shape.routes.get(&name)))),
+        Some(route) => Ok(Json(RouteInfo::of(route, admin.shape().routes.get(&name)))),
         None => Err(unknown("route", &name, routes.iter().map(|r| r.name()))),
     }
 }
 
 fn route_infos(admin: &Admin) -> Vec<RouteInfo> {
-    let shapes = &admin.shape.routes;
+    let shape = admin.shape();
+    let shapes = &shape.routes;
     admin
         .view
         .routes()
@@ -202,7 +219,7 @@ async fn joins(State(admin): State<Arc<Admin>>) -> Json<Vec<JoinInfo>> {
 /// The joins leaving every publish-subscribe channel, as they are now.
 fn join_infos(view: &FlowView) -> Vec<JoinInfo> {
     let mut joins = Vec::new();
-    for (channel, _) in view.channels() {
+    for (channel, _) in view.channels().iter() {
         let eip_core::channel::Channel::PublishSubscribe(source) = channel else {
             continue;
         };

@@ -146,11 +146,8 @@ fn channels(out: &mut Exposition, view: &FlowView) {
 }
 
 fn routes(out: &mut Exposition, view: &FlowView) {
-    let items: Vec<(&str, RouteStats)> = view
-        .routes()
-        .iter()
-        .map(|r| (r.name(), r.stats()))
-        .collect();
+    let routes = view.routes();
+    let items: Vec<(&str, RouteStats)> = routes.iter().map(|r| (r.name(), r.stats())).collect();
     families(out, &ROUTE_FAMILIES, "route", &items);
 }
 
@@ -177,8 +174,9 @@ const STEP_FAMILIES: [Family<StepStats>; 3] = [
 
 /// Each step of each route, labelled with the route, its number (from 1) and its kind.
 fn steps(out: &mut Exposition, view: &FlowView) {
+    let routes = view.routes();
     let mut items = Vec::new();
-    for route in view.routes() {
+    for route in routes.iter() {
         let kinds = route.step_kinds().iter();
         for (number, (kind, stats)) in kinds.zip(route.step_stats()).enumerate() {
             items.push((route.name(), (number + 1).to_string(), *kind, stats));
@@ -197,11 +195,8 @@ fn steps(out: &mut Exposition, view: &FlowView) {
 }
 
 fn adapters(out: &mut Exposition, view: &FlowView) {
-    let adapters: Vec<_> = view
-        .adapters()
-        .iter()
-        .map(|a| (a, view.health(&a.name)))
-        .collect();
+    let plans = view.adapters();
+    let adapters: Vec<_> = plans.iter().map(|a| (a, view.health(&a.name))).collect();
     let labels = |a: &'_ crate::plan::adapter::AdapterPlan| {
         [
             ("adapter", a.name.clone()),

@@ -190,7 +190,7 @@ impl AdminServer {
         let sampler = tokio::spawn(rates.clone().sample(view.clone(), RATE_INTERVAL));
         let token_required = options.token.is_some();
         let admin = Arc::new(api::Admin {
-            shape: model::Shape::of(plan),
+            shape: std::sync::Mutex::new((view.generation(), Arc::new(model::Shape::of(plan)))),
             view,
             changes,
             rates,

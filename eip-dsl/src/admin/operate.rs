@@ -204,7 +204,7 @@ async fn switch(admin: &Admin, detour: Detour, pause: bool) -> Result<(), Refusa
 fn route_info(admin: &Admin, name: &str) -> Result<Json<RouteInfo>, Refusal> {
     let routes = admin.view.routes();
     match routes.iter().find(|r| r.name() == name) {
-        Some(route) => Ok(Json(RouteInfo::of(route, admin.shape.routes.get(name)))),
+        Some(route) => Ok(Json(RouteInfo::of(route, admin.shape().routes.get(name)))),
         None => Err(unknown("route", name, routes.iter().map(|r| r.name()))),
     }
 }

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use eip_core::message::Message;
-use eip_dsl::compile::{Flow, InputMessage, MessageView, Output, RunningFlow, StoreOptions};
+use eip_dsl::compile::{
+    ChannelCounters, Flow, FlowView, InputMessage, MessageView, Output, RunningFlow, StoreOptions,
+};
 use eip_dsl::control::RuntimeChanges;
 use eip_dsl::control::reload::FlowFile;
 
@@ -51,9 +53,10 @@ pub struct RunArgs {
     /// EIP_ADMIN_TOKEN (or the variable the flow's `admin.token` names).
     #[arg(long, value_name = "ADDR")]
     admin: Option<String>,
-    /// Reloads the flow file whenever it changes on disk, as SIGHUP does: changed joins and
-    /// bindings are applied at once; a file with problems, or one changing anything else, is
-    /// refused and the flow goes on unchanged.
+    /// Reloads the flow file whenever it changes on disk, as SIGHUP does: what changed is
+    /// applied (new channels, routes, adapters, joins and bindings started; removed ones
+    /// drained, then stopped; changed ones replaced); a file with problems, or one changing
+    /// what needs a restart, is refused and the flow goes on unchanged.
     #[arg(long)]
     watch: bool,
 }
@@ -136,7 +139,8 @@ pub fn run(args: RunArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let reloader = Reloader::new(file, flow.view(), changes.clone(), args.watch);
+        let drain = Duration::from_secs_f64(args.drain_timeout.max(0.0));
+        let reloader = Reloader::new(file, changes.clone(), args.watch).drain_within(drain);
         let Ok(admin) = start_admin(&flow, &plan, args.admin.as_deref(), changes).await else {
             return ExitCode::FAILURE;
         };
@@ -281,16 +285,18 @@ async fn run_flow(flow: Flow, args: RunArgs, mut reloader: Reloader, kept: &[Str
     let mut tally = Tally::default();
     let stop = {
         let feeding = feed(&flow, args.input.as_ref(), args.receipts, &mut tally);
-        let counters = print_counters_every(&running, args.stats_interval, started);
+        let counters = print_counters_every(flow.view(), args.stats_interval, started);
         tokio::pin!(feeding, counters);
         loop {
             tokio::select! {
                 reason = &mut feeding => break reason,
                 name = signals.next() => match name {
-                    HANGUP => reloader.reload(name),
+                    HANGUP => reloader.reload(&mut running, name).await,
                     name => break Stop::Signal(name),
                 },
-                () = reloader.file_changed() => reloader.reload("the flow file changed"),
+                () = reloader.file_changed() => {
+                    reloader.reload(&mut running, "the flow file changed").await;
+                }
                 () = &mut counters => break Stop::Signal("stats"),
             }
         }
@@ -508,7 +514,7 @@ impl Signals {
 }
 
 /// Prints the counters every `seconds` (never, for 0); never completes.
-async fn print_counters_every(running: &RunningFlow, seconds: f64, started: Instant) {
+async fn print_counters_every(view: FlowView, seconds: f64, started: Instant) {
     if seconds <= 0.0 || !seconds.is_finite() {
         return std::future::pending().await;
     }
@@ -516,13 +522,13 @@ async fn print_counters_every(running: &RunningFlow, seconds: f64, started: Inst
     ticks.tick().await;
     loop {
         ticks.tick().await;
-        print_counters(running, started);
+        print_counters(view.counters(), started);
     }
 }
 
-fn print_counters(running: &RunningFlow, started: Instant) {
+fn print_counters(counters: Vec<ChannelCounters>, started: Instant) {
     eprintln!("[eip] counters at {:.1}s", started.elapsed().as_secs_f64());
-    for line in running.counters() {
+    for line in counters {
         eprintln!("  {line}");
     }
 }
@@ -537,7 +543,7 @@ async fn finish(mut running: RunningFlow, drain: Duration, started: Instant) {
             drain.as_secs_f64()
         );
     }
-    print_counters(&running, started);
+    print_counters(running.counters(), started);
     let durable = running.durable_channels();
     let left = running.shut_down(Duration::ZERO).await;
     if left.given_back.given_back > 0 {

@@ -57,7 +57,7 @@ pub(super) struct Connected {
 impl Connected {
     /// Where it reads or writes: for an HTTP adapter the address it is bound to (so port 0
     /// shows the port taken).
-    fn endpoint(&self) -> String {
+    pub(super) fn endpoint(&self) -> String {
         match &self.endpoint {
             Endpoint::Inbound(inbound) => inbound.endpoint(),
             Endpoint::Outbound { .. } => None,
@@ -120,9 +120,6 @@ impl Flow {
             match self.connect(plan).await {
                 Ok(connected) => {
                     self.readiness.connected(&plan.name, connected.endpoint());
-                    if let Some(health) = connected.endpoint.health() {
-                        self.readiness.keeps_health(&plan.name, health);
-                    }
                     adapters.push(connected);
                 }
                 Err(source) => {
@@ -142,7 +139,7 @@ impl Flow {
         Ok(ConnectedAdapters { adapters })
     }
 
-    async fn connect(&self, plan: &AdapterPlan) -> Result<Connected, BoxError> {
+    pub(super) async fn connect(&self, plan: &AdapterPlan) -> Result<Connected, BoxError> {
         let channel = self
             .bus()
             .channel(&plan.channel)
@@ -166,6 +163,9 @@ impl Flow {
             },
             inbound => inbound,
         };
+        if let Some(health) = endpoint.health() {
+            self.readiness.keeps_health(&plan.name, health);
+        }
         Ok(Connected {
             plan: plan.clone(),
             channel,

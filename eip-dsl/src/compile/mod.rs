@@ -11,6 +11,7 @@ mod adapters;
 mod detour;
 mod dry_run;
 mod input;
+mod reshape;
 mod rest;
 mod route;
 mod run;
@@ -45,6 +46,7 @@ pub use adapters::{AdapterError, ConnectedAdapters};
 pub use detour::Detours;
 pub use dry_run::{DryRunError, PathReport, Report, ReportEntry, StepReport};
 pub use input::{InputError, InputMessage, MessageView};
+pub use reshape::{Reshape, ReshapeError, Reshaped};
 pub use rest::{Rest, WeakRest, Wrapped};
 pub use route::{LastError, Route, RouteFailure, RouteStats, StepStats};
 pub use run::{ChannelCounters, Leftovers, Output, RunningFlow};
@@ -150,7 +152,7 @@ pub enum CompileError {
 }
 
 /// A compiled flow: its bus (channels and exchanges by name) and its routes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Flow {
     bus: MessageBus,
     routes: Vec<Route>,
@@ -164,12 +166,18 @@ pub struct Flow {
     history: bool,
     /// Where each channel keeps its messages, by name (absent: in memory).
     stores: HashMap<String, ChannelStore>,
+    /// Whether channels with a `store:` live in their brokers (otherwise in memory).
+    brokers: bool,
     /// The embedded durable store, when the flow has durable channels.
     durable: Option<Arc<Durable>>,
     /// Whether the flow is ready, as its start and stop go.
     readiness: Readiness,
     /// The adapters' and bridges' pause switches.
     detours: Detours,
+    /// The checked plan it was compiled from.
+    plan: Arc<Plan>,
+    /// Its parts as its views see them, swapped by a reload.
+    live: view::Live,
 }
 
 impl Flow {
@@ -243,35 +251,31 @@ fn build(plan: &Plan, store: Option<Arc<Durable>>, brokers: bool) -> Result<Flow
         .iter()
         .map(|route| Route::compile(route, plan, &bus, store.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
-    let invalid = plan
-        .channels
-        .iter()
-        .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
-        .collect();
-    let stores = plan
-        .channels
-        .iter()
-        .filter_map(|c| {
-            let kept = match &c.broker {
-                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
-                _ if c.durable && store.is_some() => ChannelStore::Durable,
-                _ => return None,
-            };
-            Some((c.name.clone(), kept))
-        })
-        .collect();
-    Ok(Flow {
+    let mut flow = Flow {
         bus,
         routes,
         channels,
         adapters: plan.adapters.clone(),
-        invalid,
+        invalid: invalid_channels(plan),
         history: plan.history,
-        stores,
+        stores: view::channel_stores(plan, store.is_some(), brokers),
+        brokers,
         durable: store,
         readiness: Readiness::default(),
         detours: Detours::default(),
-    })
+        plan: Arc::new(plan.clone()),
+        live: view::Live::default(),
+    };
+    flow.live = view::Live::new(flow.parts());
+    Ok(flow)
+}
+
+/// The invalid message channel of each datatype channel of `plan`, by channel name.
+fn invalid_channels(plan: &Plan) -> HashMap<String, String> {
+    plan.channels
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), c.datatype.as_ref()?.invalid.clone())))
+        .collect()
 }
 
 /// Creates the join `join` on `bus`.

@@ -16,18 +16,26 @@
 //! message given back too, unacknowledged (a durable channel delivers it again on the next run,
 //! marked redelivered; a memory channel's messages end with the process). [`Leftovers`] says
 //! what was left.
+//!
+//! Every consumer is known by the part it runs ([`Part`]: a route, an output, an outbound
+//! adapter), and every inbound adapter by its name, so that a reload ([`super::reshape`]) can
+//! stop and start them one by one. A route consuming a publish-subscribe channel takes its
+//! messages through a subscription the running flow keeps apart from the consumer
+//! ([`SharedSubscription`]): a route replaced by a reload hands it to its successor, which
+//! takes the copies published in between.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eip_core::channel::{Channel, ChannelStats, PublishSubscribe, Subscriber};
-use eip_core::endpoint::{Consumer, ConsumerHandle, Stopped};
+use eip_core::channel::{Channel, ChannelStats, Delivery, PublishSubscribe, Subscriber};
+use eip_core::endpoint::{Consumer, ConsumerHandle, Inbox, Stopped};
 use eip_core::message::Message;
 use tokio::time::Instant;
 
-use super::Flow;
 use super::adapters::{ConnectedAdapters, Start};
+use super::{Flow, Route};
 use crate::kind::Started;
 
 /// What a running flow does with a message that reaches an output channel: called with the
@@ -36,17 +44,72 @@ pub type Output = Arc<dyn Fn(&str, &Message) + Send + Sync>;
 
 /// A flow whose routes are consuming.
 pub struct RunningFlow {
-    channels: Vec<Channel>,
-    routes: Vec<super::Route>,
-    /// The routes' consumers, the outputs, and the outbound adapters' consumers.
-    pub(super) consumers: Vec<ConsumerHandle>,
-    /// The inbound adapters, stopped first.
-    pub(super) inbound: Vec<Box<dyn Started>>,
-    /// The flow's readiness: started once the adapters are attached, not ready once draining.
-    readiness: super::Readiness,
+    /// The flow as it runs now: a reload replaces its parts.
+    pub(super) flow: Flow,
+    /// The routes' consumers, the outputs, and the outbound adapters' consumers, each with
+    /// the part it runs.
+    pub(super) consumers: Vec<(Part, ConsumerHandle)>,
+    /// The inbound adapters, by name, stopped first.
+    pub(super) inbound: Vec<(String, Box<dyn Started>)>,
+    /// The subscriptions of the routes consuming publish-subscribe channels, by route name.
+    pub(super) subscriptions: HashMap<String, SharedSubscription>,
+    /// What becomes of the messages reaching output channels.
+    pub(super) output: Output,
     /// The channels that are no outputs though nothing consumes them (see
     /// [`Flow::start_keeping`]).
-    kept: Vec<String>,
+    pub(super) kept: Vec<String>,
+}
+
+/// What a consumer of a running flow runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Part {
+    /// The route of that name.
+    Route(String),
+    /// The output of the channel of that name.
+    Output(String),
+    /// The outbound adapter or bridge of that name.
+    Adapter(String),
+}
+
+/// A route's subscription to a publish-subscribe channel, kept by the running flow: the
+/// route's consumer takes from it, and so does the consumer of the route that replaces it.
+#[derive(Clone)]
+pub(super) struct SharedSubscription(Arc<tokio::sync::Mutex<Subscriber>>);
+
+impl SharedSubscription {
+    fn new(subscriber: Subscriber) -> Self {
+        SharedSubscription(Arc::new(tokio::sync::Mutex::new(subscriber)))
+    }
+
+    /// Ends the subscription of a route that is gone (its consumer stopped): on a durable
+    /// channel the durable subscription `route` is removed, elsewhere the copies it still
+    /// holds are taken. Either way what it held goes to the dead letter channel with reason
+    /// `channel-deleted`; how many.
+    pub(super) async fn end(self, channel: &PublishSubscribe, route: &str) -> usize {
+        if channel.is_durable() {
+            drop(self);
+            return channel.unsubscribe(route).await.unwrap_or(0);
+        }
+        let mut subscriber = self.0.lock().await;
+        let mut ended = 0;
+        while let Ok(delivery) = subscriber.try_recv() {
+            let why = format!("route `{route}` removed by a reload");
+            delivery
+                .dead_letter(eip_core::message::DeathReason::ChannelDeleted, Some(why))
+                .await;
+            ended += 1;
+        }
+        ended
+    }
+}
+
+impl Inbox for SharedSubscription {
+    fn next_delivery(&mut self) -> impl Future<Output = Option<Delivery>> + Send {
+        let shared = self.0.clone();
+        // Cancelled when the consumer stops: the lock is let go, what the subscription holds
+        // stays in it.
+        async move { shared.lock().await.recv().await }
+    }
 }
 
 /// One channel's counters, for the periodic counters line.
@@ -84,59 +147,94 @@ impl Flow {
     }
 
     /// [`start`](Self::start), except that the channels named in `kept` that nothing consumes
-    /// are no outputs: what reaches them waits there, to be browsed and taken from outside (the dead letters the
-    /// admin server replays), and draining does not wait for them to empty.
+    /// are no outputs: what reaches them waits there, to be browsed and taken from outside (the
+    /// dead letters the admin server replays), and draining does not wait for them to empty.
     pub fn start_keeping(&self, output: Output, kept: &[String]) -> RunningFlow {
-        let mut consumers = Vec::new();
-        let mut kept_here = Vec::new();
+        let mut running = RunningFlow {
+            flow: self.clone(),
+            consumers: Vec::new(),
+            inbound: Vec::new(),
+            subscriptions: HashMap::new(),
+            output,
+            kept: Vec::new(),
+        };
         for route in &self.routes {
-            let handle = match route.from() {
-                Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone())
-                    .concurrency(route.concurrency())
-                    .pause_gate(route.pause_gate())
-                    .spawn(),
-                Channel::PublishSubscribe(c) => {
-                    Consumer::new(subscribe(c, route.name()), route.clone())
-                        .concurrency(route.concurrency())
-                        .pause_gate(route.pause_gate())
-                        .spawn()
-                }
-            };
-            consumers.push(handle);
+            running.start_route(route);
         }
-        for channel in &self.channels {
-            let consumed = self.routes_from(channel.name()).next().is_some()
-                || self
+        for channel in self.unconsumed() {
+            if kept.iter().any(|k| k == channel.name()) {
+                running.kept.push(channel.name().to_owned());
+                continue;
+            }
+            running.start_output(channel);
+        }
+        running
+    }
+
+    /// The channels no route and no outbound adapter consumes: the flow's outputs.
+    pub(super) fn unconsumed(&self) -> impl Iterator<Item = &Channel> {
+        self.channels.iter().filter(|channel| {
+            self.routes_from(channel.name()).next().is_none()
+                && !self
                     .adapters
                     .iter()
-                    .any(|a| !a.is_inbound() && a.channel == channel.name());
-            if consumed {
-                continue;
+                    .any(|a| !a.is_inbound() && a.channel == channel.name())
+        })
+    }
+}
+
+impl RunningFlow {
+    /// Starts a consumer for `route`: on a publish-subscribe channel through the route's
+    /// subscription, taken over from a route of the same name that ran before it.
+    pub(super) fn start_route(&mut self, route: &Route) {
+        let handle = match route.from() {
+            Channel::PointToPoint(c) => Consumer::new(c.receiver(), route.clone())
+                .concurrency(route.concurrency())
+                .pause_gate(route.pause_gate())
+                .spawn(),
+            Channel::PublishSubscribe(c) => {
+                let subscription = self
+                    .subscriptions
+                    .entry(route.name().to_owned())
+                    .or_insert_with(|| SharedSubscription::new(subscribe(c, route.name())))
+                    .clone();
+                Consumer::new(subscription, route.clone())
+                    .concurrency(route.concurrency())
+                    .pause_gate(route.pause_gate())
+                    .spawn()
             }
-            if kept.iter().any(|k| k == channel.name()) {
-                kept_here.push(channel.name().to_owned());
-                continue;
-            }
-            let name: Arc<str> = channel.name().into();
-            let output = output.clone();
-            let sink = tower::service_fn(move |msg: Message| {
-                output(&name, &msg);
-                std::future::ready(Ok::<(), Infallible>(()))
-            });
-            let handle = match channel {
-                Channel::PointToPoint(c) => Consumer::new(c.receiver(), sink).spawn(),
-                Channel::PublishSubscribe(c) => Consumer::new(subscribe(c, OUTPUT), sink).spawn(),
-            };
-            consumers.push(handle);
-        }
-        RunningFlow {
-            channels: self.channels.clone(),
-            routes: self.routes.clone(),
-            consumers,
-            inbound: Vec::new(),
-            readiness: self.readiness.clone(),
-            kept: kept_here,
-        }
+        };
+        self.consumers
+            .push((Part::Route(route.name().to_owned()), handle));
+    }
+
+    /// Starts the output of `channel`: each message arriving there handed to the output
+    /// callback, then acknowledged.
+    pub(super) fn start_output(&mut self, channel: &Channel) {
+        let name: Arc<str> = channel.name().into();
+        let output = self.output.clone();
+        let sink = tower::service_fn(move |msg: Message| {
+            output(&name, &msg);
+            std::future::ready(Ok::<(), Infallible>(()))
+        });
+        let handle = match channel {
+            Channel::PointToPoint(c) => Consumer::new(c.receiver(), sink).spawn(),
+            Channel::PublishSubscribe(c) => Consumer::new(subscribe(c, OUTPUT), sink).spawn(),
+        };
+        self.consumers
+            .push((Part::Output(channel.name().to_owned()), handle));
+    }
+
+    /// Takes out the consumer running `part`, if there is one.
+    pub(super) fn take_consumer(&mut self, part: &Part) -> Option<ConsumerHandle> {
+        let at = self.consumers.iter().position(|(p, _)| p == part)?;
+        Some(self.consumers.remove(at).1)
+    }
+
+    /// Takes out the inbound adapter `name`, if it runs.
+    pub(super) fn take_inbound(&mut self, name: &str) -> Option<Box<dyn Started>> {
+        let at = self.inbound.iter().position(|(n, _)| n == name)?;
+        Some(self.inbound.remove(at).1)
     }
 }
 
@@ -166,7 +264,7 @@ pub(super) fn counters_of<'a>(
 }
 
 /// The name of the durable subscription an output takes on a durable channel.
-const OUTPUT: &str = "eip-run-output";
+pub(super) const OUTPUT: &str = "eip-run-output";
 
 /// A subscription for the consumer `name`: on a durable channel a durable subscription of that
 /// name, so what it has not processed waits for it across a restart (and is kept while the flow
@@ -185,23 +283,35 @@ impl RunningFlow {
     /// [`FlowView::waiting_for`](super::FlowView::waiting_for)).
     pub fn attach(&mut self, adapters: ConnectedAdapters) {
         for connected in adapters.into_inner() {
-            match connected.start() {
-                Start::Consumer(handle) => self.consumers.push(handle),
-                Start::Inbound(started) => self.inbound.push(started),
-            }
+            self.start_adapter(connected);
         }
-        self.readiness.started();
+        self.flow.readiness.started();
+    }
+
+    /// Starts one connected adapter or bridge.
+    pub(super) fn start_adapter(&mut self, connected: super::adapters::Connected) {
+        let name = connected.plan.name.clone();
+        match connected.start() {
+            Start::Consumer(handle) => self.consumers.push((Part::Adapter(name), handle)),
+            Start::Inbound(started) => self.inbound.push((name, started)),
+        }
     }
 
     /// Every channel's counters, in the order declared. A channel's dead letters include those
     /// of the routes consuming it (a message no clause matched died on that channel).
     pub fn counters(&self) -> Vec<ChannelCounters> {
-        counters_of(&self.channels, &self.routes)
+        counters_of(&self.flow.channels, &self.flow.routes)
+    }
+
+    /// The flow as it runs now (a reload changes its channels, routes and adapters).
+    pub fn flow(&self) -> &Flow {
+        &self.flow
     }
 
     /// The names of the channels whose messages outlive the process (durable channels).
     pub fn durable_channels(&self) -> Vec<String> {
-        self.channels
+        self.flow
+            .channels
             .iter()
             .filter(|c| c.is_durable())
             .map(|c| c.name().to_owned())
@@ -216,7 +326,7 @@ impl RunningFlow {
     /// Whether no channel holds a message and none is in processing (the kept channels'
     /// waiting messages aside: they wait on purpose).
     pub fn is_idle(&self) -> bool {
-        self.channels.iter().all(|c| {
+        self.flow.channels.iter().all(|c| {
             if self.kept.iter().any(|k| k == c.name()) {
                 return c.stats().in_flight == 0;
             }
@@ -250,7 +360,7 @@ impl RunningFlow {
     /// progress is answered; a file or row being sent finishes). Stopping twice does nothing
     /// more.
     pub async fn stop_inbound(&mut self) {
-        futures::future::join_all(self.inbound.drain(..).map(Started::shutdown)).await;
+        futures::future::join_all(self.inbound.drain(..).map(|(_, a)| a.shutdown())).await;
     }
 
     /// Stops the inbound adapters and waits until the flow is idle, both within `limit`: an
@@ -262,7 +372,7 @@ impl RunningFlow {
     }
 
     async fn drain_until(&mut self, deadline: Instant) -> bool {
-        self.readiness.stopping();
+        self.flow.readiness.stopping();
         if tokio::time::timeout_at(deadline, self.stop_inbound())
             .await
             .is_err()
@@ -281,7 +391,8 @@ impl RunningFlow {
     async fn release_held(&self, deadline: Instant) -> Option<bool> {
         let mut idle = None;
         loop {
-            let stopping = futures::future::join_all(self.routes.iter().map(|r| r.stop_steps()));
+            let routes = self.flow.routes.iter();
+            let stopping = futures::future::join_all(routes.map(|r| r.stop_steps()));
             let Ok(acted) = tokio::time::timeout_at(deadline, stopping).await else {
                 tracing::warn!("route steps still handing on what they held when the time was up");
                 return Some(false);
@@ -313,9 +424,10 @@ impl RunningFlow {
         self.drain_until(deadline).await;
         let rest = deadline.saturating_duration_since(Instant::now());
         let consumers = std::mem::take(&mut self.consumers);
-        let stopping = consumers.into_iter().map(|c| c.shutdown_within(rest));
+        let stopping = consumers.into_iter().map(|(_, c)| c.shutdown_within(rest));
         let given_back = futures::future::join_all(stopping).await.into_iter().sum();
         let channels = self
+            .flow
             .channels
             .iter()
             .map(|c| (c.name().to_owned(), c.stats().depth))

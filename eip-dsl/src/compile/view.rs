@@ -4,13 +4,18 @@
 //! durable store's counters, and whether the flow is ready.
 //!
 //! A [`FlowView`] is taken from the compiled flow ([`Flow::view`]) before anything starts and
-//! stays true while the flow runs: it holds the same channels, routes and bus (counters are
-//! read when asked), and the flow's [`Readiness`], which connecting the adapters, starting
-//! the flow and draining it update. Readiness belongs to the flow: nothing is kept in the
-//! process apart from it.
+//! stays true while the flow runs: it holds the same bus (counters are read when asked), the
+//! flow's [`Readiness`], which connecting the adapters, starting the flow and draining it
+//! update, and a shared handle on the flow's parts (its channels, routes and adapters, and
+//! the plan they were made from). A reload that changes the parts swaps them behind that
+//! handle at once for every view: a watcher asking after it sees the new channels, routes
+//! and adapters, never a mix. Each part list is read whole ([`FlowView::channels`] answers
+//! the list as it is when asked), and [`FlowView::generation`] counts the swaps, so a watcher
+//! that keeps something computed from the plan knows when to compute it again. Nothing is
+//! kept in the process apart from the flow.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use eip_adapters::bridge::{ConnectionHealth, HealthReport};
@@ -19,6 +24,7 @@ use eip_core::channel::Channel;
 use eip_core::store::durable::Durable;
 
 use super::{Flow, Route};
+use crate::plan::Plan;
 use crate::plan::adapter::AdapterPlan;
 
 /// Where a channel keeps its messages.
@@ -36,9 +42,7 @@ pub enum ChannelStore {
 #[derive(Clone)]
 pub struct FlowView {
     pub(super) bus: MessageBus,
-    pub(super) channels: Arc<[(Channel, ChannelStore)]>,
-    pub(super) routes: Arc<[Route]>,
-    pub(super) adapters: Arc<[AdapterPlan]>,
+    pub(super) parts: Live,
     pub(super) durable: Option<Arc<Durable>>,
     pub(super) readiness: Readiness,
     pub(super) detours: super::Detours,
@@ -46,11 +50,56 @@ pub struct FlowView {
 
 impl std::fmt::Debug for FlowView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts = self.parts.get();
         f.debug_struct("FlowView")
-            .field("channels", &self.channels.len())
-            .field("routes", &self.routes.len())
-            .field("adapters", &self.adapters.len())
+            .field("channels", &parts.channels.len())
+            .field("routes", &parts.routes.len())
+            .field("adapters", &parts.adapters.len())
+            .field("generation", &parts.generation)
             .finish()
+    }
+}
+
+/// The parts of a running flow, as its watchers see them: swapped whole by a reload.
+#[derive(Clone, Default)]
+pub(super) struct Parts {
+    pub(super) channels: Arc<[(Channel, ChannelStore)]>,
+    pub(super) routes: Arc<[Route]>,
+    pub(super) adapters: Arc<[AdapterPlan]>,
+    pub(super) plan: Arc<Plan>,
+    /// How many times the parts were swapped since the flow was compiled.
+    pub(super) generation: u64,
+}
+
+/// The handle a flow and its views share on the flow's [`Parts`].
+#[derive(Clone, Default)]
+pub(super) struct Live(Arc<RwLock<Parts>>);
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("generation", &self.get().generation)
+            .finish()
+    }
+}
+
+impl Live {
+    pub(super) fn new(parts: Parts) -> Live {
+        Live(Arc::new(RwLock::new(parts)))
+    }
+
+    /// The parts as they are now (the lists are shared, not copied).
+    pub(super) fn get(&self) -> Parts {
+        // A lock poisoned by a panic elsewhere still holds a whole value: it is replaced in
+        // one assignment.
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Puts `parts` in place of the current ones, counting one more generation.
+    pub(super) fn swap(&self, mut parts: Parts) {
+        let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
+        parts.generation = current.generation + 1;
+        *current = parts;
     }
 }
 
@@ -78,30 +127,42 @@ impl FlowView {
         &self.bus
     }
 
-    /// The channels in the order declared, each with where it keeps its messages.
-    pub fn channels(&self) -> &[(Channel, ChannelStore)] {
-        &self.channels
+    /// The channels in the order declared, each with where it keeps its messages, as they
+    /// are now.
+    pub fn channels(&self) -> Arc<[(Channel, ChannelStore)]> {
+        self.parts.get().channels
     }
 
-    /// The routes in the order declared.
-    pub fn routes(&self) -> &[Route] {
-        &self.routes
+    /// The routes in the order declared, as they are now.
+    pub fn routes(&self) -> Arc<[Route]> {
+        self.parts.get().routes
     }
 
-    /// The adapters and bridges in the order declared.
-    pub fn adapters(&self) -> &[AdapterPlan] {
-        &self.adapters
+    /// The adapters and bridges in the order declared, as they are now.
+    pub fn adapters(&self) -> Arc<[AdapterPlan]> {
+        self.parts.get().adapters
+    }
+
+    /// The checked plan the flow's parts were made from, as it is now.
+    pub fn plan(&self) -> Arc<Plan> {
+        self.parts.get().plan
+    }
+
+    /// How many times a reload changed the flow's parts (0 until one does).
+    pub fn generation(&self) -> u64 {
+        self.parts.get().generation
     }
 
     /// Every channel's counters, in the order declared, as
     /// [`RunningFlow::counters`](super::RunningFlow::counters) reads them.
     pub fn counters(&self) -> Vec<super::ChannelCounters> {
-        super::run::counters_of(self.channels.iter().map(|(c, _)| c), &self.routes)
+        let parts = self.parts.get();
+        super::run::counters_of(parts.channels.iter().map(|(c, _)| c), &parts.routes)
     }
 
     /// The counters of `channel` alone, as [`counters`](Self::counters) counts them.
     pub fn counters_of(&self, channel: &Channel) -> super::ChannelCounters {
-        let mut counters = super::run::counters_of([channel], &self.routes);
+        let mut counters = super::run::counters_of([channel], &self.routes());
         counters.pop().unwrap_or_else(|| super::ChannelCounters {
             channel: channel.name().to_owned(),
             stats: channel.stats(),
@@ -152,13 +213,14 @@ impl FlowView {
     /// stopping is not ready.
     pub async fn waiting_for(&self) -> Vec<String> {
         let mut waiting = Vec::new();
+        let parts = self.parts.get();
         {
             let state = self.readiness.lock();
             if state.stopping {
                 waiting.push("the flow is stopping".to_owned());
                 return waiting;
             }
-            for adapter in self.adapters.iter() {
+            for adapter in parts.adapters.iter() {
                 if !state.connected.contains_key(&adapter.name) {
                     waiting.push(format!("{} `{}` connecting", adapter.noun(), adapter.name));
                 }
@@ -168,7 +230,7 @@ impl FlowView {
                     .push("the flow starting (routes subscribing, adapters attaching)".to_owned());
             }
         }
-        for (channel, _) in self.channels.iter() {
+        for (channel, _) in parts.channels.iter() {
             // Asked without waiting: a store that is ready answers at once.
             if let Err(late) = channel.ready(Duration::ZERO).await {
                 waiting.extend(late.waiting);
@@ -210,6 +272,11 @@ impl Readiness {
         self.lock().connected.insert(name.to_owned(), endpoint);
     }
 
+    /// The adapter `name` is no longer part of the flow (a reload stopped it).
+    pub(super) fn gone(&self, name: &str) {
+        self.lock().connected.remove(name);
+    }
+
     /// The routes are subscribed and the adapters attached.
     pub(super) fn started(&self) {
         self.lock().started = true;
@@ -221,11 +288,42 @@ impl Readiness {
     }
 }
 
+/// Where each channel of `plan` kept elsewhere than in memory keeps its messages, by name:
+/// `durable` says whether the flow has its durable store open, `brokers` whether channels with
+/// a `store:` live in their brokers.
+pub(super) fn channel_stores(
+    plan: &Plan,
+    durable: bool,
+    brokers: bool,
+) -> HashMap<String, ChannelStore> {
+    plan.channels
+        .iter()
+        .filter_map(|c| {
+            let kept = match &c.broker {
+                Some(broker) if brokers => ChannelStore::Broker(broker.place.describe()),
+                _ if c.durable && durable => ChannelStore::Durable,
+                _ => return None,
+            };
+            Some((c.name.clone(), kept))
+        })
+        .collect()
+}
+
 impl Flow {
     /// The flow as its watchers see it, now and while it runs (see [`FlowView`]).
     pub fn view(&self) -> FlowView {
         FlowView {
             bus: self.bus.clone(),
+            parts: self.live.clone(),
+            durable: self.durable.clone(),
+            readiness: self.readiness.clone(),
+            detours: self.detours.clone(),
+        }
+    }
+
+    /// The flow's parts as its views show them (`generation` aside: [`Live::swap`] counts).
+    pub(super) fn parts(&self) -> Parts {
+        Parts {
             channels: self
                 .channels
                 .iter()
@@ -233,9 +331,8 @@ impl Flow {
                 .collect(),
             routes: self.routes.iter().cloned().collect(),
             adapters: self.adapters.iter().cloned().collect(),
-            durable: self.durable.clone(),
-            readiness: self.readiness.clone(),
-            detours: self.detours.clone(),
+            plan: self.plan.clone(),
+            generation: 0,
         }
     }
 

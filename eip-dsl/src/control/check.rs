@@ -62,7 +62,7 @@ pub(super) fn binding(
 /// bindings): what a join or binding is checked against.
 fn names_of(flow: &FlowView) -> FlowSpec {
     let mut spec = FlowSpec::default();
-    for (channel, _) in flow.channels() {
+    for (channel, _) in flow.channels().iter() {
         let kind = match channel.kind() {
             ChannelKind::PointToPoint => KindSpec::PointToPoint,
             ChannelKind::PublishSubscribe => KindSpec::PublishSubscribe,

@@ -121,7 +121,7 @@ pub(super) async fn graph(State(admin): State<Arc<Admin>>) -> Response {
 fn as_now(plan: &Plan, view: &FlowView) -> Plan {
     let mut plan = plan.clone();
     plan.joins.clear();
-    for (channel, _) in view.channels() {
+    for (channel, _) in view.channels().iter() {
         let Channel::PublishSubscribe(source) = channel else {
             continue;
         };
