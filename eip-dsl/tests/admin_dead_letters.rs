@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use eip_core::Message;
+use eip_core::channel::{Datatype, JsonSchema};
 use eip_core::message::DeathReason;
 use eip_dsl::admin::{AdminOptions, AdminServer};
 use eip_dsl::compile::{StoreOptions, compile_with};
@@ -703,5 +704,94 @@ async fn refusals_say_what_was_wrong() {
         .await;
     assert_eq!(status, 403);
     test.total_is("/api/dead-letters", 1).await;
+    test.served.stop().await;
+}
+
+/// Checks `answer` (the JSON `method path` answered with `status`) against the schema the
+/// OpenAPI document gives for it.
+fn conforms(method: &str, path: &str, status: u16, answer: &Value) {
+    let doc: Value = serde_json::from_str(eip_dsl::admin::OPENAPI).expect("the document");
+    let response = &doc["paths"][path][method]["responses"][status.to_string()];
+    let schema = &response["content"]["application/json"]["schema"];
+    assert!(
+        schema.is_object(),
+        "{method} {path} {status} is not documented"
+    );
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [schema],
+        "components": doc["components"],
+    });
+    let schema = JsonSchema::new(path, &schema).expect("the schema compiles");
+    if let Err(reason) = schema.check(&Message::new(answer.to_string())) {
+        panic!("{method} {path} ({status}) does not match the document: {reason}\n{answer:#}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_matches_the_openapi_document() {
+    let test = serve(None, Some(TOKEN), true).await;
+    let ids = test.dead_letters(2).await;
+    let dead_letters = test.served.flow.bus().dead_letter_channel();
+    let mut bytes = Message::new(vec![0xff_u8, 0xfe]);
+    bytes
+        .headers_mut()
+        .insert("raw", bytes::Bytes::from_static(b"\x01"));
+    dead_letters
+        .bury(bytes, "gone", DeathReason::Expired, None)
+        .await
+        .expect("buried");
+    pause(&test, "ship");
+    pause(&test, "audit");
+    test.send("orders", 1).await;
+    test.send("events", 2).await;
+    test.total_is("/api/channels/events/messages", 1).await;
+
+    let template = "/api/channels/{name}/messages";
+    for channel in ["orders", "events", "nope"] {
+        let path = format!("/api/channels/{channel}/messages");
+        let (status, answer) = test.served.json(&path).await;
+        conforms("get", template, status, &answer);
+    }
+    for query in [
+        "",
+        "?when=%24.n%20%3D%3D%200",
+        "?when=%24%24",
+        "?channel=nope",
+    ] {
+        let (status, answer) = test.served.json(&format!("/api/dead-letters{query}")).await;
+        conforms("get", "/api/dead-letters", status, &answer);
+    }
+    let (_, page) = test.served.json("/api/dead-letters").await;
+    assert_eq!(
+        page["messages"][2]["payload"],
+        json!({"hex": "fffe"}),
+        "{page}"
+    );
+
+    test.broken.store(false, Ordering::SeqCst);
+    for body in [
+        json!({"ids": [ids[0], "0190a5c4-0000-7000-8000-000000000000"]}),
+        json!({"all": true}),
+        json!({"ids": ["0190a5c4-0000-7000-8000-000000000000"]}),
+        json!({"when": "$$"}),
+    ] {
+        let (status, answer) = test.post("/api/dead-letters/replay", body).await;
+        conforms("post", "/api/dead-letters/replay", status, &answer);
+    }
+    let (status, answer) = test
+        .post("/api/dead-letters/delete", json!({"all": true}))
+        .await;
+    assert_eq!(
+        answer,
+        json!({"deleted": 1}),
+        "the one that could not go back"
+    );
+    conforms("post", "/api/dead-letters/delete", status, &answer);
+    let (status, answer) = test.delete(&format!("/api/dead-letters/{}", ids[0])).await;
+    assert_eq!(status, 404);
+    conforms("delete", "/api/dead-letters/{id}", status, &answer);
+    resume(&test, "ship");
+    resume(&test, "audit");
     test.served.stop().await;
 }

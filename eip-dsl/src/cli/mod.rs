@@ -3,6 +3,8 @@
 
 #[cfg(feature = "admin")]
 mod admin;
+#[cfg(feature = "admin")]
+mod dead_letters;
 mod log;
 mod reload;
 mod route;
@@ -96,7 +98,7 @@ enum Command {
         /// The channel.
         channel: String,
         #[command(flatten)]
-        page: admin::Page,
+        page: dead_letters::Page,
     },
     /// A running flow's dead letters: list them, replay them (keeping their ids), delete them.
     #[cfg(feature = "admin")]
@@ -107,7 +109,7 @@ enum Command {
         #[arg(long, global = true)]
         channel: Option<String>,
         #[command(subcommand)]
-        command: admin::DeadLettersCommand,
+        command: dead_letters::DeadLettersCommand,
     },
 }
 
@@ -165,13 +167,13 @@ pub fn main() -> ExitCode {
             server,
             channel,
             page,
-        } => admin::messages(server, channel, page),
+        } => dead_letters::messages(server, channel, page),
         #[cfg(feature = "admin")]
         Command::DeadLetters {
             server,
             channel,
             command,
-        } => admin::dead_letters(server, channel, command),
+        } => dead_letters::dead_letters(server, channel, command),
     }
 }
 
