@@ -17,6 +17,11 @@
 //! program reads (an expression with the program's demand that outputs nothing), next to
 //! serde_json parsing it into a `serde_json::Value` and jaq's own parser; and eip's messages
 //! per second.
+//!
+//! `EIP_TRANSFORM_SIDE=eip` (or `baseline`, `projected parse`) runs that side alone
+//! `EIP_TRANSFORM_COUNT` times (default 10 000) and nothing else, for a profiler: `valgrind
+//! --tool=callgrind` counts its instructions, and the difference between two counts divided by
+//! the difference of their `EIP_TRANSFORM_COUNT` is one run's.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -148,8 +153,37 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+/// `EIP_TRANSFORM_SIDE`: one side run alone, `EIP_TRANSFORM_COUNT` times.
+fn one_side(work: &Work, side: &str) {
+    let count: usize = std::env::var("EIP_TRANSFORM_COUNT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let projected =
+        Jq::compile(&format!("if false then {PROGRAM} else 1 end | empty")).expect("compiles");
+    let run: &dyn Fn() = match side {
+        "eip" => &|| drop(black_box(work.eip())),
+        "baseline" => &|| drop(black_box(work.baseline())),
+        "projected parse" => &|| drop(black_box(projected.all(&work.message))),
+        other => {
+            panic!("EIP_TRANSFORM_SIDE is `eip`, `baseline` or `projected parse`, not `{other}`")
+        }
+    };
+    let begin = Instant::now();
+    for _ in 0..count {
+        run();
+    }
+    eprintln!(
+        "transform jq {side}: {count} runs, {:.0} ns/run",
+        begin.elapsed().as_nanos() as f64 / count as f64
+    );
+}
+
 fn transform(c: &mut Criterion) {
     let work = Work::new();
+    if let Ok(side) = std::env::var("EIP_TRANSFORM_SIDE") {
+        return one_side(&work, &side);
+    }
     let eip: serde_json::Value =
         serde_json::from_slice(work.eip().payload()).expect("eip wrote JSON");
     let baseline: serde_json::Value =

@@ -24,8 +24,6 @@
 
 mod analysis;
 
-use std::collections::BTreeMap;
-
 /// How much of a value a program reads.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) enum Demand {
@@ -44,7 +42,7 @@ pub(crate) enum Demand {
 pub(crate) struct Parts {
     /// Object fields read by name, by their unescaped key. After [`Demand::finish`], each also
     /// holds what `iter` reads.
-    pub(crate) fields: BTreeMap<Box<[u8]>, Demand>,
+    pub(crate) fields: Named,
     /// What is read of every item of an array or value of an object it iterates (`.[]`).
     pub(crate) iter: Option<Demand>,
     /// What is read of an array's items by number or slice (`.[0]`, `.[1:]`): an object indexed
@@ -67,7 +65,7 @@ impl Demand {
 
     fn field(key: Vec<u8>, then: Demand) -> Demand {
         Demand::parts(Parts {
-            fields: BTreeMap::from([(key.into_boxed_slice(), then)]),
+            fields: Named::one(key.into_boxed_slice(), then),
             ..Parts::default()
         })
     }
@@ -106,12 +104,8 @@ impl Demand {
             (Demand::Nothing, d) | (d, Demand::Nothing) => d,
             (Demand::Parts(mut a), Demand::Parts(b)) => {
                 let b = *b;
-                for (key, d) in b.fields {
-                    let merged = match a.fields.remove(&key) {
-                        Some(old) => old.union(d),
-                        None => d,
-                    };
-                    a.fields.insert(key, merged);
+                for (key, d) in b.fields.list {
+                    a.fields.add(key, d);
                 }
                 a.iter = union_opt(a.iter.take(), b.iter);
                 a.index = union_opt(a.index.take(), b.index);
@@ -153,20 +147,83 @@ impl Demand {
             Demand::Parts(mut p) => {
                 let iter = p.iter.take().map(|d| d.finish(depth - 1));
                 let index = p.index.take().map(|d| d.finish(depth - 1));
-                let fields = std::mem::take(&mut p.fields);
-                p.fields = fields
-                    .into_iter()
-                    .map(|(key, d)| {
-                        let d = d.union(iter.clone().unwrap_or_default());
-                        (key, d.finish(depth - 1))
-                    })
-                    .collect();
+                for (_, d) in &mut p.fields.list {
+                    let named = std::mem::take(d).union(iter.clone().unwrap_or_default());
+                    *d = named.finish(depth - 1);
+                }
                 p.items = union_opt(iter.clone(), index.clone());
                 p.iter = iter;
                 p.index = index;
                 Demand::Parts(p)
             }
             other => other,
+        }
+    }
+}
+
+/// Object fields read by name, by their unescaped key, in key order. A program names few
+/// fields of an object: a list compared one by one (length first) finds one quicker than a
+/// tree when the payload is read.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Named {
+    list: Vec<(Box<[u8]>, Demand)>,
+    /// Whether every name is plain: written in JSON as it is, without escapes (no quote,
+    /// backslash or control character).
+    plain: bool,
+}
+
+impl Default for Named {
+    fn default() -> Self {
+        Named {
+            list: Vec::new(),
+            plain: true,
+        }
+    }
+}
+
+impl Named {
+    fn one(key: Box<[u8]>, demand: Demand) -> Named {
+        let mut named = Named::default();
+        named.add(key, demand);
+        named
+    }
+
+    /// What is read of field `key`, if the program names it.
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&Demand> {
+        let same =
+            |name: &[u8]| name.len() == key.len() && name.iter().zip(key).all(|(a, b)| a == b);
+        self.list
+            .iter()
+            .find(|(name, _)| same(name))
+            .map(|(_, d)| d)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The fields named and what is read of each, in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &Demand)> {
+        self.list.iter().map(|(name, d)| (&**name, d))
+    }
+
+    /// Whether every name is written in JSON as it is (a key with an escape is none of them).
+    pub(crate) fn plain(&self) -> bool {
+        self.plain
+    }
+
+    /// Adds `demand` to what is read of field `key`.
+    fn add(&mut self, key: Box<[u8]>, demand: Demand) {
+        match self.list.binary_search_by(|(name, _)| name.cmp(&key)) {
+            Ok(i) => {
+                let read = std::mem::take(&mut self.list[i].1);
+                self.list[i].1 = read.union(demand);
+            }
+            Err(i) => {
+                self.plain &= key.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+                self.list.insert(i, (key, demand));
+            }
         }
     }
 }

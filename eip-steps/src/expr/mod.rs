@@ -51,6 +51,7 @@ mod demand;
 mod depth;
 mod error;
 mod project;
+mod read;
 mod template;
 mod value;
 
@@ -174,25 +175,23 @@ impl Jq {
     /// Every output over `msg`, in order (none is an empty list); past [`MAX_OUTPUTS`],
     /// [`RunError::TooManyOutputs`].
     pub fn all(&self, msg: &Message) -> Result<Vec<serde_json::Value>, RunError> {
-        self.all_reading(msg, &self.program.demand)
+        let input = value::parse_payload(msg.payload(), &self.program.demand)?;
+        self.all_of(input, msg)
     }
 
-    /// [`Jq::all`] with the whole payload built, whatever the program reads: the reference
-    /// the fuzz target and the tests hold the projected parse to.
+    /// [`Jq::all`] with the whole payload built by serde_json, whatever the program reads: the
+    /// reference the fuzz target and the tests hold the projected parse (and the reader of
+    /// [`read`]) to.
     #[doc(hidden)]
     pub fn all_reading_everything(
         &self,
         msg: &Message,
     ) -> Result<Vec<serde_json::Value>, RunError> {
-        self.all_reading(msg, &Demand::All)
+        let input = value::parse_payload_with_serde(msg.payload(), &Demand::All)?;
+        self.all_of(input, msg)
     }
 
-    fn all_reading(
-        &self,
-        msg: &Message,
-        demand: &Demand,
-    ) -> Result<Vec<serde_json::Value>, RunError> {
-        let input = value::parse_payload(msg.payload(), demand)?;
+    fn all_of(&self, input: Val, msg: &Message) -> Result<Vec<serde_json::Value>, RunError> {
         let mut values = Vec::new();
         for out in self.run(input, msg) {
             if values.len() == MAX_OUTPUTS {
@@ -278,10 +277,7 @@ pub(crate) fn to_value(v: &Val) -> Result<serde_json::Value, RunError> {
 
 /// A jq value written as compact JSON.
 pub(crate) fn to_payload(v: &Val) -> Result<Bytes, RunError> {
-    let mut out = Vec::with_capacity(128);
-    serde_json::to_writer(&mut out, &value::Json(v))
-        .map_err(|e| RunError::OutputNotJson(e.to_string()))?;
-    Ok(Bytes::from(out))
+    value::write_payload(v)
 }
 
 impl fmt::Debug for Jq {

@@ -124,7 +124,7 @@ impl<'de> Visitor<'de> for Within<'_, '_> {
         if let Some(every) = &self.parts.iter {
             while let Some(key) = map.next_key_seed(self.base)? {
                 let demand = match &key {
-                    Val::TStr(text) => fields.get(&***text).unwrap_or(every),
+                    Val::TStr(text) => fields.get(text).unwrap_or(every),
                     _ => every,
                 };
                 let value = map.next_value_seed(Project::new(self.base, demand))?;

@@ -19,35 +19,63 @@ use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
 use super::demand::Demand;
 use super::error::RunError;
 use super::project::Project;
+use super::read;
 
-/// The payload as a jaq value: only the parts `demand` reads (see [`super::project`]).
+/// The payload as a jaq value: only the parts `demand` reads (see [`super::project`]), read by
+/// [`super::read`] straight from the bytes, or by serde_json when that gives up (a payload that
+/// is not JSON: serde_json's error).
 pub(crate) fn parse_payload(payload: &Bytes, demand: &Demand) -> Result<Val, RunError> {
-    SCRATCH.with(|cell| {
-        // A payload parsed inside another's parse (never, but a thread-local must not be
-        // borrowed twice) gets scratch of its own.
-        let mut own = Scratch::default();
-        let mut guard = cell.try_borrow_mut();
-        let scratch = match &mut guard {
-            Ok(scratch) => &mut **scratch,
-            Err(_) => &mut own,
-        };
-        scratch.clear();
-        let mut de = serde_json::Deserializer::from_slice(payload);
-        let seed = Payload {
-            payload,
-            scratch: RefCell::new(std::mem::take(scratch)),
-        };
-        let value = match demand {
-            Demand::All => (&seed).deserialize(&mut de),
-            demand => Project::new(&seed, demand).deserialize(&mut de),
-        };
-        let value = value
-            .and_then(|v| de.end().map(|()| v))
-            .map_err(|e| RunError::not_json(&e));
-        *scratch = seed.scratch.into_inner();
-        scratch.clear();
-        value
+    with_scratch(|scratch| match read::read(payload, demand, scratch) {
+        Ok(value) => Ok(value),
+        Err(read::GiveUp) => parse_with_serde(payload, demand, scratch),
     })
+}
+
+/// The payload parsed by serde_json alone: the reference [`parse_payload`] is held to.
+pub(crate) fn parse_payload_with_serde(payload: &Bytes, demand: &Demand) -> Result<Val, RunError> {
+    with_scratch(|scratch| parse_with_serde(payload, demand, scratch))
+}
+
+/// `f` with the thread's scratch stacks, empty.
+fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> T) -> T {
+    with_local(&SCRATCH, |scratch| {
+        scratch.clear();
+        f(scratch)
+    })
+}
+
+/// `f` with the thread's `local`; one made for the call when it is in use already (a parse
+/// inside another's: never, but a thread-local must not be borrowed twice).
+fn with_local<L: Default, T>(
+    local: &'static std::thread::LocalKey<RefCell<L>>,
+    f: impl FnOnce(&mut L) -> T,
+) -> T {
+    local.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut held) => f(&mut held),
+        Err(_) => f(&mut L::default()),
+    })
+}
+
+fn parse_with_serde(
+    payload: &Bytes,
+    demand: &Demand,
+    scratch: &mut Scratch,
+) -> Result<Val, RunError> {
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    let seed = Payload {
+        payload,
+        scratch: RefCell::new(std::mem::take(scratch)),
+    };
+    let value = match demand {
+        Demand::All => (&seed).deserialize(&mut de),
+        demand => Project::new(&seed, demand).deserialize(&mut de),
+    };
+    let value = value
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| RunError::not_json(&e));
+    *scratch = seed.scratch.into_inner();
+    scratch.clear();
+    value
 }
 
 /// The items and fields of the arrays and objects being read, innermost last: each is made
@@ -60,7 +88,7 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.items.clear();
         self.fields.clear();
     }
@@ -69,6 +97,26 @@ impl Scratch {
 thread_local! {
     /// Kept between parses: after the first, reading a payload allocates only its values.
     static SCRATCH: RefCell<Scratch> = RefCell::default();
+    /// Where an output is written before it is copied out at its size: one allocation for
+    /// the payload instead of a growing buffer and the shared handle around it.
+    static OUTPUT: RefCell<Vec<u8>> = RefCell::default();
+}
+
+/// The largest buffer [`OUTPUT`] keeps between outputs.
+const KEPT_OUTPUT: usize = 64 * 1024;
+
+/// `v` written as compact JSON.
+pub(crate) fn write_payload(v: &Val) -> Result<Bytes, RunError> {
+    with_local(&OUTPUT, |out| {
+        out.clear();
+        let written = serde_json::to_writer(&mut *out, &Json(v))
+            .map(|()| Bytes::copy_from_slice(out))
+            .map_err(|e| RunError::OutputNotJson(e.to_string()));
+        if out.capacity() > KEPT_OUTPUT {
+            *out = Vec::new();
+        }
+        written
+    })
 }
 
 /// The headers as a jq object (see the module documentation of [`crate::expr`] for the rules).
@@ -109,19 +157,26 @@ impl Payload<'_> {
 
     /// The array of the items on the scratch stack from `start` on (taken off).
     pub(super) fn array(&self, start: usize) -> Val {
-        let items: Vec<Val> = self.scratch.borrow_mut().items.drain(start..).collect();
-        Val::Arr(items.into())
+        array_of(self.scratch.borrow_mut().items.drain(start..))
     }
 
     /// The object of the fields on the scratch stack from `start` on (taken off).
     pub(super) fn object(&self, start: usize) -> Val {
-        let mut scratch = self.scratch.borrow_mut();
-        let fields = scratch.fields.drain(start..);
-        let mut object = Map::with_capacity_and_hasher(fields.len(), Default::default());
-        // A key given twice keeps its first place and its last value, as JSON parsers do.
-        object.extend(fields);
-        Val::obj(object)
+        object_of(self.scratch.borrow_mut().fields.drain(start..))
     }
+}
+
+/// An array of `items`, allocated once at its size.
+pub(super) fn array_of(items: impl ExactSizeIterator<Item = Val>) -> Val {
+    Val::Arr(items.collect::<Vec<Val>>().into())
+}
+
+/// An object of `fields`, in order; a key given twice keeps its first place and its last value,
+/// as JSON parsers do.
+pub(super) fn object_of(fields: impl ExactSizeIterator<Item = (Val, Val)>) -> Val {
+    let mut object = Map::with_capacity_and_hasher(fields.len(), Default::default());
+    object.extend(fields);
+    Val::obj(object)
 }
 
 impl<'de> DeserializeSeed<'de> for &Payload<'_> {
@@ -249,5 +304,8 @@ fn number<S: Serializer>(n: &Num, s: S) -> Result<S::Ok, S::Error> {
 }
 
 fn utf8(b: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(b)
+    match std::str::from_utf8(b) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(b),
+    }
 }

@@ -219,8 +219,10 @@ impl Translate {
             }
         }
         if let Some(payload) = payload {
-            let (id, mut headers, _) = msg.into_parts();
-            headers.insert(names::CONTENT_TYPE, "application/json");
+            let (id, headers, _) = msg.into_parts();
+            // Set over the message's headers, which stay shared (not copied for one header).
+            let headers =
+                headers.overlaid([(names::CONTENT_TYPE.into(), "application/json".into())]);
             msg = Message::from_parts(id, headers, payload);
         }
         self.change_headers(&mut msg, values);
