@@ -28,8 +28,6 @@ pub(super) struct Admin {
     pub(super) shape: std::sync::Mutex<(u64, Arc<Shape>)>,
     pub(super) rates: rates::Rates,
     pub(super) token: Option<security::Token>,
-    /// The checked plan the flow was compiled from, which the console's drawing starts from.
-    pub(super) plan: crate::plan::Plan,
 }
 
 impl Admin {

@@ -195,7 +195,6 @@ impl AdminServer {
             changes,
             rates,
             token: options.token.map(security::Token::new),
-            plan: plan.clone(),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let app = api::router(admin);

@@ -98,7 +98,8 @@ async fn file(Path(name): Path<String>) -> Response {
 /// `GET /api/graph.svg`: the flow's drawing, as `eip graph --format svg` makes it, with its
 /// joins and bindings as they are now (those added at runtime too).
 pub(super) async fn graph(State(admin): State<Arc<Admin>>) -> Response {
-    let drawing = crate::graph::svg(&as_now(&admin.plan, &admin.view));
+    // The plan the flow runs now (a reload swaps it), with the joins and bindings in place.
+    let drawing = crate::graph::svg(&as_now(&admin.view.plan(), &admin.view));
     let mut response = (
         [(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8")],
         drawing,
