@@ -29,6 +29,7 @@ pub mod amqp;
 pub mod bridge;
 #[cfg(feature = "file")]
 pub mod file;
+pub mod health;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "mqtt")]

@@ -25,16 +25,15 @@ mod backoff;
 #[cfg(any(feature = "nats", feature = "redis"))]
 pub(crate) mod config;
 mod destination;
-mod health;
 mod inbound;
 mod outbound;
 mod reconnect;
 
+pub use crate::health::{ConnectionHealth, HealthReport, LastError};
 pub use backoff::Backoff;
 #[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
 pub(crate) use destination::destination_error;
 pub use destination::{DestinationError, DestinationTemplate};
-pub use health::{ConnectionHealth, HealthReport, LastError};
 pub use inbound::{Delivery, InboundBridge, InboundBridgeHandle, Source};
 pub use outbound::{Outbound, Publisher};
 pub use reconnect::Reconnect;

@@ -12,7 +12,7 @@ use crate::compile::{
 };
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{ActionPlan, Plan, RecipientsPlan, TargetRef};
-use eip_adapters::bridge::HealthReport;
+use eip_adapters::health::HealthReport;
 
 /// A refusal or a failure: what was wrong, and for an unknown name the closest known one.
 #[derive(Debug, Clone, Serialize)]

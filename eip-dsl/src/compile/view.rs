@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use eip_adapters::bridge::{ConnectionHealth, HealthReport};
+use eip_adapters::health::{ConnectionHealth, HealthReport};
 use eip_core::MessageBus;
 use eip_core::channel::Channel;
 use eip_core::store::durable::Durable;

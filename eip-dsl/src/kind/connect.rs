@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use eip_adapters::bridge::ConnectionHealth;
+use eip_adapters::health::ConnectionHealth;
 use eip_core::channel::{Channel, DeadLetterChannel, InvalidMessageChannel};
 use eip_core::endpoint::PauseGate;
 use eip_core::message::Message;
