@@ -18,7 +18,7 @@ use super::lane::Lane;
 use super::redelivery::RedeliveryPolicy;
 use super::selector::Selector;
 use crate::message::{DeathReason, Message, names, now_millis};
-use crate::store::{Select, Take, take_parked};
+use crate::store::{Select, Take, TakeOne, take_parked};
 
 /// A message taken from a channel, to be settled exactly once.
 pub struct Delivery {
@@ -204,7 +204,25 @@ impl Receiver {
             }
             let store = &self.queue.store;
             let select = self.selector.as_ref().map(|s| s as &dyn Select);
-            match store.try_take(select, self.prefetch, &mut self.buffer) {
+            let took = if self.prefetch == 1 && select.is_none() {
+                // One at a time, everything selected: straight from the store, no buffer.
+                match store.try_take_one() {
+                    TakeOne::Taken(msg) if !is_expired(&msg) => {
+                        return Some(Delivery::new(msg, self.queue.clone()));
+                    }
+                    TakeOne::Taken(msg) => {
+                        // Expired: the buffered path dead-letters it.
+                        self.buffer.push_back(msg);
+                        continue;
+                    }
+                    TakeOne::Empty => Take::Empty,
+                    TakeOne::Closed => Take::Closed,
+                    TakeOne::Batched => store.try_take(select, self.prefetch, &mut self.buffer),
+                }
+            } else {
+                store.try_take(select, self.prefetch, &mut self.buffer)
+            };
+            match took {
                 Take::Taken => {}
                 Take::Closed => return None,
                 Take::Empty => match store.parking() {

@@ -86,7 +86,12 @@ impl Lane {
         store: &dyn MessageStore,
         slot: &mut Option<Message>,
     ) -> Result<(), Refused> {
-        match store.push(slot).await {
+        self.pushed(store.push(slot).await).await
+    }
+
+    /// Carries out what a push into this lane's store answered.
+    pub(crate) async fn pushed(&self, push: Push) -> Result<(), Refused> {
+        match push {
             Push::Stored => Ok(()),
             Push::StoredDropping(oldest) => {
                 // Boxed: dead-lettering pushes onto another lane, a recursive await.

@@ -69,9 +69,23 @@ impl PointToPoint {
     /// Sends a message, waiting while the channel is full. Completes when the channel has
     /// accepted the message (or diverted it to the invalid message channel).
     pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
-        self.store(msg, self.guard.clock())
-            .await
-            .outcome(self.name())
+        // `store` written out for the common case, a push that stores: every layer of future
+        // between the caller and the store moves the message once more.
+        let loops = Mode::Store {
+            loops: self.guard.clock(),
+        };
+        let msg = match self.rules().admit(msg, false, loops) {
+            Ok(msg) => msg,
+            Err(refusal) => return refusal.into_stored(self.name()).await.outcome(self.name()),
+        };
+        let mut slot = Some(msg);
+        match self.store.push(&mut slot).await {
+            Push::Stored => Ok(Outcome::Accepted),
+            pushed => match self.queue.pushed(pushed).await {
+                Ok(()) => Ok(Outcome::Accepted),
+                Err(refused) => Err(refused.into_send_error(self.name())),
+            },
+        }
     }
 
     /// Stores one message here, by the channel's [rules](super::admission): the loop memory

@@ -118,6 +118,19 @@ pub enum Take {
     Closed,
 }
 
+/// What a take of a single message did (see [`MessageStore::try_take_one`]).
+#[derive(Debug)]
+pub enum TakeOne {
+    /// This message, in flight from now on.
+    Taken(Message),
+    /// Nothing is waiting.
+    Empty,
+    /// The store is closed and holds nothing more.
+    Closed,
+    /// The store takes only through [`try_take`](MessageStore::try_take).
+    Batched,
+}
+
 /// A push under way: ready at once on the fast path (no allocation), or a boxed wait.
 #[must_use = "a push does nothing unless awaited"]
 pub struct Pushing<'a>(PushingState<'a>);
@@ -247,6 +260,13 @@ pub trait MessageStore: Send + Sync + 'static {
         max: usize,
         into: &mut VecDeque<Message>,
     ) -> Take;
+
+    /// Takes the message at the head, if one is waiting, without a receiver's buffer: what a
+    /// receiver that takes one at a time and selects everything asks. By default
+    /// [`TakeOne::Batched`]: the receiver goes through [`try_take`](Self::try_take).
+    fn try_take_one(&self) -> TakeOne {
+        TakeOne::Batched
+    }
 
     /// Waits until [`try_take`](Self::try_take) takes something: `true`, or `false` once the
     /// store is closed and holds nothing more for this selector.

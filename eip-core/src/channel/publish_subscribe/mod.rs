@@ -176,7 +176,19 @@ impl PublishSubscribe {
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
         let now = self.inner.guard.clock();
-        match self.store(msg, now).await {
+        if let Some(log) = self.log_only() {
+            // `store`'s append written out: every layer of future between the publisher and
+            // the log moves the message once more, and a `Stored` costs its drop.
+            let msg = match self.rules().admit(msg, false, Mode::Store { loops: now }) {
+                Ok(msg) => msg,
+                Err(refusal) => return refusal.into_stored(self.name()).await.outcome(self.name()),
+            };
+            return match log.append(msg).await {
+                Ok(()) => Ok(Outcome::Accepted),
+                Err(msg) => Err(Refused::Closed(msg).into_send_error(self.name())),
+            };
+        }
+        match self.store_in_each(msg, now).await {
             Stored::Forward(stored, joins) => {
                 // Joins are attached with the function that follows them (`add_join`).
                 if let Some(follow) = self.inner.follow.get() {
@@ -191,12 +203,7 @@ impl PublishSubscribe {
     /// Stores one message in every subscription (joins not followed), by the channel's
     /// [rules](super::admission): the loop memory decides given the time (`loops`).
     pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        if let Some(log) = self
-            .inner
-            .log
-            .as_ref()
-            .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
-        {
+        if let Some(log) = self.log_only() {
             // A deletion from here on closes the log first: the append sees it. Admitted in a
             // statement of its own, so that its result is not held across the append (that
             // would grow every publish's future).
@@ -210,6 +217,14 @@ impl PublishSubscribe {
             };
         }
         self.store_in_each(msg, loops).await
+    }
+
+    /// The log, when a publish does nothing but append to it (see `log_only`).
+    fn log_only(&self) -> Option<&Arc<SharedLog>> {
+        self.inner
+            .log
+            .as_ref()
+            .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
     }
 
     /// [`store`](Self::store) when a publish does more than append to the log: foreign

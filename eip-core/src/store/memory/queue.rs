@@ -22,7 +22,7 @@ use super::shared_log::SharedLog;
 use crate::message::Message;
 use crate::store::{
     Browse, MessageStore, NotBrowsable, Pager, Parked, Parking, Push, Pushing, Select, StoreStats,
-    Take, Waiting, take_parked,
+    Take, TakeOne, Waiting, take_parked,
 };
 
 /// What a full queue does with one more message.
@@ -417,7 +417,13 @@ impl MessageStore for Queue {
         match select {
             None => {
                 let n = (max - (into.len() - before)).min(state.ready.len());
-                into.extend(state.ready.drain(..n));
+                // One by one: for the usual one or few, a pop and a push cost a fraction of
+                // setting up a drain.
+                for _ in 0..n {
+                    if let Some(m) = state.ready.pop_front() {
+                        into.push_back(m);
+                    }
+                }
             }
             Some(sel) => {
                 let mut i = 0;
@@ -443,6 +449,22 @@ impl MessageStore for Queue {
         state.taken += taken as u64;
         state.delivered += taken as u64;
         Take::Taken
+    }
+
+    fn try_take_one(&self) -> TakeOne {
+        if self.feed.is_some() {
+            return TakeOne::Batched;
+        }
+        let mut state = self.lock();
+        match state.ready.pop_front() {
+            Some(msg) => {
+                state.taken += 1;
+                state.delivered += 1;
+                TakeOne::Taken(msg)
+            }
+            None if state.closed => TakeOne::Closed,
+            None => TakeOne::Empty,
+        }
     }
 
     fn take<'a>(
