@@ -57,6 +57,74 @@ async fn competing_consumers_receive_each_message_once() {
     assert_eq!(ch.stats().acked, 500);
 }
 
+/// A burst of sends wakes one parked receiver; the one woken passes the wake-up on, so a
+/// second parked receiver takes the second message while the first still holds its delivery.
+/// One thread: nobody runs between the two sends.
+#[tokio::test]
+async fn a_burst_reaches_every_parked_competing_consumer() {
+    let ch = PointToPoint::new("burst", 10).unwrap();
+    let (got, mut gotten) = tokio::sync::mpsc::channel(2);
+    let (release, _) = tokio::sync::broadcast::channel::<()>(1);
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let mut rx = ch.receiver();
+        let got = got.clone();
+        let mut released = release.subscribe();
+        tasks.push(tokio::spawn(async move {
+            let delivery = rx.recv().await.expect("open");
+            got.send(()).await.expect("test alive");
+            // Held, unacked, until both have one.
+            let _ = released.recv().await;
+            delivery.ack();
+        }));
+    }
+    // Both parked before the burst.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    ch.send(Message::new("a")).await.unwrap();
+    ch.send(Message::new("b")).await.unwrap();
+    for n in 0..2 {
+        timeout(WAIT, gotten.recv())
+            .await
+            .unwrap_or_else(|_| panic!("receiver {n} of 2 never got its message"));
+    }
+    release.send(()).unwrap();
+    for t in tasks {
+        timeout(WAIT, t).await.unwrap().unwrap();
+    }
+    assert_eq!(ch.stats().acked, 2);
+}
+
+/// Settles free room one at a time; every sender waiting on a full channel gets through, each
+/// woken in turn, and none is left waiting beside free room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn senders_waiting_on_a_full_channel_all_get_through_as_room_frees() {
+    let ch = PointToPoint::new("full", 2).unwrap();
+    ch.send(Message::new("0")).await.unwrap();
+    ch.send(Message::new("1")).await.unwrap();
+    let senders: Vec<_> = (0..4)
+        .map(|i| {
+            let ch = ch.clone();
+            tokio::spawn(async move { ch.send(Message::new(format!("w{i}"))).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut rx = ch.receiver();
+    for _ in 0..6 {
+        let d = timeout(WAIT, rx.recv())
+            .await
+            .expect("a message")
+            .expect("open");
+        d.ack();
+    }
+    for s in senders {
+        assert_eq!(
+            timeout(WAIT, s).await.unwrap().unwrap().unwrap(),
+            Outcome::Accepted
+        );
+    }
+    assert_eq!(ch.stats().acked, 6);
+}
+
 #[tokio::test]
 async fn point_to_point_is_fifo_per_producer() {
     let ch = PointToPoint::new("fifo", 100).unwrap();

@@ -23,6 +23,8 @@ pub struct Parking<'a> {
     parked: &'a AtomicUsize,
     selective: Option<&'a AtomicUsize>,
     woken: Option<&'a AtomicBool>,
+    /// The store wakes one receiver per burst of arrivals (see [`Parking::woken_one`]).
+    passes_on: bool,
 }
 
 impl<'a> Parking<'a> {
@@ -34,6 +36,7 @@ impl<'a> Parking<'a> {
             parked,
             selective: None,
             woken: None,
+            passes_on: false,
         }
     }
 
@@ -49,6 +52,15 @@ impl<'a> Parking<'a> {
     /// sets it when it wakes them.
     pub fn woken(mut self, woken: &'a AtomicBool) -> Self {
         self.woken = Some(woken);
+        self
+    }
+
+    /// Like [`woken`](Self::woken) for a store that wakes *one* receiver per burst of
+    /// arrivals: the receiver it woke, once it took something, wakes the next parked receiver
+    /// in turn, so that competing receivers share a burst instead of leaving it to the first.
+    pub fn woken_one(mut self, woken: &'a AtomicBool) -> Self {
+        self.woken = Some(woken);
+        self.passes_on = true;
         self
     }
 }
@@ -84,7 +96,7 @@ pub(crate) async fn take_parked(
         .selective
         .filter(|_| select.is_some())
         .map(Parked::new);
-    let _parked = Parked::new(parking.parked);
+    let parked = Parked::new(parking.parked);
     loop {
         let notified = parking.readable.notified();
         let mut notified = std::pin::pin!(notified);
@@ -93,9 +105,16 @@ pub(crate) async fn take_parked(
             woken.store(false, Ordering::SeqCst);
         }
         match store.try_take(select, max, into) {
-            Take::Taken => return true,
+            Take::Taken => break,
             Take::Closed => return false,
             Take::Empty => notified.await,
         }
     }
+    // No longer parked (nor registered: `notified` is gone): a receiver still parked may be
+    // one the burst this one was woken for did not wake.
+    drop(parked);
+    if parking.passes_on && parking.parked.load(Ordering::SeqCst) > 0 {
+        parking.readable.notify_one();
+    }
+    true
 }

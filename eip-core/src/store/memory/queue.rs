@@ -72,6 +72,12 @@ pub struct Queue {
     /// could pick a receiver that does not select the new message.
     selective_waiting: AtomicUsize,
     writers_waiting: AtomicUsize,
+    /// A reader has been woken and has not looked yet: pushes until it looks need not wake
+    /// anyone (it will find what they pushed), so a burst of pushes pays for one wake-up.
+    /// Set by the store as it wakes a reader, cleared by each reader before it looks.
+    readers_woken: AtomicBool,
+    /// The same for writers: settles until the woken writer looks need not wake anyone.
+    writers_woken: AtomicBool,
     counters: Counters,
     /// The log this queue reads from, for a fed subscription.
     feed: Option<Arc<SharedLog>>,
@@ -121,6 +127,8 @@ impl Queue {
             readers_waiting: AtomicUsize::new(0),
             selective_waiting: AtomicUsize::new(0),
             writers_waiting: AtomicUsize::new(0),
+            readers_woken: AtomicBool::new(false),
+            writers_woken: AtomicBool::new(false),
             counters: Counters::default(),
             feed: None,
             origin: AtomicU64::new(0),
@@ -157,6 +165,7 @@ impl Queue {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
             notified.as_mut().enable();
+            self.writers_woken.store(false, Ordering::SeqCst);
             if self.is_closed() || !self.is_full_at(log.head()) {
                 break;
             }
@@ -182,7 +191,8 @@ impl Queue {
         match &self.feed {
             Some(log) => Parking::new(log.readable(), log.readers_waiting()).woken(log.woken()),
             None => Parking::new(&self.readable, &self.readers_waiting)
-                .selective(&self.selective_waiting),
+                .selective(&self.selective_waiting)
+                .woken_one(&self.readers_woken),
         }
     }
 
@@ -245,7 +255,7 @@ impl Queue {
             // one seen parked is seen selecting.
             if self.feed.is_some() || self.selective_waiting.load(Ordering::SeqCst) > 0 {
                 readable.notify_waiters();
-            } else {
+            } else if woken_now(&self.readers_woken) {
                 readable.notify_one();
             }
         }
@@ -253,7 +263,7 @@ impl Queue {
 
     /// One slot came free: wake one writer (it passes the wake-up on if it leaves room).
     fn wake_writers(&self) {
-        if self.writers_waiting.load(Ordering::SeqCst) > 0 {
+        if self.writers_waiting.load(Ordering::SeqCst) > 0 && woken_now(&self.writers_woken) {
             self.writable.notify_one();
         }
     }
@@ -273,6 +283,7 @@ impl Queue {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
             notified.as_mut().enable();
+            self.writers_woken.store(false, Ordering::SeqCst);
             let Some(msg) = slot.take() else {
                 return Push::Stored;
             };
@@ -304,6 +315,7 @@ impl Queue {
             let notified = self.writable.notified();
             let mut notified = pin!(notified);
             notified.as_mut().enable();
+            self.writers_woken.store(false, Ordering::SeqCst);
             if self.accepts_now() {
                 // Only a look, not a claim on the room: let the next waiter look too.
                 drop(waiting);
@@ -318,6 +330,12 @@ impl Queue {
         self.settled.fetch_add(1, Ordering::SeqCst);
         self.wake_writers();
     }
+}
+
+/// Marks a wake-up as under way: true if none was (the caller wakes one), false if a woken
+/// waiter has not looked yet (it will see what the caller did).
+fn woken_now(woken: &AtomicBool) -> bool {
+    !woken.load(Ordering::SeqCst) && !woken.swap(true, Ordering::SeqCst)
 }
 
 impl MessageStore for Queue {
