@@ -212,7 +212,12 @@ impl Headers {
     }
 
     /// The value of a header.
+    #[inline]
     pub fn get(&self, name: &str) -> Option<&HeaderValue> {
+        if self.map.is_none() && self.over.is_none() {
+            // No headers at all, as on most messages: asked on every delivery (expiration).
+            return None;
+        }
         if let Some(value) = self.over_get(name) {
             return Some(value);
         }
@@ -225,6 +230,7 @@ impl Headers {
     }
 
     /// Whether a header is present.
+    #[inline]
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
