@@ -41,9 +41,10 @@ use eip_core::channel::{Channel, PointToPoint};
 use tokio::time::Instant;
 
 use super::adapters::{AdapterError, Connected};
+use super::channels::ChannelsBuilder;
 use super::run::{OUTPUT, Part, RunningFlow};
 use super::view::channel_stores;
-use super::{ChannelsBuilder, CompileError, Flow, Route, invalid_channels};
+use super::{CompileError, Flow, Route, invalid_channels};
 use crate::kind::Endpoint;
 use crate::plan::adapter::AdapterPlan;
 use crate::plan::{DEAD_LETTERS, Plan};
