@@ -35,6 +35,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 pub use error::{PredicateError, PredicateErrorKind};
+pub use json_path::JsonPath;
 
 use crate::channel::Selector;
 use crate::message::{HeaderValue, Message, names};
