@@ -307,18 +307,18 @@ impl Parser<'_> {
         match name {
             "length" => {
                 arity(1)?;
-                let (arg, at) = next()?;
+                let (arg, _) = next()?;
                 Ok(Operand::Value(ValueFunction::Length(
                     self.value_argument(name, arg, at)?,
                 )))
             }
             "count" | "value" => {
                 arity(1)?;
-                let (arg, arg_at) = next()?;
+                let (arg, _) = next()?;
                 let Operand::Query(query) = arg else {
                     return Err(self.function_error(
                         name,
-                        arg_at,
+                        at,
                         format!("takes a query (NodesType), not {}", arg.describe()),
                     ));
                 };
@@ -330,11 +330,11 @@ impl Parser<'_> {
             }
             "match" | "search" => {
                 arity(2)?;
-                let (subject, subject_at) = next()?;
+                let (subject, _) = next()?;
                 let (pattern, pattern_at) = next()?;
                 let whole = name == "match";
-                let subject = self.value_argument(name, subject, subject_at)?;
-                let pattern = match self.value_argument(name, pattern, pattern_at)? {
+                let subject = self.value_argument(name, subject, at)?;
+                let pattern = match self.value_argument(name, pattern, at)? {
                     Comparable::Literal(Value::String(source)) => {
                         RegexArg::Compiled(Arc::new(Pattern::new(&source, whole).map_err(|e| {
                             PredicateError::new(
@@ -377,7 +377,7 @@ impl Parser<'_> {
         Ok(Operand::Logical(self.logical()?))
     }
 
-    /// An argument for a ValueType parameter of function `name`.
+    /// An argument for a ValueType parameter of function `name`, written at `at`.
     fn value_argument(&self, name: &str, arg: Operand, at: usize) -> Parsed<Comparable> {
         match arg {
             Operand::Query(query) if !query.is_singular() => Err(self.function_error(
