@@ -103,8 +103,11 @@ pub(crate) enum RegexArg {
 pub(crate) struct DynamicPattern {
     pub(crate) source: Comparable,
     /// The last pattern text seen and what it compiled to (`None`: not valid I-Regexp).
-    pub(crate) last: Mutex<Option<(Box<str>, Option<Arc<Pattern>>)>>,
+    pub(crate) last: Mutex<Option<LastCompiled>>,
 }
+
+/// A pattern's text and what it compiled to.
+pub(crate) type LastCompiled = (Box<str>, Option<Arc<Pattern>>);
 
 impl DynamicPattern {
     pub(crate) fn new(source: Comparable) -> Self {

@@ -39,7 +39,7 @@ fn store() -> Value {
 #[test]
 fn root_names_and_escapes_select_members() {
     let doc = store();
-    assert_eq!(select("$", &doc), [doc.clone()]);
+    assert_eq!(select("$", &doc), std::slice::from_ref(&doc));
     assert_eq!(select("$.bike.colour", &doc), [json!("teal")]);
     assert_eq!(select("$.o['j j']['k.k']", &doc), [json!(3)]);
     assert_eq!(select(r#"$["o"]["j j"]"#, &doc), [json!({"k.k": 3})]);
