@@ -55,21 +55,31 @@ pub enum PredicateErrorKind {
     /// A `[` or `(` of a JSONPath that is never closed.
     #[error("`{0}` in JSONPath is never closed")]
     Unclosed(char),
-    /// The JSONPath parser refused a path; `reason` is its message.
+    /// A JSONPath that does not follow RFC 9535's grammar.
     #[error("invalid JSONPath `{path}`: {reason}")]
     JsonPath {
         /// The path as written.
         path: String,
-        /// jsonpath-rust's error text.
+        /// What was wrong, and what would have fitted.
         reason: String,
     },
-    /// A JSONPath filter calls `match()` or `search()`, which would compile a regular
-    /// expression for every message.
-    #[error(
-        "the JSONPath function `{0}()` is not supported: it compiles its regular expression again \
-         for every message; use eip's `=~` operator, compiled once (`$.sku =~ \"^A[0-9]+$\"`)"
-    )]
-    RegexFunction(&'static str),
+    /// A JSONPath function called with arguments of the wrong type, or used where its result
+    /// does not fit (RFC 9535 §2.4.3): `length(@.*)`, `count(@..*)` alone as a test.
+    #[error("JSONPath function `{function}()` is not well-typed: {reason}")]
+    FunctionType {
+        /// The function's name.
+        function: String,
+        /// Which rule the call breaks.
+        reason: String,
+    },
+    /// The pattern of `match()` or `search()` is not an I-Regexp (RFC 9485).
+    #[error("`{pattern}` is not an I-Regexp: {reason}")]
+    IRegexp {
+        /// The pattern as written (escapes decoded).
+        pattern: String,
+        /// What was wrong, and where in the pattern.
+        reason: String,
+    },
     /// A regular expression (right of `=~`) that does not compile.
     #[error("invalid regular expression: {0}")]
     Regex(String),

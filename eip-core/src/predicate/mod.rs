@@ -3,8 +3,8 @@
 //! A [`Predicate`] is written as a small expression — `$.price > 100 and header("desk") ==
 //! "fx"`, `exists($.order.id)`, `subject matches "stock.*.nyse"`, `not ($.kind == "test")` —
 //! or built in code ([`Predicate::header_equals`], [`and`](Predicate::and), ...). Everything
-//! is compiled when the predicate is built: JSONPaths are parsed once by `jsonpath-rust`
-//! (RFC 9535), regular expressions and topic patterns compiled once, and a predicate that does
+//! is compiled when the predicate is built: JSONPaths are parsed once by eip's own RFC 9535
+//! implementation, regular expressions and topic patterns compiled once, and a predicate that does
 //! not parse is a [`PredicateError`] giving the byte where it went wrong. Evaluating never
 //! fails and never panics: a payload that is not JSON, a path that selects nothing or a missing
 //! header makes the test on it false; a path that selects several values passes when any of
@@ -35,6 +35,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 pub use error::{PredicateError, PredicateErrorKind};
+pub use json_path::JsonPath;
 
 use crate::channel::Selector;
 use crate::message::{HeaderValue, Message, names};
@@ -55,9 +56,11 @@ impl Predicate {
     /// use eip_core::predicate::{Predicate, PredicateErrorKind};
     ///
     /// assert!(Predicate::parse(r#"header("type") =~ "^order\." or exists($.order)"#).is_ok());
-    /// let err = Predicate::parse(r#"$.sku[?match(@, "A.*")]"#).unwrap_err();
-    /// assert_eq!(err.kind, PredicateErrorKind::RegexFunction("match"));
-    /// assert_eq!(err.offset, 7);
+    /// assert!(Predicate::parse(r#"exists($.items[?match(@.sku, "A[0-9]+")])"#).is_ok());
+    /// // `@.*` may select several nodes; `length()` takes one value.
+    /// let err = Predicate::parse(r#"exists($.items[?length(@.*) < 3])"#).unwrap_err();
+    /// assert!(matches!(err.kind, PredicateErrorKind::FunctionType { .. }));
+    /// assert_eq!(err.offset, 16);
     /// ```
     pub fn parse(expression: &str) -> Result<Predicate, PredicateError> {
         Ok(Predicate::from_node(parser::parse(expression)?, expression))

@@ -288,10 +288,15 @@ fn bad_paths_regexes_and_patterns_report_inside_the_expression() {
     let e = err(r#"subject matches "a.b*.c""#);
     assert_eq!(e.offset, 16);
     assert!(matches!(e.kind, PredicateErrorKind::TopicPattern(_)), "{e}");
-    let e = err("$.items[?search(@.sku, 'A')] or true");
-    assert_eq!(e.kind, PredicateErrorKind::RegexFunction("search"));
-    assert_eq!(e.offset, 9);
-    assert!(e.to_string().contains("=~"), "{e}");
+    let e = err("$.items[?length(@.*) < 3] or true");
+    assert!(
+        matches!(&e.kind, PredicateErrorKind::FunctionType { function, .. } if function == "length"),
+        "{e}"
+    );
+    assert_eq!(e.offset, 9, "{e}");
+    let e = err("$.items[?search(@.sku, 'A(')] or true");
+    assert!(matches!(e.kind, PredicateErrorKind::IRegexp { .. }), "{e}");
+    assert_eq!(e.offset, 23, "{e}");
 }
 
 #[test]
