@@ -142,7 +142,7 @@ struct Cached {
 /// A subject like those of the bench: even `i` from a random key (wildcards filled in), odd
 /// `i` random words.
 fn subject(keys: &[Vec<String>], vocabulary: &Vocabulary, rng: &mut Rng, i: usize) -> String {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         let key = &keys[rng.below(keys.len())];
         key.iter()
             .enumerate()
@@ -173,7 +173,8 @@ impl Cached {
         }
         let mut taken = std::collections::HashSet::new();
         let mut fresh = |rng: &mut Rng| loop {
-            let s = subject(keys, vocabulary, rng, rng.below(2));
+            let kind = rng.below(2);
+            let s = subject(keys, vocabulary, rng, kind);
             if taken.insert(s.clone()) {
                 return s;
             }

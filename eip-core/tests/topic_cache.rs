@@ -201,12 +201,7 @@ fn check<S: Shared>(
         for s in &seen {
             let first = log.iter().filter(|c| c.end < s.start).count();
             let last = log.iter().filter(|c| c.start < s.end).count();
-            let mine: BTreeSet<usize> = s
-                .found
-                .iter()
-                .copied()
-                .filter(|v| v / SPAN == w)
-                .collect();
+            let mine: BTreeSet<usize> = s.found.iter().copied().filter(|v| v / SPAN == w).collect();
             let allowed: Vec<BTreeSet<usize>> = (first..=last)
                 .map(|k| expected(patterns, &states[k], w, s.subject))
                 .collect();
@@ -237,7 +232,12 @@ fn check<S: Shared>(
         prop_assert_eq!(&shared.matches(subject), &want, "{:?} at rest", subject);
         let hits = shared.hits();
         prop_assert_eq!(&shared.matches(subject), &want);
-        prop_assert_eq!(shared.hits(), hits + 1, "{:?}: the second match is a hit", subject);
+        prop_assert_eq!(
+            shared.hits(),
+            hits + 1,
+            "{:?}: the second match is a hit",
+            subject
+        );
     }
     Ok(())
 }

@@ -301,7 +301,10 @@ mod tests {
         // must push out an old one, though the clock hand points at a current one.
         let place = |s: &str| {
             let hash = hash_bytes(s.as_bytes(), c.seeds);
-            (hash as usize & (SHARDS - 1), (hash >> 32) as usize & c.set_mask)
+            (
+                hash as usize & (SHARDS - 1),
+                (hash >> 32) as usize & c.set_mask,
+            )
         };
         let same_set: Vec<String> = (0..)
             .map(|i| format!("s{i}"))

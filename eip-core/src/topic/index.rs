@@ -160,7 +160,11 @@ mod tests {
         assert!(index.remove(&p("a.*"), &1));
         assert!(index.matches("a.b").is_empty());
         assert!(!index.remove(&p("a.*"), &1));
-        assert_eq!(index.generation(), 2, "a removal that found nothing changes nothing");
+        assert_eq!(
+            index.generation(),
+            2,
+            "a removal that found nothing changes nothing"
+        );
         assert_eq!(index.cache_stats().misses, 2);
     }
 }

@@ -24,11 +24,11 @@ mod trie;
 
 use std::fmt;
 
+pub use cache::{CacheStats, MatchCache};
 pub use exchange::{
     Binding, BindingChanges, BindingId, ExchangeError, ExchangeStats, PublishError, Route, Routed,
     TopicExchange,
 };
-pub use cache::{CacheStats, MatchCache};
 pub use index::{DEFAULT_CACHE_CAPACITY, TopicIndex};
 pub use trie::TopicTrie;
 

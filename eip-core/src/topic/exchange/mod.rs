@@ -37,9 +37,9 @@ use self::binding::Change;
 use self::table::Table;
 use crate::channel::Channel;
 use crate::message::Message;
-use crate::topic::{CacheStats, DEFAULT_CACHE_CAPACITY, MAX_TOPIC_LEN, MatchCache};
 #[cfg(doc)]
 use crate::topic::TopicTrie;
+use crate::topic::{CacheStats, DEFAULT_CACHE_CAPACITY, MAX_TOPIC_LEN, MatchCache};
 
 /// A named exchange that routes messages to channels by matching their subject against its
 /// bindings' topic patterns.
@@ -431,7 +431,6 @@ impl std::fmt::Debug for TopicExchange {
             .finish()
     }
 }
-
 
 /// The subject to route by: none is the empty subject (zero words); a subject header that is
 /// not a string, or longer than [`MAX_TOPIC_LEN`] bytes, can not be routed.
