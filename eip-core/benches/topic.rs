@@ -16,7 +16,19 @@
 //! After each size it prints
 //! `compare: topic N: eip X ns/msg, baseline Y ns/msg (naive scan), ratio R` (R = X / Y, the
 //! medians of alternating rounds, as in `channels.rs`; each round starts with an untimed pass
-//! over its subjects), then eip's subjects per second.
+//! over its subjects), then eip's subjects per second. This is the trie alone, no cache.
+//!
+//! At 100k bindings two more lines measure a [`TopicIndex`] (the trie shared between threads,
+//! with its match cache of 4096 entries) against the trie without cache, on two streams:
+//! - `topic 100k unique subjects`: 65536 distinct subjects, made as above, cycled in order, so
+//!   a subject comes back only after 65535 others and is never in the cache (the hit rate is
+//!   printed to show it): what the cache costs when it can not help;
+//! - `topic 100k 80% repeated`: 65536 subjects of which each is, with probability 0.8, one of
+//!   1000 "hot" subjects drawn uniformly, and otherwise a subject that occurs nowhere else in
+//!   the stream: a realistic mix where most traffic goes to a working set that fits the cache.
+//!
+//! and the last line runs the repeated stream on two threads at once, sharing the index, for
+//! the contention between readers (subjects/s over both threads together).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -24,7 +36,7 @@ use std::time::{Duration, Instant};
 mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use eip_core::topic::{TopicPattern, TopicTrie, subject_words};
+use eip_core::topic::{TopicIndex, TopicPattern, TopicTrie, subject_words};
 use support::{alternating_medians, measuring, print_compare};
 
 const SIZES: [(usize, &str); 3] = [(1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
@@ -39,6 +51,12 @@ const EIP_ROUND: usize = 50_000;
 const BASELINE_ROUND_TESTS: usize = 2_000_000;
 /// Pattern tests the check pass may make (at least 200 subjects are checked).
 const CHECK_TESTS: usize = 50_000_000;
+/// Subjects in each stream of the cache lines.
+const STREAM: usize = 65_536;
+/// Distinct subjects that make up 80% of the repeated stream.
+const HOT: usize = 1000;
+/// Entries the index caches.
+const CACHE: usize = 4096;
 
 /// A small deterministic generator, so every run measures the same workload.
 struct Rng(u64);
@@ -111,6 +129,70 @@ struct Workload {
     bindings: Vec<(TopicPattern, u32)>,
     trie: TopicTrie<u32>,
     subjects: Vec<String>,
+    /// The same bindings with the cache in front, and its two streams (at 100k only).
+    cached: Option<Cached>,
+}
+
+struct Cached {
+    index: TopicIndex<u32>,
+    unique: Vec<String>,
+    repeated: Vec<String>,
+}
+
+/// A subject like those of the bench: even `i` from a random key (wildcards filled in), odd
+/// `i` random words.
+fn subject(keys: &[Vec<String>], vocabulary: &Vocabulary, rng: &mut Rng, i: usize) -> String {
+    if i.is_multiple_of(2) {
+        let key = &keys[rng.below(keys.len())];
+        key.iter()
+            .enumerate()
+            .map(|(level, w)| match w.as_str() {
+                "*" | "#" => vocabulary.word(level, rng).to_owned(),
+                w => w.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(".")
+    } else {
+        (0..3 + rng.below(3))
+            .map(|level| vocabulary.word(level, rng))
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+}
+
+impl Cached {
+    fn new(
+        bindings: &[(TopicPattern, u32)],
+        keys: &[Vec<String>],
+        vocabulary: &Vocabulary,
+        rng: &mut Rng,
+    ) -> Self {
+        let index = TopicIndex::with_cache_capacity(CACHE);
+        for (pattern, target) in bindings {
+            index.insert(pattern, *target);
+        }
+        let mut taken = std::collections::HashSet::new();
+        let mut fresh = |rng: &mut Rng| loop {
+            let kind = rng.below(2);
+            let s = subject(keys, vocabulary, rng, kind);
+            if taken.insert(s.clone()) {
+                return s;
+            }
+        };
+        let unique = (0..STREAM).map(|_| fresh(rng)).collect();
+        let hot: Vec<String> = (0..HOT).map(|_| fresh(rng)).collect();
+        let repeated = (0..STREAM)
+            .map(|_| match rng.below(10) < 8 {
+                true => hot[rng.below(HOT)].clone(),
+                false => fresh(rng),
+            })
+            .collect();
+        Cached {
+            index,
+            unique,
+            repeated,
+        }
+    }
 }
 
 impl Workload {
@@ -138,29 +220,22 @@ impl Workload {
             keys.push(key);
         }
         let subjects = (0..SUBJECTS)
-            .map(|i| {
-                if i % 2 == 0 {
-                    let key = &keys[rng.below(keys.len())];
-                    key.iter()
-                        .enumerate()
-                        .map(|(level, w)| match w.as_str() {
-                            "*" | "#" => vocabulary.word(level, &mut rng).to_owned(),
-                            w => w.to_owned(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(".")
-                } else {
-                    (0..3 + rng.below(3))
-                        .map(|level| vocabulary.word(level, &mut rng))
-                        .collect::<Vec<_>>()
-                        .join(".")
-                }
-            })
+            .map(|i| subject(&keys, &vocabulary, &mut rng, i))
             .collect();
+        let cached =
+            (size == 100_000).then(|| Cached::new(&bindings, &keys, &vocabulary, &mut rng));
         Workload {
             bindings,
             trie,
             subjects,
+            cached,
+        }
+    }
+
+    /// Matches through the index (and its cache).
+    fn cached(&self, subject: &str, _: &mut Buffers) {
+        if let Some(cached) = &self.cached {
+            black_box(cached.index.matches(subject));
         }
     }
 
@@ -181,25 +256,26 @@ impl Workload {
         found.targets.dedup();
     }
 
-    /// Matches `count` subjects (cycling through them from `start`) with `f`; time per subject.
-    /// The same subjects are matched once, untimed, first: the other side's round has just
-    /// filled the caches with its own data, and each side is measured as it runs when routing
-    /// continuously.
+    /// Matches `count` of `subjects` (cycling through them from `start`) with `f`; time per
+    /// subject. The same subjects are matched once, untimed, first: the other side's round has
+    /// just filled the caches with its own data, and each side is measured as it runs when
+    /// routing continuously.
     fn time<'s>(
         &'s self,
+        subjects: &'s [String],
         start: usize,
         count: usize,
         f: impl Fn(&Self, &'s str, &mut Buffers<'s>),
     ) -> f64 {
         let mut buffers = Buffers::default();
-        let n = self.subjects.len();
+        let n = subjects.len();
         for i in 0..count.min(n) {
-            f(self, &self.subjects[(start + i) % n], &mut buffers);
+            f(self, &subjects[(start + i) % n], &mut buffers);
             black_box(&buffers.targets);
         }
         let begin = Instant::now();
         for i in 0..count {
-            f(self, &self.subjects[(start + i) % n], &mut buffers);
+            f(self, &subjects[(start + i) % n], &mut buffers);
             black_box(&buffers.targets);
         }
         begin.elapsed().as_nanos() as f64 / count as f64
@@ -244,6 +320,14 @@ fn topic(c: &mut Criterion) {
                 work.eip(&work.subjects[next], &mut buffers);
             })
         });
+        if let Some(cached) = &work.cached {
+            group.bench_function("eip cached 80% repeated", |b| {
+                b.iter(|| {
+                    next = (next + 1) % cached.repeated.len();
+                    work.cached(&cached.repeated[next], &mut buffers);
+                })
+            });
+        }
         group.bench_function("baseline", |b| {
             b.iter(|| {
                 next = (next + 1) % work.subjects.len();
@@ -257,8 +341,15 @@ fn topic(c: &mut Criterion) {
         let baseline_subjects = (BASELINE_ROUND_TESTS / size).max(20);
         let (x, y) = alternating_medians(
             ROUNDS,
-            |round| work.time(round * 7919, EIP_ROUND, Workload::eip),
-            |round| work.time(round * 104_729, baseline_subjects, Workload::naive),
+            |round| work.time(&work.subjects, round * 7919, EIP_ROUND, Workload::eip),
+            |round| {
+                work.time(
+                    &work.subjects,
+                    round * 104_729,
+                    baseline_subjects,
+                    Workload::naive,
+                )
+            },
         );
         print_compare(&name, x, y, "naive scan");
         println!(
@@ -266,7 +357,52 @@ fn topic(c: &mut Criterion) {
             1e9 / x,
             work.subjects.len()
         );
+        if let Some(cached) = &work.cached {
+            cache_lines(&work, cached);
+        }
     }
+}
+
+/// The lines of the cached index at 100k bindings (see the module documentation).
+fn cache_lines(work: &Workload, cached: &Cached) {
+    for (label, stream) in [
+        ("unique subjects", &cached.unique),
+        ("80% repeated", &cached.repeated),
+    ] {
+        let name = format!("topic 100k {label}");
+        let before = cached.index.cache_stats();
+        let (x, y) = alternating_medians(
+            ROUNDS,
+            |round| work.time(stream, round * 7919, EIP_ROUND, Workload::cached),
+            |round| work.time(stream, round * 7919, EIP_ROUND, Workload::eip),
+        );
+        let after = cached.index.cache_stats();
+        let hits = after.hits - before.hits;
+        let lookups = hits + after.misses - before.misses;
+        print_compare(&name, x, y, "trie without cache");
+        println!(
+            "throughput: {name}: eip {:.0} subjects/s on one core, trie without cache {:.0}; cache hits {:.1}%",
+            1e9 / x,
+            1e9 / y,
+            100.0 * hits as f64 / lookups.max(1) as f64
+        );
+    }
+    let threads = 2;
+    let begin = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let stream = &cached.repeated;
+            scope.spawn(move || {
+                work.time(stream, t * STREAM / 2, ROUNDS * EIP_ROUND, Workload::cached)
+            });
+        }
+    });
+    // Each thread also makes an untimed pass of `STREAM` subjects first: count them too.
+    let subjects = threads * (ROUNDS * EIP_ROUND + STREAM);
+    println!(
+        "throughput: topic 100k 80% repeated, {threads} threads sharing the index: {:.0} subjects/s in all",
+        subjects as f64 / begin.elapsed().as_secs_f64()
+    );
 }
 
 criterion_group!(benches, topic);

@@ -12,17 +12,24 @@
 //! The same matcher serves the [`MessageBus`](crate::bus::MessageBus)'s wildcard subscriptions
 //! and the [`TopicExchange`], which routes messages to channels through [`Binding`]s. Many
 //! patterns are matched at once by a [`TopicTrie`], in time that depends on the subject and the
-//! patterns that can match it, not on how many patterns there are.
+//! patterns that can match it, not on how many patterns there are. A [`TopicIndex`] shares a
+//! trie between threads that change it and threads that match, and answers repeated subjects
+//! from a [`MatchCache`] that binding changes invalidate through a generation counter.
 
+mod cache;
 mod exchange;
+mod hash;
+mod index;
 mod trie;
 
 use std::fmt;
 
+pub use cache::{CacheStats, MatchCache};
 pub use exchange::{
     Binding, BindingChanges, BindingId, ExchangeError, ExchangeStats, PublishError, Route, Routed,
     TopicExchange,
 };
+pub use index::{DEFAULT_CACHE_CAPACITY, TopicIndex};
 pub use trie::TopicTrie;
 
 /// The longest subject or pattern, in bytes (AMQP's shortstr limit for a routing key).

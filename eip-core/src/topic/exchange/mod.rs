@@ -15,6 +15,10 @@
 //! place when no message is being routed against them (a publish that starts meanwhile waits
 //! for the edit), and otherwise edits a copy, made outside the lock, then swaps it in: a
 //! publish takes the lock only to clone an `Arc`.
+//!
+//! Match results are cached per subject ([`MatchCache`], [`DEFAULT_CACHE_CAPACITY`] entries),
+//! tagged with the generation of the bindings they came from; each batch of changes starts a
+//! new generation, so a message is always routed by the bindings of its own snapshot.
 
 mod binding;
 mod error;
@@ -33,9 +37,9 @@ use self::binding::Change;
 use self::table::Table;
 use crate::channel::Channel;
 use crate::message::Message;
-use crate::topic::MAX_TOPIC_LEN;
 #[cfg(doc)]
 use crate::topic::TopicTrie;
+use crate::topic::{CacheStats, DEFAULT_CACHE_CAPACITY, MAX_TOPIC_LEN, MatchCache};
 
 /// A named exchange that routes messages to channels by matching their subject against its
 /// bindings' topic patterns.
@@ -80,6 +84,8 @@ struct Inner {
     /// Serialises changes; holds the next binding id.
     writer: Mutex<u64>,
     counters: Counters,
+    /// Subject → the target slots it matched, per table generation.
+    cache: MatchCache<u32>,
 }
 
 #[derive(Default)]
@@ -144,6 +150,7 @@ impl TopicExchange {
                 table: RwLock::new(Arc::new(Table::default())),
                 writer: Mutex::new(0),
                 counters: Counters::default(),
+                cache: MatchCache::new(DEFAULT_CACHE_CAPACITY),
             }),
         }
     }
@@ -215,7 +222,7 @@ impl TopicExchange {
     /// The targets a message with this subject would go to, each once, ordered by name; empty
     /// when nothing matches (or the subject is over 255 bytes). Sends nothing, counts nothing.
     pub fn route(&self, subject: &str) -> Vec<Channel> {
-        targets(&self.snapshot(), subject)
+        self.targets(&self.snapshot(), subject)
     }
 
     /// Where `msg` would go if published now, alternate target included. Sends nothing,
@@ -223,7 +230,7 @@ impl TopicExchange {
     pub fn route_message(&self, msg: &Message) -> Route {
         let table = self.snapshot();
         let targets = match routable_subject(msg) {
-            Some(subject) => targets(&table, subject),
+            Some(subject) => self.targets(&table, subject),
             None => Vec::new(),
         };
         if !targets.is_empty() {
@@ -246,10 +253,10 @@ impl TopicExchange {
         counters.published.fetch_add(1, Ordering::Relaxed);
         let table = self.snapshot();
         let slots = match routable_subject(&msg) {
-            Some(subject) => table.matching_slots(subject),
+            Some(subject) => self.matching_slots(&table, subject),
             None => {
                 counters.unroutable.fetch_add(1, Ordering::Relaxed);
-                Vec::new()
+                Arc::from([])
             }
         };
         if slots.is_empty() {
@@ -309,6 +316,11 @@ impl TopicExchange {
             unroutable: get(&c.unroutable),
             failed: get(&c.failed),
         }
+    }
+
+    /// The match cache's hits, misses and entries.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.inner.cache.stats()
     }
 
     async fn unmatched(
@@ -382,6 +394,25 @@ impl TopicExchange {
         result
     }
 
+    /// The slots of the targets in `table` that match `subject`, ascending, each once: from
+    /// the cache if `table`'s generation has them.
+    fn matching_slots(&self, table: &Table, subject: &str) -> Arc<[u32]> {
+        self.inner
+            .cache
+            .get_or_insert_with(subject, table.generation, || table.matching_slots(subject))
+    }
+
+    /// The targets of the bindings in `table` that match `subject`, each once, ordered by name.
+    fn targets(&self, table: &Table, subject: &str) -> Vec<Channel> {
+        let mut targets: Vec<Channel> = self
+            .matching_slots(table, subject)
+            .iter()
+            .filter_map(|slot| table.channel(*slot).cloned())
+            .collect();
+        targets.sort_by(|a, b| a.name().cmp(b.name()));
+        targets
+    }
+
     fn unknown(&self, id: BindingId) -> ExchangeError {
         ExchangeError::UnknownBinding {
             exchange: self.inner.name.clone(),
@@ -399,17 +430,6 @@ impl std::fmt::Debug for TopicExchange {
             .field("alternate", &table.alternate.as_ref().map(Channel::name))
             .finish()
     }
-}
-
-/// The targets of the bindings in `table` that match `subject`, each once, ordered by name.
-fn targets(table: &Table, subject: &str) -> Vec<Channel> {
-    let mut targets: Vec<Channel> = table
-        .matching_slots(subject)
-        .into_iter()
-        .filter_map(|slot| table.channel(slot).cloned())
-        .collect();
-    targets.sort_by(|a, b| a.name().cmp(b.name()));
-    targets
 }
 
 /// The subject to route by: none is the empty subject (zero words); a subject header that is

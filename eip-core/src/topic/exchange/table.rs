@@ -19,6 +19,9 @@ pub(super) struct Table {
     slots: HashMap<String, u32>,
     free: Vec<u32>,
     pub(super) alternate: Option<Channel>,
+    /// Counts the batches of changes applied: the generation match results are cached under.
+    /// A copy keeps it, and its first change moves it past every result of the original.
+    pub(super) generation: u64,
 }
 
 #[derive(Clone)]
@@ -68,6 +71,7 @@ impl Table {
         next_id: &mut u64,
     ) -> (Vec<BindingId>, Vec<Binding>) {
         let (mut bound, mut unbound) = (Vec::new(), Vec::new());
+        self.generation += 1;
         for change in changes {
             match change {
                 Change::Bind(binding) => {

@@ -10,8 +10,7 @@
 //! the short words topics are made of, finding one compares integers in one cache line, with no
 //! call and no pointer to follow.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
+use crate::topic::hash::{chunks, fold, random_seeds};
 
 /// A word's number in its trie.
 pub(super) type WordId = u32;
@@ -59,13 +58,12 @@ struct Key<'a> {
 
 impl Words {
     pub(super) fn new() -> Self {
-        let random = RandomState::new();
         Words {
             slots: vec![EMPTY; 16].into_boxed_slice(),
             entries: Vec::new(),
             free: Vec::new(),
             len: 0,
-            seeds: [1_u64, 2, 3].map(|n| random.hash_one(n) | 1),
+            seeds: random_seeds(),
         }
     }
 
@@ -150,11 +148,7 @@ impl Words {
         let mut h = fold(start ^ bytes.len() as u64, step);
         h = fold(h ^ head[0], step);
         h = fold(h ^ head[1], step);
-        for chunk in bytes.get(HEAD..).unwrap_or_default().chunks(8) {
-            let mut w = 0;
-            for (i, b) in chunk.iter().enumerate() {
-                w |= u64::from(*b) << (8 * i);
-            }
+        for w in chunks(bytes.get(HEAD..).unwrap_or_default()) {
             h = fold(h ^ w, step);
         }
         Key {
@@ -243,12 +237,6 @@ impl Words {
         self.slots[hole] = EMPTY;
         self.len -= 1;
     }
-}
-
-/// The two halves of the 128-bit product, folded together.
-fn fold(a: u64, b: u64) -> u64 {
-    let product = u128::from(a) * u128::from(b);
-    (product as u64) ^ ((product >> 64) as u64)
 }
 
 #[cfg(test)]
