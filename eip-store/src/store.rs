@@ -45,6 +45,9 @@ pub(crate) fn lock(registry: &Registry) -> MutexGuard<'_, BTreeMap<String, Arc<Q
 pub struct StoreStats {
     /// Write transactions committed (durable or not).
     pub commits: u64,
+    /// Checkpoints recorded while the store was idle, so that an open after a crash need not
+    /// read the whole file (not counted in `commits`).
+    pub checkpoints: u64,
     /// Records committed by appends.
     pub records_committed: u64,
     /// Records deleted by committed acks.
@@ -220,6 +223,8 @@ impl DurableStore {
             next_table_id,
             unsynced_commits: 0,
             unsynced_acks: Vec::new(),
+            // The open may have repaired the file, which records no allocator state
+            checkpoint_due: true,
         };
         let committer = std::thread::Builder::new()
             .name("eip-store-committer".into())
@@ -368,6 +373,7 @@ impl DurableStore {
         let counters = &self.shared.counters;
         StoreStats {
             commits: counters.commits.load(Ordering::Relaxed),
+            checkpoints: counters.checkpoints.load(Ordering::Relaxed),
             records_committed: counters.records.load(Ordering::Relaxed),
             acks_committed: counters.acks.load(Ordering::Relaxed),
             commit_latency: counters.latency.read(),
