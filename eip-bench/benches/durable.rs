@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eip_bench::{
-    Filter, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring,
-    numbered_payload, payload_number, per_item, print_compare, runtime,
+    Filter, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring, numbered_payload,
+    payload_number, per_item, print_compare, runtime,
 };
 use eip_core::Message;
 use eip_core::channel::PointToPoint;

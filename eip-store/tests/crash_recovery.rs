@@ -79,12 +79,18 @@ fn child_appending_then_idling_then_crashing() {
         let limit = std::time::Instant::now() + std::time::Duration::from_secs(20);
         // The ack's own commit (without fsync) first: a checkpoint counted after it came later
         while store.stats().acks_committed == 0 {
-            assert!(std::time::Instant::now() < limit, "the ack was not committed");
+            assert!(
+                std::time::Instant::now() < limit,
+                "the ack was not committed"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         let before = store.stats().checkpoints;
         while store.stats().checkpoints == before {
-            assert!(std::time::Instant::now() < limit, "no checkpoint while idle");
+            assert!(
+                std::time::Instant::now() < limit,
+                "no checkpoint while idle"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         println!("CHILD: checkpointed");
