@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -70,6 +70,8 @@ pub(crate) struct Shared {
     committer: Option<JoinHandle<()>>,
     /// Held (locked) for as long as the store is open; dropped last.
     lock: Option<File>,
+    /// Whether the open had to repair the file.
+    repaired: bool,
 }
 
 impl Shared {
@@ -175,8 +177,10 @@ impl DurableStore {
         let lock_file = layout::lock(&dir)?;
         layout::check_format(&dir)?;
         let file = layout::check_database_file(&dir)?;
-        let (db, queues, tables) = crate::quiet::catch(|| open_database(&file, &config))
-            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
+        let repaired = Arc::new(AtomicBool::new(false));
+        let (db, queues, tables) =
+            crate::quiet::catch(|| open_database(&file, &config, repaired.clone()))
+                .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
         layout::mark_initialised(&dir)?;
 
         let used: u64 = queues
@@ -246,6 +250,7 @@ impl DurableStore {
                 slot,
                 committer: Some(committer),
                 lock: Some(lock_file),
+                repaired: repaired.load(Ordering::Relaxed),
             }),
         })
     }
@@ -368,6 +373,13 @@ impl DurableStore {
         })
     }
 
+    /// Whether opening the store had to repair its file: the process that had it open before
+    /// stopped without closing it, after a commit that was not a checkpoint (see the crate's
+    /// documentation, *Why a torn commit is invisible*). The repair reads the whole file.
+    pub fn repaired_on_open(&self) -> bool {
+        self.shared.repaired
+    }
+
     /// What the committer has done since the store was opened.
     pub fn stats(&self) -> StoreStats {
         let counters = &self.shared.counters;
@@ -381,14 +393,17 @@ impl DurableStore {
     }
 }
 
-/// Opens (or creates) the database and reads every queue's state from it.
+/// Opens (or creates) the database and reads every queue's state from it; `repaired` is set if
+/// redb had to repair the file (a crash after a commit that was not a checkpoint).
 fn open_database(
     file: &Path,
     config: &StoreConfig,
+    repaired: Arc<AtomicBool>,
 ) -> Result<(Database, Vec<QueueState>, Vec<TableState>), StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
     let mut builder = Database::builder();
     builder.set_cache_size(config.cache_bytes);
+    builder.set_repair_callback(move |_| repaired.store(true, Ordering::Relaxed));
     if is_absent_or_empty(file)? {
         create_database(&builder, file)?;
     }

@@ -176,10 +176,13 @@ fn fill_child(dir: &Path, messages: usize) {
         progress.abort();
         assert_eq!(channel.stats().depth, messages, "every message stored");
         let stats = store.store().stats();
+        // Checkpoints during the fill (a pause of the machine) came before later commits: the
+        // last commit is a plain one either way
         println!(
-            "detail: filled {messages} messages in {:.1} s with {FILL_SENDERS} senders ({} commits)",
+            "detail: filled {messages} messages in {:.1} s with {FILL_SENDERS} senders ({} commits, {} checkpoints)",
             elapsed.as_secs_f64(),
-            stats.commits
+            stats.commits,
+            stats.checkpoints
         );
         if let (Some(before), Some(filled)) = (before, MemoryStatus::read()) {
             println!(
@@ -189,7 +192,6 @@ fn fill_child(dir: &Path, messages: usize) {
             );
         }
         // Every send is confirmed; no idle moment for a checkpoint: the crash comes now
-        assert_eq!(stats.checkpoints, 0, "no checkpoint during the fill");
         kill_self()
     })
 }
