@@ -250,7 +250,12 @@ fn recover_child(dir: &Path, messages: usize, how: &str, cache: &str) {
         first_at.as_secs_f64()
     );
     println!(
-        "detail: recovery: open {:.3} s, channel built at {:.3} s, first message at {:.3} s",
+        "detail: recovery: redb {} the file; open {:.3} s, channel built at {:.3} s, first message at {:.3} s",
+        if store.store().repaired_on_open() {
+            "repaired (read the whole of)"
+        } else {
+            "did not repair"
+        },
         opened.as_secs_f64(),
         built.as_secs_f64(),
         first_at.as_secs_f64()
