@@ -11,23 +11,25 @@
 //! publisher confirms, each send waiting on its confirm, `basic_consume` with prefetch = window
 //! and one `basic_ack` per message. Window 1 is one message at a time; window 256 has each send
 //! in a task of its own so that commits and confirms batch. Rounds alternate eip and RabbitMQ
-//! on a two-worker multi-thread runtime and the `compare:` lines give medians. Then a child
-//! process fills a channel with 1 000 000 messages, reports its peak RSS (`VmHWM`) against
-//! before filling, drops everything, and times `Durable::open` + building the channel +
-//! receiving the first message (the page cache is warm: the files were just written). If the
-//! broker is unreachable, the eip side still runs and the baseline is skipped.
+//! on a two-worker multi-thread runtime and the `compare:` lines give medians. Window 1 has a
+//! second baseline, the disk's floor: between the same rounds, a loop of one 1 KiB append and
+//! its `fdatasync` per message on a file in the same temp dir (`compare: durable window 1 vs
+//! fsync`). Then the recovery after a crash (`durable/recovery.rs`): child processes fill a
+//! channel with 1 000 000 messages and are killed with SIGKILL, and a fresh process times
+//! `Durable::open` + building the channel + receiving the first message from a cold page cache,
+//! with its peak RSS. If the broker is unreachable, the eip side still runs and the RabbitMQ
+//! baseline is skipped.
 //!
-//! Run: `cargo bench -p eip-bench --bench durable` (about 30 s once built; it writes about
+//! Run: `cargo bench -p eip-bench --bench durable` (about a minute once built; it writes about
 //! 1.3 GB to the temp dir and removes it); add `window 256` or `recovery` to run only what is
 //! named so. `cargo test -p eip-bench --benches` runs a small version.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eip_bench::{
-    Filter, MemoryStatus, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring,
-    numbered_payload, payload_number, per_item, print_compare, runtime,
+    Filter, PAYLOAD_LEN, TempDir, Window, alternating_medians, measuring, numbered_payload,
+    payload_number, per_item, print_compare, runtime,
 };
 use eip_core::Message;
 use eip_core::channel::PointToPoint;
@@ -41,15 +43,11 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
 use tokio::runtime::Runtime;
 
+#[path = "durable/recovery.rs"]
+mod recovery;
+
 const BASELINE: &str = "RabbitMQ durable queue, confirms";
 const CHANNEL_CAPACITY: usize = 1_000_000;
-const RECOVERY_MESSAGES: usize = 1_000_000;
-/// The filled channel's capacity: twice what it holds, because a durable channel filled to
-/// exactly its capacity by concurrent senders leaves some sends waiting forever (see
-/// `tests/durable_capacity.rs`).
-const RECOVERY_CAPACITY: usize = 2 * RECOVERY_MESSAGES;
-/// Senders filling the channel for the recovery measurement, each one send at a time.
-const FILL_SENDERS: usize = 512;
 
 /// One comparison: its window, and the messages per round when measuring.
 struct Case {
@@ -70,12 +68,7 @@ const CASES: [Case; 2] = [
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(at) = args.iter().position(|a| a == "--recovery-child") {
-        let messages = args
-            .get(at + 1)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(RECOVERY_MESSAGES);
-        recovery(messages);
+    if recovery::child(&args) {
         return;
     }
     if args.iter().any(|a| a == "--list") {
@@ -106,13 +99,7 @@ fn main() {
     }
     drop(rt);
     if filter.selects("recovery") {
-        // A process of its own, so that its memory figures are the filled channel's alone.
-        let messages = if measuring { RECOVERY_MESSAGES } else { 10_000 };
-        let status = Command::new(std::env::current_exe().expect("the bench's own path"))
-            .args(["--recovery-child", &messages.to_string()])
-            .status()
-            .expect("the recovery process starts");
-        assert!(status.success(), "the recovery process failed: {status}");
+        recovery::run(measuring);
     }
     println!("run took {:.1} s", started.elapsed().as_secs_f64());
 }
@@ -126,16 +113,33 @@ fn compare(
 ) {
     let name = format!("durable window {window}");
     let mut commits = Vec::new();
+    let mut eip_ns = Vec::new();
     let mut eip = |round: usize| {
         let (elapsed, round_commits) = rt.block_on(eip_round(window, messages));
         commits.push(round_commits);
         let ns = per_item(elapsed, messages);
         eprintln!("  {name} round {round}: eip {ns:.0} ns/msg, {round_commits} commits");
+        eip_ns.push(ns);
         ns
+    };
+    // Window 1 is one message at a time, each stored on its own: its floor is the disk's, one
+    // small write and its fdatasync, measured between the same rounds on the same file system.
+    let mut floor_ns = Vec::new();
+    let mut floor = |round: usize| {
+        if window != 1 {
+            return;
+        }
+        let dir = TempDir::new("fsync");
+        let elapsed = eip_bench::disk::append_and_sync(dir.path(), messages, PAYLOAD_LEN)
+            .unwrap_or_else(|e| panic!("the write + fdatasync loop in {:?}: {e}", dir.path()));
+        let ns = per_item(elapsed, messages);
+        eprintln!("  {name} round {round}: 1 KiB write + fdatasync {ns:.0} ns/msg");
+        floor_ns.push(ns);
     };
     match rabbit {
         Some(connection) => {
-            let (eip_ns, baseline_ns) = alternating_medians(rounds, &mut eip, |round| {
+            let (eip_median, baseline_ns) = alternating_medians(rounds, &mut eip, |round| {
+                floor(round);
                 let queue = format!("eip-bench-{}-w{window}-r{round}", std::process::id());
                 let elapsed = rt
                     .block_on(rabbit_round(connection, &queue, window, messages))
@@ -144,13 +148,26 @@ fn compare(
                 eprintln!("  {name} round {round}: RabbitMQ {ns:.0} ns/msg");
                 ns
             });
-            print_compare(&name, eip_ns, baseline_ns, BASELINE);
+            print_compare(&name, eip_median, baseline_ns, BASELINE);
         }
         None => {
-            let mut ns: Vec<f64> = (0..rounds).map(&mut eip).collect();
-            let eip_ns = eip_bench::median(&mut ns);
-            println!("{name}: eip {eip_ns:.1} ns/msg (baseline skipped: RabbitMQ not reachable)");
+            for round in 0..rounds {
+                eip(round);
+                floor(round);
+            }
+            let eip_median = eip_bench::median(&mut eip_ns.clone());
+            println!(
+                "{name}: eip {eip_median:.1} ns/msg (baseline skipped: RabbitMQ not reachable)"
+            );
         }
+    }
+    if !floor_ns.is_empty() {
+        let eip_median = eip_bench::median(&mut eip_ns);
+        let floor_median = eip_bench::median(&mut floor_ns);
+        println!(
+            "compare: {name} vs fsync: eip {eip_median:.0} ns/msg, baseline {floor_median:.0} ns/msg (1 KiB write + fdatasync), ratio {:.2}",
+            eip_median / floor_median
+        );
     }
     commits.sort_unstable();
     let median_commits = commits[commits.len() / 2];
@@ -318,137 +335,4 @@ async fn rabbit_round(
         .await?;
     publisher.close(200, "done".into()).await?;
     Ok(elapsed)
-}
-
-/// In a process of its own: fills a channel with `messages`, reports memory, drops everything,
-/// and times reopening it up to the first message received.
-fn recovery(messages: usize) {
-    let rt = runtime();
-    let dir = TempDir::new("recovery");
-    let before = MemoryStatus::read();
-    let (fill_time, fill_commits, filled) = rt.block_on(fill(dir.path(), messages));
-    println!(
-        "detail: filled {messages} messages in {:.1} s with {FILL_SENDERS} senders ({} commits)",
-        fill_time.as_secs_f64(),
-        fill_commits
-    );
-
-    let (first_at, depth, in_flight) = rt.block_on(reopen(dir.path()));
-    println!(
-        "recovery: {messages} messages in {:.3} s",
-        first_at.as_secs_f64()
-    );
-    let counted = depth + in_flight;
-    println!(
-        "detail: after recovery: depth {depth} + in flight {in_flight} = {counted} ({})",
-        if counted == messages {
-            "all counted"
-        } else {
-            "MISSING MESSAGES"
-        }
-    );
-    // The files were just written, so the first reopen found them in the page cache, as a
-    // process restarting after a crash would. After a reboot they come from the disk.
-    match eip_bench::evict_from_page_cache(dir.path()) {
-        Ok(()) => {
-            let cached = eip_bench::cached_kib(dir.path()).unwrap_or(0);
-            let (cold_at, cold_depth, cold_in_flight) = rt.block_on(reopen(dir.path()));
-            println!(
-                "detail: recovery with the store's files evicted from the page cache ({} MiB left cached): {messages} messages in {:.3} s, {} counted",
-                cached / 1024,
-                cold_at.as_secs_f64(),
-                cold_depth + cold_in_flight
-            );
-        }
-        Err(error) => println!("detail: no recovery from a cold cache ({error})"),
-    }
-    if let (Some(before), Some(filled)) = (before, filled) {
-        println!(
-            "peak RSS with {messages} messages waiting: {} MiB (baseline before filling: {} MiB)",
-            filled.peak_kib / 1024,
-            before.peak_kib / 1024
-        );
-        println!(
-            "detail: RSS now with {messages} waiting: {} MiB",
-            filled.rss_kib / 1024
-        );
-    } else {
-        println!("peak RSS: not available (no /proc/self/status)");
-    }
-    drop(rt);
-    drop(dir);
-    assert_eq!(counted, messages, "every message counted after recovery");
-}
-
-/// Opens the store in `dir` and its channel and receives the first message (leaving it
-/// unacked): the time that took from the start, and the channel's depth and in-flight count
-/// then. Everything is dropped on return.
-async fn reopen(dir: &std::path::Path) -> (Duration, usize, usize) {
-    let started = Instant::now();
-    let store = Arc::new(Durable::open(dir, StoreConfig::default()).expect("store reopens"));
-    let channel = PointToPoint::builder("bench")
-        .capacity(RECOVERY_CAPACITY)
-        .store(store.clone())
-        .build()
-        .expect("channel builds");
-    let first = channel.receiver().recv().await.expect("a first message");
-    let first_at = started.elapsed();
-    assert_eq!(first.message().payload().len(), PAYLOAD_LEN);
-    let stats = channel.stats();
-    // Not acked: the message stays on disk, counted as in flight.
-    drop(first);
-    (first_at, stats.depth, stats.in_flight)
-}
-
-/// Sends `messages` into a fresh channel in `dir` from [`FILL_SENDERS`] concurrent senders;
-/// the time it took, the commits, and the memory figures with them all waiting. Everything is
-/// dropped on return.
-async fn fill(dir: &std::path::Path, messages: usize) -> (Duration, u64, Option<MemoryStatus>) {
-    let store = Arc::new(Durable::open(dir, StoreConfig::default()).expect("store opens"));
-    let channel = PointToPoint::builder("bench")
-        .capacity(RECOVERY_CAPACITY)
-        .store(store.clone())
-        .build()
-        .expect("channel builds");
-    let payload = bytes::Bytes::from(vec![b'x'; PAYLOAD_LEN]);
-    let started = Instant::now();
-    let progress = tokio::spawn({
-        let channel = channel.clone();
-        let store = store.clone();
-        async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                let stats = channel.stats();
-                eprintln!(
-                    "  filling: {} stored after {:.0} s ({} commits)",
-                    stats.depth,
-                    started.elapsed().as_secs_f64(),
-                    store.store().stats().commits
-                );
-            }
-        }
-    });
-    let senders: Vec<_> = (0..FILL_SENDERS)
-        .map(|s| {
-            let channel = channel.clone();
-            let payload = payload.clone();
-            tokio::spawn(async move {
-                for _ in (s..messages).step_by(FILL_SENDERS) {
-                    channel
-                        .send(Message::new(payload.clone()))
-                        .await
-                        .expect("stored");
-                }
-            })
-        })
-        .collect();
-    for sender in senders {
-        sender.await.expect("a sender finishes");
-    }
-    let elapsed = started.elapsed();
-    progress.abort();
-    let _ = progress.await;
-    assert_eq!(channel.stats().depth, messages, "every message stored");
-    let commits = store.store().stats().commits;
-    (elapsed, commits, MemoryStatus::read())
 }

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
 
+pub mod disk;
+
 // The compare line and its alternating rounds are eip-core's benches' own, shared from there.
 #[path = "../../eip-core/benches/support/mod.rs"]
 mod compare;

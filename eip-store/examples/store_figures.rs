@@ -1,11 +1,13 @@
 //! The store's figures on this machine: append latency alone and with 256 concurrent appenders,
 //! and the time to reopen a store of many records (default 1 000 000 of 1 KiB).
 //!
-//! Run: `cargo run --release -p eip-store --example store_figures [records] [dir] [crash]`
+//! Run: `cargo run --release -p eip-store --example store_figures [records] [dir] [crash|idle]`
 //!
 //! With `crash` as third argument the program aborts once the records are committed, without
 //! closing the store; run it again with `0` records and the same directory to time the reopen
-//! after a crash (redb then repairs the file: it walks every page).
+//! after a crash (redb then repairs the file: it walks every page). With `1 [dir] idle` it opens
+//! the store in `dir`, appends one record, waits for the store's idle checkpoint and aborts: the
+//! next reopen then needs no repair.
 
 use std::time::Instant;
 
@@ -23,9 +25,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("eip-store-figures"));
-    let crash = args.next().is_some_and(|a| a == "crash");
+    let mode = args.next().unwrap_or_default();
+    let crash = mode == "crash";
     if records == 0 {
         return reopen(&dir, None);
+    }
+    if mode == "idle" {
+        return idle_crash(&dir);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -130,4 +136,30 @@ fn reopen(dir: &std::path::Path, expected: Option<u64>) -> Result<(), Box<dyn st
         std::fs::remove_dir_all(dir)?;
     }
     Ok(())
+}
+
+/// Opens the store in `dir`, appends one record, waits for the idle checkpoint, then aborts
+/// with the store open.
+fn idle_crash(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = DurableStore::open(dir, StoreConfig::default())?;
+        let queue = store.queue("recovery")?;
+        let before = store.stats().checkpoints;
+        queue.append(Bytes::from(vec![b'x'; 1024]))?.await?;
+        let started = Instant::now();
+        while store.stats().checkpoints == before {
+            if started.elapsed().as_secs() > 30 {
+                return Err("no checkpoint within 30 s".into());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        println!(
+            "checkpoint {:.0} ms after the append; crashing with the store open",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        std::process::abort()
+    })
 }

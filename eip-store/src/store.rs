@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -45,6 +45,9 @@ pub(crate) fn lock(registry: &Registry) -> MutexGuard<'_, BTreeMap<String, Arc<Q
 pub struct StoreStats {
     /// Write transactions committed (durable or not).
     pub commits: u64,
+    /// Checkpoints recorded while the store was idle, so that an open after a crash need not
+    /// read the whole file (not counted in `commits`).
+    pub checkpoints: u64,
     /// Records committed by appends.
     pub records_committed: u64,
     /// Records deleted by committed acks.
@@ -67,6 +70,8 @@ pub(crate) struct Shared {
     committer: Option<JoinHandle<()>>,
     /// Held (locked) for as long as the store is open; dropped last.
     lock: Option<File>,
+    /// Whether the open had to repair the file.
+    repaired: bool,
 }
 
 impl Shared {
@@ -172,8 +177,10 @@ impl DurableStore {
         let lock_file = layout::lock(&dir)?;
         layout::check_format(&dir)?;
         let file = layout::check_database_file(&dir)?;
-        let (db, queues, tables) = crate::quiet::catch(|| open_database(&file, &config))
-            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
+        let repaired = Arc::new(AtomicBool::new(false));
+        let (db, queues, tables) =
+            crate::quiet::catch(|| open_database(&file, &config, repaired.clone()))
+                .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
         layout::mark_initialised(&dir)?;
 
         let used: u64 = queues
@@ -220,6 +227,8 @@ impl DurableStore {
             next_table_id,
             unsynced_commits: 0,
             unsynced_acks: Vec::new(),
+            // The open may have repaired the file, which records no allocator state
+            checkpoint_due: true,
         };
         let committer = std::thread::Builder::new()
             .name("eip-store-committer".into())
@@ -241,6 +250,7 @@ impl DurableStore {
                 slot,
                 committer: Some(committer),
                 lock: Some(lock_file),
+                repaired: repaired.load(Ordering::Relaxed),
             }),
         })
     }
@@ -363,11 +373,19 @@ impl DurableStore {
         })
     }
 
+    /// Whether opening the store had to repair its file: the process that had it open before
+    /// stopped without closing it, after a commit that was not a checkpoint (see the crate's
+    /// documentation, *Why a torn commit is invisible*). The repair reads the whole file.
+    pub fn repaired_on_open(&self) -> bool {
+        self.shared.repaired
+    }
+
     /// What the committer has done since the store was opened.
     pub fn stats(&self) -> StoreStats {
         let counters = &self.shared.counters;
         StoreStats {
             commits: counters.commits.load(Ordering::Relaxed),
+            checkpoints: counters.checkpoints.load(Ordering::Relaxed),
             records_committed: counters.records.load(Ordering::Relaxed),
             acks_committed: counters.acks.load(Ordering::Relaxed),
             commit_latency: counters.latency.read(),
@@ -375,14 +393,17 @@ impl DurableStore {
     }
 }
 
-/// Opens (or creates) the database and reads every queue's state from it.
+/// Opens (or creates) the database and reads every queue's state from it; `repaired` is set if
+/// redb had to repair the file (a crash after a commit that was not a checkpoint).
 fn open_database(
     file: &Path,
     config: &StoreConfig,
+    repaired: Arc<AtomicBool>,
 ) -> Result<(Database, Vec<QueueState>, Vec<TableState>), StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
     let mut builder = Database::builder();
     builder.set_cache_size(config.cache_bytes);
+    builder.set_repair_callback(move |_| repaired.store(true, Ordering::Relaxed));
     if is_absent_or_empty(file)? {
         create_database(&builder, file)?;
     }

@@ -30,8 +30,9 @@ fn child_appending_then_crashing() {
             queue.ack(seq);
         }
         println!("CHILD: resolved {resolved}");
-    });
-    std::process::abort();
+        // With the store open: dropping it first would close it cleanly, no crash at all
+        std::process::abort()
+    })
 }
 
 #[test]
@@ -57,4 +58,65 @@ fn records_whose_ticket_resolved_survive_a_crash_and_flushed_acks_too() {
     );
     assert_eq!(queue.len(), 300 - first);
     assert_eq!(queue.head(), 300);
+}
+
+/// Run as a child: appends 50 records, acks the first, waits until the store has been idle long
+/// enough to record a checkpoint after the ack's commit, prints that, then aborts.
+#[test]
+fn child_appending_then_idling_then_crashing() {
+    let Some(dir) = child_dir() else { return };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = open(&dir);
+        let queue = store.queue("q").unwrap();
+        for i in 0..50 {
+            queue.append(record(i)).unwrap().await.unwrap();
+        }
+        queue.ack(0);
+        let limit = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        // The ack's own commit (without fsync) first: a checkpoint counted after it came later
+        while store.stats().acks_committed == 0 {
+            assert!(
+                std::time::Instant::now() < limit,
+                "the ack was not committed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let before = store.stats().checkpoints;
+        while store.stats().checkpoints == before {
+            assert!(
+                std::time::Instant::now() < limit,
+                "no checkpoint while idle"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        println!("CHILD: checkpointed");
+        // With the store open: dropping it would close it cleanly
+        std::process::abort()
+    })
+}
+
+#[test]
+fn a_crash_after_an_idle_checkpoint_needs_no_repair_and_loses_nothing() {
+    let dir = ScratchDir::new("checkpoint");
+    let output = run_child("child_appending_then_idling_then_crashing", dir.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "the child aborted");
+    assert!(stdout.contains("CHILD: checkpointed"), "{stdout}");
+
+    let store = open(dir.path());
+    assert!(
+        !store.repaired_on_open(),
+        "the crash after a checkpoint needed a repair"
+    );
+    let queue = store.queue("q").unwrap();
+    // The ack was made durable by the checkpoint, every record by its own commit
+    assert_eq!(
+        read_all(&queue),
+        (1..50).map(|i| (i, record(i))).collect::<Vec<_>>()
+    );
+    assert_eq!(queue.head(), 50);
 }

@@ -42,6 +42,7 @@ use tokio::sync::oneshot;
 
 mod answer;
 mod batch;
+mod checkpoint;
 mod effect;
 mod keys;
 mod reopen;
@@ -67,6 +68,9 @@ pub(crate) const ACK_DELAY: Duration = Duration::from_millis(5);
 pub(crate) const MAX_BATCH: usize = 4096;
 /// After this many commits without fsync in a row, the next ack-only commit is durable.
 const MAX_UNSYNCED_COMMITS: u32 = 64;
+/// How long the committer waits with nothing to do before it records a checkpoint
+/// (`checkpoint`): a crash after it reopens without reading the whole file.
+pub(crate) const IDLE_CHECKPOINT: Duration = Duration::from_millis(100);
 
 /// One request to the committer.
 pub(crate) enum Job {
@@ -129,6 +133,8 @@ pub(crate) enum Job {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) commits: AtomicU64,
+    /// Checkpoints recorded while idle (not counted in `commits`).
+    pub(crate) checkpoints: AtomicU64,
     pub(crate) records: AtomicU64,
     pub(crate) acks: AtomicU64,
     /// How long the commits took.
@@ -168,6 +174,9 @@ pub(crate) struct Committer {
     /// Acks committed without an fsync since the last durable commit: a reopen of the file may
     /// lose them, so it deletes them again.
     pub(crate) unsynced_acks: Vec<(Arc<QueueState>, u64)>,
+    /// Whether something was committed (or the file opened) since the last checkpoint, so that
+    /// the next idle moment records one.
+    pub(crate) checkpoint_due: bool,
 }
 
 impl Committer {
@@ -178,6 +187,17 @@ impl Committer {
         let mut open = true;
         while open {
             let first = match acks_since {
+                None if self.checkpoint_due => match self.jobs.recv_timeout(IDLE_CHECKPOINT) {
+                    Ok(job) => Some(job),
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.checkpoint();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => {
+                        open = false;
+                        None
+                    }
+                },
                 Some(since) => {
                     let wait = (since + ACK_DELAY).saturating_duration_since(Instant::now());
                     match self.jobs.recv_timeout(wait) {
@@ -295,6 +315,7 @@ impl Committer {
     /// After a successful commit: the counters, the acks a reopen would have to repeat, memory.
     fn committed(&mut self, effects: Vec<Effect>, touched: Changes, durable: bool) {
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        self.checkpoint_due = true;
         if durable {
             self.unsynced_commits = 0;
             self.unsynced_acks.clear();
