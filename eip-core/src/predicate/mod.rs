@@ -37,7 +37,7 @@ use std::sync::Arc;
 pub use error::{PredicateError, PredicateErrorKind};
 
 use crate::channel::Selector;
-use crate::message::{HeaderValue, Message, names};
+use crate::message::{Demand, HeaderValue, Message, Reading, names};
 use crate::topic::TopicPattern;
 use eval::{CmpOp, Literal, Node, Number, Operand, quote, quote_raw};
 
@@ -45,6 +45,8 @@ use eval::{CmpOp, Literal, Node, Number, Operand, quote, quote_raw};
 #[derive(Clone)]
 pub struct Predicate {
     node: Arc<Node>,
+    /// What its paths read of a payload, computed once.
+    demand: Arc<Demand>,
     source: Arc<str>,
 }
 
@@ -65,6 +67,7 @@ impl Predicate {
 
     fn from_node(node: Node, source: impl Into<Arc<str>>) -> Self {
         Predicate {
+            demand: Arc::new(node.demand()),
             node: Arc::new(node),
             source: source.into(),
         }
@@ -168,7 +171,19 @@ impl Predicate {
     /// Whether `msg` passes. Never fails: what can not be read counts as false (see the module
     /// documentation).
     pub fn matches(&self, msg: &Message) -> bool {
-        self.node.eval(msg)
+        self.node.eval(&Reading::new(msg, &self.demand))
+    }
+
+    /// Whether the message `reading` reads passes. `reading` must demand at least what
+    /// [`demand`](Self::demand) says: a router reads each message once for all its clauses
+    /// with the union of their demands.
+    pub(crate) fn matches_in(&self, reading: &Reading<'_>) -> bool {
+        self.node.eval(reading)
+    }
+
+    /// What the predicate reads of a payload.
+    pub(crate) fn demand(&self) -> &Demand {
+        &self.demand
     }
 
     /// The expression (for predicates built in code, an equivalent one that parses back).

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::error::{PredicateError, PredicateErrorKind};
 
+mod demand;
 mod walk;
 
 /// A parsed JSONPath.
@@ -52,6 +53,12 @@ impl JsonPathQuery {
             walk: walk::plan(&query),
             query,
         })
+    }
+
+    /// What the path reads of a payload: evaluated on a payload read that far, it selects
+    /// what it selects in the whole.
+    pub(crate) fn demand(&self) -> crate::message::Demand {
+        demand::of(&self.query)
     }
 
     /// The first value the path selects in `root`, if any.
