@@ -8,9 +8,16 @@
 //! not parse is a [`PredicateError`] giving the byte where it went wrong. Evaluating never
 //! fails and never panics: a payload that is not JSON, a path that selects nothing or a missing
 //! header makes the test on it false; a path that selects several values passes when any of
-//! them does. The payload is read through [`Message::json_value`], so it is parsed at most once
-//! per message however many predicates and routers look at it. The grammar and the full
-//! semantics are in the book's *Predicates* chapter.
+//! them does. The grammar and the full semantics are in the book's *Predicates* chapter.
+//!
+//! The payload is read lazily and only in part. When a predicate is built, its JSONPaths say
+//! what they can reach (a demand: `$.customer.tier` reaches one field of one object,
+//! `$.items[?@.sku == 'A'].qty` two fields of every item). The payload is read at most once per
+//! message and component (a router reads it once for all its clauses), only when a path is
+//! evaluated (a test on headers alone never reads it), in one pass over its bytes that builds
+//! the reachable parts and checks the rest: a payload that is not JSON still makes every path
+//! test false. A full parse the message already holds ([`Message::json_value`], kept by a
+//! Datatype Channel) is used instead.
 //!
 //! ```
 //! use eip_core::{Message, predicate::Predicate};

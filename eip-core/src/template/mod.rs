@@ -19,6 +19,10 @@
 //! reason, when what a placeholder names is not there (no subject, no such header, a path that
 //! selects nothing, a payload that is not JSON) or is not a scalar.
 //!
+//! A template reads the payload at most once per rendering, and only the parts its `{$.path}`
+//! placeholders reach (see [`predicate`](crate::predicate) for how); a recipient list reads each
+//! message once for all its templates.
+//!
 //! What a rendered value may hold is the user's business here: each destination checks its
 //! own rules on what [`Template::render_each`] hands it, a value at a time (a file name refuses
 //! a value holding `/`, a URL percent-encodes it, a NATS subject refuses a wildcard).
