@@ -7,9 +7,12 @@
 //! redelivery count, death record) have typed accessors; the body is read through serde with [`Message::json`].
 
 mod death;
+mod demand;
 mod headers;
 pub mod history;
 mod id;
+mod projection;
+mod reading;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -21,8 +24,10 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 pub use death::{DeathReason, DeathRecord, UnknownDeathReason, host_name, now_millis};
+pub(crate) use demand::Demand;
 pub use headers::{HeaderError, HeaderName, HeaderValue, Headers, names};
 pub use history::{HistoryEntry, HistoryKind};
+pub(crate) use reading::Reading;
 
 /// A message's unique, time-ordered identity (UUID v7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -17,7 +17,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::json_path::JsonPathQuery;
-use crate::message::{HeaderValue, Message};
+use crate::message::{Demand, HeaderValue, Reading};
 use crate::topic::TopicPattern;
 
 /// A comparison operator.
@@ -94,20 +94,42 @@ pub(super) enum Node {
 }
 
 impl Node {
-    pub(super) fn eval(&self, msg: &Message) -> bool {
+    /// Whether the message passes. The payload is read through `reading`, which must demand
+    /// at least [`Node::demand`].
+    pub(super) fn eval(&self, reading: &Reading<'_>) -> bool {
         match self {
             Node::Const(b) => *b,
-            Node::Or(nodes) => nodes.iter().any(|n| n.eval(msg)),
-            Node::And(nodes) => nodes.iter().all(|n| n.eval(msg)),
-            Node::Not(node) => !node.eval(msg),
-            Node::Exists(operand) => operand.any(msg, |_| true),
-            Node::Compare(operand, op, literal) => operand.any(msg, |v| compare(v, *op, literal)),
+            Node::Or(nodes) => nodes.iter().any(|n| n.eval(reading)),
+            Node::And(nodes) => nodes.iter().all(|n| n.eval(reading)),
+            Node::Not(node) => !node.eval(reading),
+            Node::Exists(operand) => operand.any(reading, |_| true),
+            Node::Compare(operand, op, literal) => {
+                operand.any(reading, |v| compare(v, *op, literal))
+            }
             Node::Regex(operand, regex) => {
-                operand.any(msg, |v| v.as_str().is_some_and(|s| regex.is_match(s)))
+                operand.any(reading, |v| v.as_str().is_some_and(|s| regex.is_match(s)))
             }
             Node::Topic(operand, pattern) => {
-                operand.any(msg, |v| v.as_str().is_some_and(|s| pattern.matches(s)))
+                operand.any(reading, |v| v.as_str().is_some_and(|s| pattern.matches(s)))
             }
+        }
+    }
+
+    /// What the predicate reads of the payload: the union of its paths' demands.
+    pub(super) fn demand(&self) -> Demand {
+        match self {
+            Node::Const(_) => Demand::nothing(),
+            Node::Or(nodes) | Node::And(nodes) => nodes
+                .iter()
+                .fold(Demand::nothing(), |demand, n| demand.union(&n.demand())),
+            Node::Not(node) => node.demand(),
+            Node::Exists(operand)
+            | Node::Compare(operand, ..)
+            | Node::Regex(operand, _)
+            | Node::Topic(operand, _) => match operand {
+                Operand::Path(path) => path.demand(),
+                Operand::Header(_) => Demand::nothing(),
+            },
         }
     }
 }
@@ -163,13 +185,14 @@ impl<'a> Scalar<'a> {
 
 impl Operand {
     /// Whether any value of the operand passes `test`; false when it has none.
-    fn any(&self, msg: &Message, mut test: impl FnMut(Scalar<'_>) -> bool) -> bool {
+    fn any(&self, reading: &Reading<'_>, mut test: impl FnMut(Scalar<'_>) -> bool) -> bool {
         match self {
-            Operand::Header(name) => msg
+            Operand::Header(name) => reading
+                .message()
                 .headers()
                 .get(name)
                 .is_some_and(|v| test(Scalar::from_header(v))),
-            Operand::Path(path) => match msg.json_value() {
+            Operand::Path(path) => match reading.json() {
                 Ok(root) => path.any(root, |v| test(Scalar::from_json(v))),
                 Err(_) => false,
             },
@@ -282,6 +305,8 @@ pub(super) fn quote_raw(regex: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Message;
+    use crate::predicate::Predicate;
 
     fn cmp(value: Scalar<'_>, op: CmpOp, literal: Literal) -> bool {
         compare(value, op, &literal)
@@ -347,5 +372,40 @@ mod tests {
     fn quoted_strings_escape_what_the_tokenizer_unescapes() {
         assert_eq!(quote("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\u0001""#);
         assert_eq!(quote_raw(r#"^a\.b"c\"d"#), r#""^a\.b\"c\"d""#);
+    }
+
+    #[test]
+    fn a_test_on_headers_alone_never_reads_the_payload() {
+        let by_header =
+            Predicate::parse(r#"header("type") == "order" or subject matches "a.*""#).unwrap();
+        let msg = Message::builder("{ not json")
+            .header("type", "order")
+            .build();
+        let reading = Reading::new(&msg, by_header.demand());
+        assert!(by_header.matches_in(&reading));
+        assert!(!reading.has_read() && !msg.is_json_parsed());
+
+        let by_path = Predicate::parse(r#"header("type") == "order" and $.a == 1"#).unwrap();
+        let reading = Reading::new(&msg, by_path.demand());
+        assert!(
+            !by_path.matches_in(&reading),
+            "not JSON: the path test is false"
+        );
+        assert!(reading.has_read());
+    }
+
+    #[test]
+    fn a_partial_read_is_not_kept_on_the_message_but_a_full_parse_is_used() {
+        let msg = Message::new(r#"{"a": 1, "b": {"c": [1, 2, 3]}}"#);
+        let p = Predicate::parse("$.a == 1 and $.b.c[2] == 3").unwrap();
+        assert!(p.matches(&msg));
+        assert!(
+            !msg.is_json_parsed(),
+            "the projection stays with the reading"
+        );
+        let full: *const serde_json::Value = msg.json_value().unwrap();
+        let reading = Reading::new(&msg, p.demand());
+        assert!(p.matches_in(&reading));
+        assert!(std::ptr::eq(full, reading.json().unwrap()));
     }
 }

@@ -8,9 +8,16 @@
 //! not parse is a [`PredicateError`] giving the byte where it went wrong. Evaluating never
 //! fails and never panics: a payload that is not JSON, a path that selects nothing or a missing
 //! header makes the test on it false; a path that selects several values passes when any of
-//! them does. The payload is read through [`Message::json_value`], so it is parsed at most once
-//! per message however many predicates and routers look at it. The grammar and the full
-//! semantics are in the book's *Predicates* chapter.
+//! them does. The grammar and the full semantics are in the book's *Predicates* chapter.
+//!
+//! The payload is read lazily and only in part. When a predicate is built, its JSONPaths say
+//! what they can reach (a demand: `$.customer.tier` reaches one field of one object,
+//! `$.items[?@.sku == 'A'].qty` two fields of every item). The payload is read at most once per
+//! message and component (a router reads it once for all its clauses), only when a path is
+//! evaluated (a test on headers alone never reads it), in one pass over its bytes that builds
+//! the reachable parts and checks the rest: a payload that is not JSON still makes every path
+//! test false. A full parse the message already holds ([`Message::json_value`], kept by a
+//! Datatype Channel) is used instead.
 //!
 //! ```
 //! use eip_core::{Message, predicate::Predicate};
@@ -38,7 +45,7 @@ pub use error::{PredicateError, PredicateErrorKind};
 pub use json_path::JsonPath;
 
 use crate::channel::Selector;
-use crate::message::{HeaderValue, Message, names};
+use crate::message::{Demand, HeaderValue, Message, Reading, names};
 use crate::topic::TopicPattern;
 use eval::{CmpOp, Literal, Node, Number, Operand, quote, quote_raw};
 
@@ -46,6 +53,8 @@ use eval::{CmpOp, Literal, Node, Number, Operand, quote, quote_raw};
 #[derive(Clone)]
 pub struct Predicate {
     node: Arc<Node>,
+    /// What its paths read of a payload, computed once.
+    demand: Arc<Demand>,
     source: Arc<str>,
 }
 
@@ -68,6 +77,7 @@ impl Predicate {
 
     fn from_node(node: Node, source: impl Into<Arc<str>>) -> Self {
         Predicate {
+            demand: Arc::new(node.demand()),
             node: Arc::new(node),
             source: source.into(),
         }
@@ -171,7 +181,19 @@ impl Predicate {
     /// Whether `msg` passes. Never fails: what can not be read counts as false (see the module
     /// documentation).
     pub fn matches(&self, msg: &Message) -> bool {
-        self.node.eval(msg)
+        self.node.eval(&Reading::new(msg, &self.demand))
+    }
+
+    /// Whether the message `reading` reads passes. `reading` must demand at least what
+    /// [`demand`](Self::demand) says: a router reads each message once for all its clauses
+    /// with the union of their demands.
+    pub(crate) fn matches_in(&self, reading: &Reading<'_>) -> bool {
+        self.node.eval(reading)
+    }
+
+    /// What the predicate reads of a payload.
+    pub(crate) fn demand(&self) -> &Demand {
+        &self.demand
     }
 
     /// The expression (for predicates built in code, an equivalent one that parses back).

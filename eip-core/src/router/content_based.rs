@@ -16,7 +16,7 @@ use super::BoxFuture;
 use super::error::{RouteError, RouterError};
 use super::target::{Sent, Target};
 use crate::channel::DeadLetterChannel;
-use crate::message::{DeathReason, Message};
+use crate::message::{DeathReason, Demand, Message, Reading};
 use crate::predicate::Predicate;
 
 /// Routes each message to the target of the first `when` clause that matches it.
@@ -44,6 +44,8 @@ pub struct ContentBasedRouter {
 struct Inner {
     name: String,
     clauses: Vec<WhenClause>,
+    /// What the clauses together read of a payload: each message is read once for all.
+    demand: Demand,
     fallback: Fallback,
     when_counts: Vec<AtomicU64>,
     otherwise_count: AtomicU64,
@@ -182,6 +184,12 @@ impl ContentBasedRouterBuilder {
         Ok(ContentBasedRouter {
             inner: Arc::new(Inner {
                 when_counts: self.clauses.iter().map(|_| AtomicU64::new(0)).collect(),
+                demand: self
+                    .clauses
+                    .iter()
+                    .fold(Demand::nothing(), |demand, clause| {
+                        demand.union(clause.predicate.demand())
+                    }),
                 name: self.name,
                 clauses: self.clauses,
                 fallback,
@@ -231,12 +239,14 @@ impl ContentBasedRouter {
         }
     }
 
-    /// Where `msg` would go. Pure: sends nothing and counts nothing (the payload is parsed, and
-    /// the parse kept on `msg`, if a clause needs it).
+    /// Where `msg` would go. Pure: sends nothing and counts nothing. The payload is read once,
+    /// when the first clause reading it is evaluated, and only as far as the clauses' paths go
+    /// (see [`Predicate`]'s lazy reading).
     pub fn select(&self, msg: &Message) -> Decision<'_> {
         let inner = &*self.inner;
+        let reading = Reading::new(msg, &inner.demand);
         for (index, clause) in inner.clauses.iter().enumerate() {
-            if clause.predicate.matches(msg) {
+            if clause.predicate.matches_in(&reading) {
                 return Decision::When {
                     index,
                     target: &clause.target,

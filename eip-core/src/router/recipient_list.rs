@@ -25,7 +25,7 @@ use super::BoxFuture;
 use super::error::{RouteError, RouterError};
 use super::target::{Target, TargetResolver};
 use crate::channel::{DeadLetterChannel, SendError};
-use crate::message::{DeathReason, HeaderValue, Message};
+use crate::message::{DeathReason, Demand, HeaderValue, Message, Reading};
 use crate::template::Template;
 
 /// Sends a copy of each message to every channel or exchange of a list.
@@ -70,6 +70,8 @@ enum Source {
     },
     Computed {
         recipients: Vec<Recipient>,
+        /// What the templates together read of a payload: each message is read once for all.
+        demand: Demand,
         resolver: Arc<dyn TargetResolver>,
     },
 }
@@ -207,8 +209,16 @@ impl RecipientList {
                 name: name.to_owned(),
             });
         }
+        let demand =
+            recipients
+                .iter()
+                .fold(Demand::nothing(), |demand, recipient| match recipient {
+                    Recipient::Fixed(_) => demand,
+                    Recipient::Template(template) => demand.union(template.demand()),
+                });
         let source = Source::Computed {
             recipients,
+            demand,
             resolver: Arc::new(resolver),
         };
         Ok(RecipientList::with_source(name, source, Some(dead_letters)))
@@ -252,8 +262,12 @@ impl RecipientList {
             Source::Header { header, resolver } => (header, resolver),
             Source::Computed {
                 recipients,
+                demand,
                 resolver,
-            } => return computed(msg, recipients, resolver.as_ref()),
+            } => {
+                let reading = Reading::new(msg, demand);
+                return computed(&reading, recipients, resolver.as_ref());
+            }
         };
         let list = match msg.headers().get(header) {
             Some(HeaderValue::Str(list)) => list,
@@ -413,7 +427,11 @@ impl tower::Service<Message> for RecipientList {
 
 /// Where `msg` goes by a list of fixed and computed recipients: each target once, in list
 /// order; what a template could not make, or made a name `resolver` does not know, with why.
-fn computed(msg: &Message, recipients: &[Recipient], resolver: &dyn TargetResolver) -> Resolution {
+fn computed(
+    reading: &Reading<'_>,
+    recipients: &[Recipient],
+    resolver: &dyn TargetResolver,
+) -> Resolution {
     let mut resolution = Resolution::default();
     let add = |resolution: &mut Resolution, target: Target| {
         if !resolution.targets.iter().any(|t| t.name() == target.name()) {
@@ -423,7 +441,7 @@ fn computed(msg: &Message, recipients: &[Recipient], resolver: &dyn TargetResolv
     for recipient in recipients {
         match recipient {
             Recipient::Fixed(target) => add(&mut resolution, target.clone()),
-            Recipient::Template(template) => match template.render(msg) {
+            Recipient::Template(template) => match template.render_in(reading) {
                 Ok(name) => match resolver.resolve(&name) {
                     Ok(target) => add(&mut resolution, target),
                     Err(error) => resolution

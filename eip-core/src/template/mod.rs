@@ -19,6 +19,10 @@
 //! reason, when what a placeholder names is not there (no subject, no such header, a path that
 //! selects nothing, a payload that is not JSON) or is not a scalar.
 //!
+//! A template reads the payload at most once per rendering, and only the parts its `{$.path}`
+//! placeholders reach (see [`predicate`](crate::predicate) for how); a recipient list reads each
+//! message once for all its templates.
+//!
 //! What a rendered value may hold is the user's business here: each destination checks its
 //! own rules on what [`Template::render_each`] hands it, a value at a time (a file name refuses
 //! a value holding `/`, a URL percent-encodes it, a NATS subject refuses a wildcard).
@@ -44,7 +48,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::message::{HeaderValue, Message};
+use crate::message::{Demand, HeaderValue, Message, Reading};
 use crate::predicate::json_path::JsonPathQuery;
 
 pub use kind::{Computed, PlaceholderKind};
@@ -55,6 +59,8 @@ pub use parse::Syntax;
 pub struct Template {
     text: String,
     parts: Vec<Part>,
+    /// What its `{$.path}` placeholders read of a payload, together.
+    demand: Demand,
 }
 
 #[derive(Debug, Clone)]
@@ -182,6 +188,20 @@ impl RenderError {
 }
 
 impl Template {
+    fn new(text: String, parts: Vec<Part>) -> Template {
+        let demand = parts
+            .iter()
+            .fold(Demand::nothing(), |demand, part| match part {
+                Part::Path { query, .. } => demand.union(&query.demand()),
+                _ => demand,
+            });
+        Template {
+            text,
+            parts,
+            demand,
+        }
+    }
+
     /// Parses `text` with the placeholders every template takes (and no names nor kinds of a
     /// caller's; for those, [`Syntax::parse`]).
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
@@ -242,8 +262,14 @@ impl Template {
 
     /// The text `msg` makes of it, every value as it is.
     pub fn render(&self, msg: &Message) -> Result<String, RenderError> {
-        self.render_each(
-            msg,
+        self.render_in(&Reading::new(msg, &self.demand))
+    }
+
+    /// [`render`](Self::render) of the message `reading` reads, which must demand at least
+    /// [`demand`](Self::demand): several templates share one reading of a message.
+    pub(crate) fn render_in(&self, reading: &Reading<'_>) -> Result<String, RenderError> {
+        self.render_each_in(
+            reading,
             |_| None,
             |out: &mut String, _, value: &str| {
                 out.push_str(value);
@@ -260,6 +286,20 @@ impl Template {
         &self,
         msg: &Message,
         names: impl Fn(usize) -> Option<String>,
+        put: impl FnMut(&mut String, Placeholder<'_>, &str) -> Result<(), E>,
+    ) -> Result<String, E> {
+        self.render_each_in(&Reading::new(msg, &self.demand), names, put)
+    }
+
+    /// What its `{$.path}` placeholders read of a payload.
+    pub(crate) fn demand(&self) -> &Demand {
+        &self.demand
+    }
+
+    fn render_each_in<E: From<RenderError>>(
+        &self,
+        reading: &Reading<'_>,
+        names: impl Fn(usize) -> Option<String>,
         mut put: impl FnMut(&mut String, Placeholder<'_>, &str) -> Result<(), E>,
     ) -> Result<String, E> {
         let mut out = String::with_capacity(self.text.len() + 16);
@@ -270,7 +310,7 @@ impl Template {
                 }
                 continue;
             };
-            match part.value(msg, &names)? {
+            match part.value(reading, &names)? {
                 Filled::Borrowed(value) => put(&mut out, placeholder, value)?,
                 Filled::Owned(value) => put(&mut out, placeholder, &value)?,
             }
@@ -300,9 +340,10 @@ impl Part {
 
     fn value<'m>(
         &self,
-        msg: &'m Message,
+        reading: &Reading<'m>,
         names: &impl Fn(usize) -> Option<String>,
     ) -> Result<Filled<'m>, RenderError> {
+        let msg = reading.message();
         Ok(match self {
             Part::Text(_) => Filled::Borrowed(""),
             Part::Subject => match msg.subject() {
@@ -317,8 +358,8 @@ impl Part {
                 Some(value) => Filled::Owned(value.to_string()),
             },
             Part::Path { path, query } => {
-                let root = msg
-                    .json_value()
+                let root = reading
+                    .json()
                     .map_err(|e| RenderError::NotJson(e.to_string(), path.clone()))?;
                 match query.first(root) {
                     None => return Err(RenderError::NothingSelected(path.clone())),

@@ -111,10 +111,7 @@ impl<'a> Syntax<'a> {
         if !literal.is_empty() {
             parts.push(Part::Text(literal));
         }
-        Ok(Template {
-            text: text.to_owned(),
-            parts,
-        })
+        Ok(Template::new(text.to_owned(), parts))
     }
 
     /// The placeholder written `inner` (between the braces), which starts at byte `offset`.

@@ -11,6 +11,7 @@
 //! with the path. The official JSONPath Compliance Test Suite runs with
 //! `cargo run -p eip-core --example jsonpath_cts -- cts.json`.
 
+mod demand;
 mod filter;
 mod iregexp;
 mod parse;
@@ -39,6 +40,12 @@ impl JsonPathQuery {
         Ok(JsonPathQuery {
             steps: parse::path(path, offset)?,
         })
+    }
+
+    /// What the path reads of a payload: evaluated on a payload read that far, it selects
+    /// what it selects in the whole.
+    pub(crate) fn demand(&self) -> crate::message::Demand {
+        demand::of(&self.steps)
     }
 
     /// The first value the path selects in `root`, if any.

@@ -1,0 +1,79 @@
+//! One component's reading of one message: the payload read as JSON at most once, lazily, and
+//! only as far as the component's [`Demand`] goes.
+//!
+//! A router makes one [`Reading`] per message for all its clauses; a predicate or a template on
+//! its own makes one per call. Nothing is read until a JSONPath is evaluated, so a test on
+//! headers alone never touches the payload. When the message already holds a full parse (a
+//! Datatype Channel checked it, or an earlier step asked for [`Message::json_value`]), that one
+//! is used; a component that reads the whole payload parses it through `json_value` too, so the
+//! parse is kept for the steps after it. Otherwise the payload is read by
+//! [`projection`](super::projection), building only the demanded parts: the projection stays
+//! with this reading and is dropped with it.
+
+use std::cell::OnceCell;
+
+use serde_json::Value;
+
+use super::demand::Demand;
+use super::projection::project;
+use super::{BodyError, Message};
+
+/// A message as read by one component; see the [module](self).
+pub(crate) struct Reading<'m> {
+    msg: &'m Message,
+    demand: &'m Demand,
+    json: OnceCell<Result<Json<'m>, BodyError>>,
+}
+
+/// The payload as JSON: the message's own full parse, or this reading's projection.
+enum Json<'m> {
+    Shared(&'m Value),
+    Projected(Value),
+}
+
+impl<'m> Reading<'m> {
+    /// `msg` as read by a component that reads what `demand` says of its payload (and anything
+    /// of its headers).
+    pub(crate) fn new(msg: &'m Message, demand: &'m Demand) -> Self {
+        Reading {
+            msg,
+            demand,
+            json: OnceCell::new(),
+        }
+    }
+
+    /// The message.
+    pub(crate) fn message(&self) -> &'m Message {
+        self.msg
+    }
+
+    /// The payload as JSON, read on the first call: every path within the demand selects in it
+    /// what it selects in the full parse. A payload that is not JSON is the same error as
+    /// [`Message::json_value`] gives.
+    pub(crate) fn json(&self) -> Result<&Value, &BodyError> {
+        match self.json.get_or_init(|| self.read()) {
+            Ok(Json::Shared(value)) => Ok(value),
+            Ok(Json::Projected(value)) => Ok(value),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read(&self) -> Result<Json<'m>, BodyError> {
+        if self.msg.is_json_parsed() || self.demand.is_whole() {
+            return self.msg.json_value().map(Json::Shared);
+        }
+        project(self.msg.payload(), self.demand)
+            .map(Json::Projected)
+            .map_err(|source| BodyError {
+                id: self.msg.id(),
+                format: "JSON",
+                source,
+            })
+    }
+
+    /// Whether the payload has been read by this reading (for tests).
+    #[cfg(test)]
+    pub(crate) fn has_read(&self) -> bool {
+        self.json.get().is_some()
+    }
+}
