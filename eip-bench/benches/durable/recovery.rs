@@ -39,7 +39,7 @@ const CHECKPOINT_LIMIT: Duration = Duration::from_secs(30);
 
 /// If this process is one of the recovery children, runs it and returns true.
 pub(crate) fn child(args: &[String]) -> bool {
-    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
+    let arg = move |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
     match arg(1) {
         "--fill-child" => fill_child(Path::new(arg(2)), number(arg(3))),
         "--recover-child" => recover_child(Path::new(arg(2)), number(arg(3)), arg(4), arg(5)),
