@@ -134,7 +134,7 @@ impl Source {
     fn lookup(&self) -> Lookup {
         match self {
             #[cfg(feature = "http")]
-            Source::Http(s) => Lookup::Http(s.build()),
+            Source::Http(s) => Lookup::Http(Box::new(s.build())),
             #[cfg(feature = "sql")]
             Source::Sql(s) => Lookup::Sql(s.build()),
             #[cfg(not(any(feature = "http", feature = "sql")))]
@@ -368,8 +368,10 @@ impl StepConfig for EnrichConfig {
 
 /// A running lookup.
 enum Lookup {
+    // Boxed: its templates (with what each reads of a payload) make it several times the
+    // size of the other.
     #[cfg(feature = "http")]
-    Http(http::HttpAsk),
+    Http(Box<http::HttpAsk>),
     #[cfg(feature = "sql")]
     Sql(sql::SqlAsk),
     /// No lookup is built into this eip (neither `http` nor `sql`): never made.
