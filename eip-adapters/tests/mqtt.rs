@@ -492,13 +492,24 @@ async fn an_outbound_bridge_stalled_mid_stream_reconnects_and_every_confirmed_me
 
     let sent: Vec<Message> = (0..200).map(message).collect();
     let want: HashSet<_> = sent.iter().map(Message::id).collect();
-    for m in &sent {
+    // A quarter through, then the stall, then the rest: the stall is mid-stream however fast
+    // the first part went through (sending all at once let a quick consumer finish first).
+    let (first, rest) = sent.split_at(50);
+    for m in first {
         outbox.send(m.clone()).await.unwrap();
     }
-    while inbox.stats().accepted < 50 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let through = async {
+        while inbox.stats().accepted < 50 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), through)
+        .await
+        .expect("the first 50 arrive before the stall");
     proxy.stall(true);
+    for m in rest {
+        outbox.send(m.clone()).await.unwrap();
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     proxy.stall(false);
     let settled = async {
