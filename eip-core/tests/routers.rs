@@ -1,4 +1,4 @@
-//! Behaviour of the routing patterns: content-based router, message filter, recipient list and
+//! Behaviour of the routing patterns: content-based router, message filter and
 //! wire tap, with predicates, on real channels.
 
 use std::time::Duration;
