@@ -118,13 +118,5 @@ impl DynamicPattern {
     }
 }
 
-/// A comparison operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
+/// A comparison operator: the predicate language's own, which has the same six.
+pub(super) use crate::predicate::eval::CmpOp;
