@@ -162,6 +162,16 @@ impl Parts {
         }
     }
 
+    /// [`field`](Parts::field) for a name given as its bytes, as written in a payload without
+    /// escapes; with the name as this demand spells it when it names the field (so the caller
+    /// need not decode the bytes), `None` in its place when only `each` reads it.
+    pub(super) fn field_by_bytes(&self, name: &[u8]) -> Option<(Option<&str>, &Node)> {
+        match self.fields.iter().find(|(n, _)| n.as_bytes() == name) {
+            Some((n, node)) => Some((Some(n), node)),
+            None => self.each.as_deref().map(|node| (None, node)),
+        }
+    }
+
     /// What is read of the item at `index`, if anything.
     pub(super) fn item(&self, index: usize) -> Option<&Node> {
         match self.items.iter().find(|(i, _)| *i == index) {
@@ -184,16 +194,18 @@ impl Parts {
     }
 }
 
+/// The demand of a path of field names ending in a whole value (for tests).
+#[cfg(test)]
+pub(super) fn path(names: &[&str]) -> Demand {
+    names
+        .iter()
+        .rev()
+        .fold(Demand::whole(), |below, name| Demand::field(name, below))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn path(names: &[&str]) -> Demand {
-        names
-            .iter()
-            .rev()
-            .fold(Demand::whole(), |below, name| Demand::field(name, below))
-    }
 
     #[test]
     fn a_union_keeps_what_either_reads() {

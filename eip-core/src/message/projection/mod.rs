@@ -1,9 +1,19 @@
 //! A payload read from its bytes in one pass, building a [`serde_json::Value`] of only the parts
 //! a [`Demand`] names.
 //!
-//! What is not built is still read by serde_json through the same calls a full parse makes
-//! (`deserialize_any` down to every scalar): every string is checked (escapes, UTF-8), every
-//! number parsed (one out of range is an error, `float_roundtrip` applies), nesting counts
+//! Two readers do it. The [fast one](scan) is a hand-written pass over the bytes: it checks
+//! what it skips as strictly as serde_json would (string escapes, control characters, UTF-8,
+//! the number grammar, the nesting) without building anything, and hands the demanded parts to
+//! serde_json. It gives up, answering nothing, on whatever it can not be sure serde_json would
+//! accept exactly as it is: any error, a lone or paired surrogate escape, a number near the
+//! edge of `f64`'s range, nesting deeper than 100. Then the *checked* reader below reads the
+//! payload again and its answer (the same value, or serde_json's own error) is the result. So
+//! the fast reader decides nothing on its own: it only ever answers what the checked reader
+//! would, sooner, and the proptest in this module's tests holds it to that.
+//!
+//! The checked reader lets serde_json read what is not built through the same calls a full parse
+//! makes (`deserialize_any` down to every scalar): every string is checked (escapes, UTF-8),
+//! every number parsed (one out of range is an error, `float_roundtrip` applies), nesting counts
 //! against the same limit of 128, and characters after the value are refused. So a payload that
 //! is not JSON fails here with the same error, line and column as
 //! `serde_json::from_slice::<Value>`. serde's `IgnoredAny` is not used for the skipped parts:
@@ -17,9 +27,19 @@ use serde_json::{Map, Value};
 
 use super::demand::{Demand, Node, Parts};
 
+mod scan;
+
 /// `payload` parsed as JSON, with only what `demand` reads built (see [`Demand`] for what the
 /// result holds).
 pub(crate) fn project(payload: &[u8], demand: &Demand) -> Result<Value, serde_json::Error> {
+    match scan::project(payload, demand) {
+        Some(value) => Ok(value),
+        None => project_checked(payload, demand),
+    }
+}
+
+/// [`project`] by serde_json alone: slower, and the one that says what is wrong.
+fn project_checked(payload: &[u8], demand: &Demand) -> Result<Value, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(payload);
     let value = Project(demand.node()).deserialize(&mut deserializer)?;
     deserializer.end()?;
@@ -197,105 +217,4 @@ impl<'de> Visitor<'de> for Skip {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn path(names: &[&str]) -> Demand {
-        names
-            .iter()
-            .rev()
-            .fold(Demand::whole(), |below, name| Demand::field(name, below))
-    }
-
-    #[test]
-    fn only_the_demanded_parts_are_built() {
-        let payload = br#"{"a": {"b": [1, {"c": 2}], "x": "skipped"}, "d": 3, "e": {"f": 4}}"#;
-        let demand = path(&["a", "b"]).union(&Demand::field("e", Demand::nothing()));
-        let value = project(payload, &demand).unwrap();
-        assert_eq!(value, json!({"a": {"b": [1, {"c": 2}]}, "e": {}}));
-    }
-
-    #[test]
-    fn items_keep_their_place_and_scalars_on_the_way_read_as_null() {
-        let payload = br#"{"a": [10, 11, 12, 13], "b": "text", "c": [1]}"#;
-        let demand = Demand::field("a", Demand::item(2, Demand::whole()))
-            .union(&path(&["b", "x"]))
-            .union(&path(&["c", "x"]));
-        let value = project(payload, &demand).unwrap();
-        assert_eq!(value, json!({"a": [null, null, 12], "b": null, "c": []}));
-        let each = Demand::field("a", Demand::each(Demand::whole()));
-        assert_eq!(
-            project(payload, &each).unwrap(),
-            json!({"a": [10, 11, 12, 13]})
-        );
-    }
-
-    #[test]
-    fn a_key_given_twice_keeps_its_last_value() {
-        let payload = br#"{"a": {"b": 1}, "z": 0, "a": {"b": 2, "c": 3}}"#;
-        let value = project(payload, &path(&["a", "b"])).unwrap();
-        assert_eq!(value, json!({"a": {"b": 2}}));
-        let full: Value = serde_json::from_slice(payload).unwrap();
-        assert_eq!(full["a"]["b"], value["a"]["b"]);
-    }
-
-    /// Each payload is refused by a full parse; the projection refuses it with the same error
-    /// even when the bad part is one it skips.
-    #[test]
-    fn what_a_full_parse_refuses_the_projection_refuses_alike() {
-        let deep = |n: usize| format!(r#"{{"a": 1, "z": {}{}}}"#, "[".repeat(n), "]".repeat(n));
-        let bad = [
-            r#"{"a": 1, "z": 2} x"#.to_owned(),
-            r#"{"a": 1, "z": "\q"}"#.to_owned(),
-            r#"{"a": 1, "z": "\ud800"}"#.to_owned(),
-            r#"{"a": 1, "z": 1e400}"#.to_owned(),
-            r#"{"a": 1, "z": 01}"#.to_owned(),
-            r#"{"a": 1, "z": [1,]}"#.to_owned(),
-            r#"{"a": 1, "z": {1: 2}}"#.to_owned(),
-            r#"{"a": 1, "z": "#.to_owned(),
-            "not json at all".to_owned(),
-            String::new(),
-        ];
-        let demand = path(&["a"]);
-        for payload in &bad {
-            let full = serde_json::from_slice::<Value>(payload.as_bytes()).unwrap_err();
-            let projected = project(payload.as_bytes(), &demand).unwrap_err();
-            assert_eq!(full.to_string(), projected.to_string(), "{payload}");
-        }
-        let mut not_utf8 = br#"{"a": 1, "z": "xx"}"#.to_vec();
-        not_utf8[15] = 0xff;
-        assert_eq!(
-            serde_json::from_slice::<Value>(&not_utf8)
-                .unwrap_err()
-                .to_string(),
-            project(&not_utf8, &demand).unwrap_err().to_string()
-        );
-        // Nesting: the same limit for both, also in a part that is skipped.
-        let mut refused = 0;
-        for n in 120..=130 {
-            let payload = deep(n);
-            match (
-                serde_json::from_slice::<Value>(payload.as_bytes()),
-                project(payload.as_bytes(), &demand),
-            ) {
-                (Ok(_), Ok(value)) => assert_eq!(value, json!({"a": 1})),
-                (Err(full), Err(projected)) => {
-                    assert_eq!(full.to_string(), projected.to_string());
-                    refused += 1;
-                }
-                (full, projected) => panic!("depth {n}: {full:?} against {projected:?}"),
-            }
-        }
-        assert!((1..11).contains(&refused), "the limit lies in 120..=130");
-    }
-
-    #[test]
-    fn numbers_read_as_a_full_parse_reads_them() {
-        let payload = br#"{"a": [0.1, 1e-7, 18446744073709551615, -9223372036854775808, 2.5e300]}"#;
-        let full: Value = serde_json::from_slice(payload).unwrap();
-        let value = project(payload, &path(&["a"])).unwrap();
-        assert_eq!(value, full);
-    }
-}
+mod tests;
