@@ -17,6 +17,8 @@
 //! demanded each, sees the same values as on the full parse; what it reads to the end (a
 //! comparison's operand, a template's value) must be demanded whole.
 
+use super::json_node::same_name;
+
 /// What of a JSON value is read. The default reads nothing.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Demand {
@@ -166,7 +168,11 @@ impl Parts {
     /// escapes; with the name as this demand spells it when it names the field (so the caller
     /// need not decode the bytes), `None` in its place when only `each` reads it.
     pub(super) fn field_by_bytes(&self, name: &[u8]) -> Option<(Option<&str>, &Node)> {
-        match self.fields.iter().find(|(n, _)| n.as_bytes() == name) {
+        match self
+            .fields
+            .iter()
+            .find(|(n, _)| same_name(n.as_bytes(), name))
+        {
             Some((n, node)) => Some((Some(n), node)),
             None => self.each.as_deref().map(|node| (None, node)),
         }

@@ -11,8 +11,10 @@ mod demand;
 mod headers;
 pub mod history;
 mod id;
+mod json_node;
 mod projection;
 mod reading;
+mod tree;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -27,7 +29,8 @@ pub use death::{DeathReason, DeathRecord, UnknownDeathReason, host_name, now_mil
 pub(crate) use demand::Demand;
 pub use headers::{HeaderError, HeaderName, HeaderValue, Headers, names};
 pub use history::{HistoryEntry, HistoryKind};
-pub(crate) use reading::Reading;
+pub(crate) use json_node::{JsonNode, Kind};
+pub(crate) use reading::{Doc, Reading};
 
 /// A message's unique, time-ordered identity (UUID v7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

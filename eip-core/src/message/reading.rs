@@ -15,7 +15,8 @@ use std::cell::OnceCell;
 use serde_json::Value;
 
 use super::demand::Demand;
-use super::projection::project;
+use super::projection::{Projection, project};
+use super::tree::{Tree, TreeNode};
 use super::{BodyError, Message};
 
 /// A message as read by one component; see the [module](self).
@@ -29,6 +30,27 @@ pub(crate) struct Reading<'m> {
 enum Json<'m> {
     Shared(&'m Value),
     Projected(Value),
+    Tree(Tree<'m>),
+}
+
+/// The payload as a reading holds it: parsed into `Value`s, or projected into a tree. Both are
+/// read through [`JsonNode`], with the same answers.
+#[derive(Clone, Copy)]
+pub(crate) enum Doc<'a> {
+    Value(&'a Value),
+    Tree(TreeNode<'a>),
+}
+
+impl Doc<'_> {
+    /// The document as a `Value` of its own (for tests).
+    #[cfg(test)]
+    pub(crate) fn to_value(self) -> Value {
+        use super::json_node::JsonNode;
+        match self {
+            Doc::Value(value) => value.clone(),
+            Doc::Tree(tree) => tree.to_value(),
+        }
+    }
 }
 
 impl<'m> Reading<'m> {
@@ -50,10 +72,11 @@ impl<'m> Reading<'m> {
     /// The payload as JSON, read on the first call: every path within the demand selects in it
     /// what it selects in the full parse. A payload that is not JSON is the same error as
     /// [`Message::json_value`] gives.
-    pub(crate) fn json(&self) -> Result<&Value, &BodyError> {
+    pub(crate) fn json(&self) -> Result<Doc<'_>, &BodyError> {
         match self.json.get_or_init(|| self.read()) {
-            Ok(Json::Shared(value)) => Ok(value),
-            Ok(Json::Projected(value)) => Ok(value),
+            Ok(Json::Shared(value)) => Ok(Doc::Value(value)),
+            Ok(Json::Projected(value)) => Ok(Doc::Value(value)),
+            Ok(Json::Tree(tree)) => Ok(Doc::Tree(tree.root())),
             Err(e) => Err(e),
         }
     }
@@ -63,7 +86,10 @@ impl<'m> Reading<'m> {
             return self.msg.json_value().map(Json::Shared);
         }
         project(self.msg.payload(), self.demand)
-            .map(Json::Projected)
+            .map(|projection| match projection {
+                Projection::Tree(tree) => Json::Tree(tree),
+                Projection::Value(value) => Json::Projected(value),
+            })
             .map_err(|source| BodyError {
                 id: self.msg.id(),
                 format: "JSON",

@@ -43,12 +43,13 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::message::{Demand, HeaderValue, Message, Reading};
+use crate::message::{Demand, Doc, HeaderValue, JsonNode, Message, Reading};
 use crate::predicate::json_path::JsonPathQuery;
 
 pub use kind::{Computed, PlaceholderKind};
@@ -361,9 +362,13 @@ impl Part {
                 let root = reading
                     .json()
                     .map_err(|e| RenderError::NotJson(e.to_string(), path.clone()))?;
-                match query.first(root) {
+                let first = match root {
+                    Doc::Value(root) => query.first(root).map(Cow::Borrowed),
+                    Doc::Tree(root) => query.first(root).map(|node| Cow::Owned(node.to_value())),
+                };
+                match first {
                     None => return Err(RenderError::NothingSelected(path.clone())),
-                    Some(value) => match scalar(value) {
+                    Some(value) => match scalar(&value) {
                         Ok(text) => Filled::Owned(text),
                         Err(what) => return Err(RenderError::NotScalar(path.clone(), what)),
                     },

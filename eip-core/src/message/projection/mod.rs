@@ -26,16 +26,28 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::demand::{Demand, Node, Parts};
+use super::tree::Tree;
 
 mod scan;
 
-/// `payload` parsed as JSON, with only what `demand` reads built (see [`Demand`] for what the
-/// result holds).
-pub(crate) fn project(payload: &[u8], demand: &Demand) -> Result<Value, serde_json::Error> {
+/// `payload` read as JSON, with only what `demand` reads built (see [`Demand`] for what the
+/// result holds): by the fast reader when it answers, else by the checked one.
+pub(crate) fn project<'p>(
+    payload: &'p [u8],
+    demand: &'p Demand,
+) -> Result<Projection<'p>, serde_json::Error> {
     match scan::project(payload, demand) {
-        Some(value) => Ok(value),
-        None => project_checked(payload, demand),
+        Some(tree) => Ok(Projection::Tree(tree)),
+        None => project_checked(payload, demand).map(Projection::Value),
     }
+}
+
+/// A projected payload, as the reader that read it built it.
+pub(crate) enum Projection<'p> {
+    /// The fast reader's.
+    Tree(Tree<'p>),
+    /// The checked reader's.
+    Value(Value),
 }
 
 /// [`project`] by serde_json alone: slower, and the one that says what is wrong.

@@ -1,8 +1,8 @@
 //! The fast reader of a projection: one pass over the bytes that builds only what the demand
 //! names and checks the rest without building it.
 //!
-//! It answers `Some` only for a payload serde_json accepts, with the value the checked reader
-//! builds; for anything else, and for the few things it leaves to serde_json to judge, it answers
+//! It answers `Some` only for a payload serde_json accepts, with a tree of the value the checked
+//! reader builds; for anything else, and for the few things it leaves to serde_json to judge, it answers
 //! `None` and the checked reader reads the payload again (see [the module](super)). What it
 //! checks of a part it skips:
 //!
@@ -17,15 +17,17 @@
 //! - nesting up to [`MAX_DEPTH`], well below serde_json's limit of 128, so a part built on its
 //!   own by serde_json can never meet a limit the whole payload would not.
 //!
-//! A demanded whole part is handed to serde_json as its own slice once the pass has found its
-//! end: serde_json builds it exactly as in a full parse, because JSON values do not depend on
-//! what surrounds them. Strings without escapes, and the three literals, are built here.
+//! What it reads it adds to a [`Tree`]: a container read whole with every member, strings
+//! without escapes borrowed from the payload, integers of up to 18 digits parsed here; a
+//! string with escapes and any other number are handed to serde_json on their own (a JSON
+//! scalar reads the same whatever surrounds it), so every value is the one serde_json builds.
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
+use serde_json::Number;
 
-use super::super::demand::{Demand, Node, Parts};
+use super::super::demand::{Demand, Node};
+use super::super::tree::Tree;
 
 /// The deepest nesting read here; deeper payloads go to the checked reader.
 const MAX_DEPTH: u32 = 100;
@@ -36,22 +38,24 @@ const MAX_DEPTH: u32 = 100;
 const MAX_NUMBER_LENGTH: usize = 200;
 
 /// `payload` projected on `demand`, or `None` when the checked reader must decide.
-pub(super) fn project(payload: &[u8], demand: &Demand) -> Option<Value> {
+pub(super) fn project<'p>(payload: &'p [u8], demand: &'p Demand) -> Option<Tree<'p>> {
     let mut scan = Scan {
         bytes: payload,
         pos: 0,
         depth: 0,
+        tree: Tree::default(),
     };
-    let value = scan.value(demand.node())?;
+    scan.value(demand.node())?;
     scan.skip_whitespace();
-    (scan.pos == payload.len()).then_some(value)
+    (scan.pos == payload.len()).then_some(scan.tree)
 }
 
-/// A position in the payload and the nesting there.
+/// A position in the payload, the nesting there, and what has been added so far.
 struct Scan<'a> {
     bytes: &'a [u8],
     pos: usize,
     depth: u32,
+    tree: Tree<'a>,
 }
 
 /// What a byte inside a string asks of the string loop.
@@ -94,16 +98,25 @@ struct Str<'a> {
 }
 
 impl<'a> Str<'a> {
-    /// What `parts` reads of the field this string names, with the name to keep it under; the
+    /// What `node` reads of the field this string names, with the name to keep it under; the
     /// outer `None` when the name can not be read (left to serde_json).
-    fn field_of<'p>(&self, parts: &'p Parts) -> Option<Option<(String, &'p Node)>> {
+    fn field_of<'d>(&self, node: &'d Node) -> Option<Option<(Cow<'a, str>, &'d Node)>>
+    where
+        'd: 'a,
+    {
+        let parts = match node {
+            Node::Whole => return Some(Some((self.text()?, &WHOLE))),
+            Node::Parts(parts) => parts,
+        };
         if self.escaped {
             let name = self.text()?;
-            return Some(parts.field(&name).map(|node| (name.into_owned(), node)));
+            return Some(parts.field(&name).map(|below| (name, below)));
         }
         Some(match parts.field_by_bytes(self.raw) {
-            Some((Some(name), node)) => Some((name.to_owned(), node)),
-            Some((None, node)) => Some((std::str::from_utf8(self.raw).ok()?.to_owned(), node)),
+            Some((Some(name), below)) => Some((Cow::Borrowed(name), below)),
+            Some((None, below)) => {
+                Some((Cow::Borrowed(std::str::from_utf8(self.raw).ok()?), below))
+            }
             None => None,
         })
     }
@@ -118,6 +131,9 @@ impl<'a> Str<'a> {
         std::str::from_utf8(self.raw).ok().map(Cow::Borrowed)
     }
 }
+
+/// What every member of a value read whole is read as.
+static WHOLE: Node = Node::Whole;
 
 impl<'a> Scan<'a> {
     fn peek(&self) -> Option<u8> {
@@ -136,95 +152,97 @@ impl<'a> Scan<'a> {
         (self.peek()? == byte).then(|| self.pos += 1)
     }
 
-    /// The value at the position, built as far as `node` demands.
-    fn value(&mut self, node: &Node) -> Option<Value> {
+    /// The value at the position, added as far as `node` demands.
+    fn value(&mut self, node: &'a Node) -> Option<u32> {
         self.skip_whitespace();
-        match node {
-            Node::Whole => self.whole(),
-            Node::Parts(parts) => match self.peek()? {
-                b'{' => self.object(parts),
-                b'[' => self.array(parts),
-                _ => {
-                    // Nothing selects in a scalar: the checked reader reads it as null too.
-                    self.skip_value()?;
-                    Some(Value::Null)
-                }
-            },
+        match (self.peek()?, node) {
+            (b'{', _) => self.object(node),
+            (b'[', _) => self.array(node),
+            (_, Node::Whole) => self.scalar(),
+            (_, Node::Parts(_)) => {
+                // Nothing selects in a scalar: the checked reader reads it as null too.
+                self.skip_value()?;
+                Some(self.tree.null())
+            }
         }
     }
 
-    /// The value at the position, built whole.
-    fn whole(&mut self) -> Option<Value> {
-        let start = self.pos;
+    /// The scalar at the position, added.
+    fn scalar(&mut self) -> Option<u32> {
         match self.peek()? {
             b'"' => {
-                let string = self.string()?;
-                Some(Value::String(string.text()?.into_owned()))
+                let text = self.string()?.text()?;
+                Some(self.tree.string(text))
             }
-            b't' => self.literal(b"true").map(|()| Value::Bool(true)),
-            b'f' => self.literal(b"false").map(|()| Value::Bool(false)),
-            b'n' => self.literal(b"null").map(|()| Value::Null),
+            b't' => self.literal(b"true").map(|()| self.tree.bool(true)),
+            b'f' => self.literal(b"false").map(|()| self.tree.bool(false)),
+            b'n' => self.literal(b"null").map(|()| self.tree.null()),
             _ => {
-                self.skip_value()?;
-                serde_json::from_slice(&self.bytes[start..self.pos]).ok()
+                let start = self.pos;
+                self.number()?;
+                let number = number_value(&self.bytes[start..self.pos])?;
+                Some(self.tree.number(number))
             }
         }
     }
 
-    /// An object, keeping the fields `parts` names (a key given twice: its last value).
-    fn object(&mut self, parts: &Parts) -> Option<Value> {
-        let mut fields = Map::new();
+    /// An object, keeping the fields `node` reads (a key given twice: its last value).
+    fn object(&mut self, node: &'a Node) -> Option<u32> {
+        let mark = self.tree.open_container();
         self.enter()?;
-        if self.closes(b'}') {
-            self.depth -= 1;
-            return Some(Value::Object(fields));
-        }
-        loop {
-            self.skip_whitespace();
-            let key = self.string()?;
-            self.expect(b':')?;
-            match key.field_of(parts)? {
-                Some((name, node)) => {
-                    let value = self.value(node)?;
-                    fields.insert(name, value);
+        if !self.closes(b'}') {
+            loop {
+                self.skip_whitespace();
+                let key = self.string()?;
+                self.expect(b':')?;
+                match key.field_of(node)? {
+                    Some((name, below)) => {
+                        let child = self.value(below)?;
+                        self.tree.member(name, child);
+                    }
+                    None => self.skip_value()?,
                 }
-                None => self.skip_value()?,
-            }
-            if !self.next_or_close(b'}')? {
-                break;
+                if !self.next_or_close(b'}')? {
+                    break;
+                }
             }
         }
         self.depth -= 1;
-        Some(Value::Object(fields))
+        self.tree.close_object(mark)
     }
 
-    /// An array, keeping the items `parts` names at their places.
-    fn array(&mut self, parts: &Parts) -> Option<Value> {
-        let mut items = Vec::new();
+    /// An array, keeping the items `node` reads at their places.
+    fn array(&mut self, node: &'a Node) -> Option<u32> {
+        let mark = self.tree.open_container();
         self.enter()?;
-        if self.closes(b']') {
-            self.depth -= 1;
-            return Some(Value::Array(items));
-        }
-        let kept = parts.kept_items();
-        let mut index = 0;
-        loop {
-            match parts.item(index) {
-                Some(node) => items.push(self.value(node)?),
-                None => {
-                    self.skip_value()?;
-                    if index < kept {
-                        items.push(Value::Null);
+        if !self.closes(b']') {
+            let (parts, kept) = match node {
+                Node::Whole => (None, usize::MAX),
+                Node::Parts(parts) => (Some(parts), parts.kept_items()),
+            };
+            let mut index = 0;
+            loop {
+                match parts.map_or(Some(&WHOLE), |parts| parts.item(index)) {
+                    Some(below) => {
+                        let child = self.value(below)?;
+                        self.tree.member(Cow::Borrowed(""), child);
+                    }
+                    None => {
+                        self.skip_value()?;
+                        if index < kept {
+                            let null = self.tree.null();
+                            self.tree.member(Cow::Borrowed(""), null);
+                        }
                     }
                 }
-            }
-            index += 1;
-            if !self.next_or_close(b']')? {
-                break;
+                index += 1;
+                if !self.next_or_close(b']')? {
+                    break;
+                }
             }
         }
         self.depth -= 1;
-        Some(Value::Array(items))
+        self.tree.close_array(mark)
     }
 
     /// Steps into the container at the position (past its bracket), counting the nesting.
@@ -392,8 +410,9 @@ fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
         let word = u64::from_le_bytes(*chunk);
         let quote = zero_in(word ^ (ONES * u64::from(b'"')));
         let backslash = zero_in(word ^ (ONES * u64::from(b'\\')));
-        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-        let hits = quote | backslash | control | (word & HIGH);
+        // Below 0x20 (the subtraction wraps) or above 0x7f (the byte's own high bit).
+        let control_or_high = (word.wrapping_sub(ONES * 0x20) | word) & HIGH;
+        let hits = quote | backslash | control_or_high;
         if hits != 0 {
             // At most 7: the quotient of a bit index below 64 by 8.
             return at + (hits.trailing_zeros() / 8) as usize;
@@ -401,6 +420,27 @@ fn plain_run_end(bytes: &[u8], mut at: usize) -> usize {
         at += 8;
     }
     at
+}
+
+/// The number `text` (checked by [`Scan::number`]) as serde_json reads it: integers of up to
+/// 18 digits (exact in `u64` and `i64`) here, the rest by serde_json itself (`-0` is a float
+/// there, so it goes too).
+fn number_value(text: &[u8]) -> Option<Number> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', digits)) => (true, digits),
+        _ => (false, text),
+    };
+    if digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
+        let magnitude = digits
+            .iter()
+            .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0'));
+        match (negative, i64::try_from(magnitude)) {
+            (false, _) => return Some(Number::from(magnitude)),
+            (true, Ok(magnitude)) if magnitude != 0 => return Some(Number::from(-magnitude)),
+            _ => {}
+        }
+    }
+    serde_json::from_slice(text).ok()
 }
 
 /// Where the run of ASCII digits from `at` ends.

@@ -15,9 +15,10 @@ use super::syntax::{
     CmpOp, Comparable, DynamicPattern, Logical, Query, RegexArg, RegexCall, ValueFunction,
 };
 use super::walk;
+use crate::message::{JsonNode, Kind};
 
 /// Whether `expr` holds with `current` as `@` in the document `root`.
-pub(super) fn holds(expr: &Logical, current: &Value, root: &Value) -> bool {
+pub(super) fn holds<'a, N: JsonNode<'a>>(expr: &Logical, current: N, root: N) -> bool {
     match expr {
         Logical::Or(any) => any.iter().any(|e| holds(e, current, root)),
         Logical::And(all) => all.iter().all(|e| holds(e, current, root)),
@@ -32,26 +33,37 @@ pub(super) fn holds(expr: &Logical, current: &Value, root: &Value) -> bool {
     }
 }
 
-/// A ValueType's value: a node's value, a computed number, or Nothing.
-enum Val<'a> {
+/// A ValueType's value: a node of the document, a literal of the filter, a computed number,
+/// or Nothing.
+enum Val<'f, N> {
     Nothing,
-    Node(&'a Value),
+    Node(N),
+    Literal(&'f Value),
     Count(usize),
 }
 
-fn select<'a>(
+/// What `v` is, if it is a node or a literal.
+fn kind<'x, 'a: 'x, 'f: 'x, N: JsonNode<'a>>(v: &Val<'f, N>) -> Option<Kind<'x>> {
+    match v {
+        Val::Node(node) => Some(node.kind()),
+        Val::Literal(value) => Some(value.kind()),
+        _ => None,
+    }
+}
+
+fn select<'a, N: JsonNode<'a>>(
     query: &Query,
-    current: &'a Value,
-    root: &'a Value,
-    f: &mut dyn FnMut(&'a Value) -> bool,
+    current: N,
+    root: N,
+    f: &mut dyn FnMut(N) -> bool,
 ) -> bool {
     let start = if query.relative { current } else { root };
     walk::any(start, root, &query.steps, f)
 }
 
-fn evaluate<'a>(c: &'a Comparable, current: &'a Value, root: &'a Value) -> Val<'a> {
+fn evaluate<'a, 'f, N: JsonNode<'a>>(c: &'f Comparable, current: N, root: N) -> Val<'f, N> {
     match c {
-        Comparable::Literal(value) => Val::Node(value),
+        Comparable::Literal(value) => Val::Literal(value),
         Comparable::Query(query) => {
             let mut found = Val::Nothing;
             select(query, current, root, &mut |v| {
@@ -61,10 +73,9 @@ fn evaluate<'a>(c: &'a Comparable, current: &'a Value, root: &'a Value) -> Val<'
             found
         }
         Comparable::Function(function) => match &**function {
-            ValueFunction::Length(arg) => match evaluate(arg, current, root) {
-                Val::Node(Value::String(s)) => Val::Count(s.chars().count()),
-                Val::Node(Value::Array(a)) => Val::Count(a.len()),
-                Val::Node(Value::Object(o)) => Val::Count(o.len()),
+            ValueFunction::Length(arg) => match kind(&evaluate(arg, current, root)) {
+                Some(Kind::Str(s)) => Val::Count(s.chars().count()),
+                Some(Kind::Array(len) | Kind::Object(len)) => Val::Count(len),
                 _ => Val::Nothing,
             },
             ValueFunction::Count(query) => {
@@ -89,14 +100,15 @@ fn evaluate<'a>(c: &'a Comparable, current: &'a Value, root: &'a Value) -> Val<'
     }
 }
 
-fn regex(call: &RegexCall, current: &Value, root: &Value) -> bool {
-    let Val::Node(Value::String(subject)) = evaluate(&call.subject, current, root) else {
+fn regex<'a, N: JsonNode<'a>>(call: &RegexCall, current: N, root: N) -> bool {
+    let subject = evaluate(&call.subject, current, root);
+    let Some(Kind::Str(subject)) = kind(&subject) else {
         return false;
     };
     match &call.pattern {
         RegexArg::Compiled(pattern) => pattern.is_match(subject),
-        RegexArg::Dynamic(dynamic) => match evaluate(&dynamic.source, current, root) {
-            Val::Node(Value::String(source)) => {
+        RegexArg::Dynamic(dynamic) => match kind(&evaluate(&dynamic.source, current, root)) {
+            Some(Kind::Str(source)) => {
                 compiled(dynamic, source, call.whole).is_some_and(|p| p.is_match(subject))
             }
             _ => false,
@@ -121,7 +133,7 @@ fn compiled(dynamic: &DynamicPattern, source: &str, whole: bool) -> Option<Arc<P
     pattern
 }
 
-fn compare(left: &Val<'_>, op: CmpOp, right: &Val<'_>) -> bool {
+fn compare<'a, N: JsonNode<'a>>(left: &Val<'_, N>, op: CmpOp, right: &Val<'_, N>) -> bool {
     match op {
         CmpOp::Eq => equal(left, right),
         CmpOp::Ne => !equal(left, right),
@@ -139,13 +151,12 @@ enum Num {
     Float(f64),
 }
 
-impl Val<'_> {
-    fn number(&self) -> Option<Num> {
-        match self {
-            Val::Count(n) => Some(Num::Int(*n as i128)),
-            Val::Node(Value::Number(n)) => Some(num(n)),
-            _ => None,
-        }
+/// `v` as a number, if it is one.
+fn number<'a, N: JsonNode<'a>>(v: &Val<'_, N>) -> Option<Num> {
+    match (v, kind(v)) {
+        (Val::Count(n), _) => Some(Num::Int(*n as i128)),
+        (_, Some(Kind::Number(n))) => Some(num(n)),
+        _ => None,
     }
 }
 
@@ -168,40 +179,49 @@ fn order(a: Num, b: Num) -> Option<Ordering> {
     }
 }
 
-fn equal(a: &Val<'_>, b: &Val<'_>) -> bool {
+fn equal<'a, N: JsonNode<'a>>(a: &Val<'_, N>, b: &Val<'_, N>) -> bool {
     match (a, b) {
         (Val::Nothing, Val::Nothing) => true,
         (Val::Nothing, _) | (_, Val::Nothing) => false,
-        (Val::Node(a), Val::Node(b)) => json_equal(a, b),
-        _ => match (a.number(), b.number()) {
+        (Val::Node(a), Val::Node(b)) => json_equal(*a, *b),
+        (Val::Node(a), Val::Literal(b)) => json_equal(*a, *b),
+        (Val::Literal(a), Val::Node(b)) => json_equal(*a, *b),
+        (Val::Literal(a), Val::Literal(b)) => json_equal(*a, *b),
+        _ => match (number(a), number(b)) {
             (Some(a), Some(b)) => order(a, b) == Some(Ordering::Equal),
             _ => false,
         },
     }
 }
 
-/// Structural equality with numbers compared by value.
-fn json_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(a), Value::Number(b)) => order(num(a), num(b)) == Some(Ordering::Equal),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| json_equal(a, b))
+/// Structural equality with numbers compared by value, between nodes of either document kind.
+fn json_equal<'a, 'b>(a: impl JsonNode<'a>, b: impl JsonNode<'b>) -> bool {
+    match (a.kind(), b.kind()) {
+        (Kind::Null, Kind::Null) => true,
+        (Kind::Bool(a), Kind::Bool(b)) => a == b,
+        (Kind::Number(a), Kind::Number(b)) => order(num(a), num(b)) == Some(Ordering::Equal),
+        (Kind::Str(a), Kind::Str(b)) => a == b,
+        (Kind::Array(m), Kind::Array(n)) => {
+            m == n
+                && a.children()
+                    .zip(b.children())
+                    .all(|(a, b)| json_equal(a, b))
         }
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(k, v)| b.get(k).is_some_and(|w| json_equal(v, w)))
+        (Kind::Object(m), Kind::Object(n)) => {
+            m == n
+                && a.members()
+                    .all(|(k, v)| b.field(k).is_some_and(|w| json_equal(v, w)))
         }
-        _ => a == b,
+        _ => false,
     }
 }
 
-fn less(a: &Val<'_>, b: &Val<'_>) -> bool {
-    if let (Val::Node(Value::String(a)), Val::Node(Value::String(b))) = (a, b) {
+fn less<'a, N: JsonNode<'a>>(a: &Val<'_, N>, b: &Val<'_, N>) -> bool {
+    if let (Some(Kind::Str(a)), Some(Kind::Str(b))) = (kind(a), kind(b)) {
         // UTF-8 byte order is code point order.
         return a < b;
     }
-    match (a.number(), b.number()) {
+    match (number(a), number(b)) {
         (Some(a), Some(b)) => order(a, b) == Some(Ordering::Less),
         _ => false,
     }

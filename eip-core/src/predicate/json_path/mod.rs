@@ -26,6 +26,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use super::error::PredicateError;
+use crate::message::JsonNode;
 use syntax::Step;
 
 /// A parsed JSONPath, as predicates and templates hold it.
@@ -49,7 +50,7 @@ impl JsonPathQuery {
     }
 
     /// The first value the path selects in `root`, if any.
-    pub(crate) fn first<'a>(&self, root: &'a Value) -> Option<&'a Value> {
+    pub(crate) fn first<'a, N: JsonNode<'a>>(&self, root: N) -> Option<N> {
         let mut found = None;
         self.any(root, |v| {
             found = Some(v);
@@ -59,7 +60,11 @@ impl JsonPathQuery {
     }
 
     /// Whether any value the path selects in `root` passes `test`; false when it selects none.
-    pub(crate) fn any<'a>(&self, root: &'a Value, mut test: impl FnMut(&'a Value) -> bool) -> bool {
+    pub(crate) fn any<'a, N: JsonNode<'a>>(
+        &self,
+        root: N,
+        mut test: impl FnMut(N) -> bool,
+    ) -> bool {
         walk::any(root, root, &self.steps, &mut test)
     }
 }

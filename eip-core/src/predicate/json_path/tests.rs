@@ -427,7 +427,7 @@ fn reference_step<'a>(step: &Step, node: &'a Value, root: &'a Value) -> Vec<&'a 
         }
         Step::Filter(expr) => children
             .into_iter()
-            .filter(|c| filter::holds(expr, c, root))
+            .filter(|c| filter::holds(expr, *c, root))
             .collect(),
         Step::Union(steps) => steps
             .iter()

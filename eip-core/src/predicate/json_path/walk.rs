@@ -8,18 +8,17 @@
 //! elements in index order, object members in the map's order, a descendant segment visiting a
 //! node before its descendants.
 
-use serde_json::Value;
-
 use super::filter;
 use super::syntax::Step;
+use crate::message::{JsonNode, Kind};
 
 /// Whether `test` holds for any value the steps select from `value`; stops at the first.
 /// `root` is the document, for the `$` queries of filters.
-pub(super) fn any<'a>(
-    value: &'a Value,
-    root: &'a Value,
+pub(super) fn any<'a, N: JsonNode<'a>>(
+    value: N,
+    root: N,
     steps: &[Step],
-    test: &mut dyn FnMut(&'a Value) -> bool,
+    test: &mut dyn FnMut(N) -> bool,
 ) -> bool {
     let Some((step, rest)) = steps.split_first() else {
         return test(value);
@@ -30,28 +29,24 @@ pub(super) fn any<'a>(
 }
 
 /// Calls `f` on each value `step` selects from `value` until it returns true.
-fn apply<'a>(
+fn apply<'a, N: JsonNode<'a>>(
     step: &Step,
-    value: &'a Value,
-    root: &'a Value,
-    f: &mut dyn FnMut(&'a Value) -> bool,
+    value: N,
+    root: N,
+    f: &mut dyn FnMut(N) -> bool,
 ) -> bool {
     match step {
-        Step::Name(name) => value
-            .as_object()
-            .and_then(|o| o.get(&**name))
+        Step::Name(name) => value.field(name).is_some_and(f),
+        Step::Index(i) => array_len(value)
+            .and_then(|len| value.item(index(*i, len)?))
             .is_some_and(f),
-        Step::Index(i) => value
-            .as_array()
-            .and_then(|a| a.get(index(*i, a.len())?))
-            .is_some_and(f),
-        Step::Wildcard => children(value).any(f),
-        Step::Slice { start, end, step } => value.as_array().is_some_and(|a| {
-            slice(a.len(), *start, *end, *step).any(|i| a.get(i).is_some_and(&mut *f))
+        Step::Wildcard => value.children().any(f),
+        Step::Slice { start, end, step } => array_len(value).is_some_and(|len| {
+            slice(len, *start, *end, *step).any(|i| value.item(i).is_some_and(&mut *f))
         }),
-        Step::Filter(test) => {
-            children(value).any(|child| filter::holds(test, child, root) && f(child))
-        }
+        Step::Filter(test) => value
+            .children()
+            .any(|child| filter::holds(test, child, root) && f(child)),
         Step::Union(steps) => steps.iter().any(|s| apply(s, value, root, f)),
         Step::Descendant(step) => descend(step, value, root, f),
     }
@@ -59,39 +54,20 @@ fn apply<'a>(
 
 /// `step` applied to `value`, then to each of its descendants, depth first in document order.
 /// The depth is the document's, which serde_json bounds (128 by default).
-fn descend<'a>(
+fn descend<'a, N: JsonNode<'a>>(
     step: &Step,
-    value: &'a Value,
-    root: &'a Value,
-    f: &mut dyn FnMut(&'a Value) -> bool,
+    value: N,
+    root: N,
+    f: &mut dyn FnMut(N) -> bool,
 ) -> bool {
-    apply(step, value, root, f) || children(value).any(|child| descend(step, child, root, f))
+    apply(step, value, root, f) || value.children().any(|child| descend(step, child, root, f))
 }
 
-/// An array's elements or an object's member values; nothing for a scalar.
-fn children(value: &Value) -> Children<'_> {
-    match value {
-        Value::Array(a) => Children::Array(a.iter()),
-        Value::Object(o) => Children::Object(o.values()),
-        _ => Children::None,
-    }
-}
-
-/// The iterator of [`children`], without a box per node.
-enum Children<'a> {
-    Array(std::slice::Iter<'a, Value>),
-    Object(serde_json::map::Values<'a>),
-    None,
-}
-
-impl<'a> Iterator for Children<'a> {
-    type Item = &'a Value;
-    fn next(&mut self) -> Option<&'a Value> {
-        match self {
-            Children::Array(it) => it.next(),
-            Children::Object(it) => it.next(),
-            Children::None => None,
-        }
+/// How many items `value` has, if it is an array.
+fn array_len<'a>(value: impl JsonNode<'a>) -> Option<usize> {
+    match value.kind() {
+        Kind::Array(len) => Some(len),
+        _ => None,
     }
 }
 
