@@ -197,7 +197,9 @@ impl Receiver {
                 if let Some(reason) = self.undeliverable(&msg) {
                     let queue = self.queue.clone();
                     let _release = Release(&queue, &msg);
-                    queue.dead_letter(msg.clone(), reason, None).await;
+                    // Boxed: inline, dead-lettering's future (a send to another channel) would
+                    // make every `recv`'s future several times larger, and each one is moved.
+                    Box::pin(queue.dead_letter(msg.clone(), reason, None)).await;
                     continue;
                 }
                 return Some(Delivery::new(msg, self.queue.clone()));

@@ -81,7 +81,8 @@ impl PointToPoint {
         let mut slot = Some(msg);
         match self.store.push(&mut slot).await {
             Push::Stored => Ok(Outcome::Accepted),
-            pushed => match self.queue.pushed(pushed).await {
+            // Boxed: the rare outcomes (full, deleted) kept out of every send's future.
+            pushed => match Box::pin(self.queue.pushed(pushed)).await {
                 Ok(()) => Ok(Outcome::Accepted),
                 Err(refused) => Err(refused.into_send_error(self.name())),
             },

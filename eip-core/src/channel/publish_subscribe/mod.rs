@@ -188,7 +188,9 @@ impl PublishSubscribe {
                 Err(msg) => Err(Refused::Closed(msg).into_send_error(self.name())),
             };
         }
-        match self.store_in_each(msg, now).await {
+        // Boxed: inline, the general path's future would make the log-only publish's several
+        // times larger, and a publish's future is moved at least once.
+        match Box::pin(self.store_in_each(msg, now)).await {
             Stored::Forward(stored, joins) => {
                 // Joins are attached with the function that follows them (`add_join`).
                 if let Some(follow) = self.inner.follow.get() {
