@@ -22,14 +22,13 @@ mod parameter;
 mod scanner;
 
 use eip_core::Message;
-use jsonpath_rust::query::js_path_process;
 use serde_json::Value;
 
 use super::error::SqlError;
 use super::multi_row::MultiRow;
 use super::value::SqlValue;
 pub use dialect::Dialect;
-use parameter::{Parameter, Source, walk};
+use parameter::{Parameter, Source};
 use scanner::Scanner;
 
 /// A statement parsed into the database's SQL and the list of values to bind.
@@ -92,7 +91,7 @@ impl Statement {
                     .get(name)
                     .map(SqlValue::from_header)
                     .ok_or_else(|| self.missing(p)),
-                Source::Steps(_) | Source::Path(_) | Source::Field(_) => {
+                Source::Path(_) | Source::Field(_) => {
                     let root = msg.json_value().map_err(|e| SqlError::NotJson {
                         statement: self.configured.clone(),
                         parameter: p.written.clone(),
@@ -110,7 +109,7 @@ impl Statement {
             .iter()
             .map(|p| match &p.source {
                 Source::Header(_) => Err(self.missing(p)),
-                Source::Steps(_) | Source::Path(_) | Source::Field(_) => self.value_of(p, root),
+                Source::Path(_) | Source::Field(_) => self.value_of(p, root),
             })
             .collect()
     }
@@ -121,14 +120,11 @@ impl Statement {
                 .get(name)
                 .map(SqlValue::from_json)
                 .ok_or_else(|| self.missing(p)),
-            Source::Steps(steps) => walk(root, steps)
-                .map(SqlValue::from_json)
-                .ok_or_else(|| self.missing(p)),
             Source::Path(query) => {
-                let found = js_path_process(query, root).unwrap_or_default();
+                let found = query.select(root);
                 match found.as_slice() {
                     [] => Err(self.missing(p)),
-                    [one] => Ok(SqlValue::from_json(one.val)),
+                    [one] => Ok(SqlValue::from_json(one)),
                     more => Err(SqlError::ManyValues {
                         statement: self.configured.clone(),
                         parameter: p.written.clone(),
@@ -197,6 +193,29 @@ mod tests {
             values,
             [SqlValue::Float(2.5), SqlValue::Bool(true), SqlValue::Int(7)]
         );
+    }
+
+    /// Parameters are read with eip's own RFC 9535 engine, the one predicates use.
+    #[test]
+    fn paths_read_as_rfc_9535_says() {
+        let st = parse(
+            "INSERT INTO t VALUES (:$.lines[-1].qty, :$.lines[?match(@.sku, 'A-[0-9]+')].qty, :$['odd key'])",
+            Dialect::Postgres,
+        );
+        let doc = json!({
+            "lines": [{"sku": "B-1", "qty": 1}, {"sku": "A-12", "qty": 2}, {"sku": "A-1x", "qty": 3}],
+            "odd key": "x"
+        });
+        assert_eq!(
+            st.bind_json(&doc).unwrap(),
+            [
+                SqlValue::Int(3),
+                SqlValue::Int(2),
+                SqlValue::Text("x".to_owned())
+            ]
+        );
+        let e = Statement::parse("SELECT :$[?length(@.*) < 3]", Dialect::Postgres).unwrap_err();
+        assert!(e.to_string().contains("length"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use jsonpath_rust::parser::parse_json_path;
+use eip_core::predicate::JsonPath;
 
 use super::parameter::{Parameter, Source};
 use super::{Dialect, Statement};
@@ -158,9 +158,9 @@ impl<'a> Scanner<'a> {
             Some(b'$') => {
                 let end = path_end(self.b, i + 1);
                 let path = &self.text[i + 1..end];
-                let query = parse_json_path(path)
+                let query = JsonPath::parse(path)
                     .map_err(|e| self.error(i + 1, &format!("JSONPath `{path}`: {e}")))?;
-                Ok(self.push(i, end, Source::of_path(query)))
+                Ok(self.push(i, end, Source::Path(Box::new(query))))
             }
             Some(&c) if is_ident_start(c) => {
                 let mut j = i + 1;
