@@ -35,6 +35,13 @@ impl Drop for Release<'_> {
     }
 }
 
+/// Dead-letters a message a receiver met and can not deliver (expired), releasing it from
+/// the store once done.
+async fn dead_letter_undeliverable(queue: Arc<Lane>, msg: Message, reason: DeathReason) {
+    let _release = Release(&queue, &msg);
+    queue.dead_letter(msg.clone(), reason, None).await;
+}
+
 impl Delivery {
     pub(crate) fn new(message: Message, queue: Arc<Lane>) -> Self {
         Delivery {
@@ -195,11 +202,10 @@ impl Receiver {
         loop {
             while let Some(msg) = self.buffer.pop_front() {
                 if let Some(reason) = self.undeliverable(&msg) {
-                    let queue = self.queue.clone();
-                    let _release = Release(&queue, &msg);
-                    // Boxed: inline, dead-lettering's future (a send to another channel) would
-                    // make every `recv`'s future several times larger, and each one is moved.
-                    Box::pin(queue.dead_letter(msg.clone(), reason, None)).await;
+                    // Boxed, with all it holds: inline, dead-lettering's future (a send to
+                    // another channel) would make every `recv`'s future several times larger,
+                    // and each one is moved.
+                    Box::pin(dead_letter_undeliverable(self.queue.clone(), msg, reason)).await;
                     continue;
                 }
                 return Some(Delivery::new(msg, self.queue.clone()));

@@ -14,13 +14,13 @@ use super::builder::ChannelBuilder;
 use super::datatype::DatatypeCheck;
 use super::delivery::Receiver;
 use super::error::{ChannelError, SendError, TrySendError};
-use super::lane::Lane;
+use super::lane::{Lane, Refused};
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Mode, Outcome, Refusal, Rules, Stored};
 use crate::message::{DeathReason, Message, MessageId};
-use crate::store::{MessageStore, Push};
+use crate::store::{MessageStore, Push, Waiting};
 
 /// A channel whose every message goes to exactly one of its competing consumers.
 #[derive(Clone)]
@@ -69,24 +69,35 @@ impl PointToPoint {
     /// Sends a message, waiting while the channel is full. Completes when the channel has
     /// accepted the message (or diverted it to the invalid message channel).
     pub async fn send(&self, msg: Message) -> Result<Outcome, SendError> {
-        // `store` written out for the common case, a push that stores: every layer of future
-        // between the caller and the store moves the message once more.
+        // Everything before the one await is one statement, and what waits is boxed: a value
+        // held across an await (a match's scrutinee included) is part of the future, and every
+        // byte of the future is moved at least once per send. The common case, room in a store
+        // in memory, waits for nothing.
         let loops = Mode::Store {
             loops: self.guard.clock(),
         };
-        let msg = match self.rules().admit(msg, false, loops) {
-            Ok(msg) => msg,
-            Err(refusal) => return refusal.into_stored(self.name()).await.outcome(self.name()),
-        };
-        let mut slot = Some(msg);
-        match self.store.push(&mut slot).await {
-            Push::Stored => Ok(Outcome::Accepted),
-            // Boxed: the rare outcomes (full, deleted) kept out of every send's future.
-            pushed => match Box::pin(self.queue.pushed(pushed)).await {
+        let waiting: Result<Waiting<'_, Result<(), Refused>>, Waiting<'_, Stored>> =
+            match self.rules().admit(msg, false, loops) {
+                Ok(msg) => match self.store.push_now(msg) {
+                    Ok(Push::Stored) => return Ok(Outcome::Accepted),
+                    Ok(pushed) => Ok(Box::pin(self.queue.pushed(pushed))),
+                    Err(msg) => Ok(Box::pin(self.push_waiting(msg))),
+                },
+                Err(refusal) => Err(refusal.into_stored(self.name())),
+            };
+        match waiting {
+            Ok(pushing) => match pushing.await {
                 Ok(()) => Ok(Outcome::Accepted),
                 Err(refused) => Err(refused.into_send_error(self.name())),
             },
+            Err(refusing) => refusing.await.outcome(self.name()),
         }
+    }
+
+    /// A send's push that waits: for room, or for the store to say it is stored for good.
+    async fn push_waiting(&self, msg: Message) -> Result<(), Refused> {
+        let mut slot = Some(msg);
+        self.queue.push_into(&*self.store, &mut slot).await
     }
 
     /// Stores one message here, by the channel's [rules](super::admission): the loop memory

@@ -242,6 +242,14 @@ pub trait MessageStore: Send + Sync + 'static {
         }
     }
 
+    /// Stores `msg` at once when that needs no waiting and is final, saying how it went; hands
+    /// it back (`Err`) for [`push`](Self::push) to store, waiting, otherwise. The fast path of a
+    /// send: it keeps the waiting out of the send's future. By default always handed back; a
+    /// store whose `try_push` stores for good (in memory) answers with it unless full.
+    fn push_now(&self, msg: Message) -> Result<Push, Message> {
+        Err(msg)
+    }
+
     /// Stores `msg` ignoring the capacity, without waiting: for paths that can not wait (drop
     /// handlers), where losing the message would be worse than holding one more than the bound.
     fn force_push(&self, msg: Message) -> Result<(), Message>;

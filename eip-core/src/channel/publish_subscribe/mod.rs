@@ -52,8 +52,8 @@ use super::sender::ChannelSender;
 use super::stats::ChannelStats;
 use super::{LoopGuard, Mode, Outcome, Rules, Stored};
 use crate::message::{DeathReason, Message};
-use crate::store::memory::shared_log::SharedLog;
-use crate::store::{Overflow, Push, Select};
+use crate::store::memory::shared_log::{Append, SharedLog};
+use crate::store::{Overflow, Push, Select, Waiting};
 use subscriptions::{Current, Subscriptions};
 
 pub use subscriber::Subscriber;
@@ -176,30 +176,38 @@ impl PublishSubscribe {
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
         let now = self.inner.guard.clock();
-        if let Some(log) = self.log_only() {
-            // `store`'s append written out: every layer of future between the publisher and
-            // the log moves the message once more, and a `Stored` costs its drop.
-            let msg = match self.rules().admit(msg, false, Mode::Store { loops: now }) {
-                Ok(msg) => msg,
-                Err(refusal) => return refusal.into_stored(self.name()).await.outcome(self.name()),
-            };
-            return match log.append(msg).await {
-                Ok(()) => Ok(Outcome::Accepted),
-                Err(msg) => Err(Refused::Closed(msg).into_send_error(self.name())),
-            };
-        }
-        // Boxed: inline, the general path's future would make the log-only publish's several
-        // times larger, and a publish's future is moved at least once.
-        match Box::pin(self.store_in_each(msg, now)).await {
-            Stored::Forward(stored, joins) => {
-                // Joins are attached with the function that follows them (`add_join`).
-                if let Some(follow) = self.inner.follow.get() {
-                    follow(self, joins, stored, now).await;
-                }
-                Ok(Outcome::Accepted)
-            }
-            other => other.outcome(self.name()),
-        }
+        // Each step up to an await is a statement of its own, and what waits is boxed: a value
+        // held across an await (a match's scrutinee included) is part of the future, and every
+        // byte of the future is moved at least once per publish. The common case, a log with
+        // room, waits for nothing.
+        let storing: Waiting<'_, Stored> = match self.log_only() {
+            Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: now }) {
+                Ok(msg) => match log.try_append(msg) {
+                    Append::Stored => return Ok(Outcome::Accepted),
+                    Append::Closed(msg) => {
+                        return Err(Refused::Closed(msg).into_send_error(self.name()));
+                    }
+                    Append::Full(msg) => Box::pin(async move {
+                        match log.append_waiting(msg).await {
+                            Ok(()) => Stored::Yes,
+                            Err(msg) => Stored::Refused(Refused::Closed(msg)),
+                        }
+                    }),
+                },
+                Err(refusal) => refusal.into_stored(self.name()),
+            },
+            None => Box::pin(self.store_in_each(msg, now)),
+        };
+        let following = match storing.await {
+            // Joins are attached with the function that follows them (`add_join`).
+            Stored::Forward(stored, joins) => match self.inner.follow.get() {
+                Some(follow) => follow(self, joins, stored, now),
+                None => return Ok(Outcome::Accepted),
+            },
+            other => return other.outcome(self.name()),
+        };
+        following.await;
+        Ok(Outcome::Accepted)
     }
 
     /// Stores one message in every subscription (joins not followed), by the channel's

@@ -193,7 +193,8 @@ impl SharedLog {
         }
     }
 
-    async fn append_waiting(&self, mut msg: Message) -> Result<(), Message> {
+    /// [`append`](Self::append) once [`try_append`](Self::try_append) found the log full.
+    pub(crate) async fn append_waiting(&self, mut msg: Message) -> Result<(), Message> {
         loop {
             match self.try_append(msg) {
                 Append::Stored => return Ok(()),

@@ -320,6 +320,13 @@ impl MessageStore for Queue {
         }
     }
 
+    fn push_now(&self, msg: Message) -> Result<Push, Message> {
+        match self.try_push(msg) {
+            Push::Full(msg) => Err(msg),
+            pushed => Ok(pushed),
+        }
+    }
+
     fn force_push(&self, msg: Message) -> Result<(), Message> {
         let mut state = self.lock();
         if state.closed {
