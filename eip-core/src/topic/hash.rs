@@ -9,13 +9,22 @@ pub(super) fn fold(a: u64, b: u64) -> u64 {
 
 /// Little-endian 8-byte chunks of `bytes`, the last one zero-padded.
 pub(super) fn chunks(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
-    bytes.chunks(8).map(|chunk| {
-        let mut w = 0;
-        for (i, b) in chunk.iter().enumerate() {
-            w |= u64::from(*b) << (8 * i);
+    let whole = bytes.chunks_exact(8);
+    let rest = whole.remainder();
+    let last = (!rest.is_empty()).then(|| {
+        let mut padded = [0_u8; 8];
+        for (to, from) in padded.iter_mut().zip(rest) {
+            *to = *from;
         }
-        w
-    })
+        u64::from_le_bytes(padded)
+    });
+    whole
+        .map(|chunk| {
+            let mut w = [0_u8; 8];
+            w.copy_from_slice(chunk);
+            u64::from_le_bytes(w)
+        })
+        .chain(last)
 }
 
 /// A keyed hash of `bytes`: the length and each 8-byte chunk folded in with `step`, finished
