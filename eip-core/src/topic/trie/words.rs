@@ -174,6 +174,7 @@ impl Words {
         self.len
     }
 
+    #[inline]
     fn key<'a>(&self, word: &'a [u8]) -> Key<'a> {
         let head = head(word);
         let [start, step, finish] = self.seeds;
@@ -198,6 +199,7 @@ impl Words {
     }
 
     /// The slot holding `key`'s word.
+    #[inline]
     fn find(&self, key: &Key<'_>) -> Option<usize> {
         let mask = self.mask();
         let mut i = key.hash as usize & mask;
