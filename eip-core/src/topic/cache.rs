@@ -69,6 +69,9 @@ struct Shard<T>(Mutex<Sets<T>>);
 struct Sets<T> {
     /// `WAYS` entries per set, set after set.
     entries: Box<[Entry<T>]>,
+    /// The hash of the subject in each entry, beside the others of its set: a lookup compares
+    /// a set's four in one cache line and reads only the entry whose hash is its subject's.
+    tags: Box<[u64]>,
     /// The clock hand, a way number: where the next eviction in any set of the shard starts.
     hand: usize,
     hits: u64,
@@ -80,7 +83,6 @@ struct Sets<T> {
 }
 
 struct Entry<T> {
-    hash: u64,
     generation: u64,
     /// Reused from one subject to the next, so replacing an entry rarely allocates for it.
     subject: String,
@@ -93,7 +95,6 @@ struct Entry<T> {
 impl<T> Entry<T> {
     fn empty() -> Self {
         Entry {
-            hash: 0,
             generation: 0,
             subject: String::new(),
             found: None,
@@ -101,8 +102,8 @@ impl<T> Entry<T> {
         }
     }
 
-    fn holds(&self, hash: u64, subject: &str) -> bool {
-        self.hash == hash && self.found.is_some() && self.subject == subject
+    fn holds(&self, subject: &str) -> bool {
+        self.found.is_some() && self.subject == subject
     }
 }
 
@@ -121,6 +122,17 @@ impl Miss {
 }
 
 impl<T> Sets<T> {
+    /// The entry of `set` (a range of entries) that holds `subject`, whose hash is `hash`.
+    #[inline]
+    fn way(&self, set: std::ops::Range<usize>, hash: u64, subject: &str) -> Option<usize> {
+        let tags = self.tags.get(set.clone())?;
+        tags.iter()
+            .zip(set)
+            .filter(|(tag, _)| **tag == hash)
+            .map(|(_, way)| way)
+            .find(|way| self.entries.get(*way).is_some_and(|e| e.holds(subject)))
+    }
+
     /// Records a miss of the subject with `hash`; whether it was seen before: `stale` (its set
     /// holds an entry for it from another generation), or the doorkeeper has its bit.
     fn sighted(&mut self, hash: u64, stale: bool) -> bool {
@@ -157,6 +169,7 @@ impl<T> MatchCache<T> {
             .map(|_| {
                 Shard(Mutex::new(Sets {
                     entries: (0..sets * WAYS).map(|_| Entry::empty()).collect(),
+                    tags: vec![0; sets * WAYS].into_boxed_slice(),
                     hand: 0,
                     hits: 0,
                     misses: 0,
@@ -203,9 +216,8 @@ impl<T> MatchCache<T> {
         let sets = &mut *sets;
         let mut stale = false;
         if let Some(entry) = sets
-            .entries
-            .get_mut(set)
-            .and_then(|ways| ways.iter_mut().find(|e| e.holds(hash, subject)))
+            .way(set, hash, subject)
+            .and_then(|way| sets.entries.get_mut(way))
         {
             if entry.generation == generation
                 && let Some(found) = &entry.found
@@ -240,21 +252,29 @@ impl<T> MatchCache<T> {
             return;
         }
         let (mut sets, set) = self.set(miss.hash);
-        let Sets { entries, hand, .. } = &mut *sets;
-        let Some(ways) = entries.get_mut(set) else {
+        let held = sets.way(set.clone(), miss.hash, subject);
+        let Sets {
+            entries,
+            tags,
+            hand,
+            ..
+        } = &mut *sets;
+        let Some(ways) = entries.get_mut(set.clone()) else {
             return;
         };
-        let way = match ways.iter().position(|e| e.holds(miss.hash, subject)) {
+        let way = match held.map(|way| way - set.start) {
             Some(way) if ways[way].generation > generation => return,
             Some(way) => way,
             None => victim(ways, generation, hand),
         };
+        if let Some(tag) = tags.get_mut(set.start + way) {
+            *tag = miss.hash;
+        }
         let entry = &mut ways[way];
         if entry.subject != subject {
             entry.subject.clear();
             entry.subject.push_str(subject);
         }
-        entry.hash = miss.hash;
         entry.generation = generation;
         entry.found = Some(found);
         entry.recent = false;
