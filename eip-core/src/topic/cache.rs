@@ -15,7 +15,17 @@
 //! cache is made, so memory is bounded: at most `capacity` subjects of up to
 //! [`MAX_TOPIC_LEN`] bytes, each with its result.
 //!
-//! A hit allocates nothing: the result is an `Arc<[T]>` shared by every reader of the entry.
+//! **Admission.** A subject seen once is not worth storing: in a stream of mostly distinct
+//! subjects, storing each would cost a copy per miss and push out the subjects that do come
+//! back. So a miss only stores its result ([`get_or_insert_with`](MatchCache::get_or_insert_with))
+//! if the subject has missed before, recently: each shard keeps a doorkeeper, one bit per hash
+//! value of a few times as many subjects as it holds, set at a subject's first miss and all
+//! cleared once an eighth of them are set. A subject whose entry is only stale (an older
+//! generation) is stored again at once. A hit allocates nothing: the result is an `Arc<[T]>`
+//! shared by every reader of the entry, or copied into the caller's buffer.
+//!
+//! One lookup, one lock: the hash is computed once, and a miss learns under the same lock
+//! whether its result will be stored.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -27,6 +37,10 @@ const WAYS: usize = 4;
 
 /// Shards (a power of two): enough that two threads rarely want the same lock at once.
 const SHARDS: usize = 16;
+
+/// Doorkeeper bits per entry: with at most an eighth of them set, a subject seen for the first
+/// time finds its bit set (and is stored anyway) about once in sixteen.
+const DOORKEEPER_BITS: usize = 8;
 
 /// What a [`MatchCache`] has answered, summed over its shards.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,14 +69,20 @@ struct Shard<T>(Mutex<Sets<T>>);
 struct Sets<T> {
     /// `WAYS` entries per set, set after set.
     entries: Box<[Entry<T>]>,
+    /// The hash of the subject in each entry, beside the others of its set: a lookup compares
+    /// a set's four in one cache line and reads only the entry whose hash is its subject's.
+    tags: Box<[u64]>,
     /// The clock hand, a way number: where the next eviction in any set of the shard starts.
     hand: usize,
     hits: u64,
     misses: u64,
+    /// The doorkeeper: a bit per hash value, set at a subject's first miss.
+    seen: Box<[u64]>,
+    /// Bits set since the doorkeeper was last cleared.
+    sightings: usize,
 }
 
 struct Entry<T> {
-    hash: u64,
     generation: u64,
     /// Reused from one subject to the next, so replacing an entry rarely allocates for it.
     subject: String,
@@ -75,7 +95,6 @@ struct Entry<T> {
 impl<T> Entry<T> {
     fn empty() -> Self {
         Entry {
-            hash: 0,
             generation: 0,
             subject: String::new(),
             found: None,
@@ -83,8 +102,60 @@ impl<T> Entry<T> {
         }
     }
 
-    fn holds(&self, hash: u64, subject: &str) -> bool {
-        self.found.is_some() && self.hash == hash && self.subject == subject
+    fn holds(&self, subject: &str) -> bool {
+        self.found.is_some() && self.subject == subject
+    }
+}
+
+/// A lookup that missed: the subject's hash, and whether its result should be stored.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Miss {
+    hash: u64,
+    admit: bool,
+}
+
+impl Miss {
+    /// Whether the result is worth storing (the subject has missed before, recently).
+    pub(super) fn admit(&self) -> bool {
+        self.admit
+    }
+}
+
+impl<T> Sets<T> {
+    /// The entry of `set` (a range of entries) that holds `subject`, whose hash is `hash`.
+    #[inline]
+    fn way(&self, set: std::ops::Range<usize>, hash: u64, subject: &str) -> Option<usize> {
+        let tags = self.tags.get(set.clone())?;
+        tags.iter()
+            .zip(set)
+            .filter(|(tag, _)| **tag == hash)
+            .map(|(_, way)| way)
+            .find(|way| self.entries.get(*way).is_some_and(|e| e.holds(subject)))
+    }
+
+    /// Records a miss of the subject with `hash`; whether it was seen before: `stale` (its set
+    /// holds an entry for it from another generation), or the doorkeeper has its bit.
+    fn sighted(&mut self, hash: u64, stale: bool) -> bool {
+        self.misses += 1;
+        if stale {
+            return true;
+        }
+        let bits = self.seen.len() * 64;
+        let bit = (hash.rotate_right(40) as usize) & (bits - 1);
+        let mask = 1_u64 << (bit % 64);
+        if self.seen.get(bit / 64).is_some_and(|w| w & mask != 0) {
+            return true;
+        }
+        // Cleared before a bit is set, not after, so the latest sighting is always remembered.
+        if (self.sightings + 1) * DOORKEEPER_BITS > bits {
+            self.seen.iter_mut().for_each(|w| *w = 0);
+            self.sightings = 0;
+        }
+        if let Some(word) = self.seen.get_mut(bit / 64) {
+            *word |= mask;
+        }
+        self.sightings += 1;
+        false
     }
 }
 
@@ -93,13 +164,17 @@ impl<T> MatchCache<T> {
     /// of sets, and at least one set per shard (64 entries).
     pub fn new(capacity: usize) -> Self {
         let sets = capacity.div_ceil(SHARDS * WAYS).max(1).next_power_of_two();
+        let seen_words = (sets * WAYS * DOORKEEPER_BITS).div_ceil(64).max(1);
         let shards = (0..SHARDS)
             .map(|_| {
                 Shard(Mutex::new(Sets {
                     entries: (0..sets * WAYS).map(|_| Entry::empty()).collect(),
+                    tags: vec![0; sets * WAYS].into_boxed_slice(),
                     hand: 0,
                     hits: 0,
                     misses: 0,
+                    seen: vec![0; seen_words].into_boxed_slice(),
+                    sightings: 0,
                 }))
             })
             .collect();
@@ -118,69 +193,112 @@ impl<T> MatchCache<T> {
     /// The result stored for `subject` at `generation`, if there is one. Subjects over
     /// [`MAX_TOPIC_LEN`] bytes are never stored.
     pub fn get(&self, subject: &str, generation: u64) -> Option<Arc<[T]>> {
+        self.lookup(subject, generation, Arc::clone).ok()
+    }
+
+    /// Looks `subject` up at `generation`: on a hit, `read` is given the stored result under
+    /// the shard's lock (to clone or copy it out); on a miss, what [`store`](Self::store)
+    /// needs. A subject over [`MAX_TOPIC_LEN`] bytes always misses and is never admitted.
+    pub(super) fn lookup<R>(
+        &self,
+        subject: &str,
+        generation: u64,
+        read: impl FnOnce(&Arc<[T]>) -> R,
+    ) -> Result<R, Miss> {
         if subject.len() > MAX_TOPIC_LEN {
-            return None;
+            return Err(Miss {
+                hash: 0,
+                admit: false,
+            });
         }
         let hash = hash_bytes(subject.as_bytes(), self.seeds);
         let (mut sets, set) = self.set(hash);
-        let hit = sets.entries.get_mut(set).and_then(|ways| {
-            let entry = ways.iter_mut().find(|e| e.holds(hash, subject))?;
-            if entry.generation != generation {
-                return None;
+        let sets = &mut *sets;
+        let mut stale = false;
+        if let Some(entry) = sets
+            .way(set, hash, subject)
+            .and_then(|way| sets.entries.get_mut(way))
+        {
+            if entry.generation == generation
+                && let Some(found) = &entry.found
+            {
+                entry.recent = true;
+                let hit = read(found);
+                sets.hits += 1;
+                return Ok(hit);
             }
-            entry.recent = true;
-            entry.found.clone()
-        });
-        match hit {
-            Some(_) => sets.hits += 1,
-            None => sets.misses += 1,
+            stale = true;
         }
-        hit
+        let admit = sets.sighted(hash, stale);
+        Err(Miss { hash, admit })
     }
 
     /// Stores `found` as the result for `subject` at `generation`. An entry for the subject
     /// from a later generation is kept (this result is older); otherwise the subject takes an
     /// empty entry of its set, else one from an older generation, else the clock's choice.
+    /// Stores whether or not the subject was seen before; see
+    /// [`get_or_insert_with`](Self::get_or_insert_with) for the admission rule.
     pub fn insert(&self, subject: &str, generation: u64, found: Arc<[T]>) {
         if subject.len() > MAX_TOPIC_LEN {
             return;
         }
         let hash = hash_bytes(subject.as_bytes(), self.seeds);
-        let (mut sets, set) = self.set(hash);
-        let Sets { entries, hand, .. } = &mut *sets;
-        let Some(ways) = entries.get_mut(set) else {
+        self.store(subject, Miss { hash, admit: true }, generation, found);
+    }
+
+    /// Stores the result of a lookup that missed, if the miss admits it.
+    pub(super) fn store(&self, subject: &str, miss: Miss, generation: u64, found: Arc<[T]>) {
+        if !miss.admit || subject.len() > MAX_TOPIC_LEN {
+            return;
+        }
+        let (mut sets, set) = self.set(miss.hash);
+        let held = sets.way(set.clone(), miss.hash, subject);
+        let Sets {
+            entries,
+            tags,
+            hand,
+            ..
+        } = &mut *sets;
+        let Some(ways) = entries.get_mut(set.clone()) else {
             return;
         };
-        let way = match ways.iter().position(|e| e.holds(hash, subject)) {
+        let way = match held.map(|way| way - set.start) {
             Some(way) if ways[way].generation > generation => return,
             Some(way) => way,
             None => victim(ways, generation, hand),
         };
+        if let Some(tag) = tags.get_mut(set.start + way) {
+            *tag = miss.hash;
+        }
         let entry = &mut ways[way];
         if entry.subject != subject {
             entry.subject.clear();
             entry.subject.push_str(subject);
         }
-        entry.hash = hash;
         entry.generation = generation;
         entry.found = Some(found);
         entry.recent = false;
     }
 
     /// The result for `subject` at `generation`: from the cache, or computed by `compute`
-    /// (called without any lock held) and stored.
+    /// (called without any lock held) and stored if the subject has missed before recently
+    /// (see the [module documentation](self)).
     pub fn get_or_insert_with(
         &self,
         subject: &str,
         generation: u64,
         compute: impl FnOnce() -> Vec<T>,
     ) -> Arc<[T]> {
-        if let Some(found) = self.get(subject, generation) {
-            return found;
+        match self.lookup(subject, generation, Arc::clone) {
+            Ok(found) => found,
+            Err(miss) => {
+                let found: Arc<[T]> = compute().into();
+                if miss.admit {
+                    self.store(subject, miss, generation, found.clone());
+                }
+                found
+            }
         }
-        let found: Arc<[T]> = compute().into();
-        self.insert(subject, generation, found.clone());
-        found
     }
 
     /// Hits, misses and entries so far.
@@ -273,11 +391,57 @@ mod tests {
     }
 
     #[test]
-    fn a_hit_shares_the_stored_result() {
+    fn a_subject_is_stored_at_its_second_miss_and_then_shared() {
         let c = MatchCache::new(64);
-        let found = c.get_or_insert_with("x", 0, || vec![7]);
-        let again = c.get_or_insert_with("x", 0, || unreachable!("computed twice"));
-        assert!(Arc::ptr_eq(&found, &again));
+        let mut computed = 0;
+        let mut compute = || {
+            computed += 1;
+            vec![7]
+        };
+        let first = c.get_or_insert_with("x", 0, &mut compute);
+        assert_eq!(c.stats().entries, 0, "one sighting is not stored");
+        let second = c.get_or_insert_with("x", 0, &mut compute);
+        let third = c.get_or_insert_with("x", 0, || unreachable!("computed three times"));
+        assert_eq!(computed, 2);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(
+            Arc::ptr_eq(&second, &third),
+            "a hit shares the stored result"
+        );
+        assert_eq!(
+            c.stats(),
+            CacheStats {
+                hits: 1,
+                misses: 2,
+                entries: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_stale_entry_is_replaced_at_its_first_miss() {
+        let c = MatchCache::new(64);
+        c.insert("x", 0, arc(&[1]));
+        assert_eq!(&*c.get_or_insert_with("x", 1, || vec![2]), &[2]);
+        assert_eq!(c.get("x", 1).as_deref(), Some(&[2][..]));
+    }
+
+    #[test]
+    fn subjects_seen_once_are_mostly_not_stored() {
+        let c = MatchCache::new(4096);
+        for i in 0..10_000 {
+            c.get_or_insert_with(&format!("once.{i}"), 0, || vec![1]);
+        }
+        // At most an eighth of the doorkeeper's bits are ever set, so about one first sighting
+        // in sixteen looks like a second one; far fewer than an eighth are stored.
+        let stored = c.stats().entries;
+        assert!(stored < 10_000 / 8, "{stored} stored");
+        c.get_or_insert_with("once.9999", 0, || vec![1]);
+        assert_eq!(
+            c.get("once.9999", 0).as_deref(),
+            Some(&[1][..]),
+            "a recent one comes back"
+        );
     }
 
     #[test]

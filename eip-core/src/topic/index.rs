@@ -79,19 +79,46 @@ impl<T: Ord + Clone> TopicIndex<T> {
     /// [`TopicTrie::matches`]). A cache hit allocates nothing: the slice is shared.
     pub fn matches(&self, subject: &str) -> Arc<[T]> {
         let generation = self.generation.load(Ordering::SeqCst);
-        if let Some(found) = self.cache.get(subject, generation) {
-            return found;
+        match self.cache.lookup(subject, generation, Arc::clone) {
+            Ok(found) => found,
+            Err(miss) => {
+                let mut found = Vec::new();
+                let generation = self.search(subject, &mut found);
+                let found: Arc<[T]> = found.into();
+                if miss.admit() {
+                    self.cache.store(subject, miss, generation, found.clone());
+                }
+                found
+            }
         }
+    }
+
+    /// [`matches`](Self::matches) into `found` (cleared first): a cache hit copies the stored
+    /// values, and a miss whose result is not stored allocates nothing but what `found` needs
+    /// to grow. For a caller matching many subjects with one buffer.
+    pub fn matches_into(&self, subject: &str, found: &mut Vec<T>) {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let hit = self.cache.lookup(subject, generation, |stored| {
+            found.clear();
+            found.extend_from_slice(stored);
+        });
+        if let Err(miss) = hit {
+            let generation = self.search(subject, found);
+            if miss.admit() {
+                self.cache
+                    .store(subject, miss, generation, found.as_slice().into());
+            }
+        }
+    }
+
+    /// Matches `subject` against the trie into `found`; the generation of the state searched.
+    fn search(&self, subject: &str, found: &mut Vec<T>) -> u64 {
         let trie = self.read();
         // Changes bump the counter under the write lock: under the read lock it names exactly
         // the state this search sees.
         let generation = self.generation.load(Ordering::SeqCst);
-        let mut found = Vec::new();
-        trie.matches_into(subject, &mut found);
-        drop(trie);
-        let found: Arc<[T]> = found.into();
-        self.cache.insert(subject, generation, found.clone());
-        found
+        trie.matches_into(subject, found);
+        generation
     }
 
     /// How many values are stored.
@@ -151,12 +178,29 @@ mod tests {
     }
 
     #[test]
+    fn matches_into_copies_what_matches_shares() {
+        let index = TopicIndex::new();
+        index.insert(&p("a.#"), 2);
+        index.insert(&p("*.b"), 1);
+        let mut found = vec![9];
+        for _ in 0..3 {
+            index.matches_into("a.b", &mut found);
+            assert_eq!(found, [1, 2]);
+        }
+        assert_eq!(index.cache_stats().hits, 1);
+        assert_eq!(&*index.matches("a.b"), [1, 2]);
+        index.matches_into("c.d", &mut found);
+        assert!(found.is_empty(), "cleared first");
+    }
+
+    #[test]
     fn a_change_makes_every_cached_result_a_miss() {
         let index = TopicIndex::new();
         index.insert(&p("a.*"), 1);
-        assert_eq!(&*index.matches("a.b"), [1]);
-        assert_eq!(&*index.matches("a.b"), [1]);
-        assert_eq!(index.cache_stats().hits, 1);
+        for _ in 0..3 {
+            assert_eq!(&*index.matches("a.b"), [1]);
+        }
+        assert_eq!(index.cache_stats().hits, 1, "stored at the second miss");
         assert!(index.remove(&p("a.*"), &1));
         assert!(index.matches("a.b").is_empty());
         assert!(!index.remove(&p("a.*"), &1));
@@ -165,6 +209,6 @@ mod tests {
             2,
             "a removal that found nothing changes nothing"
         );
-        assert_eq!(index.cache_stats().misses, 2);
+        assert_eq!(index.cache_stats().misses, 3);
     }
 }

@@ -44,7 +44,7 @@ impl<T> Children<T> {
     #[inline]
     pub(super) fn get(&self, id: WordId) -> Option<&Node<T>> {
         match self {
-            Children::Few { ids, nodes } => nodes.get(ids.iter().position(|w| *w == id)?),
+            Children::Few { ids, nodes } => nodes.get(few_position(ids, id)?),
             Children::Many(many) => many.nodes.get(many.find(id)?),
         }
     }
@@ -129,6 +129,17 @@ impl<T> Children<T> {
     }
 }
 
+/// Where `id` is in `ids`: all four compared at once, so that the one branch taken is on
+/// whether the word is there, not on where.
+#[inline]
+fn few_position(ids: &[WordId; FEW], id: WordId) -> Option<usize> {
+    let found = ids
+        .iter()
+        .enumerate()
+        .fold(0_u32, |found, (i, w)| found | u32::from(*w == id) << i);
+    (found != 0).then(|| found.trailing_zeros() as usize)
+}
+
 /// Many children: an open-addressing table, probed linearly from a word's home slot, at most
 /// half full. The ids are an array of their own, 16 to a cache line, so a probe for a word
 /// that is not there reads about one line; the nodes sit in a parallel array, and a word that
@@ -166,16 +177,20 @@ impl<T> Many<T> {
     fn find(&self, id: WordId) -> Option<usize> {
         let mask = self.mask();
         let mut i = self.home(id);
+        let mut word = *self.ids.get(i)?;
+        // The home slot usually decides (the word, or empty): the probe goes on only past
+        // another word, and the one branch that depends on the subject is whether it was found.
         // At most half full, so an empty slot ends every probe; the bound is a safeguard.
-        for _ in 0..self.ids.len() {
-            match self.ids.get(i) {
-                Some(w) if *w == id => return Some(i),
-                Some(w) if *w == NO_WORD => return None,
-                None => return None,
-                Some(_) => i = (i + 1) & mask,
+        if (word != id) & (word != NO_WORD) {
+            for _ in 0..self.ids.len() {
+                i = (i + 1) & mask;
+                word = *self.ids.get(i)?;
+                if (word == id) | (word == NO_WORD) {
+                    break;
+                }
             }
         }
-        None
+        (word == id).then_some(i)
     }
 
     /// Puts `node` under `id`, which is not in the table; grows the table first if it would

@@ -24,8 +24,10 @@ use std::fmt;
 
 use self::node::{HashNode, IdPool, Node, UNBOUNDED, plus_one};
 use self::search::{MEMO, Memo, Search};
-use self::words::Words;
-use super::{MAX_TOPIC_LEN, TopicPattern, Word, subject_words};
+use self::words::{UNKNOWN, WordId, Words};
+#[cfg(doc)]
+use super::subject_words;
+use super::{MAX_TOPIC_LEN, TopicPattern, Word};
 
 /// Values bound to topic patterns, found by matching a subject.
 ///
@@ -151,25 +153,37 @@ impl<T> TopicTrie<T> {
         if subject.len() > MAX_TOPIC_LEN {
             return;
         }
-        with_words(subject, |words| self.for_each_match_words(words, f));
+        // The subject is scanned once: each word is looked up as soon as its end is found.
+        let mut ids = WordIds::new();
+        if !subject.is_empty() {
+            let bytes = subject.as_bytes();
+            let mut start = 0;
+            for (i, b) in bytes.iter().enumerate() {
+                if *b == b'.' {
+                    ids.push(
+                        self.words
+                            .get_bytes(bytes.get(start..i).unwrap_or_default()),
+                    );
+                    start = i + 1;
+                }
+            }
+            ids.push(self.words.get_bytes(bytes.get(start..).unwrap_or_default()));
+        }
+        self.search(ids.as_slice(), f);
     }
 
     /// [`for_each_match`](Self::for_each_match) for a subject already split into words (see
     /// [`subject_words`]). No length limit is applied here.
-    pub fn for_each_match_words<'a>(&'a self, words: &[&str], mut f: impl FnMut(&'a T)) {
-        let mut inline = [None; INLINE_WORDS];
-        let mut spilled = Vec::new();
-        let ids = match inline.get_mut(..words.len()) {
-            Some(ids) => ids,
-            None => {
-                spilled.resize(words.len(), None);
-                &mut spilled[..]
-            }
-        };
-        for (id, w) in ids.iter_mut().zip(words) {
-            *id = self.words.get(w);
+    pub fn for_each_match_words<'a>(&'a self, words: &[&str], f: impl FnMut(&'a T)) {
+        let mut ids = WordIds::new();
+        for w in words {
+            ids.push(self.words.get_bytes(w.as_bytes()));
         }
-        let ids = &*ids;
+        self.search(ids.as_slice(), f);
+    }
+
+    /// Walks the trie for a subject given as word ids.
+    fn search<'a>(&'a self, ids: &[WordId], mut f: impl FnMut(&'a T)) {
         let hash_nodes = self.hash_ids.next as usize;
         let mut run = |memo: &mut Memo| {
             memo.begin(hash_nodes);
@@ -290,29 +304,51 @@ fn remove_at<T: PartialEq>(
     removed
 }
 
-/// Words (and their ids) kept on the stack for a typical subject; longer ones spill to the
-/// heap.
-const INLINE_WORDS: usize = 16;
+/// Word ids kept on the stack for a typical subject; longer ones spill to the heap.
+const INLINE_WORDS: usize = 32;
 
-/// Splits `subject` into words without allocating for subjects of up to [`INLINE_WORDS`] words.
-fn with_words<R>(subject: &str, f: impl FnOnce(&[&str]) -> R) -> R {
-    let mut inline = [""; INLINE_WORDS];
-    let mut words = subject_words(subject);
-    for (n, slot) in inline.iter_mut().enumerate() {
-        match words.next() {
-            Some(w) => *slot = w,
-            None => return f(&inline[..n]),
+/// The ids of a subject's words, on the stack unless there are more than [`INLINE_WORDS`].
+struct WordIds {
+    inline: [WordId; INLINE_WORDS],
+    len: usize,
+    spilled: Vec<WordId>,
+}
+
+impl WordIds {
+    fn new() -> Self {
+        WordIds {
+            inline: [UNKNOWN; INLINE_WORDS],
+            len: 0,
+            spilled: Vec::new(),
         }
     }
-    let mut all = inline.to_vec();
-    all.extend(words);
-    f(&all)
+
+    #[inline]
+    fn push(&mut self, id: WordId) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = id,
+            None => {
+                if self.spilled.is_empty() {
+                    self.spilled.extend_from_slice(&self.inline);
+                }
+                self.spilled.push(id);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[WordId] {
+        match self.inline.get(..self.len) {
+            Some(ids) => ids,
+            None => &self.spilled,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::words::WordId;
     use super::*;
+    use crate::topic::subject_words;
     use proptest::prelude::*;
 
     fn p(s: &str) -> TopicPattern {
@@ -403,7 +439,10 @@ mod tests {
         // it each of the 13 nodes (the root included) is visited at most once per position.
         let mut memo = Memo::default();
         memo.begin(t.hash_ids.next as usize);
-        let ids: Vec<Option<WordId>> = words.iter().map(|w| t.words.get(w)).collect();
+        let ids: Vec<WordId> = words
+            .iter()
+            .map(|w| t.words.get_bytes(w.as_bytes()))
+            .collect();
         let mut search = Search::new(&ids, &mut memo, |_: &usize| {});
         search.visit(&t.root, 0);
         assert!(search.visits <= 13 * 31, "{} visits", search.visits);

@@ -195,8 +195,11 @@ impl<T> Node<T> {
     }
 
     /// Whether a pattern through here can match the `rest` words left.
+    #[inline]
     pub(super) fn fits(&self, rest: usize) -> bool {
-        rest >= usize::from(self.min_rest)
-            && (self.max_rest == UNBOUNDED || rest <= usize::from(self.max_rest))
+        // Bounded counts are at most 256 (a pattern has at most 256 words), so clamping `rest` below UNBOUNDED changes no answer
+        // and leaves one comparison each way.
+        let rest = rest.min(usize::from(UNBOUNDED - 1)) as u16;
+        self.min_rest <= rest && rest <= self.max_rest
     }
 }

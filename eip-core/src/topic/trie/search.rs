@@ -3,8 +3,8 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::Node;
-use super::words::WordId;
+use super::node::{HashNode, Node};
+use super::words::{UNKNOWN, WordId};
 
 thread_local! {
     /// The memo of the searches on this thread: reused, so a search allocates nothing.
@@ -54,22 +54,24 @@ impl Memo {
     }
 }
 
-/// One search: the ids of the subject's words (`None` for a word no pattern has), the memo,
-/// and what to do with a match.
+/// One search: the ids of the subject's words ([`UNKNOWN`] for a word no pattern has), the
+/// memo, and what to do with a match.
 pub(super) struct Search<'w, 'm, F> {
-    words: &'w [Option<WordId>],
+    words: &'w [WordId],
     memo: &'m mut Memo,
     emit: F,
     /// Nodes entered, for the tests that check a search stays bounded.
+    #[cfg(test)]
     pub(super) visits: usize,
 }
 
 impl<'w, 'm, F> Search<'w, 'm, F> {
-    pub(super) fn new(words: &'w [Option<WordId>], memo: &'m mut Memo, emit: F) -> Self {
+    pub(super) fn new(words: &'w [WordId], memo: &'m mut Memo, emit: F) -> Self {
         Search {
             words,
             memo,
             emit,
+            #[cfg(test)]
             visits: 0,
         }
     }
@@ -85,42 +87,65 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
         }
     }
 
-    /// Visits a node that fits. Recursion goes one node deeper per call, so its depth is
-    /// bounded by the longest pattern (at most 256 words). Children are checked for fit before
-    /// the call, and a `#` child is visited only at the positions where it fits.
-    fn step<'a, T>(&mut self, node: &'a Node<T>, i: usize)
+    /// Visits a node that fits, and the literal children after it: the walk down literal
+    /// words is a loop, and only `*` and `#` edges recurse, so the recursion's depth is bounded
+    /// by the wildcards of the longest pattern (at most 256 words). Children are checked for
+    /// fit before they are entered, and a `#` child is visited only at the positions where it
+    /// fits. The order in which nodes are visited does not matter: each `#` node's memo holds
+    /// the positions it has been expanded from, always a suffix of the subject.
+    fn step<'a, T>(&mut self, mut node: &'a Node<T>, mut i: usize)
     where
         F: FnMut(&'a T),
     {
-        self.visits += 1;
         let len = self.words.len();
-        match self.words.get(i) {
-            None => node.values.as_slice().iter().for_each(&mut self.emit),
-            Some(word) => {
-                let rest = len - i - 1;
-                if let Some(child) = word.and_then(|id| node.words.get(id))
-                    && child.fits(rest)
-                {
-                    self.step(child, i + 1);
+        loop {
+            #[cfg(test)]
+            {
+                self.visits += 1;
+            }
+            let wild = node.wild.as_deref();
+            if let Some(hash) = wild.and_then(|w| w.hash.as_ref()) {
+                self.expand_hash(hash, i);
+            }
+            let Some(&word) = self.words.get(i) else {
+                node.values.as_slice().iter().for_each(&mut self.emit);
+                return;
+            };
+            let rest = len - i - 1;
+            if let Some(star) = wild.and_then(|w| w.star.as_ref())
+                && star.fits(rest)
+            {
+                self.step(star, i + 1);
+            }
+            if word == UNKNOWN {
+                return;
+            }
+            match node.words.get(word) {
+                Some(child) if child.fits(rest) => {
+                    node = child;
+                    i += 1;
                 }
-                if let Some(child) = node.star()
-                    && child.fits(rest)
-                {
-                    self.step(child, i + 1);
-                }
+                _ => return,
             }
         }
-        if let Some(hash) = node.hash() {
-            let claimed = self.memo.claim(hash.id, i, len);
-            let fitting = hash.node.fitting_positions(len);
-            let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
-            if hash.node.wild.is_some() {
-                for j in positions {
-                    self.step(&hash.node, j);
-                }
-            } else {
-                self.literals_after_hash(&hash.node, positions);
+    }
+
+    /// Visits the `#` child of a node reached at position `i`: at every position from `i` on
+    /// where it fits and that it has not been expanded from yet in this search.
+    fn expand_hash<'a, T>(&mut self, hash: &'a HashNode<T>, i: usize)
+    where
+        F: FnMut(&'a T),
+    {
+        let len = self.words.len();
+        let claimed = self.memo.claim(hash.id, i, len);
+        let fitting = hash.node.fitting_positions(len);
+        let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
+        if hash.node.wild.is_some() {
+            for j in positions {
+                self.step(&hash.node, j);
             }
+        } else {
+            self.literals_after_hash(&hash.node, positions);
         }
     }
 
@@ -132,11 +157,15 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
     {
         let len = self.words.len();
         for j in positions {
-            self.visits += 1;
+            #[cfg(test)]
+            {
+                self.visits += 1;
+            }
             match self.words.get(j) {
                 None => node.values.as_slice().iter().for_each(&mut self.emit),
-                Some(word) => {
-                    if let Some(child) = word.and_then(|id| node.words.get(id))
+                Some(&word) => {
+                    if word != UNKNOWN
+                        && let Some(child) = node.words.get(word)
                         && child.fits(len - j - 1)
                     {
                         self.step(child, j + 1);

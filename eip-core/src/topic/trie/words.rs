@@ -18,6 +18,9 @@ pub(super) type WordId = u32;
 /// The id of an empty slot: never a word's (ids are dense from 0).
 const NO_ID: WordId = WordId::MAX;
 
+/// What a subject word no pattern uses looks up as: no edge is labelled with it.
+pub(super) const UNKNOWN: WordId = NO_ID;
+
 /// Bytes of a word kept in its slot.
 const HEAD: usize = 16;
 
@@ -49,9 +52,35 @@ const EMPTY: Slot = Slot {
     id: NO_ID,
 };
 
+/// The first [`HEAD`] bytes of `word` as two integers, read with at most four loads: for a
+/// word of up to [`HEAD`] bytes the pair and the length together name the word (each byte is
+/// in one of the loads, which may overlap), so finding it compares integers only.
+#[inline]
+fn head(word: &[u8]) -> [u64; 2] {
+    let n = word.len();
+    let u64_at = |at: usize| {
+        word.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let u32_at = |at: usize| {
+        word.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    let byte_at = |at: usize| word.get(at).copied().map_or(0, u64::from);
+    match n {
+        0 => [0, 0],
+        1..=3 => [byte_at(0) | byte_at(n / 2) << 8 | byte_at(n - 1) << 16, 0],
+        4..=7 => [u64::from(u32_at(0)) | u64::from(u32_at(n - 4)) << 32, 0],
+        8..=HEAD => [u64_at(0), u64_at(n - 8)],
+        _ => [u64_at(0), u64_at(8)],
+    }
+}
+
 /// A word prepared for the table: its hash, head and length, computed once.
 struct Key<'a> {
-    word: &'a str,
+    word: &'a [u8],
     hash: u64,
     head: [u64; 2],
 }
@@ -69,16 +98,23 @@ impl Words {
 
     /// The id of `word`, if a pattern uses it.
     pub(super) fn get(&self, word: &str) -> Option<WordId> {
+        let id = self.get_bytes(word.as_bytes());
+        (id != UNKNOWN).then_some(id)
+    }
+
+    /// The id of the word spelled by `word`, or [`UNKNOWN`] if no pattern uses it.
+    #[inline]
+    pub(super) fn get_bytes(&self, word: &[u8]) -> WordId {
         let key = self.key(word);
         self.find(&key)
             .and_then(|i| self.slots.get(i))
-            .map(|s| s.id)
+            .map_or(UNKNOWN, |s| s.id)
     }
 
     /// The id of `word`, numbered now if it has none. It is freed again unless an edge
     /// [`retain`](Self::retain)s it.
     pub(super) fn id(&mut self, word: &str) -> WordId {
-        let key = self.key(word);
+        let key = self.key(word.as_bytes());
         if let Some(slot) = self.find(&key).and_then(|i| self.slots.get(i)) {
             return slot.id;
         }
@@ -122,7 +158,7 @@ impl Words {
         }
         // Find the slot while the entry still holds the word (long words are checked on it).
         let word = word.clone();
-        let key = self.key(&word);
+        let key = self.key(word.as_bytes());
         if let Some(i) = self.find(&key) {
             self.remove_slot(i);
         }
@@ -138,22 +174,22 @@ impl Words {
         self.len
     }
 
-    fn key<'a>(&self, word: &'a str) -> Key<'a> {
-        let bytes = word.as_bytes();
-        let mut head = [0_u64; 2];
-        for (i, b) in bytes.iter().take(HEAD).enumerate() {
-            head[i / 8] |= u64::from(*b) << (8 * (i % 8));
-        }
+    #[inline]
+    fn key<'a>(&self, word: &'a [u8]) -> Key<'a> {
+        let head = head(word);
         let [start, step, finish] = self.seeds;
-        let mut h = fold(start ^ bytes.len() as u64, step);
-        h = fold(h ^ head[0], step);
-        h = fold(h ^ head[1], step);
-        for w in chunks(bytes.get(HEAD..).unwrap_or_default()) {
-            h = fold(h ^ w, step);
+        // One multiplication for the short words topics are made of; longer ones fold in the
+        // rest 8 bytes at a time.
+        let mut h = fold(head[0] ^ start, head[1] ^ step ^ word.len() as u64);
+        if let Some(tail) = word.get(HEAD..) {
+            for w in chunks(tail) {
+                h = fold(h ^ w, step);
+            }
+            h = fold(h, finish);
         }
         Key {
             word,
-            hash: fold(h, finish),
+            hash: h,
             head,
         }
     }
@@ -163,6 +199,7 @@ impl Words {
     }
 
     /// The slot holding `key`'s word.
+    #[inline]
     fn find(&self, key: &Key<'_>) -> Option<usize> {
         let mask = self.mask();
         let mut i = key.hash as usize & mask;
@@ -184,11 +221,11 @@ impl Words {
         None
     }
 
-    fn word(&self, id: WordId) -> Option<&str> {
+    fn word(&self, id: WordId) -> Option<&[u8]> {
         self.entries
             .get(id as usize)
             .and_then(Option::as_ref)
-            .map(|(w, _)| &**w)
+            .map(|(w, _)| w.as_bytes())
     }
 
     /// Puts a slot for a word not in the table; grows the table first if it would be more than
@@ -283,12 +320,15 @@ mod tests {
             "abcdefghijklmnopq",
             "abcdefghijklmnopr",
         ];
-        let hashes: std::collections::HashSet<u64> =
-            words.iter().chain(&more).map(|s| w.key(s).hash).collect();
+        let hashes: std::collections::HashSet<u64> = words
+            .iter()
+            .chain(&more)
+            .map(|s| w.key(s.as_bytes()).hash)
+            .collect();
         assert_eq!(hashes.len(), words.len() + more.len());
         assert_ne!(
-            w.key("nyse").hash,
-            Words::new().key("nyse").hash,
+            w.key(b"nyse").hash,
+            Words::new().key(b"nyse").hash,
             "keyed per trie"
         );
     }
