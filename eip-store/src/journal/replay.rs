@@ -1,0 +1,163 @@
+//! Replaying the journal into the database: on open, after a reopen of the file, and into the
+//! copy that `check` and `salvage` read.
+
+use std::path::Path;
+
+use redb::{Database, Durability, ReadableTable};
+
+use super::JournalDamage;
+use super::apply::Writer;
+use super::op;
+use super::scan::Scan;
+use crate::StoreError;
+use crate::schema::{FORMAT_KEY, FORMAT_VERSION, META, ROUND_KEY};
+
+/// What a replay did.
+#[derive(Debug, Default)]
+pub(crate) struct Replayed {
+    /// The last round the database holds now.
+    pub(crate) round: u64,
+    /// How many records it applied.
+    pub(crate) records: u64,
+    /// A record that passed its checksum and does not decode: replay stopped there.
+    pub(crate) damage: Option<JournalDamage>,
+}
+
+/// Applies to `db` (the database `file`) every record of `scan` of a round after the one it
+/// holds and not after `upto`, in order, in one transaction, the format brought up to this
+/// build's on the way. `durable`: commits it durably with quick repair, a checkpoint holding
+/// everything the journal held; else without an fsync (the journal still holds the rounds).
+pub(crate) fn replay(
+    db: &Database,
+    scan: &Scan<'_>,
+    upto: u64,
+    durable: bool,
+    file: &Path,
+    journal: &Path,
+) -> Result<Replayed, StoreError> {
+    let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
+    let mut txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
+    if durable {
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| redb_error(e.into()))?;
+        txn.set_quick_repair(true);
+    } else {
+        txn.set_durability(Durability::None)
+            .map_err(|e| redb_error(e.into()))?;
+    }
+    let mut replayed = Replayed::default();
+    {
+        let mut meta = txn.open_table(META).map_err(|e| redb_error(e.into()))?;
+        let held = meta
+            .get(ROUND_KEY)
+            .map_err(|e| redb_error(e.into()))?
+            .map_or(0, |v| v.value());
+        let format = meta
+            .get(FORMAT_KEY)
+            .map_err(|e| redb_error(e.into()))?
+            .map(|v| v.value());
+        if format != Some(FORMAT_VERSION) {
+            meta.insert(FORMAT_KEY, FORMAT_VERSION)
+                .map_err(|e| redb_error(e.into()))?;
+        }
+        drop(meta);
+        replayed.round = held;
+        let pending = scan
+            .records
+            .iter()
+            .any(|r| r.round > held && r.round <= upto);
+        if !pending && format == Some(FORMAT_VERSION) {
+            // Nothing to write: no commit, so a damaged file is left to the reads to work around
+            txn.abort().map_err(|e| redb_error(e.into()))?;
+            return Ok(replayed);
+        }
+        let mut writer = Writer::new(&txn, None).map_err(redb_error)?;
+        for record in &scan.records {
+            if record.round <= held || record.round > upto {
+                continue;
+            }
+            let ops = match op::decode(record.body) {
+                Ok(ops) => ops,
+                Err(error) => {
+                    replayed.damage = Some(JournalDamage {
+                        file: journal.to_path_buf(),
+                        offset: record.offset,
+                        round: record.round,
+                        reason: format!(
+                            "record {} passes its checksum but does not decode ({error}): it and \
+                             the records after it were not replayed",
+                            record.round
+                        ),
+                        later: 0,
+                    });
+                    break;
+                }
+            };
+            for op in &ops {
+                writer.apply(op).map_err(redb_error)?;
+            }
+            replayed.round = record.round;
+            replayed.records += 1;
+        }
+        writer.finish(replayed.round).map_err(redb_error)?;
+    }
+    txn.commit().map_err(|e| redb_error(e.into()))?;
+    Ok(replayed)
+}
+
+/// What [`recover`] did: the round the database holds, and damage met in the journal.
+#[derive(Debug)]
+pub(crate) struct Recovered {
+    /// The last round the database holds.
+    pub(crate) round: u64,
+    /// The round of the journal's next record.
+    pub(crate) next: u64,
+    pub(crate) damage: Option<JournalDamage>,
+}
+
+/// On open: brings `db` (the database `file`) up to date with `journal`, whose content is `bytes`:
+/// replays its intact records of rounds after the database's and not after `upto` in one
+/// checkpoint commit, then resets the journal to start after them. Damage met is logged, and
+/// the journal as it was is kept beside it (`journal.damaged.<round>`) before the reset. The new
+/// generation starts at `next` or after the database's round, whichever is later: a round
+/// number is never used twice, so a record of a round that failed, left in the file, never
+/// reads as one of the new generation.
+pub(crate) fn recover(
+    db: &Database,
+    journal: &mut super::Journal,
+    bytes: &[u8],
+    upto: u64,
+    next: u64,
+    file: &Path,
+) -> Result<Recovered, StoreError> {
+    let found = super::scan::scan(bytes, journal.path());
+    let replayed = replay(db, &found, upto, true, file, journal.path())?;
+    let damage = found.damage.clone().or(replayed.damage);
+    if let Some(damage) = &damage {
+        tracing::error!(%damage, later = damage.later, "eip-store: the journal is damaged; the store opens with the rounds before the damage");
+        let copy = journal.path().with_file_name(format!(
+            "{}.damaged.{}",
+            super::JOURNAL_FILE,
+            damage.round
+        ));
+        if let Err(error) = std::fs::write(&copy, bytes) {
+            tracing::error!(%error, copy = %copy.display(), "eip-store: the damaged journal could not be kept");
+        }
+    }
+    if replayed.records > 0 {
+        tracing::info!(
+            records = replayed.records,
+            round = replayed.round,
+            "eip-store: replayed the journal"
+        );
+    }
+    // Past every round the file may hold, applied or not
+    let written = found.records.last().map_or(found.first, |r| r.round + 1);
+    let next = next.max(written).max(replayed.round + 1);
+    journal.reset(next)?;
+    Ok(Recovered {
+        round: replayed.round,
+        next,
+        damage,
+    })
+}
