@@ -47,9 +47,8 @@ pub(crate) fn open_database(
     if !existed && found == Some(schema::FORMAT_VERSION) {
         tracing::error!(dir = %dir.display(), "eip-store: the store's journal is missing: rounds committed after its last checkpoint, if any, are lost");
     }
-    let (mut journal, bytes) = Journal::open(dir, config.journal_bytes)?;
-    let recovered = crate::journal::recover(&db, &mut journal, &bytes, u64::MAX, 0, file)?;
-    drop(bytes);
+    let mut journal = Journal::open(dir, config.journal_bytes)?;
+    let recovered = crate::journal::recover(&db, &mut journal, file)?;
     let txn = db.begin_read().map_err(|e| redb_error(e.into()))?;
     let queues = txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;
     let mut states = Vec::new();

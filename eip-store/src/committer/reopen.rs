@@ -38,11 +38,10 @@ impl Committer {
     /// Replays the journal's rounds up to `upto` that the file lacks, then tries a checkpoint.
     fn replay_journal(&mut self, upto: u64) -> Result<(), StoreError> {
         let (db, _) = self.slot.get()?;
-        let bytes = self.journal.read_all()?;
-        let found = crate::journal::scan::scan(&bytes, self.journal.path());
-        let replayed =
-            crate::journal::replay(&db, &found, upto, false, &self.file, self.journal.path())?;
-        drop(found);
+        let path = self.journal.path().to_path_buf();
+        let mut reader = crate::journal::scan::Reader::open(self.journal.file(), &path)?;
+        let replayed = crate::journal::replay(&db, &mut reader, upto, false, &self.file, &path)?;
+        drop(reader);
         drop(db);
         self.applied = replayed.round;
         if let Err(error) = self.checkpoint_now() {

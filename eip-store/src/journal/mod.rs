@@ -53,7 +53,6 @@
 //! database file may grow by about what the journal holds; `journal_bytes` bounds that too.
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -179,8 +178,8 @@ pub(crate) struct Journal {
 
 impl Journal {
     /// Opens the journal of `dir`, creating an empty one if there is none (a new store, or
-    /// one of the format before the journal); answers it with its whole content.
-    pub(crate) fn open(dir: &Path, limit: u64) -> Result<(Journal, Vec<u8>), StoreError> {
+    /// one of the format before the journal).
+    pub(crate) fn open(dir: &Path, limit: u64) -> Result<Journal, StoreError> {
         let path = dir.join(JOURNAL_FILE);
         let io = |source| StoreError::Io {
             path: path.clone(),
@@ -189,7 +188,7 @@ impl Journal {
         if !path.exists() {
             create(dir, &path)?;
         }
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
@@ -201,28 +200,20 @@ impl Journal {
                 reason: "it is not a regular file".into(),
             });
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.read_to_end(&mut bytes).map_err(io)?;
-        let filled = bytes.len() as u64;
-        let journal = Journal {
+        Ok(Journal {
             file,
             path,
             first: 0,
             end: HEADER_LEN,
-            filled,
+            filled: meta.len(),
             limit: limit.max(2 * HEADER_LEN),
             unsynced: false,
-        };
-        Ok((journal, bytes))
+        })
     }
 
-    /// The journal's whole content, as it is now.
-    pub(crate) fn read_all(&self) -> Result<Vec<u8>, StoreError> {
-        let mut bytes = vec![0; usize::try_from(self.filled).unwrap_or(0)];
-        self.file
-            .read_exact_at(&mut bytes, 0)
-            .map_err(|source| self.io(source))?;
-        Ok(bytes)
+    /// The open file, to read it back.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -296,7 +287,7 @@ impl Journal {
         let crc = record_crc(&head[..28], &record[RECORD_HEADER..]);
         head[28..32].copy_from_slice(&crc.to_le_bytes());
         record[..RECORD_HEADER].copy_from_slice(&head);
-        record.resize(scan::padded(record.len()), 0);
+        record.resize(scan::padded(record.len() as u64) as usize, 0);
         let end = self.end + record.len() as u64;
         if end > self.filled {
             self.grow(end)?;

@@ -8,7 +8,7 @@ use redb::{Database, Durability, ReadableTable};
 use super::JournalDamage;
 use super::apply::Writer;
 use super::op;
-use super::scan::Scan;
+use super::scan::Reader;
 use crate::StoreError;
 use crate::schema::{FORMAT_KEY, FORMAT_VERSION, META, ROUND_KEY};
 
@@ -23,17 +23,18 @@ pub(crate) struct Replayed {
     pub(crate) damage: Option<JournalDamage>,
 }
 
-/// Applies to `db` (the database `file`) every record of `scan` of a round after the one it
-/// holds and not after `upto`, in order, in one transaction, the format brought up to this
-/// build's on the way. `durable`: commits it durably with quick repair, a checkpoint holding
-/// everything the journal held; else without an fsync (the journal still holds the rounds).
+/// Applies to `db` (the database `file`) every record `journal` reads of a round after the
+/// one it holds and not after `upto`, in order, in one transaction, the format brought up to
+/// this build's on the way. `durable`: commits it durably with quick repair, a checkpoint
+/// holding everything the journal held; else without an fsync (the journal still holds the
+/// rounds). Reads the journal to its end either way.
 pub(crate) fn replay(
     db: &Database,
-    scan: &Scan<'_>,
+    journal: &mut Reader<'_>,
     upto: u64,
     durable: bool,
     file: &Path,
-    journal: &Path,
+    path: &Path,
 ) -> Result<Replayed, StoreError> {
     let redb_error = |e: redb::Error| StoreError::from_redb(file, e);
     let mut txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
@@ -46,8 +47,8 @@ pub(crate) fn replay(
             .map_err(|e| redb_error(e.into()))?;
     }
     let mut replayed = Replayed::default();
-    {
-        let mut meta = txn.open_table(META).map_err(|e| redb_error(e.into()))?;
+    let (held, format) = {
+        let meta = txn.open_table(META).map_err(|e| redb_error(e.into()))?;
         let held = meta
             .get(ROUND_KEY)
             .map_err(|e| redb_error(e.into()))?
@@ -56,23 +57,12 @@ pub(crate) fn replay(
             .get(FORMAT_KEY)
             .map_err(|e| redb_error(e.into()))?
             .map(|v| v.value());
-        if format != Some(FORMAT_VERSION) {
-            meta.insert(FORMAT_KEY, FORMAT_VERSION)
-                .map_err(|e| redb_error(e.into()))?;
-        }
-        drop(meta);
-        replayed.round = held;
-        let pending = scan
-            .records
-            .iter()
-            .any(|r| r.round > held && r.round <= upto);
-        if !pending && format == Some(FORMAT_VERSION) {
-            // Nothing to write: no commit, so a damaged file is left to the reads to work around
-            txn.abort().map_err(|e| redb_error(e.into()))?;
-            return Ok(replayed);
-        }
+        (held, format)
+    };
+    replayed.round = held;
+    {
         let mut writer = Writer::new(&txn, None).map_err(redb_error)?;
-        for record in &scan.records {
+        while let Some(record) = journal.next()? {
             if record.round <= held || record.round > upto {
                 continue;
             }
@@ -80,7 +70,7 @@ pub(crate) fn replay(
                 Ok(ops) => ops,
                 Err(error) => {
                     replayed.damage = Some(JournalDamage {
-                        file: journal.to_path_buf(),
+                        file: path.to_path_buf(),
                         offset: record.offset,
                         round: record.round,
                         reason: format!(
@@ -99,7 +89,19 @@ pub(crate) fn replay(
             replayed.round = record.round;
             replayed.records += 1;
         }
-        writer.finish(replayed.round).map_err(redb_error)?;
+        if replayed.records > 0 {
+            writer.finish(replayed.round).map_err(redb_error)?;
+        }
+    }
+    if replayed.records == 0 && format == Some(FORMAT_VERSION) {
+        // Nothing to write: no commit, so a damaged file is left to the reads to work around
+        txn.abort().map_err(|e| redb_error(e.into()))?;
+        return Ok(replayed);
+    }
+    if format != Some(FORMAT_VERSION) {
+        let mut meta = txn.open_table(META).map_err(|e| redb_error(e.into()))?;
+        meta.insert(FORMAT_KEY, FORMAT_VERSION)
+            .map_err(|e| redb_error(e.into()))?;
     }
     txn.commit().map_err(|e| redb_error(e.into()))?;
     Ok(replayed)
@@ -115,32 +117,26 @@ pub(crate) struct Recovered {
     pub(crate) damage: Option<JournalDamage>,
 }
 
-/// On open: brings `db` (the database `file`) up to date with `journal`, whose content is `bytes`:
-/// replays its intact records of rounds after the database's and not after `upto` in one
-/// checkpoint commit, then resets the journal to start after them. Damage met is logged, and
-/// the journal as it was is kept beside it (`journal.damaged.<round>`) before the reset. The new
-/// generation starts at `next` or after the database's round, whichever is later: a round
-/// number is never used twice, so a record of a round that failed, left in the file, never
-/// reads as one of the new generation.
+/// On open: brings `db` (the database `file`) up to date with `journal`: replays its intact
+/// records of rounds after the database's in one checkpoint commit, then resets the journal to
+/// start after them. Damage met is logged, and the journal as it was is kept beside it
+/// (`journal.damaged.<round>`) before the reset. The new generation starts past every round
+/// the file may hold, so a record of a round that failed, left in the file, never reads as
+/// one of the new generation.
 pub(crate) fn recover(
     db: &Database,
     journal: &mut super::Journal,
-    bytes: &[u8],
-    upto: u64,
-    next: u64,
     file: &Path,
 ) -> Result<Recovered, StoreError> {
-    let found = super::scan::scan(bytes, journal.path());
-    let replayed = replay(db, &found, upto, true, file, journal.path())?;
-    let damage = found.damage.clone().or(replayed.damage);
+    let path = journal.path().to_path_buf();
+    let mut reader = Reader::open(journal.file(), &path)?;
+    let replayed = replay(db, &mut reader, u64::MAX, true, file, &path)?;
+    let written = reader.round_after();
+    let damage = reader.finish()?.or(replayed.damage);
     if let Some(damage) = &damage {
         tracing::error!(%damage, later = damage.later, "eip-store: the journal is damaged; the store opens with the rounds before the damage");
-        let copy = journal.path().with_file_name(format!(
-            "{}.damaged.{}",
-            super::JOURNAL_FILE,
-            damage.round
-        ));
-        if let Err(error) = std::fs::write(&copy, bytes) {
+        let copy = path.with_file_name(format!("{}.damaged.{}", super::JOURNAL_FILE, damage.round));
+        if let Err(error) = std::fs::copy(&path, &copy) {
             tracing::error!(%error, copy = %copy.display(), "eip-store: the damaged journal could not be kept");
         }
     }
@@ -151,9 +147,7 @@ pub(crate) fn recover(
             "eip-store: replayed the journal"
         );
     }
-    // Past every round the file may hold, applied or not
-    let written = found.records.last().map_or(found.first, |r| r.round + 1);
-    let next = next.max(written).max(replayed.round + 1);
+    let next = written.max(replayed.round + 1);
     journal.reset(next)?;
     Ok(Recovered {
         round: replayed.round,

@@ -6,7 +6,8 @@ use std::path::Path;
 use redb::{ReadableDatabase, TableError};
 
 use super::{Readable, repaired_copy};
-use crate::journal::{self, JournalDamage, scan};
+use crate::journal::scan::Reader;
+use crate::journal::{self, JournalDamage};
 use crate::schema::{META, ROUND_KEY};
 use crate::{StoreError, quiet};
 
@@ -27,20 +28,24 @@ pub(super) fn with_journal(
     file: &Path,
 ) -> Result<(Readable, JournalRead), StoreError> {
     let path = dir.join(journal::JOURNAL_FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let journal_file = match std::fs::File::open(&path) {
+        Ok(journal_file) => journal_file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok((db, JournalRead::default()));
         }
         Err(source) => return Err(StoreError::Io { path, source }),
     };
-    let found = scan::scan(&bytes, &path);
     let held = held_round(&db, file)?;
+    let mut reader = Reader::open(&journal_file, &path)?;
+    let mut pending = false;
+    while let Some(record) = reader.next()? {
+        pending |= record.round > held;
+    }
     let mut read = JournalRead {
         rounds: 0,
-        damage: found.damage.clone(),
+        damage: reader.finish()?,
     };
-    if !found.records.iter().any(|r| r.round > held) {
+    if !pending {
         return Ok((db, read));
     }
     let db = match db {
@@ -56,7 +61,8 @@ pub(super) fn with_journal(
             reason: "no copy of it could be made to replay its journal into".into(),
         });
     };
-    let replayed = quiet::catch(|| journal::replay(copy, &found, u64::MAX, true, file, &path))
+    let mut reader = Reader::open(&journal_file, &path)?;
+    let replayed = quiet::catch(|| journal::replay(copy, &mut reader, u64::MAX, true, file, &path))
         .unwrap_or_else(|detail| Err(StoreError::from_panic(file, detail)))?;
     read.rounds = replayed.records;
     read.damage = read.damage.or(replayed.damage);
