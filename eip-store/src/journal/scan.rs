@@ -13,7 +13,9 @@
 //! stopped was once complete on the disk. Then the records from there on can not be trusted to
 //! be complete or in order; they are not replayed, and the stop is reported as
 //! [`JournalDamage`]. The search looks where the damaged record says it ends (if its header
-//! is intact) or, if not, in the [`SEARCH`] bytes after it. A lazy record (acks only, written
+//! is intact) or, if not, in the [`SEARCH`] bytes after it. Where reading stops at an intact
+//! record of an older generation (the usual end, after a reset), there is nothing to search:
+//! no write of this generation ever reached the disk there, so no later durable one did. A lazy record (acks only, written
 //! without fdatasync) after a hole is no such proof: the page cache may write it back before
 //! an earlier one, and losing it is a redelivery at worst.
 
@@ -193,11 +195,14 @@ impl<'f> Reader<'f> {
     /// follow where reading stopped.
     fn durable_after(&mut self) -> std::io::Result<u64> {
         let stop = self.at;
-        // Where the damaged record says it ends, if its header is intact
         let mut from = match self.header_at(stop)? {
+            // Where the damaged record says it ends, if its header is intact
             Some(r) if r.first == self.first && r.round == self.round => {
                 stop + padded(RECORD_HEADER as u64 + r.len)
             }
+            // An intact record of an older generation: nothing of this one was ever made
+            // durable here, so nothing after it was either (an fdatasync writes all before it)
+            Some(r) if r.first != self.first && self.intact(stop, &r)? => return Ok(0),
             _ => stop + ALIGN as u64,
         };
         let end = self.len.min(from.saturating_add(SEARCH));
