@@ -242,6 +242,13 @@ impl Journal {
         Ok(())
     }
 
+    /// Goes on with the generation `first` the file's header names, which holds no record yet.
+    pub(crate) fn adopt(&mut self, first: u64) {
+        self.first = first;
+        self.end = HEADER_LEN;
+        self.unsynced = false;
+    }
+
     /// Clears `record` and leaves room for a record's header at its start.
     pub(crate) fn begin(record: &mut Vec<u8>) {
         record.clear();

@@ -132,6 +132,7 @@ pub(crate) fn recover(
     let mut reader = Reader::open(journal.file(), &path)?;
     let replayed = replay(db, &mut reader, u64::MAX, true, file, &path)?;
     let written = reader.round_after();
+    let first = reader.first;
     let damage = reader.finish()?.or(replayed.damage);
     if let Some(damage) = &damage {
         tracing::error!(%damage, later = damage.later, "eip-store: the journal is damaged; the store opens with the rounds before the damage");
@@ -148,7 +149,13 @@ pub(crate) fn recover(
         );
     }
     let next = written.max(replayed.round + 1);
-    journal.reset(next)?;
+    if written == first && first == next && damage.is_none() {
+        // A generation with no record yet, after the database's round (a clean close, an
+        // idle checkpoint): it goes on as it is, without a write
+        journal.adopt(first);
+    } else {
+        journal.reset(next)?;
+    }
     Ok(Recovered {
         round: replayed.round,
         next,
