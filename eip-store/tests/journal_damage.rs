@@ -255,3 +255,24 @@ fn a_store_of_the_format_before_the_journal_opens_and_is_brought_up_to_date() {
         "eip-store 2\n"
     );
 }
+
+#[test]
+fn a_damaged_journal_header_is_reported_and_its_records_still_read() {
+    let scratch = ScratchDir::new("journal-header");
+    crashed_store(scratch.path());
+    // The generation field of the header: its checksum fails
+    scribble(scratch.path(), 24, 4);
+    let store = open(scratch.path());
+    let damage = store
+        .journal_damage()
+        .expect("the damage is reported")
+        .clone();
+    assert_eq!(damage.offset, 0, "{damage}");
+    assert_eq!(damage.later, 0, "nothing was lost: {damage}");
+    let queue = store.queue("q").unwrap();
+    assert_eq!(
+        read_all(&queue),
+        (0..20).map(|i| (i, record(i))).collect::<Vec<_>>(),
+        "the first record says which generation the records are of"
+    );
+}
