@@ -30,7 +30,7 @@ pub enum StoreError {
     /// The data directory holds a store of a format this build does not read (a newer eip, or
     /// a damaged `FORMAT` file).
     #[error(
-        "{} says the store has format {found}; this build of eip reads format {supported} and older",
+        "{} says the store has format {found}; this build of eip reads format {supported} (and format 1, which it brings up to date)",
         file.display()
     )]
     UnsupportedFormat {
