@@ -42,6 +42,8 @@ pub(crate) struct Found<'a> {
 
 /// The fields of a record's header.
 struct RecordHeader {
+    /// The bytes its checksum covers, before the checksum itself.
+    covered: [u8; 28],
     len: u64,
     first: u64,
     round: u64,
@@ -57,7 +59,10 @@ impl RecordHeader {
         let u32_at =
             |at: usize| u32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
         let u64_at = |at: usize| u64::from(u32_at(at)) | (u64::from(u32_at(at + 4)) << 32);
+        let mut covered = [0u8; 28];
+        covered.copy_from_slice(&head[..28]);
         Some(RecordHeader {
+            covered,
             len: u64::from(u32_at(4)),
             first: u64_at(8),
             round: u64_at(16),
@@ -256,12 +261,10 @@ impl<'f> Reader<'f> {
 
     /// Whether the record `r` at `at` passes its checksum; its body is left in the buffer.
     fn intact(&mut self, at: u64, r: &RecordHeader) -> std::io::Result<bool> {
-        let mut head = [0u8; RECORD_HEADER];
-        self.file.read_exact_at(&mut head, at)?;
         self.buf.resize(usize::try_from(r.len).unwrap_or(0), 0);
         self.file
             .read_exact_at(&mut self.buf, at + RECORD_HEADER as u64)?;
-        Ok(record_crc(&head[..28], &self.buf) == r.crc)
+        Ok(record_crc(&r.covered, &self.buf) == r.crc)
     }
 
     fn damage_at(&self, offset: u64, round: u64, reason: String, later: u64) -> JournalDamage {
