@@ -34,10 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let elapsed = started.elapsed();
         let after = store.stats();
+        let commits = after.commits - before.commits;
+        let commit_nanos =
+            after.commit_latency.total_nanos - before.commit_latency.total_nanos;
         println!(
-            "{records} records one at a time: {:.1} µs per record, {} commits, {} checkpoints",
+            "{records} records one at a time: {:.1} µs per record, {commits} commits of {:.1} µs on average, {} checkpoints",
             elapsed.as_secs_f64() * 1e6 / records as f64,
-            after.commits - before.commits,
+            commit_nanos as f64 / 1e3 / commits.max(1) as f64,
             after.checkpoints - before.checkpoints
         );
         Ok::<_, Box<dyn std::error::Error>>(())

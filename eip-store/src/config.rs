@@ -14,6 +14,12 @@ pub struct StoreConfig {
     pub full_timeout: Duration,
     /// The memory redb may use to cache pages of the database file. 32 MiB by default.
     pub cache_bytes: usize,
+    /// The size of the write-ahead journal past which the committer makes a checkpoint (a
+    /// durable commit of the database) and starts the journal over. 64 MiB by default. It
+    /// bounds the work of an open after a crash (the journal is replayed) and how far the
+    /// database file can grow between checkpoints (pages freed since the last one are not
+    /// reused before the next); the journal file itself is about this size.
+    pub journal_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -22,6 +28,7 @@ impl Default for StoreConfig {
             max_bytes: None,
             full_timeout: Duration::from_secs(30),
             cache_bytes: 32 << 20,
+            journal_bytes: 64 << 20,
         }
     }
 }

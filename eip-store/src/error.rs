@@ -30,7 +30,7 @@ pub enum StoreError {
     /// The data directory holds a store of a format this build does not read (a newer eip, or
     /// a damaged `FORMAT` file).
     #[error(
-        "{} says the store has format {found}; this build of eip reads format {supported} only",
+        "{} says the store has format {found}; this build of eip reads format {supported} (and format 1, which it brings up to date)",
         file.display()
     )]
     UnsupportedFormat {
@@ -38,7 +38,7 @@ pub enum StoreError {
         file: PathBuf,
         /// The version found, as written there.
         found: String,
-        /// The one version this build reads and writes.
+        /// The version this build writes, the newest it reads.
         supported: u64,
     },
     /// A file where the store expects its database is something else.

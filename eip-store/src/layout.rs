@@ -5,12 +5,17 @@
 //!   [`StoreError::InUse`]. The operating system drops the lock when the
 //!   process dies, so a crash leaves nothing to clean up.
 //! - `store.redb`: the redb database holding every queue and record.
+//! - `journal`: the write-ahead journal ([`journal`](crate::journal)): the rounds committed since
+//!   the database's last checkpoint, replayed by the next open. `journal.new` is one being
+//!   created; `journal.damaged.<round>` a copy of a journal found damaged, kept for inspection.
 //! - `store.redb.new`: a database being created, renamed to `store.redb` once it is initialised
 //!   and on disk; one left over was a creation that never finished and is made again.
-//! - `FORMAT`: written once the database is initialised, `eip-store 1` and a newline. Its presence
+//! - `FORMAT`: written once the database is initialised, `eip-store 2` and a newline. Its presence
 //!   tells a later open that a missing or empty `store.redb` is a lost database, not a new one, so
-//!   records never vanish without an error; its version must be the one this build reads
+//!   records never vanish without an error; its version must be one this build reads
 //!   ([`check_format`]), so a store written by a later eip is refused before anything reads it.
+//!   A store of format 1 (before the journal) is opened and brought to 2: a build that does not
+//!   know the journal then refuses it rather than miss the rounds the journal holds.
 //!
 //! Before redb sees `store.redb`, its first bytes are checked for redb's magic number: anything
 //! else (a text file, random bytes) is [`StoreError::Foreign`].
@@ -20,7 +25,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::StoreError;
-use crate::schema::FORMAT_VERSION;
+use crate::schema::{self, FORMAT_VERSION};
 
 /// The name of the lock file in the data directory.
 pub(crate) const LOCK_FILE: &str = "LOCK";
@@ -60,16 +65,16 @@ pub(crate) fn lock(dir: &Path) -> Result<File, StoreError> {
     }
 }
 
-/// Checks that `FORMAT`, if the directory has one, names the format this build reads: anything
+/// Checks that `FORMAT`, if the directory has one, names a format this build reads: anything
 /// else (another version, other text) is [`StoreError::UnsupportedFormat`] naming the file, what
-/// it says and the version supported.
-pub(crate) fn check_format(dir: &Path) -> Result<(), StoreError> {
+/// it says and the newest version supported. Answers the version, if there is a `FORMAT`.
+pub(crate) fn check_format(dir: &Path) -> Result<Option<u64>, StoreError> {
     let path = dir.join(FORMAT_FILE);
     let mut content = Vec::new();
     match File::open(&path) {
         // A few bytes say it all; a huge file is not read whole
         Ok(file) => file.take(64).read_to_end(&mut content).map_err(io(&path))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(StoreError::Io { path, source }),
     };
     let text = String::from_utf8_lossy(&content);
@@ -77,8 +82,10 @@ pub(crate) fn check_format(dir: &Path) -> Result<(), StoreError> {
         Some((FORMAT_WORD, version)) => version.to_string(),
         _ => format!("{:?}", text.trim_end()),
     };
-    if found.parse::<u64>() == Ok(FORMAT_VERSION) {
-        return Ok(());
+    if let Ok(version) = found.parse::<u64>()
+        && schema::is_readable(version)
+    {
+        return Ok(Some(version));
     }
     Err(StoreError::UnsupportedFormat {
         file: path,
@@ -143,10 +150,11 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
-/// Writes `FORMAT` (durably, with its directory entry) once the database is initialised.
-pub(crate) fn mark_initialised(dir: &Path) -> Result<(), StoreError> {
+/// Writes `FORMAT` (durably, with its directory entry) once the database is initialised, or
+/// brings an older one (`found`) to this build's version.
+pub(crate) fn mark_initialised(dir: &Path, found: Option<u64>) -> Result<(), StoreError> {
     let path = dir.join(FORMAT_FILE);
-    if path.exists() {
+    if found == Some(FORMAT_VERSION) || (found.is_none() && path.exists()) {
         return Ok(());
     }
     // Written whole under another name and renamed: a process killed halfway leaves no

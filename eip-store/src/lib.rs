@@ -9,24 +9,26 @@
 //!
 //! ## Guarantees
 //!
-//! - **Durable appends.** An [`AppendTicket`] resolves `Ok(seq)` only once the commit holding the
-//!   record is fsynced. After a crash (a killed process, a power loss) the store reopens with every
-//!   record whose ticket resolved `Ok`, minus those whose ack was committed.
+//! - **Durable appends.** An [`AppendTicket`] resolves `Ok(seq)` only once the round holding the
+//!   record is fsynced (in the write-ahead journal, see below). After a crash (a killed process,
+//!   a power loss) the store reopens with every record whose ticket resolved `Ok`, minus those
+//!   whose ack was committed.
 //! - **Durable key tables.** A [`KeyTable::put`] or [`KeyTable::remove`] ticket resolves only
-//!   once the commit holding it is fsynced; after a crash the table holds every change whose
+//!   once the round holding it is fsynced; after a crash the table holds every change whose
 //!   ticket resolved. An entry whose expiry has come reads as absent at once;
 //!   [`KeyTable::expire`] deletes such entries, at most [`EXPIRE_LIMIT`] per commit.
-//! - **Atomic batches.** A [`Batch`] (acks, appends, puts, removes) is written into ONE commit:
-//!   after a crash every effect of it is in the file or none is. Its [`BatchTicket`] resolves
-//!   once that commit is fsynced, so an ack in a batch is durable when the batch resolves. A
+//! - **Atomic batches.** A [`Batch`] (acks, appends, puts, removes) is written into ONE round
+//!   (one transaction, one journal record): after a crash every effect of it is in the store or
+//!   none is. Its [`BatchTicket`] resolves once that round is fsynced, so an ack in a batch is
+//!   durable when the batch resolves. A
 //!   batch that can not be committed whole (it would pass `max_bytes`, a queue of it was
 //!   removed, a handle of another store, a failed commit) fails whole and changes nothing, in
 //!   the file or in memory.
 //! - **Group commit.** One committer thread writes every append, ack, batch and key table change
-//!   queued since its last commit in one redb write transaction with one fsync; concurrent
-//!   appenders share commits ([`DurableStore::stats`] counts them). Batches share them too, each
-//!   still whole.
-//! - **Lazy acks.** [`QueueLog::ack`] never waits: the deletion rides with the next commit, or a
+//!   queued since its last round in one redb write transaction and one journal record with one
+//!   fdatasync; concurrent appenders share rounds ([`DurableStore::stats`] counts them as
+//!   commits). Batches share them too, each still whole.
+//! - **Lazy acks.** [`QueueLog::ack`] never waits: the deletion rides with the next round, or a
 //!   timer commits it within a few milliseconds (without fsync). A lost ack is a redelivery after
 //!   restart, never a lost record. [`DurableStore::flush`] and dropping the store make acks durable.
 //! - **Sequence numbers** are per queue, start at 0, only grow, and survive restarts.
@@ -66,24 +68,40 @@
 //!   length and live bytes, plus the acks not yet committed, and each key table its live bytes;
 //!   redb's page cache is bounded by [`StoreConfig::cache_bytes`].
 //!
-//! ## Why a torn commit is invisible
+//! ## Crashes and the journal
 //!
-//! redb keeps two commit slots in its header and a "god byte" that names the current one. A
-//! commit writes the new B-tree pages (copy on write, never over live pages), writes the new root
-//! and its checksum into the inactive slot, flips the god byte and fsyncs. After a crash, redb
-//! verifies the slot's checksums and, if the newest commit is incomplete, falls back to the
-//! previous one; its repair then walks the trees and rebuilds the allocator state. A crash thus
-//! exposes either the whole last commit or none of it; and a ticket resolves only after its
-//! commit's fsync returned. That repair reads the whole file, so an open after a crash in the
-//! middle of traffic takes time in proportion to the data. Once the committer has had nothing to
-//! do for 100 ms after a commit, it records a *checkpoint*: a commit with redb's quick repair,
-//! which saves the allocator state in the file and is made in two phases (two fsyncs). An open
-//! after a crash that finds a checkpoint as the last commit loads that state instead of
-//! repairing, and reads only what an open after a clean close reads: the `queues` table and each
-//! queue's table root. Messages waiting in a store that was quiet for a moment thus come back at
-//! once after a crash ([`StoreStats::checkpoints`] counts the checkpoints).
+//! Each round of the committer is written twice: as ONE record of a write-ahead journal (the
+//! file `journal`: the round's changes with explicit values, a length and a CRC-32C), which is
+//! fdatasynced, and into redb in a write transaction committed without an fsync. A ticket
+//! resolves once the journal's fdatasync returned. Every so often (the journal passes
+//! [`StoreConfig::journal_bytes`], the store is idle for 100 ms, at close, after a failure) a
+//! *checkpoint* commits the database durably, with redb's quick repair, and starts the journal
+//! over ([`StoreStats::checkpoints`] counts them). A window-1 send thus costs one write and one
+//! fdatasync, and many concurrent sends share them.
 //!
-//! A batch is all or nothing for the same reason: it is never split between two commits, and
+//! After a crash, redb opens at its last durable commit, a checkpoint, which records the
+//! allocator state: it reads nothing else (no repair of the whole file). The open then reads the
+//! round number that commit recorded and replays every intact journal record of a later round,
+//! in order, through the same code that applied it the first time; then it makes a checkpoint
+//! and starts the journal over. An open after a crash in the middle of traffic thus costs the
+//! traffic since the last checkpoint, not the data waiting. A torn record at the journal's end
+//! (the crash cut it) is where the replay stops; it was never acknowledged. A damaged record
+//! followed by intact durable ones is damage: the store opens with the rounds before it, keeps
+//! the journal as it was beside it (`journal.damaged.<round>`), logs it and reports it
+//! ([`DurableStore::journal_damage`]). [`check`] and [`salvage`] read the journal too: they see
+//! what an open would see, without changing the store (they replay into a copy).
+//!
+//! redb keeps two commit slots in its header and a "god byte" that names the current one; a
+//! durable commit writes the new B-tree pages (copy on write, never over live pages), the new
+//! root and its checksum into the inactive slot, flips the god byte and fsyncs. A crash thus
+//! exposes either the whole last checkpoint or the one before it, never a part of one; and a
+//! journal record is replayed whole or not at all.
+//!
+//! Between checkpoints, redb can not reuse the pages freed since the last durable commit, so the
+//! database file can grow by about what the journal holds before it is reused; `journal_bytes`
+//! bounds that.
+//!
+//! A batch is all or nothing for the same reason: it is never split between two rounds, and
 //! the committer checks everything that could refuse part of it (a removed queue) before it
 //! writes any of it, so what can still fail fails the whole transaction.
 //!
@@ -94,13 +112,14 @@
 //!
 //! ## Layout
 //!
-//! The data directory holds `LOCK`, `FORMAT` and `store.redb`; the tables of `store.redb` are
+//! The data directory holds `LOCK`, `FORMAT`, `journal` and `store.redb`; the tables of `store.redb` are
 //! one records table per queue (sequence number → record), a `queues` table (name → id, head,
 //! live bytes), written together in each commit, and the `quarantine` of damaged records; and,
 //! once a key table is declared, a `tables` table (name → id, live bytes) with an entries table
 //! and an expiry index per key table (see `schema`). Those are created lazily, so a store
-//! written before key tables existed opens unchanged and its format (`FORMAT`, 1) stays; a
-//! build from before key tables opens a store that has them, and ignores them.
+//! written before key tables existed opens unchanged. A store of format 1 (before the journal)
+//! opens as one with an empty journal and is brought to format 2, which builds from before the
+//! journal refuse: they would not replay it.
 //!
 //! ## Example
 //!
@@ -144,8 +163,10 @@ mod committer;
 mod config;
 mod error;
 mod frame;
+mod journal;
 mod latency;
 mod layout;
+mod open;
 mod quarantine;
 mod queue;
 mod quiet;
@@ -161,6 +182,7 @@ mod ticket;
 pub use batch::Batch;
 pub use config::StoreConfig;
 pub use error::StoreError;
+pub use journal::JournalDamage;
 pub use latency::{COMMIT_BUCKETS, CommitLatency};
 pub use quarantine::QuarantinedRecord;
 pub use queue::{Damage, QueueLog, ReadPage};

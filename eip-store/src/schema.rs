@@ -1,7 +1,9 @@
 //! The tables of `store.redb`.
 //!
 //! - `eip-store` (`&str → u64`): `"format"` → the format version, [`FORMAT_VERSION`]. A redb file
-//!   with other tables and without this one belongs to another program.
+//!   with other tables and without this one belongs to another program. `"round"` → the last
+//!   committer round the database holds (see [`journal`](crate::journal)): written by every
+//!   transaction of the committer, read by an open to know which journal records to replay.
 //! - `queues` (`&str → (u32, u64, u64)`): queue name → (queue id, head, live bytes). Head is the
 //!   next sequence number, kept here so that sequence numbers keep growing across restarts even
 //!   when every record has been acknowledged and deleted. Live bytes lets an open rebuild
@@ -16,7 +18,7 @@
 //!
 //! - `tables` (`&str → (u32, u64)`): key table name → (table id, live bytes). Created by the
 //!   first [`DurableStore::table`](crate::DurableStore::table) declared: a store written before
-//!   key tables existed has none, and opens as it is (the format stays 1).
+//!   key tables existed has none, and opens as it is.
 //! - `keys/<id>` (`&[u8] → &[u8]`), one per key table: key → entry, framed with a checksum and
 //!   its expiry ([`table::entry`](crate::table)).
 //! - `expiry/<id>` (`(u64, &[u8]) → ()`), one per key table: (expiry in ms since the epoch, key)
@@ -33,8 +35,20 @@ use redb::TableDefinition;
 pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("eip-store");
 /// The key of the format version in [`META`].
 pub(crate) const FORMAT_KEY: &str = "format";
-/// The format this build writes and reads.
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// The key of the last round the database holds in [`META`].
+pub(crate) const ROUND_KEY: &str = "round";
+/// The format this build writes. 2: the store has a write-ahead journal, whose rounds after the
+/// database's own must be replayed before anything reads it; a build that does not know the
+/// journal must refuse such a store, or it would miss acknowledged records.
+pub(crate) const FORMAT_VERSION: u64 = 2;
+/// The oldest format this build reads: 1, the store before the journal (opened as a store with
+/// an empty journal, and brought to [`FORMAT_VERSION`] by the open).
+pub(crate) const OLDEST_FORMAT: u64 = 1;
+
+/// Whether this build reads a store of format `version`.
+pub(crate) fn is_readable(version: u64) -> bool {
+    (OLDEST_FORMAT..=FORMAT_VERSION).contains(&version)
+}
 /// Queue name → (id, head, live bytes).
 pub(crate) const QUEUES: TableDefinition<&str, (u32, u64, u64)> = TableDefinition::new("queues");
 

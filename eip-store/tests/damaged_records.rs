@@ -114,7 +114,7 @@ fn a_store_of_an_unknown_format_version_is_refused_naming_file_and_versions() {
     let dir = ScratchDir::new("format-9");
     store_with(dir.path(), 3, 10);
     let format = dir.path().join("FORMAT");
-    assert_eq!(std::fs::read_to_string(&format).unwrap(), "eip-store 1\n");
+    assert_eq!(std::fs::read_to_string(&format).unwrap(), "eip-store 2\n");
     std::fs::write(&format, "eip-store 9\n").unwrap();
     let error = DurableStore::open(dir.path(), StoreConfig::default()).unwrap_err();
     match &error {
@@ -122,13 +122,13 @@ fn a_store_of_an_unknown_format_version_is_refused_naming_file_and_versions() {
             file,
             found,
             supported,
-        } => assert_eq!((file, found.as_str(), *supported), (&format, "9", 1)),
+        } => assert_eq!((file, found.as_str(), *supported), (&format, "9", 2)),
         other => panic!("expected UnsupportedFormat, got {other:?}"),
     }
     let message = error.to_string();
     assert!(message.contains(&format.display().to_string()), "{message}");
     assert!(
-        message.contains("format 9") && message.contains("format 1"),
+        message.contains("format 9") && message.contains("format 2"),
         "{message}"
     );
 
@@ -138,6 +138,6 @@ fn a_store_of_an_unknown_format_version_is_refused_naming_file_and_versions() {
         matches!(&error, StoreError::UnsupportedFormat { found, .. } if found.contains("something else")),
         "{error:?}"
     );
-    std::fs::write(&format, "eip-store 1\n").unwrap();
+    std::fs::write(&format, "eip-store 2\n").unwrap();
     assert_eq!(open(dir.path()).queue("q").unwrap().len(), 3);
 }

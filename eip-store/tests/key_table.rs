@@ -165,7 +165,7 @@ fn a_store_written_before_key_tables_opens_and_keeps_its_format() {
     }
     let format = std::fs::read_to_string(dir.path().join("FORMAT")).unwrap();
     assert_eq!(
-        format, "eip-store 1\n",
+        format, "eip-store 2\n",
         "tables are added lazily, the format stays"
     );
     let store = open(dir.path());

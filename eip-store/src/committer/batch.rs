@@ -48,8 +48,8 @@ impl Round<'_, '_> {
                     key,
                     value,
                     expires_at,
-                } => self.keys.put(table, key, value, *expires_at)?,
-                Op::Remove { table, key } => self.keys.remove(table, key)?,
+                } => self.keys.put(&mut self.w, table, key, value, *expires_at)?,
+                Op::Remove { table, key } => self.keys.remove(&mut self.w, table, key)?,
             }
         }
         Ok(())

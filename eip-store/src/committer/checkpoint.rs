@@ -1,21 +1,22 @@
-//! Checkpoints: a commit that lets the next open after a crash skip redb's full repair.
+//! Checkpoints: a durable commit of the database, after which the journal starts over.
 //!
-//! After a crash redb must trust the last durable commit and know which pages are in use. With
-//! the one-phase commits the committer makes (one fsync each), it learns both by walking every
-//! tree of the file: it verifies every page's checksum and rebuilds the allocator state, so the
-//! first open after a crash reads the whole file (seconds for a million records waiting, more
-//! from a cold disk). A commit with redb's *quick repair* instead records the allocator state in
-//! the file and is made in two phases (the new commit slot is fsynced before the header names it,
-//! then the header is fsynced): an open after a crash that finds such a commit last loads the
-//! recorded state and reads nothing else. It costs two fsyncs and the allocator's bitmaps, too
-//! much for every append, so the committer records one only when it has been idle for
-//! [`IDLE_CHECKPOINT`](super::IDLE_CHECKPOINT) after a commit: messages waiting in a quiet
-//! store recover at once, and a crash in the middle of traffic still gets the full repair.
+//! The committer's rounds reach the database without an fsync; what makes them durable is the
+//! journal ([`journal`](crate::journal)). A checkpoint makes the database durable on its own: a
+//! commit with redb's *quick repair*, which records the allocator state in the file and is made
+//! in two phases (the new commit slot is fsynced before the header names it, then the header).
+//! The journal's rounds are then all in the durable database, and the journal is reset: a new
+//! header, fdatasynced, whose generation starts after the last round.
 //!
-//! A checkpoint changes no table, so it changes nothing a reader sees; it is durable, so the
-//! acks committed without an fsync before it are durable after it. Whether the last commit was
-//! a checkpoint or not, redb's recovery gives the same data (the last durable commit); only the
-//! time it takes differs.
+//! Since every durable commit of the database is such a commit, an open after a crash finds a
+//! quick repair commit as the last durable one: it loads the recorded allocator state instead of
+//! walking every tree (which reads the whole file), then replays the journal. A checkpoint is
+//! made when the journal passes its limit ([`StoreConfig::journal_bytes`](crate::StoreConfig)),
+//! when the committer has been idle for [`IDLE_CHECKPOINT`](super::IDLE_CHECKPOINT) after a
+//! round, before the first record after a failure, and at close. It changes no table, so it
+//! changes nothing a reader sees.
+//!
+//! A crash between the commit and the reset leaves a journal whose rounds the database holds:
+//! the next open skips them (it replays only rounds after the database's own).
 
 use std::sync::atomic::Ordering;
 
@@ -25,23 +26,29 @@ use super::Committer;
 use crate::StoreError;
 
 impl Committer {
-    /// Records a checkpoint; on failure says so and leaves the next commit to find out whether
-    /// the file needs reopening (a checkpoint only saves time, never data).
+    /// Records a checkpoint; on failure says so and leaves the next round to find out whether
+    /// the file needs reopening (the journal keeps every round until a checkpoint succeeds).
     pub(super) fn checkpoint(&mut self) {
-        let file = self.file.clone();
-        let outcome = crate::quiet::catch(|| self.write_checkpoint())
-            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)));
         self.checkpoint_due = false;
-        match outcome {
+        match self.checkpoint_now() {
             Ok(()) => {
                 self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-                self.unsynced_commits = 0;
-                self.unsynced_acks.clear();
             }
             Err(error) => {
-                tracing::warn!(%error, "eip-store: an idle checkpoint failed; the next open after a crash repairs the whole file");
+                tracing::warn!(%error, "eip-store: a checkpoint failed; the journal keeps the rounds since the last one");
             }
         }
+    }
+
+    /// Commits the database durably with quick repair, then starts the journal over.
+    pub(super) fn checkpoint_now(&mut self) -> Result<(), StoreError> {
+        let file = self.file.clone();
+        crate::quiet::catch(|| self.write_checkpoint())
+            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
+        self.journal.reset(self.round + 1)?;
+        self.needs_reset = false;
+        self.unsynced_commits = 0;
+        Ok(())
     }
 
     fn write_checkpoint(&self) -> Result<(), StoreError> {

@@ -3,7 +3,8 @@
 //!
 //! A put replaces the entry under its key and frees the replaced entry's bytes (and its row in
 //! the expiry index, if its expiry can be trusted); an expiry deletes only the entries whose own,
-//! checksummed, expiry has come, so a damaged or stale index row never deletes a live entry.
+//! checksummed, expiry has come, so a damaged or stale index row never deletes a live entry
+//! (both applied by the journal's [`Writer`], which journals them as it applies them).
 //! The expired entries an expiry looks at are found beforehand in a read transaction
 //! ([`Committer::gather_expired`]), so a damaged page of the index costs that expiry what it
 //! could not read, not the whole round.
@@ -12,11 +13,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use redb::{ReadTransaction, ReadableTable, Table, TableError, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, TableError};
 
 use super::{Committer, Effect};
-use crate::schema::{self, ExpiryKey, TABLES};
-use crate::table::entry::{self, NEVER};
+use crate::journal::Op;
+use crate::journal::apply::Writer;
+use crate::schema;
 use crate::table::{EXPIRE_LIMIT, TableRegistry, TableState};
 
 /// What one round does to one key table, applied to memory once the commit succeeded.
@@ -26,18 +28,8 @@ pub(super) struct TouchedTable {
     pub(super) freed: u64,
 }
 
-/// The two tables of one key table, open in a round.
-struct Open<'txn> {
-    entries: Table<'txn, &'static [u8], &'static [u8]>,
-    expiry: Table<'txn, ExpiryKey, ()>,
-}
-
-/// The key tables' part of a round's write transaction.
-pub(super) struct KeyRound<'txn, 'a> {
-    txn: &'txn WriteTransaction,
-    /// The `tables` table, opened (or created) by the first declaration of the round.
-    rows: Option<Table<'txn, &'static str, (u32, u64)>>,
-    open: HashMap<u32, Open<'txn>>,
+/// The key tables' part of a round.
+pub(super) struct KeyRound<'a> {
     /// Tables declared earlier in this round, by name.
     declared: HashMap<String, Arc<TableState>>,
     touched: &'a mut HashMap<u32, TouchedTable>,
@@ -45,44 +37,18 @@ pub(super) struct KeyRound<'txn, 'a> {
     next_id: &'a mut u32,
 }
 
-impl<'txn, 'a> KeyRound<'txn, 'a> {
+impl<'a> KeyRound<'a> {
     pub(super) fn new(
-        txn: &'txn WriteTransaction,
         touched: &'a mut HashMap<u32, TouchedTable>,
         registry: &'a TableRegistry,
         next_id: &'a mut u32,
     ) -> Self {
         KeyRound {
-            txn,
-            rows: None,
-            open: HashMap::new(),
             declared: HashMap::new(),
             touched,
             registry,
             next_id,
         }
-    }
-
-    fn rows(&mut self) -> Result<&mut Table<'txn, &'static str, (u32, u64)>, redb::Error> {
-        if self.rows.is_none() {
-            self.rows = Some(self.txn.open_table(TABLES)?);
-        }
-        self.rows
-            .as_mut()
-            .ok_or_else(|| redb::Error::Corrupted("a table just opened is gone".into()))
-    }
-
-    fn tables(&mut self, table: &TableState) -> Result<&mut Open<'txn>, redb::Error> {
-        if !self.open.contains_key(&table.id) {
-            let open = Open {
-                entries: self.txn.open_table(schema::keys(&table.keys))?,
-                expiry: self.txn.open_table(schema::expiry(&table.expiry))?,
-            };
-            self.open.insert(table.id, open);
-        }
-        self.open
-            .get_mut(&table.id)
-            .ok_or_else(|| redb::Error::Corrupted("a table just opened is gone".into()))
     }
 
     fn touch(&mut self, table: &Arc<TableState>) -> &mut TouchedTable {
@@ -99,6 +65,7 @@ impl<'txn, 'a> KeyRound<'txn, 'a> {
     /// table either way, `created` whether this made it.
     pub(super) fn declare(
         &mut self,
+        w: &mut Writer<'_, '_>,
         name: &str,
         state: &mut Option<Arc<TableState>>,
         created: &mut bool,
@@ -116,8 +83,7 @@ impl<'txn, 'a> KeyRound<'txn, 'a> {
             redb::Error::Corrupted("no key table id left (2^32 tables declared)".into())
         })?;
         let table = Arc::new(TableState::new(name.to_owned(), id, 0));
-        self.rows()?.insert(name, (id, 0))?;
-        self.tables(&table)?;
+        w.apply(&Op::DeclareTable { name, id })?;
         self.declared.insert(name.to_owned(), table.clone());
         *state = Some(table);
         *created = true;
@@ -127,43 +93,36 @@ impl<'txn, 'a> KeyRound<'txn, 'a> {
     /// Stores `value` under `key`, replacing (and freeing) what was there.
     pub(super) fn put(
         &mut self,
+        w: &mut Writer<'_, '_>,
         table: &Arc<TableState>,
         key: &[u8],
         value: &[u8],
         expires_at: u64,
     ) -> Result<(), redb::Error> {
-        let stored = entry::encode(table.id, key, expires_at, value);
-        let open = self.tables(table)?;
-        let old = open
-            .entries
-            .insert(key, stored.as_slice())?
-            .map(|old| old.value().to_vec());
-        let freed = match old {
-            Some(old) => forget(open, table, key, &old)?,
-            None => 0,
-        };
-        if expires_at != NEVER {
-            open.expiry.insert((expires_at, key), ())?;
-        }
+        let applied = w.apply(&Op::Put {
+            table: table.id,
+            key,
+            value,
+            expires_at,
+        })?;
         let t = self.touch(table);
         t.added += (key.len() + value.len()) as u64;
-        t.freed += freed;
+        t.freed += applied.freed;
         Ok(())
     }
 
     /// Deletes the entry under `key`, if there is one, freeing its bytes.
     pub(super) fn remove(
         &mut self,
+        w: &mut Writer<'_, '_>,
         table: &Arc<TableState>,
         key: &[u8],
     ) -> Result<(), redb::Error> {
-        let open = self.tables(table)?;
-        let old = open.entries.remove(key)?.map(|old| old.value().to_vec());
-        let freed = match old {
-            Some(old) => forget(open, table, key, &old)?,
-            None => 0,
-        };
-        self.touch(table).freed += freed;
+        let applied = w.apply(&Op::Remove {
+            table: table.id,
+            key,
+        })?;
+        self.touch(table).freed += applied.freed;
         Ok(())
     }
 
@@ -171,67 +130,38 @@ impl<'txn, 'a> KeyRound<'txn, 'a> {
     /// own expiry says they have expired; every candidate's index row goes.
     pub(super) fn expire(
         &mut self,
+        w: &mut Writer<'_, '_>,
         table: &Arc<TableState>,
         now_ms: u64,
         candidates: &[(u64, Vec<u8>)],
     ) -> Result<(), redb::Error> {
-        let open = self.tables(table)?;
-        let mut freed = 0;
-        for (at, key) in candidates {
-            open.expiry.remove((*at, key.as_slice()))?;
-            let Some(stored) = open
-                .entries
-                .get(key.as_slice())?
-                .map(|v| v.value().to_vec())
-            else {
-                continue;
-            };
-            match entry::decode(table.id, key, &stored) {
-                Some(entry) if entry.expires_at == *at && entry.is_expired(now_ms) => {
-                    open.entries.remove(key.as_slice())?;
-                    freed += entry::live_len(key, &stored);
-                }
-                // Put again since (with another expiry), or damaged: not this row's to delete
-                _ => {}
-            }
-        }
-        self.touch(table).freed += freed;
+        let applied = w.apply(&Op::Expire {
+            table: table.id,
+            now_ms,
+            candidates: candidates
+                .iter()
+                .map(|(at, key)| (*at, key.as_slice()))
+                .collect(),
+        })?;
+        self.touch(table).freed += applied.freed;
         Ok(())
     }
 
     /// Writes the `tables` row of every key table this round changed.
-    pub(super) fn write_rows(&mut self) -> Result<(), redb::Error> {
-        let rows: Vec<(Arc<TableState>, u64)> = self
-            .touched
-            .values()
-            .filter(|t| t.added > 0 || t.freed > 0)
-            .map(|t| {
-                let bytes = t.table.bytes.load(Ordering::Acquire) + t.added;
-                (t.table.clone(), bytes.saturating_sub(t.freed))
-            })
-            .collect();
-        for (table, bytes) in rows {
-            self.rows()?
-                .insert(table.name.as_str(), (table.id, bytes))?;
+    pub(super) fn write_rows(&mut self, w: &mut Writer<'_, '_>) -> Result<(), redb::Error> {
+        for t in self.touched.values() {
+            if t.added == 0 && t.freed == 0 {
+                continue;
+            }
+            let bytes = (t.table.bytes.load(Ordering::Acquire) + t.added).saturating_sub(t.freed);
+            w.apply(&Op::TableRow {
+                name: &t.table.name,
+                id: t.table.id,
+                bytes,
+            })?;
         }
         Ok(())
     }
-}
-
-/// After the entry `old` under `key` was replaced or deleted: its expiry index row goes (if its
-/// expiry can be trusted); answers the bytes it freed.
-fn forget(
-    open: &mut Open<'_>,
-    table: &TableState,
-    key: &[u8],
-    old: &[u8],
-) -> Result<u64, redb::Error> {
-    if let Some(entry) = entry::decode(table.id, key, old)
-        && entry.expires_at != NEVER
-    {
-        open.expiry.remove((entry.expires_at, key))?;
-    }
-    Ok(entry::live_len(key, old))
 }
 
 impl Committer {

@@ -1,20 +1,23 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
 //! Appends, acks, records set aside, declarations and removals of queues and key tables,
-//! batches and expiries reach it through one channel. Each round it takes
-//! every job queued since the last commit (up to [`MAX_BATCH`]), writes them all in ONE redb write
-//! transaction, commits, and only then updates the queues in memory and answers the jobs. While
-//! one commit waits for its fsync, the next appends queue up and share the next commit: one
-//! appender gets one commit per record, 256 concurrent appenders about one commit per 256 records.
+//! batches and expiries reach it through one channel. Each round it takes every job queued
+//! since the last round (up to [`MAX_BATCH`]), writes them all in ONE redb write transaction,
+//! which also encodes them as ONE record of the write-ahead journal ([`journal`](crate::journal)),
+//! writes that record, and only then commits the transaction (without an fsync), updates the
+//! queues in memory and answers the jobs. While one round waits for its fsync, the next appends
+//! queue up and share the next round: one appender gets one round per record, 256 concurrent
+//! appenders about one round per 256 records.
 //!
-//! - A round holding anything but acks commits at once, durably ([`Durability::Immediate`]):
-//!   every append ticket it answers is on disk.
-//! - Acks alone wait up to [`ACK_DELAY`] for company, then commit without an fsync
-//!   ([`Durability::None`]); the next durable commit (an append, a flush, the close) makes them
-//!   durable too. A crash in between loses acks only, which means redeliveries, never lost
-//!   records.
+//! - A round holding anything but acks is durable: its record is fdatasynced before the
+//!   transaction commits, so every ticket it answers is on disk, in the journal.
+//! - Acks alone wait up to [`ACK_DELAY`] for company; their record is written without an
+//!   fsync, and the next durable record (an append, a flush, the close) makes them durable too.
+//!   A crash in between loses acks only, which means redeliveries, never lost records.
+//! - Checkpoints (`checkpoint`) make the database durable on its own and start the journal
+//!   over: when the journal is full, when the committer has been idle, after a failure, at close.
 //! - When the last handle of the store is dropped the channel closes: the committer writes what
-//!   is still queued, commits durably, marks the store closed and ends.
+//!   is still queued, makes a checkpoint, marks the store closed and ends.
 //!
 //! - A batch (`batch`) is written whole into its round's transaction or, if a queue of it was
 //!   removed, not at all; key tables' changes (`keys`) are written beside the queues', and each
@@ -23,11 +26,19 @@
 //! The thread is a plain `std::thread`, so fsyncs never block an async runtime; answers go back
 //! through `tokio::sync::oneshot`, which needs no runtime.
 //!
-//! If a commit fails, the file is reopened and the round tried once more (`reopen`, for the
-//! storage engine refuses everything after a failed write); if that fails too, every job of the
-//! round fails with the same error: appended bytes are given back, acks are undone (their
-//! records will be read again after the next open), a damaged record stays in its queue (still
-//! counted and passed over), and memory is left as it was.
+//! Failures. If writing the transaction fails, the file is reopened (`reopen`, for the storage
+//! engine refuses everything after a failed write: the reopen replays the journal's applied
+//! rounds into it) and the round tried once more. If writing or syncing the journal fails, the
+//! transaction is dropped. If the transaction can not be committed after its record was
+//! written, the reopen replays that record too, and the round succeeds if it did. Whatever fails
+//! in the end fails every job of the round with the same error: appended bytes are given back,
+//! acks are undone (their records will be read again after the next open), a damaged record
+//! stays in its queue (still counted and passed over), and memory is left as it was. The round
+//! number of a failed round is never used again, and the journal is started over (after a
+//! checkpoint) before the next record, so the failed record is never replayed by this process.
+//! A record that reached the disk before its round failed, though, is replayed by an open after
+//! a crash that comes before that next checkpoint: like a commit whose fsync reported an error,
+//! a failed append may turn out to be stored.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -54,8 +65,9 @@ use round::Round;
 
 use crate::StoreError;
 use crate::batch::Op;
+use crate::journal::apply::Writer;
+use crate::journal::{Journal, WriteError};
 use crate::queue::QueueState;
-use crate::schema::QUEUES;
 use crate::slot::Slot;
 use crate::space::Space;
 use crate::store::Registry;
@@ -66,8 +78,10 @@ use crate::ticket::Reply;
 pub(crate) const ACK_DELAY: Duration = Duration::from_millis(5);
 /// The most jobs one commit takes, bounding its latency and memory.
 pub(crate) const MAX_BATCH: usize = 4096;
-/// After this many commits without fsync in a row, the next ack-only commit is durable.
+/// After this many rounds without fsync in a row, the next ack-only round is durable.
 const MAX_UNSYNCED_COMMITS: u32 = 64;
+/// A round's record buffer larger than this is not kept for the next round.
+const RECORD_KEPT: usize = 16 << 20;
 /// How long the committer waits with nothing to do before it records a checkpoint
 /// (`checkpoint`): a crash after it reopens without reading the whole file.
 pub(crate) const IDLE_CHECKPOINT: Duration = Duration::from_millis(100);
@@ -171,12 +185,36 @@ pub(crate) struct Committer {
     pub(crate) tables: Arc<TableRegistry>,
     pub(crate) next_table_id: u32,
     pub(crate) unsynced_commits: u32,
-    /// Acks committed without an fsync since the last durable commit: a reopen of the file may
-    /// lose them, so it deletes them again.
-    pub(crate) unsynced_acks: Vec<(Arc<QueueState>, u64)>,
     /// Whether something was committed (or the file opened) since the last checkpoint, so that
     /// the next idle moment records one.
     pub(crate) checkpoint_due: bool,
+    /// The write-ahead journal.
+    pub(crate) journal: Journal,
+    /// The record of the round being written, kept for its buffer.
+    pub(crate) record: Vec<u8>,
+    /// The last round number used (applied or failed: never used again).
+    pub(crate) round: u64,
+    /// The last round applied to the database and memory.
+    pub(crate) applied: u64,
+    /// Whether an fdatasync of the journal failed: what it holds since the last one is in
+    /// doubt, so it must be started over (after a checkpoint) before the next record.
+    pub(crate) needs_reset: bool,
+    /// Whether the database file lacks rounds the journal holds (a replay into a reopened file
+    /// failed): it is reopened and replayed into before the next round.
+    pub(crate) lagging: bool,
+    /// The journal's position before the record of the round being written, and its number.
+    pub(crate) pending: Option<((u64, u64), u64)>,
+}
+
+/// How a round failed.
+enum Failure {
+    /// Writing the transaction failed (or the file was unusable): nothing was journaled.
+    Database(StoreError),
+    /// Writing or syncing its journal record failed; the transaction was dropped.
+    Journal(StoreError),
+    /// The record was journaled, then the transaction could not be committed; what the round
+    /// found out, to apply if a reopen replays it.
+    Committing(StoreError, Box<Changes>),
 }
 
 impl Committer {
@@ -235,8 +273,8 @@ impl Committer {
                 acks_since = None;
             }
         }
-        if self.unsynced_commits > 0 {
-            self.commit(Vec::new(), true);
+        if self.checkpoint_due || !self.journal.is_empty() {
+            self.checkpoint();
         }
         self.space.close();
         for queue in self.registry_snapshot() {
@@ -264,110 +302,209 @@ impl Committer {
         }
         self.gather_expired(&mut effects);
         let writes = effects.iter().any(|e| !matches!(e, Effect::Flush { .. }));
-        let syncs = durable && self.unsynced_commits > 0;
-        if writes || syncs {
+        if writes {
             self.commit_effects(effects, durable);
+        } else if durable && self.journal.unsynced() {
+            match self.journal.sync() {
+                Ok(()) => {
+                    self.unsynced_commits = 0;
+                    self.apply(effects, Changes::default());
+                }
+                Err(source) => {
+                    // What reached the disk since the last sync is in doubt
+                    self.needs_reset = true;
+                    let error = self.journal_error(source);
+                    tracing::error!(%error, "eip-store: syncing the journal failed");
+                    self.fail(effects, error);
+                }
+            }
         } else {
             self.apply(effects, Changes::default());
         }
         for ReopenRequest { seen, reply } in reopens {
-            let _ = reply.send(self.reopen(seen));
+            let _ = reply.send(self.reopen(seen, self.applied));
+        }
+    }
+
+    fn journal_error(&self, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            path: self.journal.path().to_path_buf(),
+            source,
         }
     }
 
     /// Commits `effects`; if the commit fails, reopens the file and tries once more before the
-    /// round's jobs are answered with the failure.
+    /// round's jobs are answered with the failure (see the module's documentation).
     fn commit_effects(&mut self, mut effects: Vec<Effect>, durable: bool) {
-        let generation = self.slot.generation();
         let started = Instant::now();
+        if let Err(error) = self.ready() {
+            tracing::error!(%error, "eip-store: the store is not ready for the next round after a failure");
+            return self.fail(effects, error);
+        }
+        let generation = self.slot.generation();
         let error = match self.try_write(&mut effects, durable) {
-            Ok(touched) => {
-                self.counters.latency.record(started.elapsed());
-                return self.committed(effects, touched, durable);
+            Ok(changes) => return self.committed(effects, changes, durable, started),
+            Err(Failure::Journal(error)) => {
+                tracing::error!(%error, "eip-store: writing the journal failed");
+                return self.fail(effects, error);
             }
-            Err(error) => error,
+            Err(Failure::Committing(error, changes)) => {
+                tracing::error!(%error, "eip-store: a commit failed after its round was journaled; reopening the database file to replay it");
+                let round = self.round;
+                let outcome = self.reopen(generation, round);
+                if outcome.is_ok() && self.applied == round {
+                    self.pending = None;
+                    return self.committed(effects, *changes, true, started);
+                }
+                if let Err(reopen) = outcome {
+                    tracing::error!(error = %reopen, "eip-store: the database file could not be reopened");
+                }
+                self.discard_pending();
+                return self.fail(effects, error);
+            }
+            Err(Failure::Database(error)) => error,
         };
         tracing::error!(%error, "eip-store: a commit failed; reopening the database file to try once more");
-        if let Err(reopen) = self.reopen(generation) {
+        if let Err(reopen) = self.reopen(generation, self.applied) {
             tracing::error!(error = %reopen, "eip-store: the database file could not be reopened");
             return self.fail(effects, error);
         }
         effects.iter_mut().for_each(Effect::prepare_retry);
         match self.try_write(&mut effects, true) {
-            Ok(touched) => {
-                self.counters.latency.record(started.elapsed());
-                self.committed(effects, touched, true)
+            Ok(changes) => self.committed(effects, changes, true, started),
+            Err(Failure::Committing(error, _)) => {
+                tracing::error!(%error, "eip-store: the commit failed again on the reopened file");
+                self.discard_pending();
+                self.lagging = true;
+                self.fail(effects, error);
             }
-            Err(error) => {
+            Err(Failure::Database(error) | Failure::Journal(error)) => {
                 tracing::error!(%error, "eip-store: the commit failed again on the reopened file");
                 self.fail(effects, error);
             }
         }
     }
 
-    /// Writes `effects`, with a panic of the storage engine as an error.
-    fn try_write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, StoreError> {
-        let file = self.file.clone();
-        crate::quiet::catch(|| self.write(effects, durable))
-            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))
+    /// After a failure, before the next round: the file reopened and the journal's rounds
+    /// replayed if a replay is owed (`lagging`), and the journal started over (after a
+    /// checkpoint) if a failed fdatasync left it in doubt (`needs_reset`).
+    fn ready(&mut self) -> Result<(), StoreError> {
+        if self.lagging {
+            let generation = self.slot.generation();
+            self.reopen(generation, self.applied)?;
+        }
+        if self.needs_reset {
+            let generation = self.slot.generation();
+            if let Err(error) = self.checkpoint_now() {
+                tracing::warn!(%error, "eip-store: a checkpoint failed; reopening the database file");
+                self.reopen(generation, self.applied)?;
+                self.checkpoint_now()?;
+            }
+        }
+        Ok(())
     }
 
-    /// After a successful commit: the counters, the acks a reopen would have to repeat, memory.
-    fn committed(&mut self, effects: Vec<Effect>, touched: Changes, durable: bool) {
+    /// Takes back the journal record of the round that just failed, and its round number: the
+    /// next round is written over it, so it is never replayed after the next one is written.
+    fn discard_pending(&mut self) {
+        if let Some((position, round)) = self.pending.take() {
+            self.journal.rewind(position);
+            self.round = round - 1;
+        }
+    }
+
+    /// Writes `effects`, with a panic of the storage engine as an error.
+    fn try_write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, Failure> {
+        let file = self.file.clone();
+        let outcome = crate::quiet::catch(|| self.write(effects, durable))
+            .unwrap_or_else(|detail| Err(Failure::Database(StoreError::from_panic(&file, detail))));
+        if let Err(Failure::Database(_)) = outcome {
+            // A panic after its record was journaled: the record goes, the retry writes it again
+            self.discard_pending();
+        }
+        outcome
+    }
+
+    /// After a successful round: the counters, memory and answers; then a checkpoint if the
+    /// journal is full.
+    fn committed(
+        &mut self,
+        effects: Vec<Effect>,
+        touched: Changes,
+        durable: bool,
+        started: Instant,
+    ) {
+        self.counters.latency.record(started.elapsed());
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         self.checkpoint_due = true;
         if durable {
             self.unsynced_commits = 0;
-            self.unsynced_acks.clear();
         } else {
             self.unsynced_commits += 1;
-            self.unsynced_acks
-                .extend(effects.iter().filter_map(|effect| match effect {
-                    Effect::Ack {
-                        queue,
-                        seq,
-                        deleted: true,
-                    } => Some((queue.clone(), *seq)),
-                    _ => None,
-                }));
         }
         self.apply(effects, touched);
+        if self.journal.is_full() {
+            self.checkpoint();
+        }
+        if self.record.capacity() > RECORD_KEPT {
+            self.record = Vec::new();
+        }
     }
 
-    /// Writes every effect in one transaction and commits it.
-    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, StoreError> {
+    /// Writes every effect in one transaction, journals the round, then commits it.
+    fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, Failure> {
         let file = self.file.clone();
-        let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
-        let (db, _) = self.slot.get()?;
+        let redb_error = |e: redb::Error| Failure::Database(StoreError::from_redb(&file, e));
+        let (db, _) = self.slot.get().map_err(Failure::Database)?;
         let mut txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
-        if !durable {
-            txn.set_durability(Durability::None)
-                .map_err(|e| redb_error(e.into()))?;
-        }
+        txn.set_durability(Durability::None)
+            .map_err(|e| redb_error(e.into()))?;
+        let round = self.round + 1;
+        Journal::begin(&mut self.record);
         let mut changes = Changes::default();
         {
-            let mut round = Round {
-                txn: &txn,
-                queues: txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?,
-                tables: HashMap::new(),
-                quarantine: None,
+            let mut writing = Round {
+                w: Writer::new(&txn, Some(&mut self.record)).map_err(redb_error)?,
                 names: HashMap::new(),
                 touched: &mut changes.queues,
                 registry: &self.registry,
-                keys: KeyRound::new(
-                    &txn,
-                    &mut changes.tables,
-                    &self.tables,
-                    &mut self.next_table_id,
-                ),
+                keys: KeyRound::new(&mut changes.tables, &self.tables, &mut self.next_table_id),
             };
             for effect in effects.iter_mut() {
-                round.write(effect, &mut self.next_id).map_err(redb_error)?;
+                writing
+                    .write(effect, &mut self.next_id)
+                    .map_err(redb_error)?;
             }
-            round.write_queue_rows().map_err(redb_error)?;
-            round.keys.write_rows().map_err(redb_error)?;
+            writing.write_queue_rows().map_err(redb_error)?;
+            writing
+                .keys
+                .write_rows(&mut writing.w)
+                .map_err(redb_error)?;
+            writing.w.finish(round).map_err(redb_error)?;
         }
-        txn.commit().map_err(|e| redb_error(e.into()))?;
+        self.round = round;
+        self.pending = Some((self.journal.position(), round));
+        match self.journal.write(&mut self.record, round, durable) {
+            Ok(()) => {}
+            Err(WriteError::Write(source)) => {
+                self.discard_pending();
+                return Err(Failure::Journal(self.journal_error(source)));
+            }
+            Err(WriteError::Sync(source)) => {
+                // What reached the disk since the last sync is in doubt: checkpoint before more
+                self.pending = None;
+                self.needs_reset = true;
+                return Err(Failure::Journal(self.journal_error(source)));
+            }
+        }
+        if let Err(e) = txn.commit() {
+            return Err(Failure::Committing(
+                StoreError::from_redb(&file, redb::Error::from(e)),
+                Box::new(changes),
+            ));
+        }
+        self.pending = None;
+        self.applied = round;
         Ok(changes)
     }
 

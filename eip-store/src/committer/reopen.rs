@@ -1,69 +1,52 @@
-//! The committer's side of a reopen of the database file ([`slot`](crate::slot)): the acks a
-//! reopen may have lost are deleted again.
-
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+//! The committer's side of a reopen of the database file ([`slot`](crate::slot)): the journal's
+//! rounds the reopened file lacks are replayed into it.
+//!
+//! A handle that failed is closed without making its last rounds durable (they were committed
+//! without an fsync), so the reopened file holds the rounds up to its last checkpoint; a handle
+//! closed in good order makes them durable first. Either way the journal holds every round
+//! applied since the last checkpoint, and the reopen replays those the file lacks, up to the
+//! last round applied (or the one whose commit failed, when the reopen is to recover it),
+//! without an fsync, so that it needs no room on a full disk; then it tries a checkpoint, which
+//! starts the journal over (if that fails, the journal keeps the rounds and the next checkpoint
+//! tries again). If the replay fails, the committer is *lagging*: the file must not take a
+//! round before it holds the ones memory holds, so the next round reopens and replays first.
 
 use super::Committer;
 use crate::StoreError;
-use crate::queue::QueueState;
-use crate::schema::QUEUES;
 
 impl Committer {
     /// Replaces the broken handle of generation `seen` by a fresh open of the file, then
-    /// deletes again the acks a reopen may have lost (they were committed without an fsync).
-    pub(super) fn reopen(&mut self, seen: u64) -> Result<(), StoreError> {
+    /// replays into it the journal's rounds up to `upto` that it lacks.
+    pub(super) fn reopen(&mut self, seen: u64, upto: u64) -> Result<(), StoreError> {
         if !self.slot.reopen(seen)? {
             return Ok(()); // reopened by an earlier request already
         }
         tracing::warn!(file = %self.file.display(), "eip-store: reopened the database file after a failure");
-        let acks = std::mem::take(&mut self.unsynced_acks);
-        if acks.is_empty() {
-            return Ok(());
-        }
         let file = self.file.clone();
-        let outcome = crate::quiet::catch(|| self.delete_again(&acks))
+        let outcome = crate::quiet::catch(|| self.replay_journal(upto))
             .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)));
-        match outcome {
-            Ok(()) => self.unsynced_commits = 0,
-            // They come back as redeliveries after the next restart: never a loss
+        match &outcome {
+            Ok(()) => self.lagging = false,
             Err(error) => {
-                tracing::error!(%error, acks = acks.len(), "eip-store: acks lost in the reopen could not be committed again")
+                tracing::error!(%error, "eip-store: the journal could not be replayed into the reopened file");
+                self.lagging = true;
             }
         }
-        Ok(())
+        outcome
     }
 
-    /// Deletes the records of `acks` once more, and rewrites their queues' rows from memory.
-    fn delete_again(&self, acks: &[(Arc<QueueState>, u64)]) -> Result<(), StoreError> {
-        let redb_error = |e: redb::Error| StoreError::from_redb(&self.file, e);
+    /// Replays the journal's rounds up to `upto` that the file lacks, then tries a checkpoint.
+    fn replay_journal(&mut self, upto: u64) -> Result<(), StoreError> {
         let (db, _) = self.slot.get()?;
-        let txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
-        {
-            let mut queues = txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;
-            let mut rows = HashMap::new();
-            for (queue, seq) in acks {
-                if queue.removed.load(Ordering::Acquire) {
-                    continue;
-                }
-                let mut table = txn
-                    .open_table(crate::schema::records(&queue.table))
-                    .map_err(|e| redb_error(e.into()))?;
-                table.remove(*seq).map_err(|e| redb_error(e.into()))?;
-                rows.insert(queue.id, queue.clone());
-            }
-            for queue in rows.values() {
-                let row = (
-                    queue.id,
-                    queue.head.load(Ordering::Acquire),
-                    queue.bytes.load(Ordering::Acquire),
-                );
-                queues
-                    .insert(queue.name.as_str(), row)
-                    .map_err(|e| redb_error(e.into()))?;
-            }
+        let path = self.journal.path().to_path_buf();
+        let mut reader = crate::journal::scan::Reader::open(self.journal.file(), &path)?;
+        let replayed = crate::journal::replay(&db, &mut reader, upto, false, &self.file, &path)?;
+        drop(reader);
+        drop(db);
+        self.applied = replayed.round;
+        if let Err(error) = self.checkpoint_now() {
+            tracing::warn!(%error, "eip-store: no checkpoint after the reopen; the journal keeps its rounds");
         }
-        txn.commit().map_err(|e| redb_error(e.into()))
+        Ok(())
     }
 }

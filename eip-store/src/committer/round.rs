@@ -1,37 +1,33 @@
 //! One round of the committer: every job of the round written into one write transaction.
 //!
-//! A round opens each table it needs once, writes its effects in order (appends at the queue's
-//! head, acks and set-asides as deletions, declarations and removals), and notes per queue what
-//! changed ([`Touched`]); the committer applies that to memory only once the commit succeeded.
+//! A round decides each effect (appends at the queue's head, acks and set-asides as deletions,
+//! declarations and removals) and hands it as an [`Op`] to its [`Writer`], which applies it to
+//! the transaction and journals it; it notes per queue what changed ([`Touched`]), and the
+//! committer applies that to memory only once the round is durable and committed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use redb::{ReadableTableMetadata, Table, WriteTransaction};
-
 use super::keys::KeyRound;
 use super::{Effect, Touched};
-use crate::frame;
+use crate::journal::Op;
+use crate::journal::apply::Writer;
 use crate::queue::QueueState;
-use crate::schema::{self, QUARANTINE};
 use crate::store::Registry;
 
 /// The open tables and bookkeeping of one write transaction.
 pub(super) struct Round<'txn, 'a> {
-    pub(super) txn: &'txn WriteTransaction,
-    pub(super) queues: Table<'txn, &'static str, (u32, u64, u64)>,
-    pub(super) tables: HashMap<u32, Table<'txn, u64, &'static [u8]>>,
-    /// The quarantine, once a record of this round is set aside.
-    pub(super) quarantine: Option<Table<'txn, schema::QuarantineKey, schema::QuarantineValue>>,
+    /// Applies each change and journals it.
+    pub(super) w: Writer<'txn, 'a>,
     /// Queues declared (`Some`) or removed (`None`) earlier in this round, by name.
     pub(super) names: HashMap<String, Option<Arc<QueueState>>>,
     pub(super) touched: &'a mut HashMap<u32, Touched>,
     pub(super) registry: &'a Registry,
-    pub(super) keys: KeyRound<'txn, 'a>,
+    pub(super) keys: KeyRound<'a>,
 }
 
-impl<'txn> Round<'txn, '_> {
+impl Round<'_, '_> {
     /// Writes one effect, noting what the write found out in it; an effect on a queue removed
     /// earlier in the round writes nothing.
     pub(super) fn write(
@@ -69,7 +65,15 @@ impl<'txn> Round<'txn, '_> {
                 if *remove && !*keep {
                     *deleted = self.delete(queue, *seq)?;
                 }
-                self.quarantine(queue, *seq, bytes, reason)
+                let at = crate::quarantine::now_ms();
+                self.w.apply(&Op::SetAside {
+                    name: &queue.name,
+                    seq: *seq,
+                    bytes,
+                    reason,
+                    at,
+                })?;
+                Ok(())
             }
             Effect::Declare {
                 name,
@@ -87,13 +91,13 @@ impl<'txn> Round<'txn, '_> {
                 state,
                 created,
                 ..
-            } => self.keys.declare(name, state, created),
+            } => self.keys.declare(&mut self.w, name, state, created),
             Effect::Expire {
                 table,
                 now_ms,
                 candidates,
                 ..
-            } => self.keys.expire(table, *now_ms, candidates),
+            } => self.keys.expire(&mut self.w, table, *now_ms, candidates),
         }
     }
 
@@ -108,8 +112,11 @@ impl<'txn> Round<'txn, '_> {
             return Ok(());
         }
         let head = self.touch(queue).head;
-        let frame = frame::encode(queue.id, head, record);
-        self.table(queue)?.insert(head, frame.as_slice())?;
+        self.w.apply(&Op::Append {
+            queue: queue.id,
+            seq: head,
+            record,
+        })?;
         *seq = Some(head);
         let t = self.touch(queue);
         t.head += 1;
@@ -125,29 +132,12 @@ impl<'txn> Round<'txn, '_> {
         queue: &Arc<QueueState>,
         seq: u64,
     ) -> Result<bool, redb::Error> {
-        let freed = self
-            .table(queue)?
-            .remove(seq)?
-            .map(|v| frame::payload_len(v.value()));
-        self.touch(queue).freed_bytes += freed.unwrap_or(0);
-        Ok(freed.is_some())
-    }
-
-    /// Copies the damaged record `seq` of `queue` into the quarantine, opened on first use.
-    fn quarantine(
-        &mut self,
-        queue: &QueueState,
-        seq: u64,
-        bytes: &[u8],
-        reason: &str,
-    ) -> Result<(), redb::Error> {
-        let quarantine = match &mut self.quarantine {
-            Some(table) => table,
-            None => self.quarantine.insert(self.txn.open_table(QUARANTINE)?),
-        };
-        let at = crate::quarantine::now_ms();
-        quarantine.insert((queue.name.as_str(), seq), (bytes, reason, at))?;
-        Ok(())
+        let applied = self.w.apply(&Op::Delete {
+            queue: queue.id,
+            seq,
+        })?;
+        self.touch(queue).freed_bytes += applied.freed;
+        Ok(applied.found)
     }
 
     /// Creates the queue `name` with the next queue id unless it exists; `state` is the queue
@@ -168,8 +158,7 @@ impl<'txn> Round<'txn, '_> {
             redb::Error::Corrupted("no queue id left (2^32 queues declared)".into())
         })?;
         let queue = Arc::new(QueueState::new(name.to_owned(), id, 0, 0, 0));
-        self.queues.insert(name, (id, 0, 0))?;
-        self.table(&queue)?;
+        self.w.apply(&Op::DeclareQueue { name, id })?;
         self.names.insert(name.to_owned(), Some(queue.clone()));
         *state = Some(queue);
         *created = true;
@@ -186,13 +175,10 @@ impl<'txn> Round<'txn, '_> {
         let Some(queue) = self.find(name) else {
             return Ok(());
         };
-        let count = self.table(&queue)?.len()?;
-        self.tables.remove(&queue.id);
-        self.txn.delete_table(schema::records(&queue.table))?;
-        self.queues.remove(name)?;
+        let applied = self.w.apply(&Op::RemoveQueue { name, id: queue.id })?;
         self.touch(&queue).removed = true;
         self.names.insert(name.to_owned(), None);
-        *removed = Some((queue, count));
+        *removed = Some((queue, applied.count));
         Ok(())
     }
 
@@ -215,19 +201,6 @@ impl<'txn> Round<'txn, '_> {
         })
     }
 
-    fn table(
-        &mut self,
-        queue: &QueueState,
-    ) -> Result<&mut Table<'txn, u64, &'static [u8]>, redb::Error> {
-        if !self.tables.contains_key(&queue.id) {
-            let table = self.txn.open_table(schema::records(&queue.table))?;
-            self.tables.insert(queue.id, table);
-        }
-        self.tables
-            .get_mut(&queue.id)
-            .ok_or_else(|| redb::Error::Corrupted("a table just opened is gone".into()))
-    }
-
     /// Writes the `queues` row of every queue this round changed.
     pub(super) fn write_queue_rows(&mut self) -> Result<(), redb::Error> {
         for t in self.touched.values() {
@@ -237,8 +210,12 @@ impl<'txn> Round<'txn, '_> {
             let queue = &t.queue;
             let bytes =
                 (queue.bytes.load(Ordering::Acquire) + t.added_bytes).saturating_sub(t.freed_bytes);
-            self.queues
-                .insert(queue.name.as_str(), (queue.id, t.head, bytes))?;
+            self.w.apply(&Op::QueueRow {
+                name: &queue.name,
+                id: queue.id,
+                head: t.head,
+                bytes,
+            })?;
         }
         Ok(())
     }

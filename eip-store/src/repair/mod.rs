@@ -7,6 +7,10 @@
 //! in the temporary directory and read instead. Both take the directory's lock, so they refuse a
 //! store that a running flow has open ([`StoreError::InUse`]).
 //!
+//! Both read the write-ahead journal too: if the store was not closed cleanly, the rounds the
+//! database file lacks are replayed into a copy of it, and the copy is read (a check reports how
+//! many, and damage in the journal). Nothing accepted is thus missed, and nothing is changed.
+//!
 //! - [`check`] answers, per queue: how many records the queue says it holds, how many are
 //!   intact, which ones are damaged, which sequence numbers can not be read; per key table the
 //!   same for its entries; and what the quarantine already holds.
@@ -30,6 +34,7 @@ use crate::schema::{self, QUARANTINE, QUEUES};
 use crate::table::{Raw, TableState};
 use crate::{StoreError, frame, layout, quiet};
 
+mod journal;
 mod tables;
 
 pub use tables::TableCheck;
@@ -49,13 +54,20 @@ pub struct StoreCheck {
     pub quarantined: Vec<QuarantinedRecord>,
     /// Every key table, by name.
     pub tables: Vec<TableCheck>,
+    /// Rounds of the write-ahead journal the database file lacked (the store was not closed
+    /// cleanly): they were replayed into a copy of it, which was read instead.
+    pub journal_rounds: u64,
+    /// Damage found in the journal: rounds from there on were not read.
+    pub journal_damage: Option<crate::JournalDamage>,
 }
 
 impl StoreCheck {
     /// Whether nothing is damaged: every record of every queue is intact. Records the
     /// quarantine held already do not count: they were dealt with.
     pub fn is_clean(&self) -> bool {
-        self.queues.iter().all(QueueCheck::is_clean) && self.tables.iter().all(TableCheck::is_clean)
+        self.queues.iter().all(QueueCheck::is_clean)
+            && self.tables.iter().all(TableCheck::is_clean)
+            && self.journal_damage.is_none()
     }
 }
 
@@ -117,7 +129,7 @@ pub fn salvage(dir: impl AsRef<Path>, into: impl AsRef<Path>) -> Result<StoreChe
     let _lock = layout::lock(into)?;
     let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
     let db = Database::create(&file).map_err(|e| redb_error(e.into()))?;
-    crate::store::initialise(&db, &file)?;
+    crate::open::initialise(&db, &file)?;
     let txn = db.begin_write().map_err(|e| redb_error(e.into()))?;
     let found = {
         let mut queues = txn.open_table(QUEUES).map_err(|e| redb_error(e.into()))?;
@@ -174,7 +186,7 @@ pub fn salvage(dir: impl AsRef<Path>, into: impl AsRef<Path>) -> Result<StoreChe
     };
     txn.commit().map_err(|e| redb_error(e.into()))?;
     drop(db);
-    layout::mark_initialised(into)?;
+    layout::mark_initialised(into, None)?;
     Ok(found)
 }
 
@@ -200,6 +212,8 @@ struct QueueRow {
 struct Source {
     file: PathBuf,
     db: Readable,
+    /// What the journal added to `db`.
+    journal: journal::JournalRead,
     _lock: File,
 }
 
@@ -236,13 +250,15 @@ impl Source {
             }
             Ok(Err(e)) => return Err(StoreError::from_redb(&file, e)),
         };
+        let (db, journal) = journal::with_journal(db, dir, &file)?;
         let source = Source {
             file,
             db,
+            journal,
             _lock: lock,
         };
         let txn = source.begin()?;
-        crate::store::check_format_table(&txn, &source.file)?;
+        crate::open::check_format_table(&txn, &source.file)?;
         Ok(source)
     }
 
@@ -299,6 +315,8 @@ impl Source {
             queues,
             quarantined: quarantine::list(&txn, &self.file)?,
             tables: checks,
+            journal_rounds: self.journal.rounds,
+            journal_damage: self.journal.damage.clone(),
         })
     }
 
