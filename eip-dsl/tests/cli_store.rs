@@ -1,5 +1,5 @@
-//! `eip store check|salvage` on a damaged data directory, and `eip run` on a store it can not
-//! open: a clear message, the repair commands named, a non-zero exit.
+//! `eip store check|salvage` on a damaged data directory and on one left by a crash, and `eip
+//! run` on a store it can not open: a clear message, the repair commands named, a non-zero exit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -70,6 +70,72 @@ fn os(s: &str) -> &std::ffi::OsStr {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The environment variable that makes [`child_appending_then_crashing`] a child.
+const CHILD_DIR: &str = "EIP_CLI_STORE_CHILD_DIR";
+
+/// Run as a child (with [`CHILD_DIR`] set): appends 20 records to "orders", each its own
+/// durable round, then aborts with them in the journal only (an idle checkpoint comes only
+/// after 100 ms without work).
+#[test]
+fn child_appending_then_crashing() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let durable = Durable::open(Path::new(&dir), StoreConfig::default()).unwrap();
+    let queue = durable.store().queue("orders").unwrap();
+    runtime.block_on(async {
+        for i in 0..20 {
+            queue.append(record(i)).unwrap().await.unwrap();
+        }
+    });
+    println!("CHILD: resolved 20");
+    std::process::abort();
+}
+
+#[test]
+fn check_of_a_store_left_by_a_crash_reads_the_journal_and_reports_its_damage() {
+    let scratch = Scratch::new("store-cli-crash");
+    let dir = scratch.0.join("data");
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["child_appending_then_crashing", "--exact", "--nocapture"])
+        .env(CHILD_DIR, &dir)
+        .output()
+        .unwrap();
+    assert!(
+        text(&child.stdout).contains("CHILD: resolved 20"),
+        "{}{}",
+        text(&child.stdout),
+        text(&child.stderr)
+    );
+
+    let check = eip(&[os("store"), os("check"), dir.as_os_str()]);
+    let out = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{out}{}", text(&check.stderr));
+    assert!(
+        out.contains("queue \"orders\": 20 records, 20 intact"),
+        "{out}"
+    );
+    assert!(
+        out.contains("round(s) not yet in the database file"),
+        "a crash leaves rounds in the journal only: {out}"
+    );
+
+    // One bit of the journal's first record (the header takes the first 4 KiB): what follows
+    // can not be trusted, and the check says so.
+    let journal = dir.join("journal");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes[4096 + 32] ^= 0x01;
+    std::fs::write(&journal, bytes).unwrap();
+    let check = eip(&[os("store"), os("check"), dir.as_os_str()]);
+    let out = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{out}{}", text(&check.stderr));
+    assert!(out.contains("journal: the journal"), "{out}");
+    assert!(out.contains("is damaged at byte 4096"), "{out}");
 }
 
 #[test]

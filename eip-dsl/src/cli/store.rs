@@ -90,9 +90,22 @@ fn unreadable(error: &StoreError) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// What a check found, one line per queue, then the quarantine.
+/// What a check found: the journal, one line per queue, then the quarantine.
 fn describe(check: &StoreCheck) -> String {
     let mut out = format!("store {}\n", check.file.display());
+    if check.journal_rounds > 0 {
+        out.push_str(&format!(
+            "journal: {} round(s) not yet in the database file (the store was not closed \
+             cleanly), read from the journal; the next open replays them\n",
+            check.journal_rounds
+        ));
+    }
+    if let Some(damage) = &check.journal_damage {
+        out.push_str(&format!(
+            "journal: {damage}; {} later round(s) were not read\n",
+            damage.later
+        ));
+    }
     for queue in &check.queues {
         let records = queue
             .records
