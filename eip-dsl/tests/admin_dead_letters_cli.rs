@@ -132,9 +132,22 @@ impl Eip {
         }
     }
 
+    /// Whether `eip run` wrote a line containing `what` to its stderr within 5 s: the line is
+    /// read from the pipe by another thread, so it may come in after the command's answer.
     fn said(&self, what: &str) -> bool {
-        let lines = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
-        lines.iter().any(|l| l.contains(what))
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            {
+                let lines = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+                if lines.iter().any(|l| l.contains(what)) {
+                    return true;
+                }
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -159,14 +172,10 @@ fn dead_letters_are_listed_replayed_and_deleted_from_the_command_line() {
     let dead = ids(&page);
     assert_eq!(page["messages"][0]["death"]["reason"], "no-route", "{page}");
     assert_eq!(page["messages"][0]["death"]["channel"], "orders");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !eip.said("dead letters on dead-letters are kept for the admin server") {
-        assert!(
-            Instant::now() < deadline,
-            "eip run says it keeps the dead letters"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        eip.said("dead letters on dead-letters are kept for the admin server"),
+        "eip run says it keeps the dead letters"
+    );
 
     let table = eip.eip(&["dead-letters", "list"], true);
     assert!(table.status.success());
