@@ -14,21 +14,11 @@ use eip_core::topic::{
 use eip_core::{Message, MessageId};
 use tower::{Service, ServiceExt};
 
-fn channel(name: &str) -> Channel {
-    PointToPoint::new(name, 10_000).unwrap().into()
-}
+mod topic_support;
+use topic_support::{channel, names_of};
 
 fn msg(subject: &str) -> Message {
     Message::builder("x").subject(subject).build()
-}
-
-/// The names of the targets `subject` is routed to.
-fn names_of(exchange: &TopicExchange, subject: &str) -> Vec<String> {
-    exchange
-        .route(subject)
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect()
 }
 
 /// An exchange with one binding per pattern, each to a channel named after its pattern (see

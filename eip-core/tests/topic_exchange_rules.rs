@@ -4,22 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use eip_core::channel::{Channel, PointToPoint};
+use eip_core::channel::Channel;
 use eip_core::topic::{Binding, BindingChanges, TopicExchange, TopicPattern, subject_words};
 use proptest::prelude::*;
 
-fn channel(name: &str) -> Channel {
-    PointToPoint::new(name, 10_000).unwrap().into()
-}
-
-/// The names of the targets `subject` is routed to.
-fn names_of(exchange: &TopicExchange, subject: &str) -> Vec<String> {
-    exchange
-        .route(subject)
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect()
-}
+mod topic_support;
+use topic_support::{channel, names_of};
 
 /// A deterministic generator, so the large test is the same every run.
 struct Lcg(u64);

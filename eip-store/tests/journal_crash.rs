@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{ScratchDir, child_dir, read_all};
+use common::{ScratchDir, child_dir, open, read_all};
 use eip_store::{DurableStore, StoreConfig};
 
 /// The longest a kill loop may run, whatever the machine's load.
@@ -247,7 +247,7 @@ fn child_acking_all_then_crashing_after_a_reset() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let store = DurableStore::open(&dir, StoreConfig::default()).unwrap();
+        let store = open(&dir);
         let queue = store.queue("q").unwrap();
         for i in 0..200 {
             let seq = queue.append(numbered(0, i)).unwrap().await.unwrap();

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::demand::Demand;
 use super::projection::{Projection, project};
-use super::tree::{Tree, TreeNode};
+use super::tree::TreeNode;
 use super::{BodyError, Message};
 
 /// A message as read by one component; see the [module](self).
@@ -29,8 +29,7 @@ pub(crate) struct Reading<'m> {
 /// The payload as JSON: the message's own full parse, or this reading's projection.
 enum Json<'m> {
     Shared(&'m Value),
-    Projected(Value),
-    Tree(Tree<'m>),
+    Projected(Projection<'m>),
 }
 
 /// The payload as a reading holds it: parsed into `Value`s, or projected into a tree. Both are
@@ -75,8 +74,8 @@ impl<'m> Reading<'m> {
     pub(crate) fn json(&self) -> Result<Doc<'_>, &BodyError> {
         match self.json.get_or_init(|| self.read()) {
             Ok(Json::Shared(value)) => Ok(Doc::Value(value)),
-            Ok(Json::Projected(value)) => Ok(Doc::Value(value)),
-            Ok(Json::Tree(tree)) => Ok(Doc::Tree(tree.root())),
+            Ok(Json::Projected(Projection::Value(value))) => Ok(Doc::Value(value)),
+            Ok(Json::Projected(Projection::Tree(tree))) => Ok(Doc::Tree(tree.root())),
             Err(e) => Err(e),
         }
     }
@@ -86,10 +85,7 @@ impl<'m> Reading<'m> {
             return self.msg.json_value().map(Json::Shared);
         }
         project(self.msg.payload(), self.demand)
-            .map(|projection| match projection {
-                Projection::Tree(tree) => Json::Tree(tree),
-                Projection::Value(value) => Json::Projected(value),
-            })
+            .map(Json::Projected)
             .map_err(|source| BodyError {
                 id: self.msg.id(),
                 format: "JSON",

@@ -311,12 +311,12 @@ impl MessageStore for Queue {
         };
         // The fast path registers no wake-up and allocates nothing: that costs only when the
         // queue is full.
-        match self.try_push(msg) {
-            Push::Full(msg) => {
+        match self.push_now(msg) {
+            Ok(pushed) => Pushing::ready(pushed),
+            Err(msg) => {
                 *slot = Some(msg);
                 Pushing::waiting(self.push_waiting(slot))
             }
-            pushed => Pushing::ready(pushed),
         }
     }
 
