@@ -10,13 +10,11 @@
 //! ([`Tracer`](crate::join::Tracer)) records it. The one piece of state it touches is the loop
 //! memory, and only a store's admission changes that.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::datatype::DatatypeCheck;
 use super::lane::Refused;
-use super::{LoopGuard, Stored};
+use super::{LoopGuard, Moment, StoreNow, Stored};
 use crate::message::{HistoryKind, Message};
 
 /// A channel's rules for what it stores, borrowed from the channel.
@@ -33,7 +31,7 @@ pub(crate) struct Rules<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Mode {
     /// A store. Given the time (`loops`), the loop memory decides, and remembers the id.
-    Store { loops: Option<Instant> },
+    Store { loops: Option<Moment> },
     /// A dry run. If `loops`, the loop memory decides, consulted as it is; `stored_earlier`:
     /// the dry run has stored this id here already, so the memory would know it by now.
     Dry { loops: bool, stored_earlier: bool },
@@ -101,30 +99,25 @@ impl<'a> Rules<'a> {
     }
 }
 
-impl<'a> Refusal<'a> {
-    /// Carries a refusal out for a store at `channel`: a misfit is diverted to the invalid
-    /// message channel (counted, and waiting for room there). Boxed: refusals are rare, and
-    /// inline their state would grow the future of every store.
-    pub(crate) fn into_stored<'f>(
-        self,
-        channel: &'f str,
-    ) -> Pin<Box<dyn Future<Output = Stored> + Send + 'f>>
-    where
-        'a: 'f,
-    {
-        Box::pin(async move {
-            match self {
-                Refusal::Invalid {
-                    check,
-                    reason,
-                    message,
-                } => {
-                    check.divert(channel, message, reason.clone()).await;
+impl Refusal<'_> {
+    /// Carries a refusal out for a store at `channel`: a duplicate, or a deleted channel, at
+    /// once; a misfit is diverted to the invalid message channel (counted, and waiting for room
+    /// there), which is the rest of the store: boxed, owning what it needs (refusals are rare).
+    pub(crate) fn carry_out(self, channel: &str) -> StoreNow {
+        match self {
+            Refusal::Invalid {
+                check,
+                reason,
+                message,
+            } => {
+                let (check, channel) = (check.clone(), channel.to_owned());
+                Err(Box::pin(async move {
+                    check.divert(&channel, message, reason.clone()).await;
                     Stored::Invalid(reason)
-                }
-                Refusal::Duplicate => Stored::Duplicate,
-                Refusal::Closed(message) => Stored::Refused(Refused::Closed(message)),
+                }))
             }
-        })
+            Refusal::Duplicate => Ok(Stored::Duplicate),
+            Refusal::Closed(message) => Ok(Stored::Refused(Refused::Closed(message))),
+        }
     }
 }

@@ -44,32 +44,106 @@ impl Default for LoopDetection {
 /// replayed) go to `others`, with a hash map. Both keep each id's admission number, so the
 /// oldest of the two is forgotten first: together they hold exactly the last `max_ids` ids
 /// admitted, within `max_age`.
+///
+/// Every admission writes one entry at the back of a ring of up to `max_ids` and reads the
+/// front's age: a stream through memory as long as the ring, on every channel that takes part in
+/// joins. So an entry is kept small (24 bytes): times are whole milliseconds since the memory
+/// was made and numbers count modulo 2³², both compared by wrapping difference.
 struct RecentIds {
     ascending: VecDeque<Remembered>,
     others: VecDeque<Remembered>,
-    others_at: HashMap<u128, Instant, IdHash>,
-    admitted: u64,
+    others_at: HashMap<u128, Millis, IdHash>,
+    admitted: u32,
+    /// `max_age`, as [`Ages::longest`].
+    max_age: Millis,
+}
+
+/// Milliseconds since the process first read the time for loop memory, modulo 2³² (see
+/// [`Ages`]).
+type Millis = u32;
+
+/// A time for loop memory: read once per send (and only where loop detection is on), then
+/// compared at every channel the send stores at, with no clock arithmetic there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Moment(Millis);
+
+impl Moment {
+    /// Now.
+    pub(crate) fn now() -> Moment {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        let epoch = *EPOCH.get_or_init(Instant::now);
+        let since = Instant::now().saturating_duration_since(epoch);
+        Moment(
+            (since.as_secs() as Millis)
+                .wrapping_mul(1000)
+                .wrapping_add(since.subsec_millis()),
+        )
+    }
 }
 
 #[derive(Clone, Copy)]
 struct Remembered {
-    /// The id as a number: ordered as ids are (big-endian bytes), compared without `memcmp`.
-    key: u128,
-    at: Instant,
-    number: u64,
+    /// The id as a number (ordered as ids are, big-endian bytes), in two halves: with a `u128`
+    /// the entry would be aligned, and so padded, to 32 bytes.
+    key: [u64; 2],
+    at: Millis,
+    number: u32,
+}
+
+impl Remembered {
+    fn key(&self) -> u128 {
+        (u128::from(self.key[0]) << 64) | u128::from(self.key[1])
+    }
+
+    /// Whether it was admitted before `other`.
+    fn before(&self, other: &Remembered) -> bool {
+        (self.number.wrapping_sub(other.number) as i32) < 0
+    }
 }
 
 fn key(id: MessageId) -> u128 {
     id.as_uuid().as_u128()
 }
 
+/// Ages in whole milliseconds, compared so that an id is never forgotten before `max_age`: an
+/// age read as `max_age` rounded up may be up to a millisecond short of it, so only an age
+/// beyond that counts as old (an id is kept at most about two milliseconds longer). Wrapping
+/// differences hold for ages up to 2³¹ ms (24 days), the longest `max_age` honoured.
+#[derive(Clone, Copy)]
+struct Ages {
+    now: Millis,
+    max_age: Millis,
+}
+
+impl Ages {
+    const LONGEST: Millis = (1 << 31) - 2;
+
+    /// `max_age` in milliseconds, rounded up, as `young` reads it.
+    fn longest(max_age: Duration) -> Millis {
+        let max_age = max_age.as_nanos().div_ceil(1_000_000);
+        Millis::try_from(max_age).map_or(Ages::LONGEST, |m| m.min(Ages::LONGEST))
+    }
+
+    fn young(&self, at: Millis) -> bool {
+        self.now.wrapping_sub(at) <= self.max_age
+    }
+}
+
 impl RecentIds {
-    fn new() -> Self {
+    fn new(max_age: Duration) -> Self {
         RecentIds {
+            max_age: Ages::longest(max_age),
             ascending: VecDeque::new(),
             others: VecDeque::new(),
             others_at: HashMap::with_hasher(IdHash),
             admitted: 0,
+        }
+    }
+
+    fn ages(&self, now: Moment) -> Ages {
+        Ages {
+            now: now.0,
+            max_age: self.max_age,
         }
     }
 
@@ -78,9 +152,9 @@ impl RecentIds {
     }
 
     /// When the id admitted first was admitted, and whether it is in `ascending`.
-    fn oldest(&self) -> Option<(Instant, bool)> {
+    fn oldest(&self) -> Option<(Millis, bool)> {
         match (self.ascending.front(), self.others.front()) {
-            (Some(a), Some(o)) if o.number < a.number => Some((o.at, false)),
+            (Some(a), Some(o)) if o.before(a) => Some((o.at, false)),
             (Some(a), _) => Some((a.at, true)),
             (None, Some(o)) => Some((o.at, false)),
             (None, None) => None,
@@ -91,16 +165,19 @@ impl RecentIds {
         if in_ascending {
             self.ascending.pop_front();
         } else if let Some(old) = self.others.pop_front() {
-            self.others_at.remove(&old.key);
+            self.others_at.remove(&old.key());
         }
     }
 
     /// When `id` was admitted, if it is remembered. For an id greater than all in `ascending`
     /// (the common case) and no `others`, one comparison.
-    fn admitted_at(&self, id: MessageId) -> Option<Instant> {
+    fn admitted_at(&self, id: MessageId) -> Option<Millis> {
         let id = key(id);
-        if self.ascending.back().is_some_and(|newest| id <= newest.key)
-            && let Ok(i) = self.ascending.binary_search_by(|r| r.key.cmp(&id))
+        if self
+            .ascending
+            .back()
+            .is_some_and(|newest| id <= newest.key())
+            && let Ok(i) = self.ascending.binary_search_by(|r| r.key().cmp(&id))
         {
             return self.ascending.get(i).map(|r| r.at);
         }
@@ -110,15 +187,15 @@ impl RecentIds {
         self.others_at.get(&id).copied()
     }
 
-    fn remember(&mut self, id: MessageId, at: Instant) {
+    fn remember(&mut self, id: MessageId, at: Millis) {
         let id = key(id);
         let remembered = Remembered {
-            key: id,
+            key: [(id >> 64) as u64, id as u64],
             at,
             number: self.admitted,
         };
-        self.admitted += 1;
-        if self.ascending.back().is_none_or(|newest| newest.key < id) {
+        self.admitted = self.admitted.wrapping_add(1);
+        if self.ascending.back().is_none_or(|newest| newest.key() < id) {
             self.ascending.push_back(remembered);
         } else {
             self.others.push_back(remembered);
@@ -174,7 +251,8 @@ impl LoopGuard {
 
     /// Starts remembering ids (idempotent).
     pub(crate) fn enable(&self) {
-        self.recent.get_or_init(|| Mutex::new(RecentIds::new()));
+        self.recent
+            .get_or_init(|| Mutex::new(RecentIds::new(self.config.max_age)));
     }
 
     /// Whether the guard remembers ids (a join has touched its channel).
@@ -183,26 +261,25 @@ impl LoopGuard {
     }
 
     /// The time to check against, if the guard is on: senders read the clock only then.
-    pub(crate) fn clock(&self) -> Option<Instant> {
-        self.recent.get().map(|_| Instant::now())
+    pub(crate) fn clock(&self) -> Option<Moment> {
+        self.recent.get().map(|_| Moment::now())
     }
 
     /// Whether `id` may be stored: true the first time (and remembers it), false for an id
     /// stored before and not yet forgotten (counted as a duplicate). Always true when off.
-    pub(crate) fn admit(&self, id: MessageId, now: Instant) -> bool {
+    pub(crate) fn admit(&self, id: MessageId, now: Moment) -> bool {
         let Some(recent) = self.recent.get() else {
             return true;
         };
-        // Remembered at `cutoff` or earlier means `max_age` old by `now`.
-        let cutoff = now.checked_sub(self.config.max_age);
-        let young = |at: Instant| cutoff.is_none_or(|cutoff| at > cutoff);
-        let max_ids = self.config.max_ids.max(1);
+        // Numbers compare by wrapping difference: at most 2³⁰ ids are remembered.
+        let max_ids = self.config.max_ids.clamp(1, 1 << 30);
         let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
+        let ages = recent.ages(now);
         if recent.others.is_empty() {
             // Every id remembered came in order (the common case): forget from the front,
             // and an id greater than the last is new.
             while let Some(oldest) = recent.ascending.front() {
-                if recent.ascending.len() < max_ids && young(oldest.at) {
+                if recent.ascending.len() < max_ids && ages.young(oldest.at) {
                     break;
                 }
                 recent.ascending.pop_front();
@@ -210,20 +287,20 @@ impl LoopGuard {
             if recent
                 .ascending
                 .back()
-                .is_none_or(|last| last.key < key(id))
+                .is_none_or(|last| last.key() < key(id))
             {
-                recent.remember(id, now);
+                recent.remember(id, ages.now);
                 return true;
             }
         }
         while let Some((oldest, in_ascending)) = recent.oldest() {
-            if recent.len() < max_ids && young(oldest) {
+            if recent.len() < max_ids && ages.young(oldest) {
                 break;
             }
             recent.forget_oldest(in_ascending);
         }
         if recent.admitted_at(id).is_none() {
-            recent.remember(id, now);
+            recent.remember(id, ages.now);
             true
         } else {
             drop(recent);
@@ -238,10 +315,8 @@ impl LoopGuard {
             return true;
         };
         let recent = recent.lock().unwrap_or_else(|p| p.into_inner());
-        match recent.admitted_at(id) {
-            Some(at) => at.elapsed() >= self.config.max_age,
-            None => true,
-        }
+        let ages = recent.ages(Moment::now());
+        recent.admitted_at(id).is_none_or(|at| !ages.young(at))
     }
 
     pub(crate) fn duplicates(&self) -> u64 {
@@ -257,11 +332,11 @@ mod tests {
     fn off_until_enabled() {
         let guard = LoopGuard::new(LoopDetection::default());
         let id = MessageId::new();
-        assert!(guard.admit(id, Instant::now()));
-        assert!(guard.admit(id, Instant::now()));
+        assert!(guard.admit(id, Moment::now()));
+        assert!(guard.admit(id, Moment::now()));
         guard.enable();
-        assert!(guard.admit(id, Instant::now()));
-        assert!(!guard.admit(id, Instant::now()));
+        assert!(guard.admit(id, Moment::now()));
+        assert!(!guard.admit(id, Moment::now()));
         assert_eq!(guard.duplicates(), 1);
     }
 
@@ -274,13 +349,13 @@ mod tests {
         guard.enable();
         let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
         for id in &ids {
-            assert!(guard.admit(*id, Instant::now()));
+            assert!(guard.admit(*id, Moment::now()));
         }
         assert!(
-            guard.admit(ids[0], Instant::now()),
+            guard.admit(ids[0], Moment::now()),
             "the oldest was forgotten"
         );
-        assert!(!guard.admit(ids[3], Instant::now()));
+        assert!(!guard.admit(ids[3], Moment::now()));
     }
 
     #[test]
@@ -293,7 +368,7 @@ mod tests {
         let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
         // Admitted 2, 0, 3, 1: 0 and 1 arrive after a greater id.
         for i in [2, 0, 3, 1] {
-            assert!(guard.admit(ids[i], Instant::now()), "{i}");
+            assert!(guard.admit(ids[i], Moment::now()), "{i}");
         }
         // Three remembered (0, 3, 1); 2, admitted first, is forgotten.
         for i in [0, 3, 1] {
@@ -301,17 +376,48 @@ mod tests {
         }
         assert!(guard.would_admit(ids[2]));
         assert!(
-            guard.admit(ids[2], Instant::now()),
+            guard.admit(ids[2], Moment::now()),
             "the oldest was forgotten"
         );
         // Now 3, 1, 2: admitting a new id forgets 3, then 1.
-        assert!(guard.admit(MessageId::new(), Instant::now()));
+        assert!(guard.admit(MessageId::new(), Moment::now()));
         assert!(guard.would_admit(ids[3]) && !guard.would_admit(ids[1]));
         let newest = MessageId::new();
-        assert!(guard.admit(newest, Instant::now()));
+        assert!(guard.admit(newest, Moment::now()));
         assert!(guard.would_admit(ids[1]) && !guard.would_admit(ids[2]));
-        assert!(!guard.admit(newest, Instant::now()));
+        assert!(!guard.admit(newest, Moment::now()));
         assert_eq!(guard.duplicates(), 1);
+    }
+
+    #[test]
+    fn an_entry_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Remembered>(), 24);
+    }
+
+    #[test]
+    fn ages_round_so_that_nothing_is_forgotten_early_and_wrap() {
+        let max_age = Ages::longest(Duration::from_micros(19_500));
+        assert_eq!(max_age, 20);
+        let at_ms = |now| Ages { now, max_age };
+        // Admitted at 10 ms (read as 10): at 30 ms it may be only 19.01 ms old, so kept.
+        assert!(at_ms(30).young(10));
+        assert!(!at_ms(31).young(10));
+        // Across the wrap of the millisecond count.
+        assert!(at_ms(5).young(Millis::MAX - 10));
+        assert!(!at_ms(15).young(Millis::MAX - 10));
+        assert_eq!(Ages::longest(Duration::from_secs(u64::MAX)), Ages::LONGEST);
+        assert_eq!(Ages::longest(Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn numbers_order_across_their_wrap() {
+        let entry = |number| Remembered {
+            key: [0, 0],
+            at: 0,
+            number,
+        };
+        assert!(entry(u32::MAX).before(&entry(0)));
+        assert!(entry(3).before(&entry(4)) && !entry(4).before(&entry(3)));
     }
 
     #[test]
@@ -322,12 +428,12 @@ mod tests {
         });
         guard.enable();
         let id = MessageId::new();
-        assert!(guard.admit(id, Instant::now()));
+        assert!(guard.admit(id, Moment::now()));
         assert!(!guard.would_admit(id));
         std::thread::sleep(Duration::from_millis(30));
         assert!(guard.would_admit(id));
         assert!(
-            guard.admit(id, Instant::now()),
+            guard.admit(id, Moment::now()),
             "an id older than max_age is forgotten"
         );
     }

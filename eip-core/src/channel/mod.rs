@@ -46,7 +46,7 @@ pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
 pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
 pub use loop_guard::LoopDetection;
-pub(crate) use loop_guard::LoopGuard;
+pub(crate) use loop_guard::{LoopGuard, Moment};
 pub(crate) use outgoing::Joins;
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};
@@ -58,7 +58,6 @@ pub use sender::ChannelSender;
 pub use stats::ChannelStats;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::message::Message;
 
@@ -91,6 +90,12 @@ pub(crate) enum Stored {
     /// The channel is deleted, or its store could not take the message.
     Refused(lane::Refused),
 }
+
+/// A store at one channel: what it did, if it is done, or the rest of it, to be awaited. A store
+/// that waits for nothing (room in memory, the common case) is done without a future; the rest
+/// owns what it needs (the channel's handles), so a caller can keep it beside whatever told it
+/// where to store (a join chain's walk) without borrowing from that.
+pub(crate) type StoreNow = Result<Stored, crate::store::Waiting<'static, Stored>>;
 
 impl Stored {
     fn outcome(self, channel: &str) -> Result<Outcome, SendError> {
@@ -161,11 +166,12 @@ impl Channel {
     }
 
     /// Stores one message here (no joins followed), checking the datatype and, given the time
-    /// (`loops`), the loop memory.
-    pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
+    /// (`loops`), the loop memory: done at once where that waits for nothing (see
+    /// [`StoreNow`]).
+    pub(crate) fn store_now(&self, msg: Message, loops: Option<Moment>) -> StoreNow {
         match self {
-            Channel::PointToPoint(c) => c.store(msg, loops).await,
-            Channel::PublishSubscribe(c) => c.store(msg, loops).await,
+            Channel::PointToPoint(c) => c.store_now(msg, loops),
+            Channel::PublishSubscribe(c) => c.store_now(msg, loops),
         }
     }
 

@@ -10,11 +10,10 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
 
 use std::sync::Arc;
 
-use super::{Channel, PublishSubscribe, Selector};
+use super::{Channel, Moment, PublishSubscribe, Selector};
 use crate::message::Message;
 
 /// A route from a source channel to a destination channel or queue: see [the join
@@ -44,10 +43,11 @@ pub(crate) type Joins = Arc<[Arc<Join>]>;
 
 /// Carries a message on from `entry`, where a publish has just stored it (as stored), over
 /// `joins`, the joins that store saw leaving `entry`. `now` is the publish's time for loop
-/// memory, if it read the clock. Completes when every store the joins lead to is done.
+/// memory, if it read the clock. Makes at once every store that waits for nothing, and returns
+/// what is left to wait for, if anything: done when every store the joins lead to is.
 pub(crate) type Follow = for<'a> fn(
     entry: &'a PublishSubscribe,
     joins: Joins,
     stored: Message,
-    now: Option<Instant>,
-) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+    now: Option<Moment>,
+) -> Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>>;

@@ -8,7 +8,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::builder::ChannelBuilder;
 use super::datatype::DatatypeCheck;
@@ -18,7 +17,7 @@ use super::lane::{Lane, Refused};
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
-use super::{LoopGuard, Mode, Outcome, Refusal, Rules, Stored};
+use super::{LoopGuard, Mode, Moment, Outcome, Refusal, Rules, StoreNow, Stored};
 use crate::message::{DeathReason, Message, MessageId};
 use crate::store::{MessageStore, Push, Waiting};
 
@@ -83,7 +82,10 @@ impl PointToPoint {
                     Ok(pushed) => Ok(Box::pin(self.queue.pushed(pushed))),
                     Err(msg) => Ok(Box::pin(self.push_waiting(msg))),
                 },
-                Err(refusal) => Err(refusal.into_stored(self.name())),
+                Err(refusal) => match refusal.carry_out(self.name()) {
+                    Ok(stored) => return stored.outcome(self.name()),
+                    Err(refusing) => Err(refusing),
+                },
             };
         match waiting {
             Ok(pushing) => match pushing.await {
@@ -101,19 +103,31 @@ impl PointToPoint {
     }
 
     /// Stores one message here, by the channel's [rules](super::admission): the loop memory
-    /// decides given the time (`loops`).
-    pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
+    /// decides given the time (`loops`). Done at once when the store has room; what waits
+    /// (for room, or for a durable store's commit) owns handles of its own.
+    pub(crate) fn store_now(&self, msg: Message, loops: Option<Moment>) -> StoreNow {
         // Deleted or not, the push finds out.
         let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
             Ok(msg) => msg,
-            Err(refusal) => return refusal.into_stored(self.name()).await,
+            Err(refusal) => return refusal.carry_out(self.name()),
         };
-        let mut slot = Some(msg);
-        match self.queue.push_into(&*self.store, &mut slot).await {
+        let pushed = match self.store.push_now(msg) {
             // Joins never start at a queue: nothing to follow from here.
-            Ok(()) => Stored::Yes,
-            Err(refused) => Stored::Refused(refused),
-        }
+            Ok(Push::Stored) => return Ok(Stored::Yes),
+            Ok(pushed) => Ok(pushed),
+            Err(msg) => Err(msg),
+        };
+        let this = self.clone();
+        Err(Box::pin(async move {
+            let done = match pushed {
+                Ok(pushed) => this.queue.pushed(pushed).await,
+                Err(msg) => this.push_waiting(msg).await,
+            };
+            match done {
+                Ok(()) => Stored::Yes,
+                Err(refused) => Stored::Refused(refused),
+            }
+        }))
     }
 
     /// Sends a message if there is room now.

@@ -58,7 +58,9 @@ impl PublishSubscribe {
                 };
                 let Some(delivery) = delivery else { break };
                 let message = delivery.message().clone();
-                follow(&channel, joins.clone(), message, None).await;
+                if let Some(following) = follow(&channel, joins.clone(), message, None) {
+                    following.await;
+                }
                 delivery.ack();
             }
         });

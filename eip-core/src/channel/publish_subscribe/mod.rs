@@ -41,16 +41,16 @@ mod subscriptions;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Instant;
 
 use super::builder::{ChannelBuilder, ChannelConfig};
 use super::error::{ChannelError, SendError};
 use super::lane::{Lane, Refused};
 use super::outgoing::Follow;
+use super::outgoing::Joins;
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
-use super::{LoopGuard, Mode, Outcome, Rules, Stored};
+use super::{LoopGuard, Mode, Moment, Outcome, Rules, StoreNow, Stored};
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::{Append, SharedLog};
 use crate::store::{Overflow, Push, Select, Waiting};
@@ -176,75 +176,125 @@ impl PublishSubscribe {
     /// has accepted its copy (waiting for room under `Backpressure`).
     pub async fn publish(&self, msg: Message) -> Result<Outcome, SendError> {
         let now = self.inner.guard.clock();
-        // Each step up to an await is a statement of its own, and what waits is boxed: a value
+        // Everything up to the one await is one statement, and what waits is boxed: a value
         // held across an await (a match's scrutinee included) is part of the future, and every
         // byte of the future is moved at least once per publish. The common case, a log with
-        // room, waits for nothing.
-        let storing: Waiting<'_, Stored> = match self.log_only() {
-            Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: now }) {
-                Ok(msg) => match log.try_append(msg) {
-                    Append::Stored => return Ok(Outcome::Accepted),
-                    Append::Closed(msg) => {
-                        return Err(Refused::Closed(msg).into_send_error(self.name()));
+        // room (and joins whose stores have room), waits for nothing.
+        let waiting: Waiting<'_, Result<Outcome, SendError>> = match self.store_now(msg, now) {
+            Ok(Stored::Forward(stored, joins)) => match self.follow(joins, stored, now) {
+                None => return Ok(Outcome::Accepted),
+                Some(following) => Box::pin(async move {
+                    following.await;
+                    Ok(Outcome::Accepted)
+                }),
+            },
+            Ok(stored) => return stored.outcome(self.name()),
+            Err(storing) => Box::pin(async move {
+                match storing.await {
+                    Stored::Forward(stored, joins) => {
+                        if let Some(following) = self.follow(joins, stored, now) {
+                            following.await;
+                        }
+                        Ok(Outcome::Accepted)
                     }
-                    Append::Full(msg) => Box::pin(async move {
+                    other => other.outcome(self.name()),
+                }
+            }),
+        };
+        waiting.await
+    }
+
+    /// Follows `joins` with the message as stored here: what is left to wait for, if the
+    /// stores they lead to did not all complete at once.
+    fn follow(
+        &self,
+        joins: Joins,
+        stored: Message,
+        now: Option<Moment>,
+    ) -> Option<Waiting<'_, ()>> {
+        // Joins are attached with the function that follows them (`add_join`).
+        let follow = self.inner.follow.get()?;
+        follow(self, joins, stored, now)
+    }
+
+    /// Stores one message in every subscription (joins not followed), by the channel's
+    /// [rules](super::admission): the loop memory decides given the time (`loops`). Done at
+    /// once when the channel's log has room and it is all a store writes to (its own
+    /// subscriptions, and joins to follow afterwards); the rest (a full log, bus wildcard
+    /// subscriptions, a broker's fan-out, a durable store, `DropOldest`) is boxed, owning a
+    /// handle of the channel.
+    pub(crate) fn store_now(&self, msg: Message, loops: Option<Moment>) -> StoreNow {
+        let Some(log) = &self.inner.log else {
+            return self.store_later(msg, loops);
+        };
+        // The joins to follow, read with the set; a deletion from here on closes the log
+        // first, and the append sees it.
+        let joins = if self.inner.log_only.load(Ordering::SeqCst) {
+            None
+        } else {
+            let subs = self.lock();
+            if subs.closed || !subs.current.foreign.is_empty() || self.inner.fan_out.is_some() {
+                drop(subs);
+                return self.store_later(msg, loops);
+            }
+            (!subs.current.joins.is_empty()).then(|| subs.current.joins.clone())
+        };
+        let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
+            Ok(msg) => msg,
+            Err(refusal) => return refusal.carry_out(self.name()),
+        };
+        let Some(joins) = joins else {
+            return match log.try_append(msg) {
+                Append::Stored => Ok(Stored::Yes),
+                Append::Closed(msg) => Ok(Stored::Refused(Refused::Closed(msg))),
+                Append::Full(msg) => {
+                    let log = log.clone();
+                    Err(Box::pin(async move {
                         match log.append_waiting(msg).await {
                             Ok(()) => Stored::Yes,
                             Err(msg) => Stored::Refused(Refused::Closed(msg)),
                         }
-                    }),
-                },
-                Err(refusal) => refusal.into_stored(self.name()),
-            },
-            None => Box::pin(self.store_in_each(msg, now)),
-        };
-        let following = match storing.await {
-            // Joins are attached with the function that follows them (`add_join`).
-            Stored::Forward(stored, joins) => match self.inner.follow.get() {
-                Some(follow) => follow(self, joins, stored, now),
-                None => return Ok(Outcome::Accepted),
-            },
-            other => return other.outcome(self.name()),
-        };
-        following.await;
-        Ok(Outcome::Accepted)
-    }
-
-    /// Stores one message in every subscription (joins not followed), by the channel's
-    /// [rules](super::admission): the loop memory decides given the time (`loops`).
-    pub(crate) async fn store(&self, msg: Message, loops: Option<Instant>) -> Stored {
-        if let Some(log) = self.log_only() {
-            // A deletion from here on closes the log first: the append sees it. Admitted in a
-            // statement of its own, so that its result is not held across the append (that
-            // would grow every publish's future).
-            let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
-                Ok(msg) => msg,
-                Err(refusal) => return refusal.into_stored(self.name()).await,
+                    }))
+                }
             };
-            return match log.append(msg).await {
-                Ok(()) => Stored::Yes,
-                Err(msg) => Stored::Refused(Refused::Closed(msg)),
-            };
+        };
+        // The joins need the message after the log.
+        match log.try_append(msg.clone()) {
+            Append::Stored => Ok(Stored::Forward(msg, joins)),
+            Append::Closed(copy) => Ok(Stored::Refused(Refused::Closed(copy))),
+            Append::Full(copy) => {
+                let log = log.clone();
+                Err(Box::pin(async move {
+                    match log.append_waiting(copy).await {
+                        Ok(()) => Stored::Forward(msg, joins),
+                        Err(copy) => Stored::Refused(Refused::Closed(copy)),
+                    }
+                }))
+            }
         }
-        self.store_in_each(msg, loops).await
     }
 
-    /// The log, when a publish does nothing but append to it (see `log_only`).
-    fn log_only(&self) -> Option<&Arc<SharedLog>> {
-        self.inner
-            .log
-            .as_ref()
-            .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
+    /// [`store_now`](Self::store_now)'s general path, all of it to be awaited.
+    fn store_later(&self, msg: Message, loops: Option<Moment>) -> StoreNow {
+        let this = self.clone();
+        Err(Box::pin(
+            async move { this.store_in_each(msg, loops).await },
+        ))
     }
 
-    /// [`store`](Self::store) when a publish does more than append to the log: foreign
-    /// queues, joins, a broker's fan-out, a durable store, or `DropOldest`.
-    async fn store_in_each(&self, msg: Message, loops: Option<Instant>) -> Stored {
+    /// A store wherever a publish pushes (see [`store_now`](Self::store_now)): foreign
+    /// queues, a broker's fan-out, a durable store, or `DropOldest`, and the log.
+    async fn store_in_each(&self, msg: Message, loops: Option<Moment>) -> Stored {
         let current = self.snapshot();
         let deleted = current.is_none();
         let msg = match self.rules().admit(msg, deleted, Mode::Store { loops }) {
             Ok(msg) => msg,
-            Err(refusal) => return refusal.into_stored(self.name()).await,
+            Err(refusal) => {
+                return match refusal.carry_out(self.name()) {
+                    Ok(stored) => stored,
+                    Err(refusing) => refusing.await,
+                };
+            }
         };
         let Some(current) = current else {
             // Not reached: a deleted channel admits nothing.

@@ -213,6 +213,18 @@ impl SharedLog {
         read_locked(&mut self.lock(), cursor, max, into)
     }
 
+    /// The reader at `cursor` reads the next message, if there is one: [`read`](Self::read) of
+    /// one, without a buffer.
+    pub(crate) fn read_one(&self, cursor: &mut u64) -> Option<Message> {
+        let mut state = self.lock();
+        if state.head <= *cursor {
+            return None;
+        }
+        let mut i = index_of(&state, *cursor);
+        *cursor += 1;
+        pass(&mut state, &mut i)
+    }
+
     /// Shows `see` the messages from position `from` to the head, in order, taking nothing,
     /// until it answers `false`.
     pub(crate) fn peek(&self, from: u64, mut see: impl FnMut(&Message) -> bool) {
@@ -313,32 +325,42 @@ fn read_locked(
 ) -> usize {
     let unread = usize::try_from(state.head.saturating_sub(*cursor)).unwrap_or(usize::MAX);
     let n = unread.min(max);
-    // An entry leaves only once every reader passed it, so a cursor is never behind `base`.
-    debug_assert!(
-        *cursor >= state.base,
-        "a reader's cursor fell behind the log"
-    );
-    let mut i = usize::try_from(cursor.saturating_sub(state.base)).unwrap_or(usize::MAX);
+    let mut i = index_of(state, *cursor);
     for _ in 0..n {
-        match state.entries.front() {
-            Some(front) if i == 0 && front.unread == 1 => {
-                // The last reader: take it out rather than clone it.
-                if let Some(entry) = state.entries.pop_front() {
-                    state.base += 1;
-                    into.push_back(entry.message);
-                }
-            }
-            _ => {
-                if let Some(entry) = state.entries.get_mut(i) {
-                    entry.unread -= 1;
-                    into.push_back(entry.message.clone());
-                }
-                i += 1;
-            }
+        if let Some(message) = pass(state, &mut i) {
+            into.push_back(message);
         }
     }
     *cursor += n as u64;
     n
+}
+
+/// Where the reader at `cursor` is among the entries.
+fn index_of(state: &State, cursor: u64) -> usize {
+    // An entry leaves only once every reader passed it, so a cursor is never behind `base`.
+    debug_assert!(
+        cursor >= state.base,
+        "a reader's cursor fell behind the log"
+    );
+    usize::try_from(cursor.saturating_sub(state.base)).unwrap_or(usize::MAX)
+}
+
+/// A reader passes the entry at `i`: its copy, taken out rather than cloned if it is the front
+/// entry's last reader (then the next entry is at `i` again).
+fn pass(state: &mut State, i: &mut usize) -> Option<Message> {
+    match state.entries.front() {
+        Some(front) if *i == 0 && front.unread == 1 => {
+            let entry = state.entries.pop_front()?;
+            state.base += 1;
+            Some(entry.message)
+        }
+        _ => {
+            let entry = state.entries.get_mut(*i)?;
+            entry.unread -= 1;
+            *i += 1;
+            Some(entry.message.clone())
+        }
+    }
 }
 
 enum Look<'a> {

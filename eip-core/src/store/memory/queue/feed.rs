@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use super::{Queue, State};
 use crate::store::memory::shared_log::SharedLog;
-use crate::store::{MessageStore, Parked, Parking};
+use crate::store::{MessageStore, Parked, Parking, TakeOne};
 
 impl Queue {
     /// This queue, fed by `log` from position `head` on.
@@ -88,6 +88,25 @@ impl Queue {
             // Closing read everything; later messages were never for it.
             Some(log) if !state.closed => log.head().saturating_sub(state.cursor),
             _ => 0,
+        }
+    }
+
+    /// A fed queue's [`try_take_one`](MessageStore::try_take_one): the next message straight
+    /// from the log, when nothing put back waits before it (else the batched path sorts it out).
+    #[inline(never)]
+    pub(super) fn take_one_fed(&self, log: &SharedLog) -> TakeOne {
+        let mut state = self.lock();
+        if !state.ready.is_empty() || state.closed {
+            return TakeOne::Batched;
+        }
+        match log.read_one(&mut state.cursor) {
+            Some(msg) => {
+                state.accepted += 1;
+                state.taken += 1;
+                state.delivered += 1;
+                TakeOne::Taken(msg)
+            }
+            None => TakeOne::Empty,
         }
     }
 }

@@ -400,8 +400,8 @@ impl MessageStore for Queue {
     }
 
     fn try_take_one(&self) -> TakeOne {
-        if self.feed.is_some() {
-            return TakeOne::Batched;
+        if let Some(log) = &self.feed {
+            return self.take_one_fed(log);
         }
         let mut state = self.lock();
         match state.ready.pop_front() {
