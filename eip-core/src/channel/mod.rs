@@ -98,6 +98,7 @@ pub(crate) enum Stored {
 pub(crate) type StoreNow = Result<Stored, crate::store::Waiting<'static, Stored>>;
 
 impl Stored {
+    #[inline]
     fn outcome(self, channel: &str) -> Result<Outcome, SendError> {
         match self {
             Stored::Yes | Stored::Forward(..) => Ok(Outcome::Accepted),

@@ -179,27 +179,45 @@ impl PublishSubscribe {
         // Everything up to the one await is one statement, and what waits is boxed: a value
         // held across an await (a match's scrutinee included) is part of the future, and every
         // byte of the future is moved at least once per publish. The common case, a log with
-        // room (and joins whose stores have room), waits for nothing.
-        let waiting: Waiting<'_, Result<Outcome, SendError>> = match self.store_now(msg, now) {
-            Ok(Stored::Forward(stored, joins)) => match self.follow(joins, stored, now) {
-                None => return Ok(Outcome::Accepted),
-                Some(following) => Box::pin(async move {
-                    following.await;
-                    Ok(Outcome::Accepted)
-                }),
-            },
-            Ok(stored) => return stored.outcome(self.name()),
-            Err(storing) => Box::pin(async move {
-                match storing.await {
-                    Stored::Forward(stored, joins) => {
-                        if let Some(following) = self.follow(joins, stored, now) {
-                            following.await;
+        // room (and joins whose stores have room), waits for nothing. In a block: a local
+        // stays in the future until its scope ends, moved or not.
+        let waiting: Waiting<'_, Result<Outcome, SendError>> = {
+            let storing = match self.log_only() {
+                // Only the log to append to, the most common publish: written out here, as its
+                // every step is paid per message.
+                Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: now }) {
+                    Ok(msg) => match log.try_append(msg) {
+                        Append::Stored => return Ok(Outcome::Accepted),
+                        Append::Closed(msg) => {
+                            return Err(Refused::Closed(msg).into_send_error(self.name()));
                         }
+                        Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
+                    },
+                    Err(refusal) => refusal.carry_out(self.name()),
+                },
+                None => self.store_now(msg, now),
+            };
+            match storing {
+                Ok(Stored::Forward(stored, joins)) => match self.follow(joins, stored, now) {
+                    None => return Ok(Outcome::Accepted),
+                    Some(following) => Box::pin(async move {
+                        following.await;
                         Ok(Outcome::Accepted)
+                    }),
+                },
+                Ok(stored) => return stored.outcome(self.name()),
+                Err(storing) => Box::pin(async move {
+                    match storing.await {
+                        Stored::Forward(stored, joins) => {
+                            if let Some(following) = self.follow(joins, stored, now) {
+                                following.await;
+                            }
+                            Ok(Outcome::Accepted)
+                        }
+                        other => other.outcome(self.name()),
                     }
-                    other => other.outcome(self.name()),
-                }
-            }),
+                }),
+            }
         };
         waiting.await
     }
@@ -247,15 +265,7 @@ impl PublishSubscribe {
             return match log.try_append(msg) {
                 Append::Stored => Ok(Stored::Yes),
                 Append::Closed(msg) => Ok(Stored::Refused(Refused::Closed(msg))),
-                Append::Full(msg) => {
-                    let log = log.clone();
-                    Err(Box::pin(async move {
-                        match log.append_waiting(msg).await {
-                            Ok(()) => Stored::Yes,
-                            Err(msg) => Stored::Refused(Refused::Closed(msg)),
-                        }
-                    }))
-                }
+                Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
             };
         };
         // The joins need the message after the log.
@@ -272,6 +282,14 @@ impl PublishSubscribe {
                 }))
             }
         }
+    }
+
+    /// The log, when a publish does nothing but append to it (see `log_only`).
+    fn log_only(&self) -> Option<&Arc<SharedLog>> {
+        self.inner
+            .log
+            .as_ref()
+            .filter(|_| self.inner.log_only.load(Ordering::SeqCst))
     }
 
     /// [`store_now`](Self::store_now)'s general path, all of it to be awaited.
@@ -497,6 +515,16 @@ impl PublishSubscribe {
     pub fn is_closed(&self) -> bool {
         self.lock().closed
     }
+}
+
+/// The rest of a store that found the log full: the append, once there is room.
+fn append_waiting(log: Arc<SharedLog>, msg: Message) -> Waiting<'static, Stored> {
+    Box::pin(async move {
+        match log.append_waiting(msg).await {
+            Ok(()) => Stored::Yes,
+            Err(msg) => Stored::Refused(Refused::Closed(msg)),
+        }
+    })
 }
 
 impl ChannelBuilder<PublishSubscribe> {
