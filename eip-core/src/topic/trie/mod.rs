@@ -26,7 +26,7 @@ use std::fmt;
 
 use self::node::{HashNode, IdPool, Node, UNBOUNDED, plus_one};
 use self::search::{MEMO, Memo, Search};
-use self::words::{UNKNOWN, WordId, Words};
+use self::words::{UNKNOWN, WordId, Words, dots};
 #[cfg(doc)]
 use super::subject_words;
 use super::{MAX_TOPIC_LEN, TopicPattern, Word};
@@ -161,14 +161,12 @@ impl<T> TopicTrie<T> {
         if !subject.is_empty() {
             let bytes = subject.as_bytes();
             let mut start = 0;
-            for (i, b) in bytes.iter().enumerate() {
-                if *b == b'.' {
-                    ids.push(
-                        self.words
-                            .get_bytes(bytes.get(start..i).unwrap_or_default()),
-                    );
-                    start = i + 1;
-                }
+            for i in dots(bytes) {
+                ids.push(
+                    self.words
+                        .get_bytes(bytes.get(start..i).unwrap_or_default()),
+                );
+                start = i + 1;
             }
             ids.push(self.words.get_bytes(bytes.get(start..).unwrap_or_default()));
         }
