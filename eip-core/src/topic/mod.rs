@@ -67,6 +67,29 @@ enum Word {
     Any,
 }
 
+/// The wildcards between two literal words of a pattern, kept in one canonical order.
+///
+/// A run of `*` and `#` words with at least one `#` matches any number of words from the number
+/// of its stars up, whatever the order: `#.*`, `*.#` and `#.*.#` all mean "one word or more".
+/// So a run is stored as its stars followed by one `#` (or just its stars). That keeps matching
+/// linear (no `#.#`), and it means a `#` is never directly followed by another wildcard, which
+/// the trie relies on: after a `#` only a literal word or the end of the pattern can come.
+#[derive(Default)]
+struct WildcardRun {
+    stars: usize,
+    hash: bool,
+}
+
+impl WildcardRun {
+    fn flush(&mut self, words: &mut Vec<Word>) {
+        words.extend(std::iter::repeat_n(Word::One, self.stars));
+        if self.hash {
+            words.push(Word::Any);
+        }
+        *self = WildcardRun::default();
+    }
+}
+
 /// A parsed topic pattern.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TopicPattern {
@@ -90,12 +113,11 @@ impl TopicPattern {
             return Err(TopicError::TooLong { len: pattern.len() });
         }
         let mut words: Vec<Word> = Vec::new();
+        let mut run = WildcardRun::default();
         for (i, w) in subject_words(pattern).enumerate() {
-            let word = match w {
-                "*" => Word::One,
-                // `#.#` matches exactly what `#` matches; folding them keeps matching linear.
-                "#" if words.last() == Some(&Word::Any) => continue,
-                "#" => Word::Any,
+            match w {
+                "*" => run.stars += 1,
+                "#" => run.hash = true,
                 w if w.contains(['*', '#']) => {
                     return Err(TopicError::MixedWildcard {
                         pattern: pattern.to_owned(),
@@ -103,10 +125,13 @@ impl TopicPattern {
                         word_index: i + 1,
                     });
                 }
-                w => Word::Literal(w.into()),
-            };
-            words.push(word);
+                w => {
+                    run.flush(&mut words);
+                    words.push(Word::Literal(w.into()));
+                }
+            }
         }
+        run.flush(&mut words);
         Ok(TopicPattern {
             source: pattern.into(),
             words: words.into(),
@@ -144,7 +169,8 @@ impl TopicPattern {
     ///
     /// Wildcard matching with backtracking to the last `#` only: `*` is a single-word wildcard
     /// and `#` a multi-word one, so the classic greedy glob algorithm is exact, and with runs of
-    /// `#` folded at parse time it takes O(pattern × subject) steps at worst.
+    /// wildcards put in canonical order at parse time (stars first, then at most one `#`) it takes
+    /// O(pattern × subject) steps at worst.
     pub fn matches_words(&self, subject: &[&str]) -> bool {
         let p = &self.words;
         let (mut pi, mut si) = (0, 0);
@@ -260,6 +286,24 @@ mod tests {
         );
         assert!(TopicPattern::parse(&"a".repeat(256)).is_err());
         assert!(!m("#", &"a".repeat(256)));
+    }
+
+    #[test]
+    fn a_run_of_wildcards_is_kept_as_its_stars_then_one_hash() {
+        let words = |s: &str| TopicPattern::parse(s).unwrap().words;
+        assert_eq!(words("#.*"), words("*.#"));
+        assert_eq!(words("#.*.#.*.#.a.#.#"), words("*.*.#.a.#"));
+        assert_eq!(
+            &*words("a.#.*.b"),
+            [
+                Word::Literal("a".into()),
+                Word::One,
+                Word::Any,
+                Word::Literal("b".into())
+            ]
+        );
+        assert_eq!(TopicPattern::parse("#.*").unwrap().as_str(), "#.*");
+        assert!(m("#.*", "a") && m("#.*", "a.b") && !m("#.*", ""));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! pattern.
 //!
 //! Each pattern is a path from the root: a literal word follows the child labelled with the
-//! word's id ([`words`], [`children`]), `*` the node's star child and `#` its hash child (runs
-//! of `#` are folded when the pattern is parsed, so `#.#` and `#` end at the same node). A value
+//! word's id ([`words`], [`children`]), `*` the node's star child and `#` its hash child. A run
+//! of wildcards is parsed into its stars followed by at most one `#` (`#.#` is `#`, `#.*` is
+//! `*.#`: they match the same subjects), so such spellings end at the same node, and a `#` node
+//! never has a wildcard child: after a `#` comes a literal word or the end. A value
 //! stored at the end of the path belongs to that pattern. Matching looks each subject word's id
 //! up once, then walks down every edge that can take the words ([`search`]).
 //!
@@ -24,7 +26,7 @@ use std::fmt;
 
 use self::node::{HashNode, IdPool, Node, UNBOUNDED, plus_one};
 use self::search::{MEMO, Memo, Search};
-use self::words::{UNKNOWN, WordId, Words};
+use self::words::{UNKNOWN, WordId, Words, dots};
 #[cfg(doc)]
 use super::subject_words;
 use super::{MAX_TOPIC_LEN, TopicPattern, Word};
@@ -128,7 +130,8 @@ impl<T> TopicTrie<T> {
     }
 
     /// Removes one copy of `value` from under `pattern`, and the nodes left empty. Returns
-    /// whether there was one.
+    /// whether there was one. Spellings of a pattern that differ only in the order of a run of
+    /// wildcards (`#.*` and `*.#`, `#.#` and `#`) are the same pattern.
     pub fn remove(&mut self, pattern: &TopicPattern, value: &T) -> bool
     where
         T: PartialEq,
@@ -158,14 +161,12 @@ impl<T> TopicTrie<T> {
         if !subject.is_empty() {
             let bytes = subject.as_bytes();
             let mut start = 0;
-            for (i, b) in bytes.iter().enumerate() {
-                if *b == b'.' {
-                    ids.push(
-                        self.words
-                            .get_bytes(bytes.get(start..i).unwrap_or_default()),
-                    );
-                    start = i + 1;
-                }
+            for i in dots(bytes) {
+                ids.push(
+                    self.words
+                        .get_bytes(bytes.get(start..i).unwrap_or_default()),
+                );
+                start = i + 1;
             }
             ids.push(self.words.get_bytes(bytes.get(start..).unwrap_or_default()));
         }

@@ -140,6 +140,8 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
         let claimed = self.memo.claim(hash.id, i, len);
         let fitting = hash.node.fitting_positions(len);
         let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
+        // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`
+        // node has no wildcard child and takes the loop below; the general walk stays for safety.
         if hash.node.wild.is_some() {
             for j in positions {
                 self.step(&hash.node, j);
