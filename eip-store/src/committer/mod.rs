@@ -44,13 +44,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::Durability;
 use tokio::sync::oneshot;
 
+mod acks;
 mod answer;
 mod batch;
 mod checkpoint;
@@ -59,6 +60,8 @@ mod keys;
 mod reopen;
 mod round;
 
+pub(crate) use acks::AckList;
+use acks::Woken;
 use effect::{Effect, ReopenRequest};
 use keys::{KeyRound, TouchedTable};
 use round::Round;
@@ -181,6 +184,8 @@ pub(crate) struct Committer {
     pub(crate) space: Arc<Space>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) jobs: Receiver<Job>,
+    /// Acks listed for the next round (see `acks`).
+    pub(crate) acks: Arc<AckList>,
     pub(crate) next_id: u32,
     pub(crate) tables: Arc<TableRegistry>,
     pub(crate) next_table_id: u32,
@@ -222,56 +227,38 @@ impl Committer {
     pub(crate) fn run(mut self) {
         let mut batch: Vec<Job> = Vec::new();
         let mut acks_since: Option<Instant> = None;
+        let mut idle_since = Instant::now();
         let mut open = true;
         while open {
-            let first = match acks_since {
-                None if self.checkpoint_due => match self.jobs.recv_timeout(IDLE_CHECKPOINT) {
-                    Ok(job) => Some(job),
-                    Err(RecvTimeoutError::Timeout) => {
-                        self.checkpoint();
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        open = false;
-                        None
-                    }
-                },
-                Some(since) => {
-                    let wait = (since + ACK_DELAY).saturating_duration_since(Instant::now());
-                    match self.jobs.recv_timeout(wait) {
-                        Ok(job) => Some(job),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => {
-                            open = false;
-                            None
-                        }
-                    }
+            let woken = match self.wait(acks_since, idle_since) {
+                Woken::Job(job) => Some(job),
+                Woken::Timeout => None,
+                Woken::Closed => {
+                    open = false;
+                    None
                 }
-                None => self.jobs.recv().ok(),
             };
-            match first {
-                Some(job) => batch.push(job),
-                None if acks_since.is_none() => open = false,
-                None => {}
-            }
-            while open && batch.len() < MAX_BATCH {
-                match self.jobs.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => open = false,
-                }
+            open = self.gather(&mut batch, woken) && open;
+            if batch.is_empty() {
+                continue;
             }
             let urgent = batch.iter().any(|job| !matches!(job, Job::Ack { .. }));
-            if !batch.is_empty() && acks_since.is_none() {
-                acks_since = Some(Instant::now());
-            }
-            let due = acks_since.is_some_and(|since| since.elapsed() >= ACK_DELAY)
-                || batch.len() >= MAX_BATCH;
+            let since = *acks_since.get_or_insert_with(Instant::now);
+            let due = since.elapsed() >= ACK_DELAY || batch.len() >= MAX_BATCH;
             if urgent || due || !open {
                 let durable = urgent || !open || self.unsynced_commits + 1 >= MAX_UNSYNCED_COMMITS;
                 self.commit(std::mem::take(&mut batch), durable);
                 acks_since = None;
+                idle_since = Instant::now();
             }
+        }
+        // Acks listed past the last round's room
+        loop {
+            self.gather(&mut batch, None);
+            if batch.is_empty() {
+                break;
+            }
+            self.commit(std::mem::take(&mut batch), true);
         }
         if self.checkpoint_due || !self.journal.is_empty() {
             self.checkpoint();
