@@ -1,8 +1,10 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
-//! Appends, acks, records set aside, declarations and removals of queues and key tables,
-//! batches and expiries reach it through one channel. Each round it takes every job queued
-//! since the last round (up to [`MAX_BATCH`]), writes them all in ONE redb write transaction,
+//! Appends, records set aside, declarations and removals of queues and key tables, batches and
+//! expiries reach it through one channel; acks are listed for its next round without waking it
+//! (`acks`), and come through the channel only while it sleeps with nothing due. Each round it
+//! takes every job queued and every ack listed since the last round (up to [`MAX_BATCH`]),
+//! writes them all in ONE redb write transaction,
 //! which also encodes them as ONE record of the write-ahead journal ([`journal`](crate::journal)),
 //! writes that record, and only then commits the transaction (without an fsync), updates the
 //! queues in memory and answers the jobs. While one round waits for its fsync, the next appends
