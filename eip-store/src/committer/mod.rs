@@ -232,7 +232,11 @@ impl Committer {
         let mut idle_since = Instant::now();
         let mut open = true;
         while open {
-            let woken = match self.wait(acks_since, idle_since) {
+            let woken = self.wait(acks_since, idle_since);
+            // A wait that ran out: acks listed meanwhile have waited their time (at most one
+            // step of `ACK_DELAY`)
+            let timed_out = matches!(woken, Woken::Timeout);
+            let woken = match woken {
                 Woken::Job(job) => Some(job),
                 Woken::Timeout => None,
                 Woken::Closed => {
@@ -246,7 +250,7 @@ impl Committer {
             }
             let urgent = batch.iter().any(|job| !matches!(job, Job::Ack { .. }));
             let since = *acks_since.get_or_insert_with(Instant::now);
-            let due = since.elapsed() >= ACK_DELAY || batch.len() >= MAX_BATCH;
+            let due = timed_out || since.elapsed() >= ACK_DELAY || batch.len() >= MAX_BATCH;
             if urgent || due || !open {
                 let durable = urgent || !open || self.unsynced_commits + 1 >= MAX_UNSYNCED_COMMITS;
                 self.commit(std::mem::take(&mut batch), durable);
