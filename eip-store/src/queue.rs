@@ -228,6 +228,14 @@ impl QueueLog {
         if !state.take_ack(seq) {
             return;
         }
+        if self.shared.space.is_closed() {
+            // The committer has stopped: the ack can not be written
+            state.give_back_ack(seq);
+            return;
+        }
+        if self.shared.acks.list(state, seq) {
+            return;
+        }
         let job = Job::Ack {
             queue: state.clone(),
             seq,

@@ -20,7 +20,7 @@ use redb::{Database, ReadTransaction, ReadableDatabase};
 use tokio::sync::oneshot;
 
 use crate::batch::Batch;
-use crate::committer::{Committer, Counters, Job};
+use crate::committer::{AckList, Committer, Counters, Job};
 use crate::journal::JournalDamage;
 use crate::layout;
 use crate::open::{Opened, open_database};
@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     tables: Arc<TableRegistry>,
     counters: Arc<Counters>,
     jobs: Option<Sender<Job>>,
+    /// Acks listed for the committer's next round, without waking it.
+    pub(crate) acks: Arc<AckList>,
     pub(crate) slot: Arc<Slot>,
     committer: Option<JoinHandle<()>>,
     /// Held (locked) for as long as the store is open; dropped last.
@@ -222,6 +224,7 @@ impl DurableStore {
         let counters = Arc::new(Counters::default());
         let slot = Arc::new(Slot::new(&file, &dir, config.cache_bytes, db));
         let (jobs, receiver) = mpsc::channel();
+        let acks = Arc::new(AckList::default());
         let committer = Committer {
             slot: slot.clone(),
             file: file.clone(),
@@ -230,6 +233,7 @@ impl DurableStore {
             space: space.clone(),
             counters: counters.clone(),
             jobs: receiver,
+            acks: acks.clone(),
             next_id,
             tables: tables.clone(),
             next_table_id,
@@ -261,6 +265,7 @@ impl DurableStore {
                 tables,
                 counters,
                 jobs: Some(jobs),
+                acks,
                 slot,
                 committer: Some(committer),
                 lock: Some(lock_file),

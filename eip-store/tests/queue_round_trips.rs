@@ -213,3 +213,55 @@ async fn committed_waits_for_the_commit_of_a_seq() {
         .expect("committed(1) returned")
         .unwrap();
 }
+
+/// Waits up to 5 s for `done`, sleeping 2 ms between looks.
+async fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_ack_is_committed_no_later_than_the_next_append() {
+    let dir = ScratchDir::new("ack-rides");
+    let store = open(dir.path());
+    let queue = store.queue("q").unwrap();
+    let seq = queue.append(record(0)).unwrap().await.unwrap();
+    queue.ack(seq);
+    queue.append(record(1)).unwrap().await.unwrap();
+    assert_eq!(store.stats().acks_committed, 1);
+    assert_eq!(read_all(&queue), vec![(1, record(1))]);
+}
+
+#[tokio::test]
+async fn an_ack_wakes_a_committer_asleep_after_its_idle_checkpoint() {
+    let dir = ScratchDir::new("ack-wakes");
+    let store = open(dir.path());
+    let queue = store.queue("q").unwrap();
+    for i in 0..2 {
+        queue.append(record(i)).unwrap().await.unwrap();
+    }
+    let checkpoints = store.stats().checkpoints;
+    wait_for("an idle checkpoint", || {
+        store.stats().checkpoints > checkpoints
+    })
+    .await;
+    // Nothing is due now: the committer sleeps without a deadline, and the ack must wake it
+    queue.ack(0);
+    wait_for("the ack committed by its timer", || {
+        store.stats().acks_committed == 1
+    })
+    .await;
+    queue.ack(1);
+    wait_for("the second ack committed by its timer", || {
+        store.stats().acks_committed == 2
+    })
+    .await;
+    assert_eq!(store.used_bytes(), 0);
+    drop(queue);
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(store.queue("q").unwrap().len(), 0);
+}

@@ -168,6 +168,11 @@ impl Committer {
     /// Finds, for each expiry of the round, the index rows expired at its time (at most
     /// [`EXPIRE_LIMIT`]), in a read transaction; damage met there ends the search early.
     pub(super) fn gather_expired(&self, effects: &mut [Effect]) {
+        let expiring =
+            |e: &Effect| matches!(e, Effect::Expire { candidates, .. } if candidates.is_empty());
+        if !effects.iter().any(expiring) {
+            return; // no read transaction for a round without expiries
+        }
         let Ok((db, _)) = self.slot.get() else {
             return; // the write fails the same way, and answers
         };

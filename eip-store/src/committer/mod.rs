@@ -1,8 +1,10 @@
 //! The committer: one thread that owns every write to the database (group commit).
 //!
-//! Appends, acks, records set aside, declarations and removals of queues and key tables,
-//! batches and expiries reach it through one channel. Each round it takes every job queued
-//! since the last round (up to [`MAX_BATCH`]), writes them all in ONE redb write transaction,
+//! Appends, records set aside, declarations and removals of queues and key tables, batches and
+//! expiries reach it through one channel; acks are listed for its next round without waking it
+//! (`acks`), and come through the channel only while it sleeps with nothing due. Each round it
+//! takes every job queued and every ack listed since the last round (up to [`MAX_BATCH`]),
+//! writes them all in ONE redb write transaction,
 //! which also encodes them as ONE record of the write-ahead journal ([`journal`](crate::journal)),
 //! writes that record, and only then commits the transaction (without an fsync), updates the
 //! queues in memory and answers the jobs. While one round waits for its fsync, the next appends
@@ -44,13 +46,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::Durability;
 use tokio::sync::oneshot;
 
+mod acks;
 mod answer;
 mod batch;
 mod checkpoint;
@@ -59,6 +62,8 @@ mod keys;
 mod reopen;
 mod round;
 
+pub(crate) use acks::AckList;
+use acks::Woken;
 use effect::{Effect, ReopenRequest};
 use keys::{KeyRound, TouchedTable};
 use round::Round;
@@ -181,6 +186,8 @@ pub(crate) struct Committer {
     pub(crate) space: Arc<Space>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) jobs: Receiver<Job>,
+    /// Acks listed for the next round (see `acks`).
+    pub(crate) acks: Arc<AckList>,
     pub(crate) next_id: u32,
     pub(crate) tables: Arc<TableRegistry>,
     pub(crate) next_table_id: u32,
@@ -222,56 +229,42 @@ impl Committer {
     pub(crate) fn run(mut self) {
         let mut batch: Vec<Job> = Vec::new();
         let mut acks_since: Option<Instant> = None;
+        let mut idle_since = Instant::now();
         let mut open = true;
         while open {
-            let first = match acks_since {
-                None if self.checkpoint_due => match self.jobs.recv_timeout(IDLE_CHECKPOINT) {
-                    Ok(job) => Some(job),
-                    Err(RecvTimeoutError::Timeout) => {
-                        self.checkpoint();
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => {
-                        open = false;
-                        None
-                    }
-                },
-                Some(since) => {
-                    let wait = (since + ACK_DELAY).saturating_duration_since(Instant::now());
-                    match self.jobs.recv_timeout(wait) {
-                        Ok(job) => Some(job),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => {
-                            open = false;
-                            None
-                        }
-                    }
+            let woken = self.wait(acks_since, idle_since);
+            // A wait that ran out: acks listed meanwhile have waited their time (at most one
+            // step of `ACK_DELAY`)
+            let timed_out = matches!(woken, Woken::Timeout);
+            let woken = match woken {
+                Woken::Job(job) => Some(job),
+                Woken::Timeout => None,
+                Woken::Closed => {
+                    open = false;
+                    None
                 }
-                None => self.jobs.recv().ok(),
             };
-            match first {
-                Some(job) => batch.push(job),
-                None if acks_since.is_none() => open = false,
-                None => {}
-            }
-            while open && batch.len() < MAX_BATCH {
-                match self.jobs.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => open = false,
-                }
+            open = self.gather(&mut batch, woken) && open;
+            if batch.is_empty() {
+                continue;
             }
             let urgent = batch.iter().any(|job| !matches!(job, Job::Ack { .. }));
-            if !batch.is_empty() && acks_since.is_none() {
-                acks_since = Some(Instant::now());
-            }
-            let due = acks_since.is_some_and(|since| since.elapsed() >= ACK_DELAY)
-                || batch.len() >= MAX_BATCH;
+            let since = *acks_since.get_or_insert_with(Instant::now);
+            let due = timed_out || since.elapsed() >= ACK_DELAY || batch.len() >= MAX_BATCH;
             if urgent || due || !open {
                 let durable = urgent || !open || self.unsynced_commits + 1 >= MAX_UNSYNCED_COMMITS;
                 self.commit(std::mem::take(&mut batch), durable);
                 acks_since = None;
+                idle_since = Instant::now();
             }
+        }
+        // Acks listed past the last round's room
+        loop {
+            self.gather(&mut batch, None);
+            if batch.is_empty() {
+                break;
+            }
+            self.commit(std::mem::take(&mut batch), true);
         }
         if self.checkpoint_due || !self.journal.is_empty() {
             self.checkpoint();
