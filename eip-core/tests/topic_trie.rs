@@ -1,7 +1,7 @@
 //! The topic trie's edge cases, each against the single-pattern matcher (itself checked against
 //! RabbitMQ): subject words no pattern uses, `#` at the start, middle and end, `#.#`, empty
-//! words, bindings removed and added again, many targets for one subject, long subjects, and the
-//! cached index in front of the same trie.
+//! words, bindings removed and added again, many targets for one subject, long subjects, the
+//! cached index in front of the same trie, and what the walk yields before deduplication.
 
 use std::collections::BTreeSet;
 
@@ -224,6 +224,41 @@ proptest! {
                 prop_assert_eq!(&t.matches(s), &want, "subject {:?}", s);
                 prop_assert_eq!(&*index.matches(s), want.as_slice(), "subject {:?}", s);
             }
+        }
+    }
+
+    /// `for_each_match` (the walk itself, before any sorting or deduplicating) yields each
+    /// value once per bound copy of a matching pattern, however the walk orders its branches:
+    /// the same multiset as a scan, after random adds and removes.
+    #[test]
+    fn the_walk_yields_each_bound_copy_of_a_matching_pattern_once(
+        patterns in proptest::collection::vec(proptest::collection::vec(word(), 0..6), 1..10),
+        ops in proptest::collection::vec((0..10usize, any::<bool>()), 0..30),
+        subjects in proptest::collection::vec(
+            proptest::collection::vec(subject_word(), 0..8), 1..6),
+    ) {
+        let patterns: Vec<String> = patterns.iter().map(|w| w.join(".")).collect();
+        let mut t = TopicTrie::new();
+        let mut bound = vec![0_usize; patterns.len()];
+        for (n, add) in ops {
+            let i = n % patterns.len();
+            if add {
+                t.insert(&p(&patterns[i]), i);
+                bound[i] += 1;
+            } else if t.remove(&p(&patterns[i]), &i) {
+                bound[i] -= 1;
+            }
+        }
+        for s in subjects.iter().map(|w| w.join(".")) {
+            let mut want: Vec<usize> = (0..patterns.len())
+                .filter(|i| p(&patterns[*i]).matches(&s))
+                .flat_map(|i| std::iter::repeat_n(i, bound[i]))
+                .collect();
+            let mut got = Vec::new();
+            t.for_each_match(&s, |v| got.push(*v));
+            got.sort_unstable();
+            want.sort_unstable();
+            prop_assert_eq!(got, want, "subject {:?}", s);
         }
     }
 }
