@@ -124,8 +124,10 @@ impl Ages {
         Millis::try_from(max_age).map_or(Ages::LONGEST, |m| m.min(Ages::LONGEST))
     }
 
+    /// Whether an id admitted at `at` is still remembered. An `at` after `now` (another
+    /// publish read the time later and admitted first) is young.
     fn young(&self, at: Millis) -> bool {
-        self.now.wrapping_sub(at) <= self.max_age
+        (self.now.wrapping_sub(at) as i32) <= self.max_age as i32
     }
 }
 
@@ -405,6 +407,9 @@ mod tests {
         // Across the wrap of the millisecond count.
         assert!(at_ms(5).young(Millis::MAX - 10));
         assert!(!at_ms(15).young(Millis::MAX - 10));
+        // Admitted by a publish that read the time after this one.
+        assert!(at_ms(10).young(11));
+        assert!(at_ms(Millis::MAX).young(3));
         assert_eq!(Ages::longest(Duration::from_secs(u64::MAX)), Ages::LONGEST);
         assert_eq!(Ages::longest(Duration::ZERO), 0);
     }
