@@ -13,11 +13,20 @@ use eip_core::{Message, Outcome};
 fn drain(subscriber: &mut Subscriber) -> Vec<String> {
     std::iter::from_fn(|| subscriber.try_recv().ok())
         .map(|d| {
-            let text = String::from_utf8_lossy(d.message().payload()).into_owned();
+            let text = d.message().payload_str().unwrap_or_default().to_owned();
             d.ack();
             text
         })
         .collect()
+}
+
+/// A publish of `payload` to `channel` on a task of its own, to see whether it waits.
+fn publish_on_a_task(
+    channel: &PublishSubscribe,
+    payload: &'static str,
+) -> tokio::task::JoinHandle<Result<Outcome, eip_core::channel::SendError>> {
+    let channel = channel.clone();
+    tokio::spawn(async move { channel.publish(Message::new(payload)).await })
 }
 
 #[tokio::test]
@@ -34,10 +43,7 @@ async fn a_full_channel_in_a_chain_holds_the_publish_until_it_has_room() {
         Outcome::Accepted
     );
     // `b` holds one message, its capacity: the second publish stores on `a`, then waits at `b`.
-    let publish = tokio::spawn({
-        let a = a.clone();
-        async move { a.publish(Message::new("two")).await }
-    });
+    let publish = publish_on_a_task(&a, "two");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!publish.is_finished(), "the publish waits for room on b");
     assert_eq!(drain(&mut at_a), ["one", "two"]);
@@ -72,10 +78,7 @@ async fn a_full_queue_behind_an_archival_join_holds_the_publish_until_it_has_roo
     Join::builder(a.clone(), b.clone()).create().unwrap();
 
     a.publish(Message::new("one")).await.unwrap();
-    let publish = tokio::spawn({
-        let a = a.clone();
-        async move { a.publish(Message::new("two")).await }
-    });
+    let publish = publish_on_a_task(&a, "two");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
         !publish.is_finished(),
