@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use eip_core::Message;
-use eip_core::channel::{DeadLetterChannel, PointToPoint, TryRecvError};
+use eip_core::channel::{
+    Channel, DeadLetterChannel, PointToPoint, PublishSubscribe, Receiver, TryRecvError,
+};
 use eip_core::message::{DeathReason, names, now_millis};
 
 fn dlc() -> DeadLetterChannel {
@@ -114,4 +116,58 @@ async fn expiration_is_checked_when_the_message_would_be_delivered() {
     let mut rx = ch.receiver();
     assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty);
     assert_eq!(dead.stats().depth, 1);
+}
+
+/// A receiver that prefetches takes the first of a batch straight from the store: an expired
+/// one there is dead-lettered all the same, and those behind it follow in order. Both kinds of
+/// channel: a subscription (prefetching by default) reads the channel's shared log.
+#[tokio::test]
+async fn an_expired_message_first_in_a_prefetched_batch_is_dead_lettered() {
+    let dead = dlc();
+    let queue = PointToPoint::builder("queue")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    let mut receiver = queue.receiver().with_prefetch(8);
+    expired_first_then_three(&queue.clone().into(), &mut receiver, &dead).await;
+
+    let dead = dlc();
+    let topic = PublishSubscribe::builder("topic")
+        .dead_letter_channel(dead.clone())
+        .build()
+        .unwrap();
+    let mut subscriber = topic.subscribe();
+    assert!(subscriber.prefetch() > 1);
+    expired_first_then_three(&topic.clone().into(), &mut subscriber, &dead).await;
+}
+
+async fn expired_first_then_three(
+    channel: &Channel,
+    receiver: &mut Receiver,
+    dead: &DeadLetterChannel,
+) {
+    let stale = Message::builder("stale")
+        .expires_at(now_millis() - 1)
+        .build();
+    channel.send(stale).await.unwrap();
+    for payload in ["a", "b", "c"] {
+        channel.send(Message::new(payload)).await.unwrap();
+    }
+    for expected in ["a", "b", "c"] {
+        let d = receiver.recv().await.unwrap();
+        assert_eq!(
+            d.message().payload_str(),
+            Some(expected),
+            "{}",
+            channel.name()
+        );
+        d.ack();
+    }
+    let dl = dead.receiver().try_recv().unwrap();
+    assert_eq!(dl.message().payload_str(), Some("stale"));
+    assert_eq!(
+        dl.message().death().unwrap().unwrap().reason,
+        DeathReason::Expired
+    );
+    assert_eq!(receiver.try_recv().unwrap_err(), TryRecvError::Empty);
 }

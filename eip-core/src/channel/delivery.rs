@@ -212,15 +212,16 @@ impl Receiver {
             }
             let store = &self.queue.store;
             let select = self.selector.as_ref().map(|s| s as &dyn Select);
-            let took = if self.prefetch == 1 && select.is_none() {
-                // One at a time, everything selected: straight from the store, no buffer.
-                match store.try_take_one() {
+            let took = if select.is_none() {
+                // Everything selected: the first straight from the store, only the rest of a
+                // prefetch through the buffer (empty here).
+                match store.try_take_first(self.prefetch, &mut self.buffer) {
                     TakeOne::Taken(msg) if !is_expired(&msg) => {
                         return Some(Delivery::new(msg, self.queue.clone()));
                     }
                     TakeOne::Taken(msg) => {
-                        // Expired: the buffered path dead-letters it.
-                        self.buffer.push_back(msg);
+                        // Expired: the buffered path dead-letters it, ahead of the rest.
+                        self.buffer.push_front(msg);
                         continue;
                     }
                     TakeOne::Empty => Take::Empty,

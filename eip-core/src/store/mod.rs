@@ -118,10 +118,10 @@ pub enum Take {
     Closed,
 }
 
-/// What a take of a single message did (see [`MessageStore::try_take_one`]).
+/// What a take handing its first message back did (see [`MessageStore::try_take_first`]).
 #[derive(Debug)]
 pub enum TakeOne {
-    /// This message, in flight from now on.
+    /// This message (the first taken), in flight from now on, as are any others taken.
     Taken(Message),
     /// Nothing is waiting.
     Empty,
@@ -269,10 +269,14 @@ pub trait MessageStore: Send + Sync + 'static {
         into: &mut VecDeque<Message>,
     ) -> Take;
 
-    /// Takes the message at the head, if one is waiting, without a receiver's buffer: what a
-    /// receiver that takes one at a time and selects everything asks. By default
+    /// Takes up to `max` messages from the head, as [`try_take`](Self::try_take) without a
+    /// selector, but hands the first back directly and appends only the others to `rest`:
+    /// what a receiver that selects everything asks when its buffer is empty. A receiver
+    /// taking one at a time never touches a buffer, and one that finds a single message
+    /// waiting (a consumer keeping up) does not pass it through one. By default
     /// [`TakeOne::Batched`]: the receiver goes through [`try_take`](Self::try_take).
-    fn try_take_one(&self) -> TakeOne {
+    fn try_take_first(&self, max: usize, rest: &mut VecDeque<Message>) -> TakeOne {
+        let _ = (max, rest);
         TakeOne::Batched
     }
 

@@ -213,16 +213,27 @@ impl SharedLog {
         read_locked(&mut self.lock(), cursor, max, into)
     }
 
-    /// The reader at `cursor` reads the next message, if there is one: [`read`](Self::read) of
-    /// one, without a buffer.
-    pub(crate) fn read_one(&self, cursor: &mut u64) -> Option<Message> {
+    /// The reader at `cursor` reads up to `max` messages: the first handed back, the others
+    /// appended to `rest`, and how many in all; `None` if there is nothing to read.
+    pub(crate) fn read_first(
+        &self,
+        cursor: &mut u64,
+        max: usize,
+        rest: &mut VecDeque<Message>,
+    ) -> Option<(Message, usize)> {
         let mut state = self.lock();
         if state.head <= *cursor {
             return None;
         }
         let mut i = index_of(&state, *cursor);
         *cursor += 1;
-        pass(&mut state, &mut i)
+        let first = pass(&mut state, &mut i)?;
+        let more = if max > 1 && state.head > *cursor {
+            read_locked(&mut state, cursor, max - 1, rest)
+        } else {
+            0
+        };
+        Some((first, 1 + more))
     }
 
     /// Shows `see` the messages from position `from` to the head, in order, taking nothing,

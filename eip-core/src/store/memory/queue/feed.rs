@@ -1,6 +1,7 @@
 //! A queue fed by a publish-subscribe channel's shared log: where its consumers park, how far
 //! it has read, and when its publishers may go on.
 
+use std::collections::VecDeque;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::Notify;
 
 use super::{Queue, State};
+use crate::message::Message;
 use crate::store::memory::shared_log::SharedLog;
 use crate::store::{MessageStore, Parked, Parking, TakeOne};
 
@@ -91,20 +93,26 @@ impl Queue {
         }
     }
 
-    /// A fed queue's [`try_take_one`](MessageStore::try_take_one): the next message straight
-    /// from the log, when nothing put back waits before it (else the batched path sorts it out).
+    /// A fed queue's [`try_take_first`](MessageStore::try_take_first): straight from the
+    /// log, when nothing put back waits before it (else the batched path sorts it out).
     #[inline(never)]
-    pub(super) fn take_one_fed(&self, log: &SharedLog) -> TakeOne {
+    pub(super) fn take_first_fed(
+        &self,
+        log: &SharedLog,
+        max: usize,
+        rest: &mut VecDeque<Message>,
+    ) -> TakeOne {
         let mut state = self.lock();
         if !state.ready.is_empty() || state.closed {
             return TakeOne::Batched;
         }
-        match log.read_one(&mut state.cursor) {
-            Some(msg) => {
-                state.accepted += 1;
-                state.taken += 1;
-                state.delivered += 1;
-                TakeOne::Taken(msg)
+        match log.read_first(&mut state.cursor, max, rest) {
+            Some((first, taken)) => {
+                let taken = taken as u64;
+                state.accepted += taken;
+                state.taken += taken;
+                state.delivered += taken;
+                TakeOne::Taken(first)
             }
             None => TakeOne::Empty,
         }

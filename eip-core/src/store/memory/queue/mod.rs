@@ -399,20 +399,28 @@ impl MessageStore for Queue {
         Take::Taken
     }
 
-    fn try_take_one(&self) -> TakeOne {
+    fn try_take_first(&self, max: usize, rest: &mut VecDeque<Message>) -> TakeOne {
         if let Some(log) = &self.feed {
-            return self.take_one_fed(log);
+            return self.take_first_fed(log, max, rest);
         }
         let mut state = self.lock();
-        match state.ready.pop_front() {
-            Some(msg) => {
-                state.taken += 1;
-                state.delivered += 1;
-                TakeOne::Taken(msg)
+        let Some(first) = state.ready.pop_front() else {
+            return if state.closed {
+                TakeOne::Closed
+            } else {
+                TakeOne::Empty
+            };
+        };
+        let more = (max.saturating_sub(1)).min(state.ready.len());
+        for _ in 0..more {
+            if let Some(m) = state.ready.pop_front() {
+                rest.push_back(m);
             }
-            None if state.closed => TakeOne::Closed,
-            None => TakeOne::Empty,
         }
+        let taken = 1 + more as u64;
+        state.taken += taken;
+        state.delivered += taken;
+        TakeOne::Taken(first)
     }
 
     fn take<'a>(
