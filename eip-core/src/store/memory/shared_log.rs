@@ -13,8 +13,9 @@
 //! while any subscription is full. To avoid looking at every subscription for every message,
 //! the log keeps `floor`, a lower bound of all progress (each only grows, and a subscription
 //! attaching starts at the head): while `head - floor` is below the capacity no subscription can
-//! be full. Only when it is not does the publisher look at each one ([`SharedLog::room`]), and
-//! it waits on the first full one it finds, starting its next look there.
+//! be full. Only when it is not does the append look at each one (reading their progress, no
+//! lock), raising the floor if none is full; if one is, the publisher waits on it
+//! ([`SharedLog::room`]), starting its next look there.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -149,8 +150,8 @@ impl SharedLog {
         drop(detached);
     }
 
-    /// Stores `msg` for every attached subscription, if none of them is full as far as `floor`
-    /// tells. Without subscriptions the message is gone at once, as there is nobody to read it.
+    /// Stores `msg` for every attached subscription, if none of them is full: `floor` answers
+    /// that at once until it says one may be, then their progress does. Without subscriptions the message is gone at once, as there is nobody to read it.
     pub(crate) fn try_append(&self, msg: Message) -> Append {
         let mut state = self.lock();
         if state.closed {
@@ -163,7 +164,12 @@ impl SharedLog {
             state.floor = state.head;
         } else {
             if state.head.saturating_sub(state.floor) >= self.capacity as u64 {
-                return Append::Full(msg);
+                // The floor is raised lazily: look at the subscriptions (atomics only) before
+                // answering full, so a publish waits only when one really is.
+                match self.look(state.head, &state.subscriptions) {
+                    Look::Room(floor) => state.floor = state.floor.max(floor),
+                    Look::Full(_) => return Append::Full(msg),
+                }
             }
             state.entries.push_back(Entry {
                 message: msg,
