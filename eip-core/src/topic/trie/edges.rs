@@ -15,25 +15,44 @@ pub(super) type NodeId = u32;
 pub(super) const NONE: NodeId = NodeId::MAX;
 
 /// What a search needs to know of a child before reading it, packed into 32 bits: the fewest
-/// and the most further words its patterns need (10 bits each; [`Meta::UNBOUNDED`] for "any
-/// number") and whether it has values, literal children, or a `*` or `#` child.
+/// and the most further words its patterns need (9 bits each; [`Meta::UNBOUNDED`] for "any
+/// number"), whether it has values or a `*` or `#` child, and a 12-bit filter of the words of
+/// its literal children (bit [`Meta::word_bit`] set for each). A word whose bit is clear is not
+/// a child, so most failing steps from a node with few children need no probe of the table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Meta(pub(super) u32);
 
 impl Meta {
     /// The most further words of a node with a `#` below it, as stored.
-    const UNBOUNDED: u32 = 0x3ff;
-    pub(super) const VALUES: u32 = 1 << 20;
-    pub(super) const LITERALS: u32 = 1 << 21;
+    const UNBOUNDED: u32 = 0x1ff;
+    /// The bits of the bounds.
+    pub(super) const BOUNDS: u32 = (1 << 18) - 1;
+    pub(super) const VALUES: u32 = 1 << 18;
     /// The node has a `*` or a `#` child: it must be read to follow them.
-    pub(super) const WILD: u32 = 1 << 22;
+    pub(super) const WILD: u32 = 1 << 19;
+    /// The filter's bits.
+    const FILTER_AT: u32 = 20;
+    const FILTER_BITS: u64 = 12;
 
     /// Packs bounds (as the nodes keep them, `u16::MAX` for unbounded) and flags.
     pub(super) fn new(min_rest: u16, max_rest: u16, flags: u32) -> Self {
         // A bounded count is at most 257 (a pattern has at most 256 words); larger means
         // unbounded, which is also what an empty node's `min_rest` says (it fits nothing).
         let clamp = |n: u16| u32::from(n).min(Self::UNBOUNDED);
-        Meta(clamp(min_rest) | clamp(max_rest) << 10 | flags)
+        Meta(clamp(min_rest) | clamp(max_rest) << 9 | flags & !Self::BOUNDS)
+    }
+
+    /// The filter bit of word `id`.
+    #[inline(always)]
+    pub(super) fn word_bit(id: WordId) -> u32 {
+        let spread = u64::from(id.wrapping_mul(0x9e37_79b9));
+        1 << (Self::FILTER_AT + ((spread * Self::FILTER_BITS) >> 32) as u32)
+    }
+
+    /// Whether word `id` may label a literal child (if not, it certainly does not).
+    #[inline(always)]
+    pub(super) fn may_lead(self, id: WordId) -> bool {
+        self.0 & Self::word_bit(id) != 0
     }
 
     /// Whether patterns through the node can match the `rest` words left.
@@ -41,7 +60,7 @@ impl Meta {
     pub(super) fn fits(self, rest: usize) -> bool {
         let rest = rest.min(Self::UNBOUNDED as usize - 1) as u32;
         let min = self.0 & Self::UNBOUNDED;
-        let max = self.0 >> 10 & Self::UNBOUNDED;
+        let max = self.0 >> 9 & Self::UNBOUNDED;
         min <= rest && rest <= max
     }
 
@@ -52,7 +71,7 @@ impl Meta {
 
     /// The most further words, as the nodes keep it (`u16::MAX` for unbounded).
     pub(super) fn max_rest(self) -> u16 {
-        Self::unpack(self.0 >> 10 & Self::UNBOUNDED)
+        Self::unpack(self.0 >> 9 & Self::UNBOUNDED)
     }
 
     fn unpack(n: u32) -> u16 {
@@ -62,9 +81,9 @@ impl Meta {
         }
     }
 
-    /// The same bounds with other flags.
+    /// The same bounds with other flags and filter.
     pub(super) fn with_flags(self, flags: u32) -> Self {
-        Meta(self.0 & (1 << 20) - 1 | flags)
+        Meta(self.0 & Self::BOUNDS | flags & !Self::BOUNDS)
     }
 
     #[inline(always)]
@@ -220,9 +239,13 @@ mod tests {
         assert!(!m.fits(1));
         assert!(m.fits(2) && m.fits(5000));
         assert!(m.has(Meta::VALUES) && !m.has(Meta::WILD));
-        let m = Meta::new(0, 256, Meta::LITERALS | Meta::WILD);
-        assert!(m.fits(0) && m.fits(256) && !m.fits(257) && !m.fits(usize::MAX));
-        assert!(m.has(Meta::LITERALS) && m.has(Meta::WILD) && !m.has(Meta::VALUES));
+        let m = Meta::new(0, 257, Meta::word_bit(7) | Meta::WILD);
+        assert!(m.fits(0) && m.fits(257) && !m.fits(258) && !m.fits(usize::MAX));
+        assert!(m.has(Meta::WILD) && !m.has(Meta::VALUES));
+        assert!(m.may_lead(7));
+        let other = (0..100).find(|w| Meta::word_bit(*w) != Meta::word_bit(7));
+        assert!(other.is_some_and(|w| !m.may_lead(w)), "another bit is clear");
+        assert_eq!(m.with_flags(0).max_rest(), 257);
         assert!(!Meta::new(u16::MAX, 0, 0).fits(0), "an empty node fits nothing");
     }
 

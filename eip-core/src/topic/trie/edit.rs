@@ -130,23 +130,23 @@ impl<T> TopicTrie<T> {
     fn widen(&mut self, id: NodeId, (min_rest, max_rest): (u16, u16)) {
         if let Some(node) = self.node_mut(id) {
             let (lo, hi) = (node.min_rest().min(min_rest), node.max_rest().max(max_rest));
-            node.meta = Meta::new(lo, hi, 0).with_flags(node.meta.0 & !((1 << 20) - 1));
+            node.meta = Meta::new(lo, hi, node.meta.0);
         }
     }
 
     /// Sets the flags of node `id`'s summary from what it holds.
     fn refresh(&mut self, id: NodeId) {
-        let literals = self
-            .children
-            .get(id as usize)
-            .is_some_and(|c| !c.is_empty());
+        // The filter of the children's words; a wide node's is soon all ones.
+        let mut flags = 0;
+        for (word, _) in self.children.get(id as usize).map_or(&[][..], Vec::as_slice) {
+            flags |= Meta::word_bit(*word);
+            if flags & !Meta::BOUNDS == !Meta::BOUNDS & !Meta::VALUES & !Meta::WILD {
+                break;
+            }
+        }
         if let Some(node) = self.node_mut(id) {
-            let mut flags = 0;
             if !node.values.is_empty() {
                 flags |= Meta::VALUES;
-            }
-            if literals {
-                flags |= Meta::LITERALS;
             }
             if node.star != NONE || node.hash != NONE {
                 flags |= Meta::WILD;
@@ -265,7 +265,7 @@ impl<T> TopicTrie<T> {
             hi = UNBOUNDED;
         }
         if let Some(node) = self.node_mut(id) {
-            node.meta = Meta::new(lo, hi, node.meta.0 & !((1 << 20) - 1));
+            node.meta = Meta::new(lo, hi, node.meta.0);
         }
         self.refresh(id);
     }

@@ -120,7 +120,7 @@ where
             // The literal child is found before any branch is walked: the load of its slot
             // (usually a miss at 100k patterns) then overlaps the branches' work.
             let next = match word {
-                Some(w) if w != UNKNOWN && meta.has(Meta::LITERALS) => self.edges.get(id, w),
+                Some(w) if w != UNKNOWN && meta.may_lead(w) => self.edges.get(id, w),
                 _ => None,
             };
             if meta.has(Meta::WILD)
@@ -188,7 +188,7 @@ where
                 None => node.values.as_slice().iter().for_each(&mut self.emit),
                 Some(&word) => {
                     if word != UNKNOWN
-                        && node.meta.has(Meta::LITERALS)
+                        && node.meta.may_lead(word)
                         && let Some((child, meta)) = self.edges.get(id, word)
                         && meta.fits(len - j - 1)
                     {
