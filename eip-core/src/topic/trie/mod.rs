@@ -17,21 +17,19 @@
 //! whatever the patterns. Each node also knows the fewest and most words the patterns below it
 //! need, and the walk skips nodes that can not fit the words left.
 
-mod edges;
-mod edit;
+mod children;
 mod node;
 mod search;
 mod words;
 
 use std::fmt;
 
-use self::edges::{Edges, NodeId};
-use self::node::{IdPool, Node};
+use self::node::{HashNode, IdPool, Node, UNBOUNDED, plus_one};
 use self::search::{MEMO, Memo, Search};
 use self::words::{UNKNOWN, WordId, Words, dots};
 #[cfg(doc)]
 use super::subject_words;
-use super::{MAX_TOPIC_LEN, TopicPattern};
+use super::{MAX_TOPIC_LEN, TopicPattern, Word};
 
 /// Values bound to topic patterns, found by matching a subject.
 ///
@@ -53,20 +51,11 @@ use super::{MAX_TOPIC_LEN, TopicPattern};
 /// ```
 #[derive(Clone)]
 pub struct TopicTrie<T> {
-    /// Every node, by number; the root is number 0. A pruned node's number is reused.
-    nodes: Vec<Node<T>>,
-    /// For each node, its literal children: read when patterns change, never by a search.
-    children: Vec<Vec<(WordId, NodeId)>>,
-    free: Vec<NodeId>,
-    /// Every literal edge, keyed by (parent, word).
-    edges: Edges,
+    root: Node<T>,
     len: usize,
     hash_ids: IdPool,
     words: Words,
 }
-
-/// The root's number.
-const ROOT: NodeId = 0;
 
 impl<T> Default for TopicTrie<T> {
     fn default() -> Self {
@@ -77,15 +66,11 @@ impl<T> Default for TopicTrie<T> {
 impl<T> TopicTrie<T> {
     /// An empty trie.
     pub fn new() -> Self {
-        let words = Words::new();
         TopicTrie {
-            nodes: vec![Node::new()],
-            children: vec![Vec::new()],
-            free: Vec::new(),
-            edges: Edges::new(words.seed()),
+            root: Node::new(),
             len: 0,
             hash_ids: IdPool::default(),
-            words,
+            words: Words::new(),
         }
     }
 
@@ -102,7 +87,45 @@ impl<T> TopicTrie<T> {
     /// Stores `value` under `pattern`. Storing the same value under the same pattern twice
     /// keeps both; a match still yields it once.
     pub fn insert(&mut self, pattern: &TopicPattern, value: T) {
-        self.insert_at(&pattern.words, value);
+        // The bounds of each suffix of the pattern: the fewest and most words it takes.
+        let mut bounds = vec![(0, 0); pattern.words.len() + 1];
+        for (d, word) in pattern.words.iter().enumerate().rev() {
+            let (lo, hi) = bounds.get(d + 1).copied().unwrap_or_default();
+            if let Some(b) = bounds.get_mut(d) {
+                *b = match word {
+                    Word::Any => (lo, UNBOUNDED),
+                    _ => (plus_one(lo), plus_one(hi)),
+                };
+            }
+        }
+        let (words, ids) = (&mut self.words, &mut self.hash_ids);
+        let mut node = &mut self.root;
+        for (word, bounds) in pattern.words.iter().zip(&bounds) {
+            node.widen(*bounds);
+            node = match word {
+                Word::Literal(w) => {
+                    let id = words.id(w);
+                    let (child, made) = node.words.get_or_insert(id);
+                    if made {
+                        words.retain(id);
+                    }
+                    child
+                }
+                Word::One => node.wild_mut().star.get_or_insert_with(Node::new),
+                Word::Any => {
+                    &mut node
+                        .wild_mut()
+                        .hash
+                        .get_or_insert_with(|| HashNode {
+                            id: ids.take(),
+                            node: Node::new(),
+                        })
+                        .node
+                }
+            };
+        }
+        node.widen((0, 0));
+        node.values.push(value);
         self.len += 1;
     }
 
@@ -113,7 +136,13 @@ impl<T> TopicTrie<T> {
     where
         T: PartialEq,
     {
-        let removed = self.remove_at(&pattern.words, value);
+        let removed = remove_at(
+            &mut self.root,
+            &pattern.words,
+            value,
+            &mut self.hash_ids,
+            &mut self.words,
+        );
         if removed {
             self.len -= 1;
         }
@@ -159,7 +188,7 @@ impl<T> TopicTrie<T> {
         let hash_nodes = self.hash_ids.next as usize;
         let mut run = |memo: &mut Memo| {
             memo.begin(hash_nodes);
-            Search::new(&self.nodes, &self.edges, ids, memo, &mut f).visit(ROOT, 0);
+            Search::new(ids, memo, &mut f).visit(&self.root, 0);
         };
         // The shared memo saves an allocation per search; it is busy only if `f` itself
         // searches, and unavailable while the thread shuts down: then use a fresh one.
@@ -203,14 +232,77 @@ impl<T> fmt::Debug for TopicTrie<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TopicTrie")
             .field("len", &self.len)
-            .field("nodes", &(self.nodes.len() - self.free.len()))
-            .field("edges", &self.edges.len())
             .field(
                 "hash_nodes",
                 &(self.hash_ids.next as usize - self.hash_ids.free.len()),
             )
             .finish()
     }
+}
+
+fn remove_at<T: PartialEq>(
+    node: &mut Node<T>,
+    words: &[Word],
+    value: &T,
+    ids: &mut IdPool,
+    words_ids: &mut Words,
+) -> bool {
+    let Some((first, rest)) = words.split_first() else {
+        if !node.values.remove(value) {
+            return false;
+        }
+        node.recompute_bounds();
+        return true;
+    };
+    let removed = match first {
+        Word::Literal(w) => {
+            let Some(id) = words_ids.get(w) else {
+                return false;
+            };
+            let Some(child) = node.words.get_mut(id) else {
+                return false;
+            };
+            let removed = remove_at(child, rest, value, ids, words_ids);
+            if removed && child.is_empty() {
+                node.words.remove(id);
+                words_ids.release(id);
+            }
+            removed
+        }
+        Word::One => {
+            let Some(wild) = node.wild.as_deref_mut() else {
+                return false;
+            };
+            let Some(child) = wild.star.as_mut() else {
+                return false;
+            };
+            let removed = remove_at(child, rest, value, ids, words_ids);
+            if removed && child.is_empty() {
+                wild.star = None;
+                node.tidy_wild();
+            }
+            removed
+        }
+        Word::Any => {
+            let Some(wild) = node.wild.as_deref_mut() else {
+                return false;
+            };
+            let Some(child) = wild.hash.as_mut() else {
+                return false;
+            };
+            let removed = remove_at(&mut child.node, rest, value, ids, words_ids);
+            if removed && child.node.is_empty() {
+                ids.release(child.id);
+                wild.hash = None;
+                node.tidy_wild();
+            }
+            removed
+        }
+    };
+    if removed {
+        node.recompute_bounds();
+    }
+    removed
 }
 
 /// Word ids kept on the stack for a typical subject; longer ones spill to the heap.
@@ -273,9 +365,9 @@ mod tests {
     }
 
     #[test]
-    fn a_node_is_half_a_cache_line() {
-        assert_eq!(std::mem::size_of::<Node<u32>>(), 32);
-        assert_eq!(std::mem::size_of::<Node<u64>>(), 32);
+    fn a_node_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Node<u32>>(), 64);
+        assert_eq!(std::mem::size_of::<Node<u64>>(), 64);
     }
 
     #[test]
@@ -327,9 +419,7 @@ mod tests {
         assert_eq!(t.matches("a.x.y.b"), [2]);
         assert!(t.remove(&p("a.#.#.b"), &2), "`#.#` is `#`");
         assert!(t.is_empty());
-        assert!(t.is_bare(ROOT), "every node was pruned");
-        assert_eq!(t.free.len(), t.nodes.len() - 1, "every node but the root is free");
-        assert_eq!(t.edges.len(), 0, "every edge was removed");
+        assert!(t.root.is_empty(), "every node was pruned");
         assert_eq!(t.words.len(), 0, "every word id was freed");
         assert_eq!(t.hash_ids.free, [0]);
         t.insert(&p("#"), 3);
@@ -354,8 +444,8 @@ mod tests {
             .iter()
             .map(|w| t.words.get_bytes(w.as_bytes()))
             .collect();
-        let mut search = Search::new(&t.nodes, &t.edges, &ids, &mut memo, |_: &usize| {});
-        search.visit(ROOT, 0);
+        let mut search = Search::new(&ids, &mut memo, |_: &usize| {});
+        search.visit(&t.root, 0);
         assert!(search.visits <= 13 * 31, "{} visits", search.visits);
     }
 

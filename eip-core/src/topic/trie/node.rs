@@ -1,24 +1,35 @@
 //! A node of the trie, and what it holds.
 
-use super::edges::{Meta, NONE, NodeId};
+use super::children::Children;
 
 /// A node: where the patterns with one prefix continue. With a value of up to 8 bytes it is
-/// 32 bytes, aligned so that it never straddles a cache line. Its literal children are in the
-/// trie's edge table; its `*` and `#` children are numbered here.
+/// one cache line, aligned as one, and a search reads little else: the ids of up to four
+/// literal children are inline.
 #[derive(Clone)]
-#[repr(align(32))]
+#[repr(align(64))]
 pub(super) struct Node<T> {
-    /// The words the patterns through here still need, and what the node has: the same summary
-    /// the edge into it carries.
-    pub(super) meta: Meta,
-    /// The `*` child, or [`NONE`].
-    pub(super) star: NodeId,
-    /// The `#` child, or [`NONE`].
-    pub(super) hash: NodeId,
-    /// For a node reached through `#`: its slot in a search's memo.
-    pub(super) memo: u32,
+    /// The fewest and the most further words the patterns through here need ([`UNBOUNDED`]
+    /// with a `#` below): a search skips the node when the words left are outside.
+    pub(super) min_rest: u16,
+    pub(super) max_rest: u16,
+    pub(super) words: Children<T>,
+    /// The `*` and `#` children, boxed together: most nodes have neither.
+    pub(super) wild: Option<Box<Wild<T>>>,
     /// The values of the patterns that end here.
     pub(super) values: Values<T>,
+}
+
+#[derive(Clone)]
+pub(super) struct Wild<T> {
+    pub(super) star: Option<Node<T>>,
+    pub(super) hash: Option<HashNode<T>>,
+}
+
+/// A node reached through `#`, numbered so a search can keep its memo in a flat array.
+#[derive(Clone)]
+pub(super) struct HashNode<T> {
+    pub(super) id: u32,
+    pub(super) node: Node<T>,
 }
 
 /// The values stored at a node: one inline (the usual case, read with the node itself), or
@@ -110,32 +121,85 @@ impl IdPool {
 impl<T> Node<T> {
     pub(super) fn new() -> Self {
         Node {
-            meta: Meta::new(UNBOUNDED, 0, 0),
-            star: NONE,
-            hash: NONE,
-            memo: 0,
+            words: Children::new(),
+            wild: None,
             values: Values::None,
+            min_rest: UNBOUNDED,
+            max_rest: 0,
         }
     }
 
-    /// The fewest further words the patterns through here need.
-    pub(super) fn min_rest(&self) -> u16 {
-        self.meta.min_rest()
+    pub(super) fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.words.is_empty() && self.wild.is_none()
     }
 
-    /// The most further words ([`UNBOUNDED`] with a `#` below).
-    pub(super) fn max_rest(&self) -> u16 {
-        self.meta.max_rest()
+    pub(super) fn star(&self) -> Option<&Node<T>> {
+        self.wild.as_deref().and_then(|w| w.star.as_ref())
+    }
+
+    pub(super) fn hash(&self) -> Option<&HashNode<T>> {
+        self.wild.as_deref().and_then(|w| w.hash.as_ref())
+    }
+
+    pub(super) fn wild_mut(&mut self) -> &mut Wild<T> {
+        self.wild.get_or_insert_with(|| {
+            Box::new(Wild {
+                star: None,
+                hash: None,
+            })
+        })
+    }
+
+    /// Drops the box of wildcard children once both are gone.
+    pub(super) fn tidy_wild(&mut self) {
+        if self
+            .wild
+            .as_deref()
+            .is_some_and(|w| w.star.is_none() && w.hash.is_none())
+        {
+            self.wild = None;
+        }
+    }
+
+    pub(super) fn widen(&mut self, (min_rest, max_rest): (u16, u16)) {
+        self.min_rest = self.min_rest.min(min_rest);
+        self.max_rest = self.max_rest.max(max_rest);
+    }
+
+    /// Recomputes the bounds from the values and children, after a removal.
+    pub(super) fn recompute_bounds(&mut self) {
+        let (mut lo, mut hi) = match self.values.is_empty() {
+            true => (UNBOUNDED, 0),
+            false => (0, 0),
+        };
+        for child in self.words.nodes().chain(self.star()) {
+            lo = lo.min(plus_one(child.min_rest));
+            hi = hi.max(plus_one(child.max_rest));
+        }
+        if let Some(hash) = self.hash() {
+            lo = lo.min(hash.node.min_rest);
+            hi = UNBOUNDED;
+        }
+        (self.min_rest, self.max_rest) = (lo, hi);
     }
 
     /// The positions `j` (words consumed) of a subject of `len` words at which a pattern
     /// through here can match the words left.
     pub(super) fn fitting_positions(&self, len: usize) -> std::ops::Range<usize> {
-        let first = match self.max_rest() {
+        let first = match self.max_rest {
             UNBOUNDED => 0,
             max => len.saturating_sub(usize::from(max)),
         };
-        let end = (len + 1).saturating_sub(usize::from(self.min_rest()));
+        let end = (len + 1).saturating_sub(usize::from(self.min_rest));
         first..end
+    }
+
+    /// Whether a pattern through here can match the `rest` words left.
+    #[inline]
+    pub(super) fn fits(&self, rest: usize) -> bool {
+        // Bounded counts are at most 256 (a pattern has at most 256 words), so clamping `rest` below UNBOUNDED changes no answer
+        // and leaves one comparison each way.
+        let rest = rest.min(usize::from(UNBOUNDED - 1)) as u16;
+        self.min_rest <= rest && rest <= self.max_rest
     }
 }

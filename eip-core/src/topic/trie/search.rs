@@ -3,8 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::edges::{Edges, Meta, NONE, NodeId};
-use super::node::Node;
+use super::node::{HashNode, Node};
 use super::words::{UNKNOWN, WordId};
 
 thread_local! {
@@ -57,11 +56,9 @@ impl Memo {
     }
 }
 
-/// One search: the trie's nodes and edges, the ids of the subject's words ([`UNKNOWN`] for a
-/// word no pattern has), the memo, and what to do with a match.
-pub(super) struct Search<'t, 'w, 'm, T, F> {
-    nodes: &'t [Node<T>],
-    edges: &'t Edges,
+/// One search: the ids of the subject's words ([`UNKNOWN`] for a word no pattern has), the
+/// memo, and what to do with a match.
+pub(super) struct Search<'w, 'm, F> {
     words: &'w [WordId],
     memo: &'m mut Memo,
     emit: F,
@@ -70,20 +67,9 @@ pub(super) struct Search<'t, 'w, 'm, T, F> {
     pub(super) visits: usize,
 }
 
-impl<'t, 'w, 'm, T, F> Search<'t, 'w, 'm, T, F>
-where
-    F: FnMut(&'t T),
-{
-    pub(super) fn new(
-        nodes: &'t [Node<T>],
-        edges: &'t Edges,
-        words: &'w [WordId],
-        memo: &'m mut Memo,
-        emit: F,
-    ) -> Self {
+impl<'w, 'm, F> Search<'w, 'm, F> {
+    pub(super) fn new(words: &'w [WordId], memo: &'m mut Memo, emit: F) -> Self {
         Search {
-            nodes,
-            edges,
             words,
             memo,
             emit,
@@ -92,61 +78,63 @@ where
         }
     }
 
-    /// Visits node `id` with the first `i` words consumed, unless its patterns can not fit the
+    /// Visits `node` with the first `i` words consumed, unless its patterns can not fit the
     /// words left.
-    pub(super) fn visit(&mut self, id: NodeId, i: usize) {
-        if let Some(node) = self.nodes.get(id as usize)
-            && node.meta.fits(self.words.len().saturating_sub(i))
-        {
-            self.step(id, node.meta, i);
+    pub(super) fn visit<'a, T>(&mut self, node: &'a Node<T>, i: usize)
+    where
+        F: FnMut(&'a T),
+    {
+        if node.fits(self.words.len().saturating_sub(i)) {
+            self.step(node, i);
         }
     }
 
-    /// Visits a node that fits, whose summary is `meta`, and the literal children after it:
-    /// the walk down literal words is a loop, and only `*` and `#` edges recurse, so the
-    /// recursion's depth is bounded by the wildcards of the longest pattern (at most 256
-    /// words). A node is read only when its summary says it has a `*` or `#` child, or values
-    /// at the end of the subject; a step down a literal word reads the edge table alone. The
-    /// order in which nodes are visited does not matter: each `#` node's memo holds the
-    /// positions it has been expanded from, always a suffix of the subject.
-    fn step(&mut self, mut id: NodeId, mut meta: Meta, mut i: usize) {
-        let (nodes, len) = (self.nodes, self.words.len());
+    /// Visits a node that fits, and the literal children after it: the walk down literal
+    /// words is a loop, and only `*` and `#` edges recurse, so the recursion's depth is bounded
+    /// by the wildcards of the longest pattern (at most 256 words). Children are checked for
+    /// fit before they are entered, and a `#` child is visited only at the positions where it
+    /// fits. The order in which nodes are visited does not matter: each `#` node's memo holds
+    /// the positions it has been expanded from, always a suffix of the subject.
+    fn step<'a, T>(&mut self, mut node: &'a Node<T>, mut i: usize)
+    where
+        F: FnMut(&'a T),
+    {
+        let len = self.words.len();
         loop {
             #[cfg(test)]
             {
                 self.visits += 1;
             }
             let word = self.words.get(i).copied();
-            // The literal child is found before any branch is walked: the load of its slot
-            // (usually a miss at 100k patterns) then overlaps the branches' work.
-            let next = match word {
-                Some(w) if w != UNKNOWN && meta.may_lead(w) => self.edges.get(id, w),
+            // The children this visit may go on to are found, and whether they fit read,
+            // before any branch is walked: the loads of their cache lines (usually misses at
+            // 100k patterns) then overlap the work of the branches walked first instead of
+            // each waiting after it.
+            let wild = node.wild.as_deref();
+            let star = match (word, wild) {
+                (Some(_), Some(wild)) => wild.star.as_ref().filter(|s| s.fits(len - i - 1)),
                 _ => None,
             };
-            if meta.has(Meta::WILD)
-                && let Some(node) = nodes.get(id as usize)
-            {
-                if node.hash != NONE {
-                    self.expand_hash(node.hash, i);
-                }
-                if word.is_some()
-                    && let Some(star) = nodes.get(node.star as usize)
-                    && star.meta.fits(len - i - 1)
-                {
-                    self.step(node.star, star.meta, i + 1);
-                }
+            let next = match word {
+                Some(w) if w != UNKNOWN => node
+                    .words
+                    .get(w)
+                    .map(|child| (child, child.fits(len - i - 1))),
+                _ => None,
+            };
+            if let Some(hash) = wild.and_then(|w| w.hash.as_ref()) {
+                self.expand_hash(hash, i);
+            }
+            if let Some(star) = star {
+                self.step(star, i + 1);
             }
             if word.is_none() {
-                if meta.has(Meta::VALUES)
-                    && let Some(node) = nodes.get(id as usize)
-                {
-                    node.values.as_slice().iter().for_each(&mut self.emit);
-                }
+                node.values.as_slice().iter().for_each(&mut self.emit);
                 return;
             }
             match next {
-                Some((child, m)) if m.fits(len - i - 1) => {
-                    (id, meta) = (child, m);
+                Some((child, true)) => {
+                    node = child;
                     i += 1;
                 }
                 _ => return,
@@ -154,30 +142,33 @@ where
         }
     }
 
-    /// Visits the `#` node `id`, child of a node reached at position `i`: at every position
-    /// from `i` on where it fits and that it has not been expanded from yet in this search.
-    fn expand_hash(&mut self, id: NodeId, i: usize) {
-        let Some(node) = self.nodes.get(id as usize) else {
-            return;
-        };
+    /// Visits the `#` child of a node reached at position `i`: at every position from `i` on
+    /// where it fits and that it has not been expanded from yet in this search.
+    fn expand_hash<'a, T>(&mut self, hash: &'a HashNode<T>, i: usize)
+    where
+        F: FnMut(&'a T),
+    {
         let len = self.words.len();
-        let claimed = self.memo.claim(node.memo, i, len);
-        let fitting = node.fitting_positions(len);
+        let claimed = self.memo.claim(hash.id, i, len);
+        let fitting = hash.node.fitting_positions(len);
         let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
         // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`
         // node has no wildcard child and takes the loop below; the general walk stays for safety.
-        if node.meta.has(Meta::WILD) {
+        if hash.node.wild.is_some() {
             for j in positions {
-                self.step(id, node.meta, j);
+                self.step(&hash.node, j);
             }
         } else {
-            self.literals_after_hash(id, node, positions);
+            self.literals_after_hash(&hash.node, positions);
         }
     }
 
     /// The visits of a `#` node without wildcard children (the usual `#.a.b`) at `positions`,
     /// done in one loop: at each, only its values (at the end) or one literal child can match.
-    fn literals_after_hash(&mut self, id: NodeId, node: &'t Node<T>, positions: Range<usize>) {
+    fn literals_after_hash<'a, T>(&mut self, node: &'a Node<T>, positions: Range<usize>)
+    where
+        F: FnMut(&'a T),
+    {
         let len = self.words.len();
         for j in positions {
             #[cfg(test)]
@@ -188,11 +179,10 @@ where
                 None => node.values.as_slice().iter().for_each(&mut self.emit),
                 Some(&word) => {
                     if word != UNKNOWN
-                        && node.meta.may_lead(word)
-                        && let Some((child, meta)) = self.edges.get(id, word)
-                        && meta.fits(len - j - 1)
+                        && let Some(child) = node.words.get(word)
+                        && child.fits(len - j - 1)
                     {
-                        self.step(child, meta, j + 1);
+                        self.step(child, j + 1);
                     }
                 }
             }

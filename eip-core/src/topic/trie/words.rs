@@ -169,11 +169,6 @@ impl Words {
         self.free.push(id);
     }
 
-    /// A random number of this table's, for other tables of the same trie to key their hashes.
-    pub(super) fn seed(&self) -> u64 {
-        self.seeds[2]
-    }
-
     /// How many words are numbered.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
