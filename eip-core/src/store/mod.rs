@@ -275,8 +275,7 @@ pub trait MessageStore: Send + Sync + 'static {
     /// taking one at a time never touches a buffer, and one that finds a single message
     /// waiting (a consumer keeping up) does not pass it through one. By default
     /// [`TakeOne::Batched`]: the receiver goes through [`try_take`](Self::try_take).
-    fn try_take_first(&self, max: usize, rest: &mut VecDeque<Message>) -> TakeOne {
-        let _ = (max, rest);
+    fn try_take_first(&self, _max: usize, _rest: &mut VecDeque<Message>) -> TakeOne {
         TakeOne::Batched
     }
 

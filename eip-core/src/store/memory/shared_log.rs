@@ -151,7 +151,8 @@ impl SharedLog {
     }
 
     /// Stores `msg` for every attached subscription, if none of them is full: `floor` answers
-    /// that at once until it says one may be, then their progress does. Without subscriptions the message is gone at once, as there is nobody to read it.
+    /// that at once until it says one may be, then their progress does. Without subscriptions
+    /// the message is gone at once, as there is nobody to read it.
     pub(crate) fn try_append(&self, msg: Message) -> Append {
         let mut state = self.lock();
         if state.closed {
