@@ -233,7 +233,12 @@ impl Receiver {
             let took = if select.is_none() {
                 // Everything selected: the first straight from the store, only the rest of a
                 // prefetch through the buffer (empty here).
-                match store.try_take_first(self.prefetch, &mut self.buffer) {
+                let first = if self.prefetch == 1 {
+                    store.try_take_one()
+                } else {
+                    store.try_take_first(self.prefetch, &mut self.buffer)
+                };
+                match first {
                     TakeOne::Taken(msg) if !is_expired(&msg) => {
                         return Some(Delivery::new(msg, self.queue.clone()));
                     }

@@ -279,6 +279,12 @@ pub trait MessageStore: Send + Sync + 'static {
         TakeOne::Batched
     }
 
+    /// [`try_take_first`](Self::try_take_first) of one: what a receiver taking one at a time
+    /// asks, through a call with less to pass and nothing to buffer.
+    fn try_take_one(&self) -> TakeOne {
+        TakeOne::Batched
+    }
+
     /// Waits until [`try_take`](Self::try_take) takes something: `true`, or `false` once the
     /// store is closed and holds nothing more for this selector.
     fn take<'a>(

@@ -255,6 +255,19 @@ impl Queue {
     }
 }
 
+/// Moves up to `max` messages from the front of `from` to the back of `to`; how many. One by
+/// one: for the usual one or few, a pop and a push cost a fraction of setting up a drain.
+#[inline(never)]
+fn move_front(from: &mut VecDeque<Message>, max: usize, to: &mut VecDeque<Message>) -> u64 {
+    let n = max.min(from.len());
+    for _ in 0..n {
+        if let Some(m) = from.pop_front() {
+            to.push_back(m);
+        }
+    }
+    n as u64
+}
+
 /// Marks a wake-up as under way: true if none was (the caller wakes one), false if a woken
 /// waiter has not looked yet (it will see what the caller did).
 fn woken_now(woken: &AtomicBool) -> bool {
@@ -364,14 +377,7 @@ impl MessageStore for Queue {
         }
         match select {
             None => {
-                let n = (max - (into.len() - before)).min(state.ready.len());
-                // One by one: for the usual one or few, a pop and a push cost a fraction of
-                // setting up a drain.
-                for _ in 0..n {
-                    if let Some(m) = state.ready.pop_front() {
-                        into.push_back(m);
-                    }
-                }
+                move_front(&mut state.ready, max - (into.len() - before), into);
             }
             Some(sel) => {
                 let mut i = 0;
@@ -399,6 +405,22 @@ impl MessageStore for Queue {
         Take::Taken
     }
 
+    fn try_take_one(&self) -> TakeOne {
+        if let Some(log) = &self.feed {
+            return self.take_first_fed(log, 1, &mut VecDeque::new());
+        }
+        let mut state = self.lock();
+        match state.ready.pop_front() {
+            Some(msg) => {
+                state.taken += 1;
+                state.delivered += 1;
+                TakeOne::Taken(msg)
+            }
+            None if state.closed => TakeOne::Closed,
+            None => TakeOne::Empty,
+        }
+    }
+
     fn try_take_first(&self, max: usize, rest: &mut VecDeque<Message>) -> TakeOne {
         if let Some(log) = &self.feed {
             return self.take_first_fed(log, max, rest);
@@ -411,13 +433,10 @@ impl MessageStore for Queue {
                 TakeOne::Empty
             };
         };
-        let more = (max.saturating_sub(1)).min(state.ready.len());
-        for _ in 0..more {
-            if let Some(m) = state.ready.pop_front() {
-                rest.push_back(m);
-            }
+        let mut taken = 1;
+        if max > 1 && !state.ready.is_empty() {
+            taken += move_front(&mut state.ready, max - 1, rest);
         }
-        let taken = 1 + more as u64;
         state.taken += taken;
         state.delivered += taken;
         TakeOne::Taken(first)
