@@ -386,23 +386,33 @@ impl RunningFlow {
     /// Once nothing more comes in: every route step hands on what it still holds (an
     /// aggregator's open groups, as its `on-stop:` says), and what it handed on settles;
     /// round after round until no step held anything (a group released into a channel that
-    /// another aggregator consumes opens a group there), or `deadline`. Whether the flow then
-    /// became idle; `None` when no step held anything.
+    /// another aggregator consumes opens a group there), or `deadline`. Routes hand on one at
+    /// a time, each followed by a settle: a route fed by another is never asked while what the
+    /// other handed on is still on its way to it, so it hands on all of that at once in its
+    /// turn, never a part. Whether the flow then became idle; `None` when no step held
+    /// anything.
     async fn release_held(&self, deadline: Instant) -> Option<bool> {
         let mut idle = None;
         loop {
-            let routes = self.flow.routes.iter();
-            let stopping = futures::future::join_all(routes.map(|r| r.stop_steps()));
-            let Ok(acted) = tokio::time::timeout_at(deadline, stopping).await else {
-                tracing::warn!("route steps still handing on what they held when the time was up");
-                return Some(false);
-            };
-            if !acted.contains(&true) {
-                return idle;
+            let mut any = false;
+            for route in &self.flow.routes {
+                let Ok(acted) = tokio::time::timeout_at(deadline, route.stop_steps()).await else {
+                    tracing::warn!(
+                        "route steps still handing on what they held when the time was up"
+                    );
+                    return Some(false);
+                };
+                if !acted {
+                    continue;
+                }
+                any = true;
+                let settled = self.settle_until(deadline).await;
+                idle = Some(settled);
+                if !settled {
+                    return idle;
+                }
             }
-            let settled = self.settle_until(deadline).await;
-            idle = Some(settled);
-            if !settled {
+            if !any {
                 return idle;
             }
         }
