@@ -5,12 +5,30 @@ use std::time::Duration;
 
 use eip_core::Message;
 use eip_core::channel::{
-    Channel, DeadLetterChannel, PointToPoint, PublishSubscribe, Receiver, TryRecvError,
+    Channel, DeadLetterChannel, Delivery, PointToPoint, PublishSubscribe, Receiver, TryRecvError,
 };
 use eip_core::message::{DeathReason, names, now_millis};
 
 fn dlc() -> DeadLetterChannel {
     DeadLetterChannel::new("dead-letters", 100).unwrap()
+}
+
+/// A message that expired a millisecond ago.
+fn stale() -> Message {
+    Message::builder("stale")
+        .expires_at(now_millis() - 1)
+        .build()
+}
+
+/// The next dead letter: [`stale`], dead-lettered as expired.
+fn stale_dead_letter(dead: &DeadLetterChannel) -> Delivery {
+    let dl = dead.receiver().try_recv().unwrap();
+    assert_eq!(dl.message().payload_str(), Some("stale"));
+    assert_eq!(
+        dl.message().death().unwrap().unwrap().reason,
+        DeathReason::Expired
+    );
+    dl
 }
 
 #[tokio::test]
@@ -20,13 +38,7 @@ async fn expired_messages_are_never_delivered_but_dead_lettered() {
         .dead_letter_channel(dead.clone())
         .build()
         .unwrap();
-    ch.send(
-        Message::builder("stale")
-            .expires_at(now_millis() - 1)
-            .build(),
-    )
-    .await
-    .unwrap();
+    ch.send(stale()).await.unwrap();
     ch.send(
         Message::builder("fresh")
             .time_to_live(Duration::from_secs(60))
@@ -38,12 +50,7 @@ async fn expired_messages_are_never_delivered_but_dead_lettered() {
     let d = rx.recv().await.unwrap();
     assert_eq!(d.message().payload_str(), Some("fresh"));
     d.ack();
-    let dl = dead.receiver().try_recv().unwrap();
-    assert_eq!(dl.message().payload_str(), Some("stale"));
-    assert_eq!(
-        dl.message().death().unwrap().unwrap().reason,
-        DeathReason::Expired
-    );
+    let dl = stale_dead_letter(&dead);
     assert!(
         !dl.message().headers().contains(names::EXPIRES_AT),
         "a dead letter never expires again"
@@ -146,10 +153,7 @@ async fn expired_first_then_three(
     receiver: &mut Receiver,
     dead: &DeadLetterChannel,
 ) {
-    let stale = Message::builder("stale")
-        .expires_at(now_millis() - 1)
-        .build();
-    channel.send(stale).await.unwrap();
+    channel.send(stale()).await.unwrap();
     for payload in ["a", "b", "c"] {
         channel.send(Message::new(payload)).await.unwrap();
     }
@@ -163,11 +167,6 @@ async fn expired_first_then_three(
         );
         d.ack();
     }
-    let dl = dead.receiver().try_recv().unwrap();
-    assert_eq!(dl.message().payload_str(), Some("stale"));
-    assert_eq!(
-        dl.message().death().unwrap().unwrap().reason,
-        DeathReason::Expired
-    );
+    stale_dead_letter(dead);
     assert_eq!(receiver.try_recv().unwrap_err(), TryRecvError::Empty);
 }
