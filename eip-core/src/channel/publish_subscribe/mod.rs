@@ -66,10 +66,14 @@ pub struct PublishSubscribe {
 
 struct Inner {
     config: ChannelConfig,
-    /// A publish only appends to the log: there is a log, no foreign queue, no join, and the
-    /// channel is not deleted. Kept with every change of the set, so that such a publish (the
-    /// common one) takes no lock but the log's.
+    /// A publish only appends to the log and follows the joins the log carries: there is a
+    /// log, no foreign queue, no broker fan-out, and the channel is not deleted. Kept with
+    /// every change of the set (the log's copy of the joins too), so that such a publish (the
+    /// common one, a join chain's stores included) takes no lock but the log's.
     log_only: AtomicBool,
+    /// With `log_only`: the log carries joins to follow. A publish without it takes the
+    /// append that hands back nothing.
+    log_joins: AtomicBool,
     /// What the channel's own subscriptions read from, under `Backpressure`. Under `DropOldest`
     /// a publish pushes to each (the policy acts on each subscription's own queue).
     log: Option<Arc<SharedLog>>,
@@ -148,10 +152,16 @@ impl PublishSubscribe {
     /// Applies `change` to the set and says whether a publish now only appends to the log.
     fn change(&self, subs: &mut Subscriptions, change: impl FnOnce(&mut Current)) {
         subs.change(change);
-        let log_only = self.inner.log.is_some()
-            && !subs.closed
-            && subs.current.foreign.is_empty()
-            && subs.current.joins.is_empty();
+        let Some(log) = &self.inner.log else {
+            return;
+        };
+        let log_only =
+            !subs.closed && subs.current.foreign.is_empty() && self.inner.fan_out.is_none();
+        let joins = &subs.current.joins;
+        // The log's joins first: a publish that sees the flag sees the joins it goes with.
+        let log_joins = log_only && !joins.is_empty();
+        log.carry_joins(log_joins.then(|| joins.clone()));
+        self.inner.log_joins.store(log_joins, Ordering::SeqCst);
         self.inner.log_only.store(log_only, Ordering::SeqCst);
     }
 
@@ -186,8 +196,9 @@ impl PublishSubscribe {
                 // Only the log to append to, the most common publish: written out here, as its
                 // every step is paid per message.
                 Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: now }) {
-                    Ok(msg) => match log.try_append(msg) {
-                        Append::Stored => return Ok(Outcome::Accepted),
+                    Ok(msg) => match self.append(log, msg) {
+                        Append::Stored(None) => return Ok(Outcome::Accepted),
+                        Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
                         Append::Closed(msg) => {
                             return Err(Refused::Closed(msg).into_send_error(self.name()));
                         }
@@ -242,49 +253,35 @@ impl PublishSubscribe {
     /// subscriptions, a broker's fan-out, a durable store, `DropOldest`) is boxed, owning a
     /// handle of the channel.
     pub(crate) fn store_now(&self, msg: Message, loops: Option<Moment>) -> StoreNow {
-        let Some(log) = &self.inner.log else {
+        let Some(log) = self.log_only() else {
             return self.store_later(msg, loops);
-        };
-        // The joins to follow, read with the set; a deletion from here on closes the log
-        // first, and the append sees it.
-        let joins = if self.inner.log_only.load(Ordering::SeqCst) {
-            None
-        } else {
-            let subs = self.lock();
-            if subs.closed || !subs.current.foreign.is_empty() || self.inner.fan_out.is_some() {
-                drop(subs);
-                return self.store_later(msg, loops);
-            }
-            (!subs.current.joins.is_empty()).then(|| subs.current.joins.clone())
         };
         let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
             Ok(msg) => msg,
             Err(refusal) => return refusal.carry_out(self.name()),
         };
-        let Some(joins) = joins else {
-            return match log.try_append(msg) {
-                Append::Stored => Ok(Stored::Yes),
-                Append::Closed(msg) => Ok(Stored::Refused(Refused::Closed(msg))),
-                Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
-            };
-        };
-        // The joins need the message after the log.
-        match log.try_append(msg.clone()) {
-            Append::Stored => Ok(Stored::Forward(msg, joins)),
-            Append::Closed(copy) => Ok(Stored::Refused(Refused::Closed(copy))),
-            Append::Full(copy) => {
-                let log = log.clone();
-                Err(Box::pin(async move {
-                    match log.append_waiting(copy).await {
-                        Ok(()) => Stored::Forward(msg, joins),
-                        Err(copy) => Stored::Refused(Refused::Closed(copy)),
-                    }
-                }))
-            }
+        // The joins to follow come with the append; a deletion from here on closes the log
+        // first, and the append sees it.
+        match self.append(log, msg) {
+            Append::Stored(None) => Ok(Stored::Yes),
+            Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
+            Append::Closed(msg) => Ok(Stored::Refused(Refused::Closed(msg))),
+            Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
+        }
+    }
+
+    /// Appends to the log, taking the joins it carries if it carries any (see `log_joins`).
+    #[inline(always)]
+    fn append(&self, log: &SharedLog, msg: Message) -> Append {
+        if self.inner.log_joins.load(Ordering::SeqCst) {
+            log.try_append_following(msg)
+        } else {
+            log.try_append(msg)
         }
     }
 
     /// The log, when a publish does nothing but append to it (see `log_only`).
+    #[inline]
     fn log_only(&self) -> Option<&Arc<SharedLog>> {
         self.inner
             .log
@@ -321,8 +318,8 @@ impl PublishSubscribe {
         // The waiting paths are boxed: they are rare, and a future holding them inline would
         // be moved whole for every message.
         if let Some(log) = &self.inner.log {
-            // Only foreign queues or joins bring a publish here (see `log_only`): they need
-            // the message after the log.
+            // Only foreign queues (or a set changing under a publish) bring one here with a
+            // log (see `log_only`): they need the message after the log.
             if let Err(copy) = log.append(msg.clone()).await {
                 return Stored::Refused(Refused::Closed(copy));
             }
@@ -495,6 +492,7 @@ impl PublishSubscribe {
             let mut subs = self.lock();
             subs.closed = true;
             self.inner.log_only.store(false, Ordering::SeqCst);
+            self.inner.log_joins.store(false, Ordering::SeqCst);
             subs.durable.clear();
             std::mem::take(&mut subs.current)
         };
@@ -517,11 +515,13 @@ impl PublishSubscribe {
     }
 }
 
-/// The rest of a store that found the log full: the append, once there is room.
+/// The rest of a store that found the log full: the append, once there is room, and the
+/// joins the log carries then.
 fn append_waiting(log: Arc<SharedLog>, msg: Message) -> Waiting<'static, Stored> {
     Box::pin(async move {
-        match log.append_waiting(msg).await {
-            Ok(()) => Stored::Yes,
+        match log.append_waiting(msg, true).await {
+            Ok(None) => Stored::Yes,
+            Ok(Some((stored, joins))) => Stored::Forward(stored, joins),
             Err(msg) => Stored::Refused(Refused::Closed(msg)),
         }
     })
@@ -547,7 +547,8 @@ impl ChannelBuilder<PublishSubscribe> {
         };
         let channel = PublishSubscribe {
             inner: Arc::new(Inner {
-                log_only: AtomicBool::new(log.is_some()),
+                log_only: AtomicBool::new(log.is_some() && fan_out.is_none()),
+                log_joins: AtomicBool::new(false),
                 guard: LoopGuard::new(config.loop_detection),
                 follow: OnceLock::new(),
                 log,

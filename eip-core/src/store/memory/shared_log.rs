@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::queue::Queue;
+use crate::channel::Joins;
 use crate::message::Message;
 use crate::store::MessageStore;
 
@@ -45,6 +46,10 @@ struct State {
     /// No subscription's progress is below this.
     floor: u64,
     closed: bool,
+    /// The joins leaving the channel, when a publish does nothing but append here and follow
+    /// them: read with the append ([`SharedLog::try_append_following`]), so that such a
+    /// publish takes one lock, not the set's too.
+    joins: Option<Joins>,
 }
 
 pub(crate) struct SharedLog {
@@ -62,7 +67,9 @@ pub(crate) struct SharedLog {
 }
 
 pub(crate) enum Append {
-    Stored,
+    /// Stored; for an append that follows joins and a log that carries some, the message
+    /// again (for them) and the joins.
+    Stored(Option<(Message, Joins)>),
     Full(Message),
     Closed(Message),
 }
@@ -79,6 +86,7 @@ impl SharedLog {
                 subscriptions: Arc::from([]),
                 floor: 0,
                 closed: false,
+                joins: None,
             }),
             head: AtomicU64::new(0),
             readable: Notify::new(),
@@ -95,7 +103,7 @@ impl SharedLog {
 
     /// The position the next message will take.
     pub(crate) fn head(&self) -> u64 {
-        self.head.load(Ordering::SeqCst)
+        self.head.load(Ordering::Acquire)
     }
 
     /// Consumers park here waiting for messages: a publish wakes them all.
@@ -150,35 +158,77 @@ impl SharedLog {
         drop(detached);
     }
 
+    /// Sets the joins a publish that appends here follows (`None`: none, or a publish that
+    /// does more than append reads them from the channel's set).
+    pub(crate) fn carry_joins(&self, joins: Option<Joins>) {
+        drop(std::mem::replace(&mut self.lock().joins, joins));
+    }
+
     /// Stores `msg` for every attached subscription, if none of them is full: `floor` answers
     /// that at once until it says one may be, then their progress does. Without subscriptions
-    /// the message is gone at once, as there is nobody to read it.
+    /// the message is gone at once, as there is nobody to read it. Follows no joins.
     pub(crate) fn try_append(&self, msg: Message) -> Append {
         let mut state = self.lock();
+        let Some(readers) = self.room_for_one(&mut state) else {
+            return self.refused(&state, msg);
+        };
+        put(&mut state, msg, readers);
+        self.published(state);
+        Append::Stored(None)
+    }
+
+    /// Stores `msg` like [`try_append`](Self::try_append), and hands back a copy and the
+    /// joins to follow if the log carries joins ([`carry_joins`](Self::carry_joins)), read
+    /// under the same lock as the append.
+    pub(crate) fn try_append_following(&self, msg: Message) -> Append {
+        let mut state = self.lock();
+        let Some(readers) = self.room_for_one(&mut state) else {
+            return self.refused(&state, msg);
+        };
+        let forward = state.joins.clone().map(|joins| (msg.clone(), joins));
+        put(&mut state, msg, readers);
+        self.published(state);
+        Append::Stored(forward)
+    }
+
+    /// The subscriptions a message appended now is for, if it may be appended now: the log is
+    /// open and none of them is full. The floor is raised lazily: when it says one may be full,
+    /// the subscriptions are looked at (atomics only) before the answer, so a publish waits
+    /// only when one really is.
+    #[inline(always)]
+    fn room_for_one(&self, state: &mut State) -> Option<u32> {
         if state.closed {
-            return Append::Closed(msg);
+            return None;
         }
         let readers = u32::try_from(state.subscriptions.len()).unwrap_or(u32::MAX);
-        if readers == 0 {
-            state.head += 1;
-            state.base = state.head;
-            state.floor = state.head;
-        } else {
-            if state.head.saturating_sub(state.floor) >= self.capacity as u64 {
-                // The floor is raised lazily: look at the subscriptions (atomics only) before
-                // answering full, so a publish waits only when one really is.
-                match self.look(state.head, &state.subscriptions) {
-                    Look::Room(floor) => state.floor = state.floor.max(floor),
-                    Look::Full(_) => return Append::Full(msg),
-                }
+        if readers > 0 && state.head.saturating_sub(state.floor) >= self.capacity as u64 {
+            match self.look(state.head, &state.subscriptions) {
+                Look::Room(floor) => state.floor = state.floor.max(floor),
+                Look::Full(_) => return None,
             }
-            state.entries.push_back(Entry {
-                message: msg,
-                unread: readers,
-            });
-            state.head += 1;
         }
-        self.head.store(state.head, Ordering::SeqCst);
+        Some(readers)
+    }
+
+    /// Why [`room_for_one`](Self::room_for_one) said no.
+    #[cold]
+    fn refused(&self, state: &State, msg: Message) -> Append {
+        if state.closed {
+            Append::Closed(msg)
+        } else {
+            Append::Full(msg)
+        }
+    }
+
+    /// After an append: publishes the head, lets go of the lock and wakes the parked readers
+    /// if need be. Release is enough for the head: readers read the entries under the lock,
+    /// and a parked reader counts itself (`readers_waiting`, `woken`) before its look under
+    /// the lock, so the lock orders that look against the append and the wake-up check here;
+    /// the atomic head is read without the lock only for fill levels, which it can only
+    /// understate.
+    #[inline(always)]
+    fn published(&self, state: MutexGuard<'_, State>) {
+        self.head.store(state.head, Ordering::Release);
         drop(state);
         if self.readers_waiting.load(Ordering::SeqCst) > 0
             && !self.woken.load(Ordering::SeqCst)
@@ -186,25 +236,33 @@ impl SharedLog {
         {
             self.readable.notify_waiters();
         }
-        Append::Stored
     }
 
     /// Appends, waiting while a subscription is full. Cancel-safe: the message is stored or
     /// given back whole.
     pub(crate) async fn append(&self, msg: Message) -> Result<(), Message> {
         match self.try_append(msg) {
-            Append::Stored => Ok(()),
+            Append::Stored(_) => Ok(()),
             Append::Closed(msg) => Err(msg),
             // Boxed: the rare path, kept out of every publish's future (moved whole per message).
-            Append::Full(msg) => Box::pin(self.append_waiting(msg)).await,
+            Append::Full(msg) => Box::pin(self.append_waiting(msg, false)).await.map(drop),
         }
     }
 
-    /// [`append`](Self::append) once [`try_append`](Self::try_append) found the log full.
-    pub(crate) async fn append_waiting(&self, mut msg: Message) -> Result<(), Message> {
+    /// [`append`](Self::append) once [`try_append`](Self::try_append) found the log full:
+    /// what it stored (see [`Append::Stored`]), or the message back if the log closed.
+    pub(crate) async fn append_waiting(
+        &self,
+        mut msg: Message,
+        follow: bool,
+    ) -> Result<Option<(Message, Joins)>, Message> {
         loop {
-            match self.try_append(msg) {
-                Append::Stored => return Ok(()),
+            let appended = match follow {
+                true => self.try_append_following(msg),
+                false => self.try_append(msg),
+            };
+            match appended {
+                Append::Stored(forward) => return Ok(forward),
                 Append::Closed(m) => return Err(m),
                 Append::Full(m) => {
                     msg = m;
@@ -335,6 +393,21 @@ impl SharedLog {
     }
 }
 
+/// Puts `msg` in the log for its `readers` (none: it is gone at once).
+#[inline(always)]
+fn put(state: &mut State, msg: Message, readers: u32) {
+    if readers == 0 {
+        state.base = state.head + 1;
+        state.floor = state.head + 1;
+    } else {
+        state.entries.push_back(Entry {
+            message: msg,
+            unread: readers,
+        });
+    }
+    state.head += 1;
+}
+
 fn read_locked(
     state: &mut State,
     cursor: &mut u64,
@@ -401,109 +474,4 @@ enum Look<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::memory::Overflow;
-
-    fn subscription(log: &Arc<SharedLog>) -> Arc<Queue> {
-        let queue =
-            |head| Queue::new(log.capacity, Overflow::Backpressure).reading(log.clone(), head);
-        log.attach(queue).expect("log open")
-    }
-
-    fn stored(log: &SharedLog) -> usize {
-        log.lock().entries.len()
-    }
-
-    fn take_all(queue: &Queue) -> Vec<Message> {
-        let mut into = VecDeque::new();
-        queue.try_take(None, usize::MAX, &mut into);
-        into.into_iter().collect()
-    }
-
-    #[test]
-    fn an_entry_leaves_once_every_subscription_read_it_and_the_last_takes_it_out() {
-        let log = Arc::new(SharedLog::new(10));
-        let (a, b) = (subscription(&log), subscription(&log));
-        let msg = Message::new("x");
-        let id = msg.id();
-        assert!(matches!(log.try_append(msg), Append::Stored));
-        assert_eq!(stored(&log), 1);
-        assert_eq!(
-            take_all(&a).iter().map(Message::id).collect::<Vec<_>>(),
-            [id]
-        );
-        assert_eq!(stored(&log), 1, "`b` has not read it");
-        assert_eq!(take_all(&b).len(), 1);
-        assert_eq!(stored(&log), 0);
-    }
-
-    #[test]
-    fn a_subscription_attached_later_starts_at_the_head_and_is_not_waited_for() {
-        let log = Arc::new(SharedLog::new(10));
-        let a = subscription(&log);
-        assert!(matches!(log.try_append(Message::new("1")), Append::Stored));
-        let late = subscription(&log);
-        assert!(matches!(log.try_append(Message::new("2")), Append::Stored));
-        assert_eq!(take_all(&late).len(), 1);
-        assert_eq!(take_all(&a).len(), 2);
-        assert_eq!(stored(&log), 0);
-    }
-
-    #[test]
-    fn closing_a_subscription_reads_what_it_had_not_and_frees_the_log() {
-        let log = Arc::new(SharedLog::new(10));
-        let (a, b) = (subscription(&log), subscription(&log));
-        for i in 0..3 {
-            assert!(matches!(
-                log.try_append(Message::new(i.to_string())),
-                Append::Stored
-            ));
-        }
-        assert_eq!(take_all(&a).len(), 3);
-        assert_eq!(b.close().len(), 3);
-        assert_eq!(stored(&log), 0);
-        assert!(matches!(log.try_append(Message::new("4")), Append::Stored));
-        assert_eq!(stored(&log), 1, "stored for `a` alone");
-        assert_eq!(take_all(&a).len(), 1);
-        assert_eq!(stored(&log), 0);
-    }
-
-    #[test]
-    fn without_subscriptions_nothing_is_stored() {
-        let log = SharedLog::new(1);
-        for _ in 0..3 {
-            assert!(matches!(log.try_append(Message::new("x")), Append::Stored));
-        }
-        assert_eq!(stored(&log), 0);
-        assert_eq!(log.head(), 3);
-    }
-
-    #[test]
-    fn the_floor_never_lets_a_subscription_exceed_its_capacity() {
-        let log = Arc::new(SharedLog::new(2));
-        let a = subscription(&log);
-        for _ in 0..2 {
-            assert!(matches!(log.try_append(Message::new("x")), Append::Stored));
-        }
-        let b = subscription(&log);
-        let settle_all = |q: &Queue| take_all(q).iter().for_each(|m| q.settle(m));
-        settle_all(&a);
-        // `a` is empty: a look raises the floor to `b`'s start, no further.
-        assert!(log.accepts_now());
-        for _ in 0..2 {
-            assert!(matches!(log.try_append(Message::new("y")), Append::Stored));
-        }
-        settle_all(&a);
-        assert!(!log.accepts_now(), "`b` holds two");
-        assert!(matches!(log.try_append(Message::new("z")), Append::Full(_)));
-        let taken = take_all(&b);
-        assert_eq!(taken.len(), 2);
-        assert!(!log.accepts_now(), "taken, but not settled");
-        b.settle(&taken[0]);
-        assert!(log.accepts_now());
-        assert!(matches!(log.try_append(Message::new("z")), Append::Stored));
-        settle_all(&a);
-        assert!(matches!(log.try_append(Message::new("z")), Append::Full(_)));
-    }
-}
+mod tests;
