@@ -25,6 +25,9 @@ pub(super) enum Children<T> {
     },
 }
 
+/// The slots of the widest table whose filter a removal recomputes (see [`Children::remove`]).
+const EXACT_FILTER: usize = 256;
+
 /// The bit of a word in a [`Children::Many`]'s filter: the top 6 bits of a multiplicative hash
 /// of its id, so that the ids of a node's children (dense, often close) spread over the 64.
 #[inline]
@@ -137,11 +140,16 @@ impl<T> Children<T> {
             }
             Children::Many { table, filter } => {
                 table.remove(id);
-                *filter = table
-                    .ids
-                    .iter()
-                    .filter(|w| **w != NO_WORD)
-                    .fold(0, |f, w| f | filter_bit(*w));
+                // A bit left set only costs a lookup, so the filter is made exact again only
+                // where that is cheap: a wide table's filter has (nearly) every bit set anyway,
+                // and a removal stays constant time.
+                if table.ids.len() <= EXACT_FILTER {
+                    *filter = table
+                        .ids
+                        .iter()
+                        .filter(|w| **w != NO_WORD)
+                        .fold(0, |f, w| f | filter_bit(*w));
+                }
             }
         }
     }
@@ -337,6 +345,22 @@ mod tests {
         assert_eq!(c.nodes().count(), 3);
     }
 
+    #[test]
+    fn a_wide_table_finds_every_child_after_removals() {
+        let mut c: Children<u32> = Children::new();
+        let n = 4 * EXACT_FILTER as u32;
+        for id in 0..n {
+            c.get_or_insert(id).0.values.push(id);
+        }
+        for id in (0..n).filter(|id| id % 3 == 0) {
+            c.remove(id);
+        }
+        for id in 0..n + 10 {
+            let want = (id < n && id % 3 != 0).then(|| vec![id]);
+            assert_eq!(values(&c, id), want, "{id}");
+        }
+    }
+
     proptest! {
         /// Random inserts and removals (many ids sharing probe runs) against a map: every id
         /// is found exactly when it was inserted and not removed since, with its own node.
@@ -361,9 +385,11 @@ mod tests {
                 }
                 prop_assert_eq!(c.nodes().count(), model.len());
                 prop_assert_eq!(c.is_empty(), model.is_empty());
-                // The filter holds the bits of the children there are, and no others.
-                if let Children::Many { filter, .. } = &c {
+                // The filter holds the bits of the children there are, and (the table being
+                // narrow) no others.
+                if let Children::Many { filter, table } = &c {
                     let want = model.keys().fold(0, |f, id| f | filter_bit(*id));
+                    prop_assert!(table.ids.len() <= EXACT_FILTER);
                     prop_assert_eq!(*filter, want);
                 }
             }
