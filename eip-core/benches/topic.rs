@@ -30,6 +30,11 @@
 //!
 //! and the last line runs the repeated stream on two threads at once, sharing the index, for
 //! the contention between readers (subjects/s over both threads together).
+//!
+//! For instruction counts, `EIP_TOPIC_PROFILE=N` makes the bench build only the 100k workload
+//! and match `N` subjects (cycling through the 4096) with the trie in [`profile_matches`], then
+//! stop: run it under `valgrind --tool=callgrind --toggle-collect=*profile_matches*` and divide
+//! the count by `N`. It also prints the CPU time and wall time per subject of that loop.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -291,7 +296,55 @@ impl Workload {
     }
 }
 
+/// Matches `count` subjects with the trie alone, for the profiler (see the module
+/// documentation); returns how many targets they went to, so nothing is optimised away.
+#[inline(never)]
+fn profile_matches(work: &Workload, count: usize) -> usize {
+    let mut buffers = Buffers::default();
+    let mut found = 0;
+    for i in 0..count {
+        work.eip(&work.subjects[i % work.subjects.len()], &mut buffers);
+        found += black_box(&buffers.targets).len();
+    }
+    found
+}
+
+/// Nanoseconds this thread has run on a CPU (Linux's `/proc/thread-self/schedstat`; 0
+/// elsewhere): unlike wall time, it leaves out the time other processes held the core.
+fn cpu_ns() -> u128 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn topic(c: &mut Criterion) {
+    if let Some(count) = std::env::var("EIP_TOPIC_PROFILE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        let work = Workload::new(100_000);
+        // A first, unprofiled pass: the buffers and the search's memo are allocated here.
+        let (mut warm, mut emitted) = (0, 0);
+        for subject in &work.subjects {
+            warm += work.trie.matches(subject).len();
+            work.trie.for_each_match(subject, |_| emitted += 1);
+        }
+        println!(
+            "profile: {} subjects: {warm} targets, {emitted} values emitted",
+            work.subjects.len()
+        );
+        let (cpu, begin) = (cpu_ns(), Instant::now());
+        let targets = profile_matches(&work, count);
+        let (cpu, wall) = (cpu_ns() - cpu, begin.elapsed().as_nanos());
+        let per = |ns: u128| ns as f64 / count.max(1) as f64;
+        println!(
+            "profile: {count} subjects, {targets} targets, {:.1} ns/subject on the CPU, {:.1} ns/subject wall",
+            per(cpu),
+            per(wall)
+        );
+        return;
+    }
     for (size, label) in SIZES {
         let work = Workload::new(size);
         // The scan is slow at 100k: check a sample there, every subject at smaller sizes.

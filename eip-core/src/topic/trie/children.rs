@@ -7,7 +7,10 @@ use super::words::WordId;
 ///
 /// Most nodes have one or two. Up to [`FEW`] are kept in a slice, with their word ids inline in
 /// the parent: looking for a word that is not there reads nothing beyond the parent, and
-/// finding one reads just that child. Beyond that, [`Many`].
+/// finding one reads just that child. Beyond that, [`Many`], with a filter inline: a bit per
+/// group of words, set where a child's word is, so most words that are not there are ruled out
+/// without reading the table (at a `#` node, looked up at every position of the subject, most
+/// words are not there).
 #[derive(Clone)]
 pub(super) enum Children<T> {
     Few {
@@ -15,7 +18,21 @@ pub(super) enum Children<T> {
         ids: [WordId; FEW],
         nodes: Box<[Node<T>]>,
     },
-    Many(Box<Many<T>>),
+    Many {
+        table: Box<Many<T>>,
+        /// [`filter_bit`] of each child's word, or-ed together.
+        filter: u64,
+    },
+}
+
+/// The slots of the widest table whose filter a removal recomputes (see [`Children::remove`]).
+const EXACT_FILTER: usize = 256;
+
+/// The bit of a word in a [`Children::Many`]'s filter: the top 6 bits of a multiplicative hash
+/// of its id, so that the ids of a node's children (dense, often close) spread over the 64.
+#[inline]
+fn filter_bit(id: WordId) -> u64 {
+    1 << (id.wrapping_mul(0x9e37_79b9) >> 26)
 }
 
 /// Children kept in a slice at most.
@@ -36,7 +53,7 @@ impl<T> Children<T> {
     pub(super) fn is_empty(&self) -> bool {
         match self {
             Children::Few { nodes, .. } => nodes.is_empty(),
-            Children::Many(many) => many.len == 0,
+            Children::Many { table, .. } => table.len == 0,
         }
     }
 
@@ -45,7 +62,10 @@ impl<T> Children<T> {
     pub(super) fn get(&self, id: WordId) -> Option<&Node<T>> {
         match self {
             Children::Few { ids, nodes } => nodes.get(few_position(ids, id)?),
-            Children::Many(many) => many.nodes.get(many.find(id)?),
+            Children::Many { table, filter } => match filter & filter_bit(id) {
+                0 => None,
+                _ => table.nodes.get(table.find(id)?),
+            },
         }
     }
 
@@ -53,9 +73,9 @@ impl<T> Children<T> {
     pub(super) fn get_mut(&mut self, id: WordId) -> Option<&mut Node<T>> {
         match self {
             Children::Few { ids, nodes } => nodes.get_mut(ids.iter().position(|w| *w == id)?),
-            Children::Many(many) => {
-                let i = many.find(id)?;
-                many.nodes.get_mut(i)
+            Children::Many { table, .. } => {
+                let i = table.find(id)?;
+                table.nodes.get_mut(i)
             }
         }
     }
@@ -67,10 +87,15 @@ impl<T> Children<T> {
             && !ids.contains(&id)
         {
             let mut many = Many::with_capacity(4 * FEW);
+            let mut filter = 0;
             for (word, node) in ids.iter().zip(std::mem::take(nodes).into_vec()) {
                 many.insert_new(*word, node);
+                filter |= filter_bit(*word);
             }
-            *self = Children::Many(Box::new(many));
+            *self = Children::Many {
+                table: Box::new(many),
+                filter,
+            };
         }
         match self {
             Children::Few { ids, nodes } => {
@@ -88,9 +113,12 @@ impl<T> Children<T> {
                 // `ids` and `nodes` stay in step: position `i` is a node.
                 (&mut nodes[i], made)
             }
-            Children::Many(many) => match many.find(id) {
-                Some(i) => (&mut many.nodes[i], false),
-                None => (many.insert_new(id, Node::new()), true),
+            Children::Many { table, filter } => match table.find(id) {
+                Some(i) => (&mut table.nodes[i], false),
+                None => {
+                    *filter |= filter_bit(id);
+                    (table.insert_new(id, Node::new()), true)
+                }
             },
         }
     }
@@ -110,7 +138,19 @@ impl<T> Children<T> {
                 ids.copy_within(i + 1.., i);
                 ids[FEW - 1] = NO_WORD;
             }
-            Children::Many(many) => many.remove(id),
+            Children::Many { table, filter } => {
+                table.remove(id);
+                // A bit left set only costs a lookup, so the filter is made exact again only
+                // where that is cheap: a wide table's filter has (nearly) every bit set anyway,
+                // and a removal stays constant time.
+                if table.ids.len() <= EXACT_FILTER {
+                    *filter = table
+                        .ids
+                        .iter()
+                        .filter(|w| **w != NO_WORD)
+                        .fold(0, |f, w| f | filter_bit(*w));
+                }
+            }
         }
     }
 
@@ -118,7 +158,7 @@ impl<T> Children<T> {
     pub(super) fn nodes(&self) -> Box<dyn Iterator<Item = &Node<T>> + '_> {
         match self {
             Children::Few { nodes, .. } => Box::new(nodes.iter()),
-            Children::Many(many) => Box::new(
+            Children::Many { table: many, .. } => Box::new(
                 many.ids
                     .iter()
                     .zip(many.nodes.iter())
@@ -267,7 +307,7 @@ mod tests {
             if id < 4 {
                 assert!(matches!(c, Children::Few { .. }));
             } else {
-                assert!(matches!(c, Children::Many(_)));
+                assert!(matches!(c, Children::Many { .. }));
             }
         }
         for id in 0..10 {
@@ -305,6 +345,22 @@ mod tests {
         assert_eq!(c.nodes().count(), 3);
     }
 
+    #[test]
+    fn a_wide_table_finds_every_child_after_removals() {
+        let mut c: Children<u32> = Children::new();
+        let n = 4 * EXACT_FILTER as u32;
+        for id in 0..n {
+            c.get_or_insert(id).0.values.push(id);
+        }
+        for id in (0..n).filter(|id| id % 3 == 0) {
+            c.remove(id);
+        }
+        for id in 0..n + 10 {
+            let want = (id < n && id % 3 != 0).then(|| vec![id]);
+            assert_eq!(values(&c, id), want, "{id}");
+        }
+    }
+
     proptest! {
         /// Random inserts and removals (many ids sharing probe runs) against a map: every id
         /// is found exactly when it was inserted and not removed since, with its own node.
@@ -329,6 +385,13 @@ mod tests {
                 }
                 prop_assert_eq!(c.nodes().count(), model.len());
                 prop_assert_eq!(c.is_empty(), model.is_empty());
+                // The filter holds the bits of the children there are, and (the table being
+                // narrow) no others.
+                if let Children::Many { filter, table } = &c {
+                    let want = model.keys().fold(0, |f, id| f | filter_bit(*id));
+                    prop_assert!(table.ids.len() <= EXACT_FILTER);
+                    prop_assert_eq!(*filter, want);
+                }
             }
         }
     }

@@ -24,7 +24,7 @@ mod words;
 
 use std::fmt;
 
-use self::node::{HashNode, IdPool, Node, UNBOUNDED, plus_one};
+use self::node::{IdPool, Node, UNBOUNDED, plus_one};
 use self::search::{MEMO, Memo, Search};
 use self::words::{UNKNOWN, WordId, Words, dots};
 #[cfg(doc)]
@@ -112,16 +112,10 @@ impl<T> TopicTrie<T> {
                     child
                 }
                 Word::One => node.wild_mut().star.get_or_insert_with(Node::new),
-                Word::Any => {
-                    &mut node
-                        .wild_mut()
-                        .hash
-                        .get_or_insert_with(|| HashNode {
-                            id: ids.take(),
-                            node: Node::new(),
-                        })
-                        .node
-                }
+                Word::Any => node
+                    .wild_mut()
+                    .hash
+                    .get_or_insert_with(|| Node::hash(ids.take())),
             };
         }
         node.widen((0, 0));
@@ -290,9 +284,9 @@ fn remove_at<T: PartialEq>(
             let Some(child) = wild.hash.as_mut() else {
                 return false;
             };
-            let removed = remove_at(&mut child.node, rest, value, ids, words_ids);
-            if removed && child.node.is_empty() {
-                ids.release(child.id);
+            let removed = remove_at(child, rest, value, ids, words_ids);
+            if removed && child.is_empty() {
+                ids.release(child.hash_id);
                 wild.hash = None;
                 node.tidy_wild();
             }

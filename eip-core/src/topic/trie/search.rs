@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::node::{HashNode, Node};
+use super::node::Node;
 use super::words::{UNKNOWN, WordId};
 
 thread_local! {
@@ -144,22 +144,22 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
 
     /// Visits the `#` child of a node reached at position `i`: at every position from `i` on
     /// where it fits and that it has not been expanded from yet in this search.
-    fn expand_hash<'a, T>(&mut self, hash: &'a HashNode<T>, i: usize)
+    fn expand_hash<'a, T>(&mut self, hash: &'a Node<T>, i: usize)
     where
         F: FnMut(&'a T),
     {
         let len = self.words.len();
-        let claimed = self.memo.claim(hash.id, i, len);
-        let fitting = hash.node.fitting_positions(len);
+        let claimed = self.memo.claim(hash.hash_id, i, len);
+        let fitting = hash.fitting_positions(len);
         let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
         // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`
         // node has no wildcard child and takes the loop below; the general walk stays for safety.
-        if hash.node.wild.is_some() {
+        if hash.wild.is_some() {
             for j in positions {
-                self.step(&hash.node, j);
+                self.step(hash, j);
             }
         } else {
-            self.literals_after_hash(&hash.node, positions);
+            self.literals_after_hash(hash, positions);
         }
     }
 
