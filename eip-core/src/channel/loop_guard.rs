@@ -191,17 +191,32 @@ impl RecentIds {
 
     fn remember(&mut self, id: MessageId, at: Millis) {
         let id = key(id);
-        let remembered = Remembered {
-            key: [(id >> 64) as u64, id as u64],
-            at,
-            number: self.admitted,
-        };
-        self.admitted = self.admitted.wrapping_add(1);
         if self.ascending.back().is_none_or(|newest| newest.key() < id) {
-            self.ascending.push_back(remembered);
+            self.remember_newest(id, at);
         } else {
+            let remembered = self.next_entry(id, at);
             self.others.push_back(remembered);
             self.others_at.insert(id, at);
+        }
+    }
+
+    /// Remembers `id`, known to be greater than every id in `ascending` (the common case: the
+    /// caller compared it with the last already).
+    #[inline]
+    fn remember_newest(&mut self, id: u128, at: Millis) {
+        let remembered = self.next_entry(id, at);
+        self.ascending.push_back(remembered);
+    }
+
+    /// The entry for `id` admitted now, numbered.
+    #[inline]
+    fn next_entry(&mut self, id: u128, at: Millis) -> Remembered {
+        let number = self.admitted;
+        self.admitted = self.admitted.wrapping_add(1);
+        Remembered {
+            key: [(id >> 64) as u64, id as u64],
+            at,
+            number,
         }
     }
 }
@@ -286,12 +301,9 @@ impl LoopGuard {
                 }
                 recent.ascending.pop_front();
             }
-            if recent
-                .ascending
-                .back()
-                .is_none_or(|last| last.key() < key(id))
-            {
-                recent.remember(id, ages.now);
+            let id = key(id);
+            if recent.ascending.back().is_none_or(|last| last.key() < id) {
+                recent.remember_newest(id, ages.now);
                 return true;
             }
         }
