@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::walk::{Via, Walk};
+use super::walk::{Hop, Via, Walk};
 use crate::channel::{Joins, Moment, PublishSubscribe, Stored};
 use crate::log::Escaped;
 use crate::message::Message;
@@ -28,8 +28,8 @@ pub(super) fn follow<'a>(
 ) -> Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>> {
     let now = now.unwrap_or_else(Moment::now);
     let mut walk = Walk::new(entry.identity());
-    walk.stored(joins, stored, None);
-    let waiting = store_until_waiting(&mut walk, now)?;
+    let first = walk.stored_then_next(joins, stored, None);
+    let waiting = store_until_waiting(&mut walk, first, now)?;
     Some(Box::pin(finish(walk, waiting, now)))
 }
 
@@ -40,11 +40,12 @@ struct Pending {
     budget: u32,
 }
 
-/// Makes the walk's stores while each completes at once; the first that has to wait.
-fn store_until_waiting(walk: &mut Walk, now: Moment) -> Option<Pending> {
-    while let Some(hop) = walk.next() {
+/// Makes the walk's stores, from `next` on, while each completes at once; the first that has
+/// to wait.
+fn store_until_waiting(walk: &mut Walk, mut next: Option<Hop>, now: Moment) -> Option<Pending> {
+    while let Some(hop) = next {
         let loops = hop.via.checks_loops().then_some(now);
-        match hop.via.destination().store_now(hop.message, loops) {
+        next = match hop.via.destination().store_now(hop.message, loops) {
             Ok(stored) => settle(walk, &hop.via, hop.budget, stored),
             Err(storing) => {
                 return Some(Pending {
@@ -53,7 +54,7 @@ fn store_until_waiting(walk: &mut Walk, now: Moment) -> Option<Pending> {
                     budget: hop.budget,
                 });
             }
-        }
+        };
     }
     None
 }
@@ -62,19 +63,22 @@ fn store_until_waiting(walk: &mut Walk, now: Moment) -> Option<Pending> {
 async fn finish(mut walk: Walk, mut pending: Pending, now: Moment) {
     loop {
         let stored = pending.storing.await;
-        settle(&mut walk, &pending.via, pending.budget, stored);
-        match store_until_waiting(&mut walk, now) {
-            Some(next) => pending = next,
+        let next = settle(&mut walk, &pending.via, pending.budget, stored);
+        match store_until_waiting(&mut walk, next, now) {
+            Some(waiting) => pending = waiting,
             None => return,
         }
     }
 }
 
-/// What one store did, fed back into the walk: a channel that stored the message and has
-/// joins leaving it queues their hops.
-fn settle(walk: &mut Walk, via: &Via, budget: u32, stored: Stored) {
+/// What one store did, fed back into the walk (a channel that stored the message and has
+/// joins leaving it adds their hops), and the next hop to make.
+#[inline(always)]
+fn settle(walk: &mut Walk, via: &Via, budget: u32, stored: Stored) -> Option<Hop> {
     match stored {
-        Stored::Forward(message, joins) => walk.stored(joins, message, Some(budget)),
+        Stored::Forward(message, joins) => {
+            return walk.stored_then_next(joins, message, Some(budget));
+        }
         Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
         Stored::Refused(refused) => {
             let error = refused.into_send_error(via.destination().name());
@@ -85,4 +89,5 @@ fn settle(walk: &mut Walk, via: &Via, budget: u32, stored: Stored) {
             )
         }
     }
+    walk.next()
 }

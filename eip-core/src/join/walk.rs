@@ -82,6 +82,43 @@ impl Walk {
     /// queues a hop for each join the message crosses, in the joins' order. `arrived_with` is
     /// the budget of the hop that brought it, if one did ([`Hop::budget`]).
     pub(crate) fn stored(&mut self, joins: Joins, message: Message, arrived_with: Option<u32>) {
+        if let Some(last) = self.cross(joins, message, arrived_with) {
+            self.queue.push(last);
+        }
+    }
+
+    /// [`stored`](Self::stored), then [`next`](Self::next). Along a chain (one crossing,
+    /// nothing else waiting) the crossing is the next hop: it is handed over without going
+    /// through the queue.
+    #[inline(always)]
+    pub(crate) fn stored_then_next(
+        &mut self,
+        joins: Joins,
+        message: Message,
+        arrived_with: Option<u32>,
+    ) -> Option<Hop> {
+        let was_empty = self.queue.is_empty();
+        match self.cross(joins, message, arrived_with) {
+            Some(hop) if was_empty && self.queue.is_empty() => {
+                if self.admits(&hop) {
+                    Some(hop)
+                } else {
+                    None
+                }
+            }
+            Some(hop) => {
+                self.queue.push(hop);
+                self.next()
+            }
+            None => self.next(),
+        }
+    }
+
+    /// The hops for the joins the message crosses: all but the last queued, the last handed
+    /// back (each crossing is made when the next is found, so the last takes the message and
+    /// the set itself, uncloned).
+    #[inline(always)]
+    fn cross(&mut self, joins: Joins, message: Message, arrived_with: Option<u32>) -> Option<Hop> {
         let headers = message.headers();
         let (remaining, budget_only) = match arrived_with {
             // Still the shared budget-only map the hop set: no need to read it.
@@ -93,10 +130,8 @@ impl Walk {
             }
         };
         if remaining == Some(0) {
-            return;
+            return None;
         }
-        // Each crossing is queued when the next is found, so the last takes the message and
-        // the set itself, uncloned.
         let mut pending: Option<(usize, u32)> = None;
         for (index, join) in joins.iter().enumerate() {
             if let Some(budget) = join.crossing(&message, remaining)
@@ -106,21 +141,27 @@ impl Walk {
                 self.queue.push(hop);
             }
         }
-        if let Some((i, b)) = pending {
-            self.queue.push(Hop::new(joins, i, message, b, budget_only));
-        }
+        let (i, b) = pending?;
+        Some(Hop::new(joins, i, message, b, budget_only))
     }
 
     /// The next store to make, if any: archival arrivals always, others only at a channel this
     /// send has not stored at (once per channel, whatever the paths and cycles).
     pub(crate) fn next(&mut self) -> Option<Hop> {
         while let Some(hop) = self.queue.pop() {
-            let via = &hop.via;
-            if !via.checks_loops() || self.visited.first_time(via.destination().identity()) {
+            if self.admits(&hop) {
                 return Some(hop);
             }
         }
         None
+    }
+
+    /// Whether `hop` is made: an archival arrival always, another only at a channel this send
+    /// has not stored at (which counts as stored at from now on).
+    #[inline(always)]
+    fn admits(&mut self, hop: &Hop) -> bool {
+        let via = &hop.via;
+        !via.checks_loops() || self.visited.first_time(via.destination().identity())
     }
 }
 
@@ -134,7 +175,7 @@ struct Queue {
 
 impl Queue {
     fn push(&mut self, hop: Hop) {
-        if self.first.is_none() && self.rest.is_empty() {
+        if self.is_empty() {
             self.first = Some(hop);
         } else {
             self.rest.push_back(hop);
@@ -143,6 +184,10 @@ impl Queue {
 
     fn pop(&mut self) -> Option<Hop> {
         self.first.take().or_else(|| self.rest.pop_front())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none() && self.rest.is_empty()
     }
 }
 
