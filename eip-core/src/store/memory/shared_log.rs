@@ -280,6 +280,7 @@ impl SharedLog {
 
     /// The reader at `cursor` reads up to `max` messages: the first handed back, the others
     /// appended to `rest`, and how many in all; `None` if there is nothing to read.
+    #[inline(always)]
     pub(crate) fn read_first(
         &self,
         cursor: &mut u64,
