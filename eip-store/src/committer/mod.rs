@@ -463,10 +463,20 @@ impl Committer {
                 registry: &self.registry,
                 keys: KeyRound::new(&mut changes.tables, &self.tables, &mut self.next_table_id),
             };
-            for effect in effects.iter_mut() {
-                writing
-                    .write(effect, &mut self.next_id)
-                    .map_err(redb_error)?;
+            let mut rest = &mut effects[..];
+            while !rest.is_empty() {
+                // A run of acks next to each other (those listed come first) is written as
+                // one: consecutive sequence numbers become one range delete
+                let acks = run(rest, |e| matches!(e, Effect::Ack { .. }));
+                let (now, later) = rest.split_at_mut(acks.max(1));
+                if acks > 1 {
+                    writing.acks(now).map_err(redb_error)?;
+                } else {
+                    writing
+                        .write(&mut now[0], &mut self.next_id)
+                        .map_err(redb_error)?;
+                }
+                rest = later;
             }
             writing.write_queue_rows().map_err(redb_error)?;
             writing
@@ -541,4 +551,9 @@ impl Committer {
             self.space.release(t.freed_bytes);
         }
     }
+}
+
+/// How many effects at the start of `effects` are of the kind `kind` says.
+fn run(effects: &[Effect], kind: impl Fn(&Effect) -> bool) -> usize {
+    effects.iter().take_while(|e| kind(e)).count()
 }

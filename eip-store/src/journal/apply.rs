@@ -24,7 +24,7 @@ pub(crate) struct Applied {
     pub(crate) found: bool,
     /// Payload (or key and value) bytes the op freed.
     pub(crate) freed: u64,
-    /// Records a removed queue held.
+    /// Records a removed queue held, or a range delete found.
     pub(crate) count: u64,
 }
 
@@ -80,6 +80,12 @@ impl<'txn, 'a> Writer<'txn, 'a> {
                     .map(|v| frame::payload_len(v.value()));
                 applied.found = freed.is_some();
                 applied.freed = freed.unwrap_or(0);
+            }
+            Op::DeleteRange { queue, first, last } => {
+                let mut found = 0;
+                applied.freed = self.delete_range(*queue, *first, *last, |_| found += 1)?;
+                applied.found = found > 0;
+                applied.count = found;
             }
             Op::SetAside {
                 name,
@@ -171,6 +177,41 @@ impl<'txn, 'a> Writer<'txn, 'a> {
         Ok(applied)
     }
 
+    /// Deletes records `first..=last` of `queue` in one pass over its B-tree (one descent, each
+    /// leaf rewritten once, where a delete per record rewrites its leaf per record), without
+    /// journaling; calls `found` with each sequence number that was there, in order. Answers the
+    /// payload bytes freed.
+    fn delete_range(
+        &mut self,
+        queue: u32,
+        first: u64,
+        last: u64,
+        mut found: impl FnMut(u64),
+    ) -> Result<u64, redb::Error> {
+        let mut freed = 0;
+        self.records(queue)?.retain_in(first..=last, |seq, frame| {
+            found(seq);
+            freed += frame::payload_len(frame);
+            false
+        })?;
+        Ok(freed)
+    }
+
+    /// Journals and applies [`Op::DeleteRange`], calling `found` with each sequence number
+    /// that was there; answers the payload bytes freed.
+    pub(crate) fn apply_delete_range(
+        &mut self,
+        queue: u32,
+        first: u64,
+        last: u64,
+        found: impl FnMut(u64),
+    ) -> Result<u64, redb::Error> {
+        if let Some(record) = self.record.as_deref_mut() {
+            Op::DeleteRange { queue, first, last }.encode(record);
+        }
+        self.delete_range(queue, first, last, found)
+    }
+
     /// Records that the transaction holds every round up to `round`.
     pub(crate) fn finish(self, round: u64) -> Result<(), redb::Error> {
         let mut meta = self.txn.open_table(META)?;
@@ -231,3 +272,7 @@ fn forget(
     }
     Ok(entry::live_len(key, old))
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod tests;
