@@ -466,11 +466,15 @@ impl Committer {
             let mut rest = &mut effects[..];
             while !rest.is_empty() {
                 // A run of acks next to each other (those listed come first) is written as
-                // one: consecutive sequence numbers become one range delete
+                // one: consecutive sequence numbers become one range delete; so is a run of
+                // appends, through one cursor per queue
                 let acks = run(rest, |e| matches!(e, Effect::Ack { .. }));
-                let (now, later) = rest.split_at_mut(acks.max(1));
+                let appends = run(rest, |e| matches!(e, Effect::Append { .. }));
+                let (now, later) = rest.split_at_mut(acks.max(appends).max(1));
                 if acks > 1 {
                     writing.acks(now).map_err(redb_error)?;
+                } else if appends > 1 {
+                    writing.appends(now).map_err(redb_error)?;
                 } else {
                     writing
                         .write(&mut now[0], &mut self.next_id)

@@ -181,6 +181,49 @@ impl Round<'_, '_> {
         Ok(())
     }
 
+    /// Writes a run of append effects: each gets its queue's head, as one by one, and the
+    /// records of each stretch of the run that goes to one queue are written together
+    /// ([`Writer::apply_appends`](crate::journal::apply::Writer::apply_appends)).
+    pub(super) fn appends(&mut self, appends: &mut [Effect]) -> Result<(), redb::Error> {
+        let mut start = 0;
+        while start < appends.len() {
+            let Effect::Append { queue, .. } = &appends[start] else {
+                start += 1;
+                continue;
+            };
+            let queue = queue.clone();
+            let end = start
+                + appends[start..]
+                    .iter()
+                    .take_while(
+                        |e| matches!(e, Effect::Append { queue: q, .. } if q.id == queue.id),
+                    )
+                    .count();
+            if self.touch(&queue).removed {
+                start = end;
+                continue;
+            }
+            let t = self.touch(&queue);
+            let first = t.head;
+            let mut records = Vec::with_capacity(end - start);
+            for (seq, effect) in (first..).zip(&mut appends[start..end]) {
+                if let Effect::Append {
+                    record, seq: given, ..
+                } = effect
+                {
+                    *given = Some(seq);
+                    t.head += 1;
+                    t.appended += 1;
+                    t.added_bytes += record.len() as u64;
+                    records.push(&record[..]);
+                }
+            }
+            self.w.apply_appends(queue.id, first, &records)?;
+            start = end;
+        }
+        Ok(())
+    }
+
     /// Deletes the record `seq` of `queue`, counting the bytes it frees; whether it was still
     /// there to delete.
     pub(super) fn delete(

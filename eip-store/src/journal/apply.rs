@@ -9,8 +9,9 @@
 //! knows which journal records the file already holds.
 
 use std::collections::HashMap;
+use std::ops::Bound;
 
-use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
+use redb::{CursorError, ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
 use super::op::Op;
 use crate::frame;
@@ -210,6 +211,47 @@ impl<'txn, 'a> Writer<'txn, 'a> {
             Op::DeleteRange { queue, first, last }.encode(record);
         }
         self.delete_range(queue, first, last, found)
+    }
+
+    /// Journals and applies one [`Op::Append`] per record of `records`, the first with sequence
+    /// number `first`, the next with the next one: records appended together in one round, each
+    /// past every record of the queue, go in through one cursor at the end of its B-tree (its
+    /// inserts gathered per leaf) instead of one descent and one rewrite of a leaf each. A record
+    /// that is not past the last one in the table (never, unless the table holds records past
+    /// the head) is inserted on its own, over what is there, as [`Op::Append`] does.
+    pub(crate) fn apply_appends(
+        &mut self,
+        queue: u32,
+        first: u64,
+        records: &[&[u8]],
+    ) -> Result<(), redb::Error> {
+        if let Some(journal) = self.record.as_deref_mut() {
+            for (seq, record) in (first..).zip(records) {
+                Op::Append { queue, seq, record }.encode(journal);
+            }
+        }
+        let table = self.records(queue)?;
+        let mut cursor = table.upper_bound_mut(Bound::<u64>::Unbounded)?;
+        let mut rest = None;
+        for (i, (seq, record)) in (first..).zip(records).enumerate() {
+            let frame = frame::encode(queue, seq, record);
+            match cursor.insert_before(seq, frame.as_slice()) {
+                Ok(()) => {}
+                Err(CursorError::UnorderedKey) => {
+                    rest = Some(i);
+                    break;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        cursor.close()?;
+        if let Some(i) = rest {
+            for (seq, record) in (first..).zip(records).skip(i) {
+                let frame = frame::encode(queue, seq, record);
+                table.insert(seq, frame.as_slice())?;
+            }
+        }
+        Ok(())
     }
 
     /// Records that the transaction holds every round up to `round`.

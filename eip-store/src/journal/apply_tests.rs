@@ -1,4 +1,5 @@
-//! A range delete applied by the committer and the same record replayed give the same table.
+//! Range deletes and appends written together, applied by the committer, and the same journal
+//! record replayed give the same table.
 
 use redb::backends::InMemoryBackend;
 use redb::{Database, ReadableDatabase, ReadableTable};
@@ -87,4 +88,48 @@ fn a_range_delete_finds_what_is_there_and_replays_to_the_same_table() {
     }
     txn.commit().unwrap();
     assert_eq!(records(&replayed), left);
+}
+
+#[test]
+fn appends_written_together_are_journaled_one_by_one_and_overwrite_like_single_appends() {
+    let db = database();
+    let mut body = Vec::new();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut w = Writer::new(&txn, Some(&mut body)).unwrap();
+        w.apply(&Op::DeclareQueue { name: "q", id: 0 }).unwrap();
+        w.apply_appends(0, 0, &[b"a0", b"a1", b"a2", b"a3"])
+            .unwrap();
+        // Not past the last record (never from the committer): written over, as one by one
+        w.apply_appends(0, 2, &[b"b2", b"b3", b"b4"]).unwrap();
+        w.apply_appends(0, 5, &[b"c5"]).unwrap();
+    }
+    txn.commit().unwrap();
+    let expected: Vec<(u64, Vec<u8>)> = [b"a0", b"a1", b"b2", b"b3", b"b4", b"c5"]
+        .iter()
+        .enumerate()
+        .map(|(seq, r)| (seq as u64, r.to_vec()))
+        .collect();
+    assert_eq!(records(&db), expected);
+
+    let ops = decode(&body).unwrap();
+    assert_eq!(ops.len(), 1 + 4 + 3 + 1, "one Append op per record");
+    assert_eq!(
+        ops[5],
+        Op::Append {
+            queue: 0,
+            seq: 2,
+            record: b"b2"
+        }
+    );
+    let replayed = database();
+    let txn = replayed.begin_write().unwrap();
+    {
+        let mut w = Writer::new(&txn, None).unwrap();
+        ops.iter().for_each(|op| {
+            w.apply(op).unwrap();
+        });
+    }
+    txn.commit().unwrap();
+    assert_eq!(records(&replayed), expected);
 }
