@@ -487,7 +487,8 @@ impl Committer {
                 .keys
                 .write_rows(&mut writing.w)
                 .map_err(redb_error)?;
-            writing.w.finish(round).map_err(redb_error)?;
+            // The round is not written into the metadata: only a checkpoint makes the file
+            // durable, and it records the round the file holds (see `checkpoint`)
         }
         self.round = round;
         self.pending = Some((self.journal.position(), round));

@@ -4,9 +4,12 @@
 //! A [`Writer`] holds the tables of one write transaction open, applies each [`Op`] and says
 //! what it found ([`Applied`]: whether a deleted record was there, the bytes an op freed, how
 //! many records a removed queue held). In the committer it also appends each op's encoding to
-//! the round's journal record, so what is journaled is exactly what was applied. [`Writer::finish`]
-//! writes the round's number into the store's metadata in the same transaction: an open then
-//! knows which journal records the file already holds.
+//! the round's journal record, so what is journaled is exactly what was applied. A replay ends
+//! with [`Writer::finish`], which writes the last round's number into the store's metadata in
+//! the same transaction (the committer's checkpoints write it too): an open then knows which
+//! journal records the file already holds. Every op writes explicit values, so rounds applied
+//! again onto the state they led to change nothing (the tests check it for every suffix of a
+//! history): a file holding rounds past the number it records is brought up to date the same way.
 
 use std::collections::HashMap;
 use std::ops::Bound;
