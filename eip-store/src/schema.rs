@@ -2,8 +2,8 @@
 //!
 //! - `eip-store` (`&str → u64`): `"format"` → the format version, [`FORMAT_VERSION`]. A redb file
 //!   with other tables and without this one belongs to another program. `"round"` → the last
-//!   committer round the database holds (see [`journal`](crate::journal)): written by every
-//!   transaction of the committer, read by an open to know which journal records to replay.
+//!   committer round the database holds durably (see [`journal`](crate::journal)): written by
+//!   every checkpoint and replay, read by an open to know which journal records to replay.
 //! - `queues` (`&str → (u32, u64, u64)`): queue name → (queue id, head, live bytes). Head is the
 //!   next sequence number, kept here so that sequence numbers keep growing across restarts even
 //!   when every record has been acknowledged and deleted. Live bytes lets an open rebuild

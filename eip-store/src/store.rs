@@ -419,3 +419,7 @@ impl DurableStore {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

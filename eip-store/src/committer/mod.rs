@@ -463,17 +463,32 @@ impl Committer {
                 registry: &self.registry,
                 keys: KeyRound::new(&mut changes.tables, &self.tables, &mut self.next_table_id),
             };
-            for effect in effects.iter_mut() {
-                writing
-                    .write(effect, &mut self.next_id)
-                    .map_err(redb_error)?;
+            let mut rest = &mut effects[..];
+            while !rest.is_empty() {
+                // A run of acks next to each other (those listed come first) is written as
+                // one: consecutive sequence numbers become one range delete; so is a run of
+                // appends, through one cursor per queue
+                let acks = run(rest, |e| matches!(e, Effect::Ack { .. }));
+                let appends = run(rest, |e| matches!(e, Effect::Append { .. }));
+                let (now, later) = rest.split_at_mut(acks.max(appends).max(1));
+                if acks > 1 {
+                    writing.acks(now).map_err(redb_error)?;
+                } else if appends > 1 {
+                    writing.appends(now).map_err(redb_error)?;
+                } else {
+                    writing
+                        .write(&mut now[0], &mut self.next_id)
+                        .map_err(redb_error)?;
+                }
+                rest = later;
             }
             writing.write_queue_rows().map_err(redb_error)?;
             writing
                 .keys
                 .write_rows(&mut writing.w)
                 .map_err(redb_error)?;
-            writing.w.finish(round).map_err(redb_error)?;
+            // The round is not written into the metadata: only a checkpoint makes the file
+            // durable, and it records the round the file holds (see `checkpoint`)
         }
         self.round = round;
         self.pending = Some((self.journal.position(), round));
@@ -541,4 +556,9 @@ impl Committer {
             self.space.release(t.freed_bytes);
         }
     }
+}
+
+/// How many effects at the start of `effects` are of the kind `kind` says.
+fn run(effects: &[Effect], kind: impl Fn(&Effect) -> bool) -> usize {
+    effects.iter().take_while(|e| kind(e)).count()
 }

@@ -3,8 +3,10 @@
 //!
 //! A handle that failed is closed without making its last rounds durable (they were committed
 //! without an fsync), so the reopened file holds the rounds up to its last checkpoint; a handle
-//! closed in good order makes them durable first. Either way the journal holds every round
-//! applied since the last checkpoint, and the reopen replays those the file lacks, up to the
+//! closed in good order makes them durable first, without the number of the last (only
+//! checkpoints record it). Either way the journal holds every round applied since the last
+//! checkpoint, and the reopen replays every one after the number the file records, those it
+//! holds already included (applied again, they change nothing), up to the
 //! last round applied (or the one whose commit failed, when the reopen is to recover it),
 //! without an fsync, so that it needs no room on a full disk; then it tries a checkpoint, which
 //! starts the journal over (if that fails, the journal keeps the rounds and the next checkpoint

@@ -125,6 +125,105 @@ impl Round<'_, '_> {
         Ok(())
     }
 
+    /// Writes a run of ack effects: per queue, each stretch of consecutive sequence numbers
+    /// as one range delete ([`Op::DeleteRange`]), a lone one as a delete. Deletes of distinct
+    /// records commute, so the order within the run does not matter; an ack of a record acked
+    /// earlier in the run finds nothing, as it would one after the other.
+    pub(super) fn acks(&mut self, acks: &mut [Effect]) -> Result<(), redb::Error> {
+        // (queue id, seq, index in `acks`), of the queues not removed
+        let mut order = Vec::with_capacity(acks.len());
+        for (i, effect) in acks.iter().enumerate() {
+            if let Effect::Ack { queue, seq, .. } = effect
+                && !self.touch(queue).removed
+            {
+                order.push((queue.id, *seq, i));
+            }
+        }
+        order.sort_unstable();
+        let mut start = 0;
+        while start < order.len() {
+            let (id, first, _) = order[start];
+            // The stretch: unique seqs, each one past the last; repeats stay in it, found never
+            let mut end = start + 1;
+            let mut last = first;
+            while let Some(&(next_id, seq, _)) = order.get(end) {
+                if next_id != id || (seq != last && seq != last + 1) {
+                    break;
+                }
+                last = seq;
+                end += 1;
+            }
+            let stretch = &order[start..end];
+            start = end;
+            let Some(queue) = self.touched.get(&id).map(|t| t.queue.clone()) else {
+                continue; // never: each was touched above
+            };
+            if first == last {
+                let deleted = self.delete(&queue, first)?;
+                set_deleted(&mut acks[stretch[0].2], deleted);
+                stretch[1..]
+                    .iter()
+                    .for_each(|&(_, _, i)| set_deleted(&mut acks[i], false));
+            } else {
+                let mut found = Vec::with_capacity(stretch.len());
+                let freed = self
+                    .w
+                    .apply_delete_range(id, first, last, |seq| found.push(seq))?;
+                self.touch(&queue).freed_bytes += freed;
+                // Both in order: each seq found marks its first ack in the stretch
+                let mut found = found.into_iter().peekable();
+                for &(_, seq, i) in stretch {
+                    let deleted = found.next_if_eq(&seq).is_some();
+                    set_deleted(&mut acks[i], deleted);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a run of append effects: each gets its queue's head, as one by one, and the
+    /// records of each stretch of the run that goes to one queue are written together
+    /// ([`Writer::apply_appends`](crate::journal::apply::Writer::apply_appends)).
+    pub(super) fn appends(&mut self, appends: &mut [Effect]) -> Result<(), redb::Error> {
+        let mut start = 0;
+        while start < appends.len() {
+            let Effect::Append { queue, .. } = &appends[start] else {
+                start += 1;
+                continue;
+            };
+            let queue = queue.clone();
+            let end = start
+                + appends[start..]
+                    .iter()
+                    .take_while(
+                        |e| matches!(e, Effect::Append { queue: q, .. } if q.id == queue.id),
+                    )
+                    .count();
+            if self.touch(&queue).removed {
+                start = end;
+                continue;
+            }
+            let t = self.touch(&queue);
+            let first = t.head;
+            let mut records = Vec::with_capacity(end - start);
+            for (seq, effect) in (first..).zip(&mut appends[start..end]) {
+                if let Effect::Append {
+                    record, seq: given, ..
+                } = effect
+                {
+                    *given = Some(seq);
+                    t.head += 1;
+                    t.appended += 1;
+                    t.added_bytes += record.len() as u64;
+                    records.push(&record[..]);
+                }
+            }
+            self.w.apply_appends(queue.id, first, &records)?;
+            start = end;
+        }
+        Ok(())
+    }
+
     /// Deletes the record `seq` of `queue`, counting the bytes it frees; whether it was still
     /// there to delete.
     pub(super) fn delete(
@@ -218,5 +317,12 @@ impl Round<'_, '_> {
             })?;
         }
         Ok(())
+    }
+}
+
+/// Sets whether the record of an ack effect was still there to delete.
+fn set_deleted(effect: &mut Effect, found: bool) {
+    if let Effect::Ack { deleted, .. } = effect {
+        *deleted = found;
     }
 }

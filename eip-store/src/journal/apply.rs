@@ -4,13 +4,17 @@
 //! A [`Writer`] holds the tables of one write transaction open, applies each [`Op`] and says
 //! what it found ([`Applied`]: whether a deleted record was there, the bytes an op freed, how
 //! many records a removed queue held). In the committer it also appends each op's encoding to
-//! the round's journal record, so what is journaled is exactly what was applied. [`Writer::finish`]
-//! writes the round's number into the store's metadata in the same transaction: an open then
-//! knows which journal records the file already holds.
+//! the round's journal record, so what is journaled is exactly what was applied. A replay ends
+//! with [`Writer::finish`], which writes the last round's number into the store's metadata in
+//! the same transaction (the committer's checkpoints write it too): an open then knows which
+//! journal records the file already holds. Every op writes explicit values, so rounds applied
+//! again onto the state they led to change nothing (the tests check it for every suffix of a
+//! history): a file holding rounds past the number it records is brought up to date the same way.
 
 use std::collections::HashMap;
+use std::ops::Bound;
 
-use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
+use redb::{CursorError, ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
 use super::op::Op;
 use crate::frame;
@@ -24,7 +28,7 @@ pub(crate) struct Applied {
     pub(crate) found: bool,
     /// Payload (or key and value) bytes the op freed.
     pub(crate) freed: u64,
-    /// Records a removed queue held.
+    /// Records a removed queue held, or a range delete found.
     pub(crate) count: u64,
 }
 
@@ -80,6 +84,12 @@ impl<'txn, 'a> Writer<'txn, 'a> {
                     .map(|v| frame::payload_len(v.value()));
                 applied.found = freed.is_some();
                 applied.freed = freed.unwrap_or(0);
+            }
+            Op::DeleteRange { queue, first, last } => {
+                let mut found = 0;
+                applied.freed = self.delete_range(*queue, *first, *last, |_| found += 1)?;
+                applied.found = found > 0;
+                applied.count = found;
             }
             Op::SetAside {
                 name,
@@ -171,6 +181,82 @@ impl<'txn, 'a> Writer<'txn, 'a> {
         Ok(applied)
     }
 
+    /// Deletes records `first..=last` of `queue` in one pass over its B-tree (one descent, each
+    /// leaf rewritten once, where a delete per record rewrites its leaf per record), without
+    /// journaling; calls `found` with each sequence number that was there, in order. Answers the
+    /// payload bytes freed.
+    fn delete_range(
+        &mut self,
+        queue: u32,
+        first: u64,
+        last: u64,
+        mut found: impl FnMut(u64),
+    ) -> Result<u64, redb::Error> {
+        let mut freed = 0;
+        self.records(queue)?.retain_in(first..=last, |seq, frame| {
+            found(seq);
+            freed += frame::payload_len(frame);
+            false
+        })?;
+        Ok(freed)
+    }
+
+    /// Journals and applies [`Op::DeleteRange`], calling `found` with each sequence number
+    /// that was there; answers the payload bytes freed.
+    pub(crate) fn apply_delete_range(
+        &mut self,
+        queue: u32,
+        first: u64,
+        last: u64,
+        found: impl FnMut(u64),
+    ) -> Result<u64, redb::Error> {
+        if let Some(record) = self.record.as_deref_mut() {
+            Op::DeleteRange { queue, first, last }.encode(record);
+        }
+        self.delete_range(queue, first, last, found)
+    }
+
+    /// Journals and applies one [`Op::Append`] per record of `records`, the first with sequence
+    /// number `first`, the next with the next one: records appended together in one round, each
+    /// past every record of the queue, go in through one cursor at the end of its B-tree (its
+    /// inserts gathered per leaf) instead of one descent and one rewrite of a leaf each. A record
+    /// that is not past the last one in the table (never, unless the table holds records past
+    /// the head) is inserted on its own, over what is there, as [`Op::Append`] does.
+    pub(crate) fn apply_appends(
+        &mut self,
+        queue: u32,
+        first: u64,
+        records: &[&[u8]],
+    ) -> Result<(), redb::Error> {
+        if let Some(journal) = self.record.as_deref_mut() {
+            for (seq, record) in (first..).zip(records) {
+                Op::Append { queue, seq, record }.encode(journal);
+            }
+        }
+        let table = self.records(queue)?;
+        let mut cursor = table.upper_bound_mut(Bound::<u64>::Unbounded)?;
+        let mut rest = None;
+        for (i, (seq, record)) in (first..).zip(records).enumerate() {
+            let frame = frame::encode(queue, seq, record);
+            match cursor.insert_before(seq, frame.as_slice()) {
+                Ok(()) => {}
+                Err(CursorError::UnorderedKey) => {
+                    rest = Some(i);
+                    break;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        cursor.close()?;
+        if let Some(i) = rest {
+            for (seq, record) in (first..).zip(records).skip(i) {
+                let frame = frame::encode(queue, seq, record);
+                table.insert(seq, frame.as_slice())?;
+            }
+        }
+        Ok(())
+    }
+
     /// Records that the transaction holds every round up to `round`.
     pub(crate) fn finish(self, round: u64) -> Result<(), redb::Error> {
         let mut meta = self.txn.open_table(META)?;
@@ -231,3 +317,7 @@ fn forget(
     }
     Ok(entry::live_len(key, old))
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod tests;

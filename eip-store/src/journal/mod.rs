@@ -19,7 +19,8 @@
 //!    comes when the journal passes [`StoreConfig::journal_bytes`](crate::StoreConfig), when
 //!    the store has been idle for a moment, at close and after any failure. Every durable redb
 //!    commit is such a checkpoint, so an open after a crash never needs redb's full repair.
-//! 4. Each redb transaction records the number of its round in the store's metadata. An open
+//! 4. Each checkpoint records the number of the last round applied in the store's metadata (the
+//!    rounds between checkpoints do not: they are not durable). An open
 //!    reads it (the round `R` of the last checkpoint, after a crash), then replays every intact
 //!    record of a round after `R`, in order, through the same [`apply`] the committer used,
 //!    in one checkpoint commit; then it resets the journal.

@@ -23,6 +23,9 @@ pub(crate) enum Op<'a> {
     },
     /// Record `seq` of queue `queue` is deleted (an ack, a damaged record removed).
     Delete { queue: u32, seq: u64 },
+    /// Records `first..=last` of queue `queue` are deleted, those that are there: acks of
+    /// consecutive sequence numbers in one round, applied as one pass over the B-tree.
+    DeleteRange { queue: u32, first: u64, last: u64 },
     /// A damaged record is copied into the quarantine.
     SetAside {
         name: &'a str,
@@ -75,6 +78,7 @@ const PUT: u8 = 8;
 const REMOVE: u8 = 9;
 const EXPIRE: u8 = 10;
 const TABLE_ROW: u8 = 11;
+const DELETE_RANGE: u8 = 12;
 
 impl Op<'_> {
     /// Appends the encoding of this op to `out`.
@@ -90,6 +94,12 @@ impl Op<'_> {
                 out.push(DELETE);
                 put_u32(out, *queue);
                 put_u64(out, *seq);
+            }
+            Op::DeleteRange { queue, first, last } => {
+                out.push(DELETE_RANGE);
+                put_u32(out, *queue);
+                put_u64(out, *first);
+                put_u64(out, *last);
             }
             Op::SetAside {
                 name,
@@ -268,6 +278,13 @@ impl<'a> Reader<'a> {
                 queue: self.u32()?,
                 seq: self.u64()?,
             },
+            DELETE_RANGE => {
+                let (queue, first, last) = (self.u32()?, self.u64()?, self.u64()?);
+                if first > last {
+                    return Err("a range of records that ends before it starts");
+                }
+                Op::DeleteRange { queue, first, last }
+            }
             SET_ASIDE => Op::SetAside {
                 name: self.str()?,
                 seq: self.u64()?,
@@ -343,6 +360,11 @@ mod tests {
                 record: b"payload",
             },
             Op::Delete { queue: 3, seq: 6 },
+            Op::DeleteRange {
+                queue: 3,
+                first: 0,
+                last: 5,
+            },
             Op::SetAside {
                 name: "orders",
                 seq: 2,
@@ -406,5 +428,10 @@ mod tests {
         huge.extend_from_slice(&[0; 12]);
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode(&huge).is_err());
+        let mut backwards = vec![DELETE_RANGE];
+        backwards.extend_from_slice(&3u32.to_le_bytes());
+        backwards.extend_from_slice(&9u64.to_le_bytes());
+        backwards.extend_from_slice(&8u64.to_le_bytes());
+        assert!(decode(&backwards).is_err());
     }
 }
