@@ -3,17 +3,14 @@
 
 mod common;
 
-use common::{ScratchDir, child_dir, open, read_all, record, run_child};
+use common::{ScratchDir, block_on, child_dir, open, read_all, record, run_child};
 
 /// Run as a child: appends 300 records concurrently, acks the first 100, flushes, acks 100..150
 /// without flushing, prints how many tickets resolved, then aborts.
 #[test]
 fn child_appending_then_crashing() {
     let Some(dir) = child_dir() else { return };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let store = open(&dir);
         let queue = store.queue("q").unwrap();
         let tickets: Vec<_> = (0..300).map(|i| queue.append(record(i)).unwrap()).collect();
@@ -65,11 +62,7 @@ fn records_whose_ticket_resolved_survive_a_crash_and_flushed_acks_too() {
 #[test]
 fn child_appending_then_idling_then_crashing() {
     let Some(dir) = child_dir() else { return };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let store = open(&dir);
         let queue = store.queue("q").unwrap();
         for i in 0..50 {

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{ScratchDir, child_dir, open, read_all};
+use common::{ScratchDir, block_on, child_dir, open, read_all};
 use eip_store::{DurableStore, StoreConfig};
 
 /// The longest a kill loop may run, whatever the machine's load.
@@ -185,11 +185,7 @@ fn verify(dir: &Path, confirmed: &Confirmed, small: bool) -> (usize, Vec<(u64, u
 
 /// Resolves a ticket on a small runtime of its own.
 fn futures_lite(ticket: eip_store::AppendTicket) -> u64 {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(ticket)
-        .unwrap()
+    block_on(ticket).unwrap()
 }
 
 fn kill_loop(label: &str, small: bool) {
@@ -242,11 +238,7 @@ fn kills_around_journal_resets_bring_back_nothing_stale() {
 #[test]
 fn child_acking_all_then_crashing_after_a_reset() {
     let Some(dir) = child_dir() else { return };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let store = open(&dir);
         let queue = store.queue("q").unwrap();
         for i in 0..200 {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ScratchDir, child_dir, open, read_all, record, run_child};
+use common::{ScratchDir, block_on, child_dir, open, read_all, record, run_child};
 use eip_store::QueueLog;
 
 /// The acks of queue `a`: a stretch, a lone one, a stretch given backwards, and a repeat.
@@ -94,11 +94,7 @@ async fn acks_in_stretches_delete_exactly_the_records_acked_and_count_each_once(
 #[test]
 fn child_acking_in_stretches_then_crashing() {
     let Some(dir) = child_dir() else { return };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    block_on(async {
         let store = open(&dir);
         let (a, b) = (store.queue("a").unwrap(), store.queue("b").unwrap());
         fill_and_ack(&a, &b).await;

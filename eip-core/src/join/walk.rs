@@ -97,15 +97,9 @@ impl Walk {
         message: Message,
         arrived_with: Option<u32>,
     ) -> Option<Hop> {
-        let was_empty = self.queue.is_empty();
         match self.cross(joins, message, arrived_with) {
-            Some(hop) if was_empty && self.queue.is_empty() => {
-                if self.admits(&hop) {
-                    Some(hop)
-                } else {
-                    None
-                }
-            }
+            // `cross` only adds to the queue: empty now, it was empty before.
+            Some(hop) if self.queue.is_empty() => self.admits(&hop).then_some(hop),
             Some(hop) => {
                 self.queue.push(hop);
                 self.next()

@@ -56,6 +56,16 @@ pub fn read_all(queue: &eip_store::QueueLog) -> Vec<(u64, Bytes)> {
     }
 }
 
+/// Runs `future` to its end on a current-thread runtime with a clock (what a child test or a
+/// synchronous test needs to drive the store).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime")
+        .block_on(future)
+}
+
 /// Runs this test binary again, running only `test`, with `EIP_STORE_CHILD_DIR` set to `dir`.
 /// Returns the child's output.
 pub fn run_child(test: &str, dir: &Path) -> std::process::Output {

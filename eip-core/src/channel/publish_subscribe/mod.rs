@@ -71,9 +71,6 @@ struct Inner {
     /// every change of the set (the log's copy of the joins too), so that such a publish (the
     /// common one, a join chain's stores included) takes no lock but the log's.
     log_only: AtomicBool,
-    /// With `log_only`: the log carries joins to follow. A publish without it takes the
-    /// append that hands back nothing.
-    log_joins: AtomicBool,
     /// What the channel's own subscriptions read from, under `Backpressure`. Under `DropOldest`
     /// a publish pushes to each (the policy acts on each subscription's own queue).
     log: Option<Arc<SharedLog>>,
@@ -159,9 +156,7 @@ impl PublishSubscribe {
             !subs.closed && subs.current.foreign.is_empty() && self.inner.fan_out.is_none();
         let joins = &subs.current.joins;
         // The log's joins first: a publish that sees the flag sees the joins it goes with.
-        let log_joins = log_only && !joins.is_empty();
-        log.carry_joins(log_joins.then(|| joins.clone()));
-        self.inner.log_joins.store(log_joins, Ordering::SeqCst);
+        log.carry_joins((log_only && !joins.is_empty()).then(|| joins.clone()));
         self.inner.log_only.store(log_only, Ordering::SeqCst);
     }
 
@@ -196,7 +191,7 @@ impl PublishSubscribe {
                 // Only the log to append to, the most common publish: written out here, as its
                 // every step is paid per message.
                 Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: now }) {
-                    Ok(msg) => match self.append(log, msg) {
+                    Ok(msg) => match log.try_append_following(msg) {
                         Append::Stored(None) => return Ok(Outcome::Accepted),
                         Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
                         Append::Closed(msg) => {
@@ -262,21 +257,11 @@ impl PublishSubscribe {
         };
         // The joins to follow come with the append; a deletion from here on closes the log
         // first, and the append sees it.
-        match self.append(log, msg) {
+        match log.try_append_following(msg) {
             Append::Stored(None) => Ok(Stored::Yes),
             Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
             Append::Closed(msg) => Ok(Stored::Refused(Refused::Closed(msg))),
             Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
-        }
-    }
-
-    /// Appends to the log, taking the joins it carries if it carries any (see `log_joins`).
-    #[inline(always)]
-    fn append(&self, log: &SharedLog, msg: Message) -> Append {
-        if self.inner.log_joins.load(Ordering::SeqCst) {
-            log.try_append_following(msg)
-        } else {
-            log.try_append(msg)
         }
     }
 
@@ -492,7 +477,6 @@ impl PublishSubscribe {
             let mut subs = self.lock();
             subs.closed = true;
             self.inner.log_only.store(false, Ordering::SeqCst);
-            self.inner.log_joins.store(false, Ordering::SeqCst);
             subs.durable.clear();
             std::mem::take(&mut subs.current)
         };
@@ -548,7 +532,6 @@ impl ChannelBuilder<PublishSubscribe> {
         let channel = PublishSubscribe {
             inner: Arc::new(Inner {
                 log_only: AtomicBool::new(log.is_some() && fan_out.is_none()),
-                log_joins: AtomicBool::new(false),
                 guard: LoopGuard::new(config.loop_detection),
                 follow: OnceLock::new(),
                 log,

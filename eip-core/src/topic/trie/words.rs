@@ -58,9 +58,9 @@ const EMPTY: Slot = Slot {
 /// Words of up to this many bytes are told apart by [`Slot::head`] and the length alone.
 const SHORT: usize = 8;
 
-/// The first [`HEAD`] bytes of `word` as two integers, read with at most four loads: for a
-/// word of up to [`HEAD`] bytes the pair and the length together name the word (each byte is
-/// in one of the loads, which may overlap), so finding it compares integers only.
+/// The first [`HEAD`] bytes of `word` as two integers, read with at most four loads (which
+/// may overlap): both feed the hash, and for a word of up to [`SHORT`] bytes the first and the
+/// length together name the word, so finding it compares integers only.
 #[inline]
 fn head(word: &[u8]) -> [u64; 2] {
     let n = word.len();
