@@ -1,8 +1,8 @@
 //! The data directory: which files it holds and what each one is for.
 //!
 //! - `LOCK`: an empty file, exclusively locked (`flock`) by the one open store. A second open, in
-//!   this process or another, finds it locked and fails with
-//!   [`StoreError::InUse`]. The operating system drops the lock when the
+//!   this process or another, finds it locked and, after a short wait for the lock
+//!   ([`patiently`]), fails with [`StoreError::InUse`]. The operating system drops the lock when the
 //!   process dies, so a crash leaves nothing to clean up.
 //! - `store.redb`: the redb database holding every queue and record.
 //! - `journal`: the write-ahead journal ([`journal`](crate::journal)): the rounds committed since
@@ -23,6 +23,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::StoreError;
 use crate::schema::{self, FORMAT_VERSION};
@@ -43,6 +44,30 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+/// How long an open retries a lock found taken before it answers [`StoreError::InUse`].
+///
+/// A process that starts a child (`fork`, then `exec`) from one thread while another thread closes
+/// a store lends the child a copy of the store's open files, and with them their locks, until the
+/// child's `exec` closes them: for that moment the store looks open although nothing has it. A
+/// store that really is open elsewhere is reported after this wait.
+const LOCK_PATIENCE: Duration = Duration::from_millis(500);
+
+/// Runs `open` until it succeeds, fails with anything but [`StoreError::InUse`], or
+/// [`LOCK_PATIENCE`] has passed. `open` must change nothing when it fails with `InUse`.
+pub(crate) fn patiently<T>(
+    mut open: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        match open() {
+            Err(StoreError::InUse { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
     }
 }
 

@@ -177,13 +177,17 @@ impl DurableStore {
     /// [`StoreError::Io`] if the operating system refuses. Never panics on file content.
     pub fn open(dir: impl AsRef<Path>, config: StoreConfig) -> Result<DurableStore, StoreError> {
         let dir = dir.as_ref().to_path_buf();
-        let lock_file = layout::lock(&dir)?;
-        let found = layout::check_format(&dir)?;
-        let file = layout::check_database_file(&dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
-        let opened =
-            crate::quiet::catch(|| open_database(&dir, &file, &config, found, repaired.clone()))
-                .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
+        let (lock_file, found, file, opened) = layout::patiently(|| {
+            let lock_file = layout::lock(&dir)?;
+            let found = layout::check_format(&dir)?;
+            let file = layout::check_database_file(&dir)?;
+            let opened = crate::quiet::catch(|| {
+                open_database(&dir, &file, &config, found, repaired.clone())
+            })
+            .unwrap_or_else(|detail| Err(StoreError::from_panic(&file, detail)))?;
+            Ok((lock_file, found, file, opened))
+        })?;
         let Opened {
             db,
             queues,

@@ -1,26 +1,18 @@
-//! One opener per directory: a second open, in this process or another, is refused with `InUse`.
+//! One opener per directory: a second open, in this process or another, is refused with `InUse`;
+//! a lock held only for a moment (a child process between its fork and its exec holds a copy of
+//! the store's locked files) is waited for.
 
 mod common;
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use common::{ScratchDir, child_dir, open, run_child};
 use eip_store::{DurableStore, StoreConfig, StoreError};
 
-/// Held by a test that starts a child process, and by one that opens a directory again right
-/// after closing it. Between its fork and its exec a child holds a copy of every open file of
-/// this process, the store's locked files included; a directory closed in that instant is
-/// still locked until the child's exec closes them, and an open then is `InUse`. Real
-/// programs that close and at once reopen a store while starting processes meet the same.
-static FORKING: Mutex<()> = Mutex::new(());
-
-fn not_forking() -> MutexGuard<'static, ()> {
-    FORKING.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[test]
 fn a_second_open_in_the_same_process_is_in_use_naming_the_dir() {
-    let _alone = not_forking();
     let dir = ScratchDir::new("in-use");
     let store = open(dir.path());
     match DurableStore::open(dir.path(), StoreConfig::default()) {
@@ -33,7 +25,6 @@ fn a_second_open_in_the_same_process_is_in_use_naming_the_dir() {
 
 #[test]
 fn the_dir_opens_again_once_every_handle_is_dropped() {
-    let _alone = not_forking();
     let dir = ScratchDir::new("reopen-after-drop");
     let store = open(dir.path());
     let queue = store.queue("q").unwrap();
@@ -61,7 +52,6 @@ fn child_opening_a_store_held_by_its_parent() {
 
 #[test]
 fn a_second_open_from_another_process_is_in_use() {
-    let _alone = not_forking();
     let dir = ScratchDir::new("in-use-process");
     let store = open(dir.path());
     let output = run_child("child_opening_a_store_held_by_its_parent", dir.path());
@@ -69,4 +59,45 @@ fn a_second_open_from_another_process_is_in_use() {
     assert!(output.status.success(), "{stdout}");
     assert!(stdout.contains("CHILD: InUse"), "{stdout}");
     drop(store);
+}
+
+/// Run as a child by the test below: opens the store, says so, holds it a moment and exits.
+#[test]
+fn child_holding_a_store_for_a_moment() {
+    let Some(dir) = child_dir() else { return };
+    let _store = DurableStore::open(&dir, StoreConfig::default()).expect("the child opens");
+    println!("CHILD: holding");
+    std::thread::sleep(Duration::from_millis(150));
+}
+
+#[test]
+fn a_lock_held_for_a_moment_is_waited_for() {
+    let dir = ScratchDir::new("held-a-moment");
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "child_holding_a_store_for_a_moment",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("EIP_STORE_CHILD_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the child runs");
+    let stdout = child.stdout.take().expect("the child's stdout");
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let holding = lines.any(|line| line.contains("CHILD: holding"));
+    assert!(holding, "the child opened the store");
+    let started = Instant::now();
+    let store = DurableStore::open(dir.path(), StoreConfig::default());
+    let waited = started.elapsed();
+    // The rest of what the child prints, so that it never writes to a closed pipe
+    lines.for_each(drop);
+    assert!(child.wait().expect("the child ends").success());
+    assert!(
+        store.is_ok(),
+        "the open waits out a lock held for a moment, waited {waited:?}: {:?}",
+        store.err()
+    );
 }

@@ -126,7 +126,7 @@ pub fn salvage(dir: impl AsRef<Path>, into: impl AsRef<Path>) -> Result<StoreChe
             ),
         });
     }
-    let _lock = layout::lock(into)?;
+    let _lock = layout::patiently(|| layout::lock(into))?;
     let redb_error = |e: redb::Error| StoreError::from_redb(&file, e);
     let db = Database::create(&file).map_err(|e| redb_error(e.into()))?;
     crate::open::initialise(&db, &file)?;
@@ -229,6 +229,10 @@ enum Readable {
 
 impl Source {
     fn open(dir: &Path) -> Result<Source, StoreError> {
+        layout::patiently(|| Source::open_once(dir))
+    }
+
+    fn open_once(dir: &Path) -> Result<Source, StoreError> {
         let file = dir.join(layout::DATABASE_FILE);
         if !file.is_file() {
             return Err(StoreError::Io {
