@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 use super::queue::Queue;
 use crate::channel::Joins;
 use crate::message::Message;
-use crate::store::MessageStore;
+use crate::store::{MessageStore, TakeOne};
 
 struct Entry {
     message: Message,
@@ -64,6 +64,63 @@ pub(crate) struct SharedLog {
     woken: AtomicBool,
     /// Where the last look for room found a full subscription.
     scan_from: AtomicUsize,
+}
+
+/// A subscription's place in the log, kept in the log's lock domain: its position and the
+/// messages it took straight from the log are read and written only under the log's lock, so a
+/// take that finds nothing waiting in the subscription's own queue takes that one lock, not the
+/// queue's too. They are atomics only so that they can live in the queue, where looks that do
+/// not need them exact (fill levels, statistics) read them without the log's lock.
+pub(crate) struct Reader {
+    /// The log position read next.
+    at: AtomicU64,
+    /// Messages taken straight from the log ([`SharedLog::take_first`]): each counts as
+    /// accepted, taken and delivered by the subscription.
+    taken: AtomicU64,
+    /// Whether a take may go straight to the log: the subscription is attached and nothing
+    /// waits in its own queue (put back, or read ahead). Cleared under either lock, set only
+    /// under the queue's (by the queue, which knows what it holds).
+    direct: AtomicBool,
+}
+
+impl Reader {
+    /// A reader at `at`, taking straight from the log.
+    pub(crate) fn new(at: u64) -> Self {
+        Reader {
+            at: AtomicU64::new(at),
+            taken: AtomicU64::new(0),
+            direct: AtomicBool::new(true),
+        }
+    }
+
+    /// The position read next: exact under the log's lock, otherwise a position the reader
+    /// has reached (it only grows).
+    pub(crate) fn position(&self) -> u64 {
+        self.at.load(Ordering::Relaxed)
+    }
+
+    /// The messages taken straight from the log so far.
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Says whether a take may go straight to the log (see `direct`).
+    pub(crate) fn set_direct(&self, direct: bool) {
+        self.direct.store(direct, Ordering::Relaxed);
+    }
+
+    /// Moves the position to `to`. Only under the log's lock, which the state borrowed
+    /// stands for: the one writer at a time makes a load and a store enough.
+    #[inline(always)]
+    fn advance(&self, _locked: &State, to: u64) {
+        self.at.store(to, Ordering::Relaxed);
+    }
+
+    /// Counts `n` more messages taken straight from the log; under its lock, as `advance`.
+    #[inline(always)]
+    fn count_taken(&self, _locked: &State, n: u64) {
+        self.taken.store(self.taken() + n, Ordering::Relaxed);
+    }
 }
 
 pub(crate) enum Append {
@@ -141,11 +198,15 @@ impl SharedLog {
 
     /// Detaches `queue`, reading into `into` what it had not read yet (in the same look at the
     /// log, so no message appended meanwhile waits for it forever).
-    pub(crate) fn detach(&self, queue: &Queue, cursor: &mut u64, into: &mut VecDeque<Message>) {
+    pub(crate) fn detach(&self, queue: &Queue, reader: &Reader, into: &mut VecDeque<Message>) {
         let detached = {
             let mut state = self.lock();
-            let unread = usize::try_from(state.head.saturating_sub(*cursor)).unwrap_or(usize::MAX);
-            read_locked(&mut state, cursor, unread, into);
+            // No take goes straight to the log from here on: what comes now is not for it
+            reader.set_direct(false);
+            let mut cursor = reader.position();
+            let unread = usize::try_from(state.head.saturating_sub(cursor)).unwrap_or(usize::MAX);
+            read_locked(&mut state, &mut cursor, unread, into);
+            reader.advance(&state, cursor);
             let before = state.subscriptions.clone();
             state.subscriptions = before
                 .iter()
@@ -272,34 +333,46 @@ impl SharedLog {
         }
     }
 
-    /// Reads up to `max` messages from `cursor` into `into`, moving the cursor past them;
+    /// Reads up to `max` messages from `reader`'s position into `into`, moving it past them;
     /// returns how many.
-    pub(crate) fn read(&self, cursor: &mut u64, max: usize, into: &mut VecDeque<Message>) -> usize {
-        read_locked(&mut self.lock(), cursor, max, into)
+    pub(crate) fn read(&self, reader: &Reader, max: usize, into: &mut VecDeque<Message>) -> usize {
+        let mut state = self.lock();
+        let mut cursor = reader.position();
+        let read = read_locked(&mut state, &mut cursor, max, into);
+        reader.advance(&state, cursor);
+        read
     }
 
-    /// The reader at `cursor` reads up to `max` messages: the first handed back, the others
-    /// appended to `rest`, and how many in all; `None` if there is nothing to read.
+    /// A take straight from the log, if `reader` may take so (see [`Reader`]): up to `max`
+    /// messages, the first handed back, the others appended to `rest`, all counted as taken.
     #[inline(always)]
-    pub(crate) fn read_first(
+    pub(crate) fn take_first(
         &self,
-        cursor: &mut u64,
+        reader: &Reader,
         max: usize,
         rest: &mut VecDeque<Message>,
-    ) -> Option<(Message, usize)> {
+    ) -> TakeOne {
         let mut state = self.lock();
-        if state.head <= *cursor {
-            return None;
+        if !reader.direct.load(Ordering::Relaxed) {
+            return TakeOne::Batched;
         }
-        let mut i = index_of(&state, *cursor);
-        *cursor += 1;
-        let first = pass(&mut state, &mut i)?;
-        let more = if max > 1 && state.head > *cursor {
-            read_locked(&mut state, cursor, max - 1, rest)
+        let mut cursor = reader.position();
+        if state.head <= cursor {
+            return TakeOne::Empty;
+        }
+        let mut i = index_of(&state, cursor);
+        cursor += 1;
+        let Some(first) = pass(&mut state, &mut i) else {
+            return TakeOne::Empty;
+        };
+        let more = if max > 1 && state.head > cursor {
+            read_locked(&mut state, &mut cursor, max - 1, rest)
         } else {
             0
         };
-        Some((first, 1 + more))
+        reader.advance(&state, cursor);
+        reader.count_taken(&state, 1 + more as u64);
+        TakeOne::Taken(first)
     }
 
     /// Shows `see` the messages from position `from` to the head, in order, taking nothing,

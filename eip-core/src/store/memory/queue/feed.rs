@@ -3,14 +3,14 @@
 
 use std::collections::VecDeque;
 use std::pin::pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, MutexGuard};
 
 use tokio::sync::Notify;
 
 use super::{Queue, State};
 use crate::message::Message;
-use crate::store::memory::shared_log::SharedLog;
+use crate::store::memory::shared_log::{Reader, SharedLog};
 use crate::store::{MessageStore, Parked, Parking, TakeOne};
 
 impl Queue {
@@ -18,10 +18,7 @@ impl Queue {
     pub(crate) fn reading(mut self, log: Arc<SharedLog>, head: u64) -> Self {
         self.feed = Some(log);
         self.origin = AtomicU64::new(head);
-        self.state
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .cursor = head;
+        self.reader = Reader::new(head);
         self
     }
 
@@ -79,7 +76,7 @@ impl Queue {
     pub(super) fn read_feed(&self, state: &mut State, max: Option<usize>) {
         if let Some(log) = &self.feed {
             let max = max.unwrap_or(usize::MAX);
-            let read = log.read(&mut state.cursor, max, &mut state.ready);
+            let read = log.read(&self.reader, max, &mut state.ready);
             state.accepted += read as u64;
         }
     }
@@ -88,13 +85,14 @@ impl Queue {
     pub(super) fn unread(&self, state: &State) -> u64 {
         match &self.feed {
             // Closing read everything; later messages were never for it.
-            Some(log) if !state.closed => log.head().saturating_sub(state.cursor),
+            Some(log) if !state.closed => log.head().saturating_sub(self.reader.position()),
             _ => 0,
         }
     }
 
     /// A fed queue's [`try_take_first`](MessageStore::try_take_first): straight from the
-    /// log, when nothing put back waits before it (else the batched path sorts it out).
+    /// log under its lock alone, when nothing put back or read ahead waits in the queue
+    /// (else the batched path sorts it out).
     #[inline(never)]
     pub(super) fn take_first_fed(
         &self,
@@ -102,19 +100,36 @@ impl Queue {
         max: usize,
         rest: &mut VecDeque<Message>,
     ) -> TakeOne {
-        let mut state = self.lock();
-        if !state.ready.is_empty() || state.closed {
-            return TakeOne::Batched;
+        log.take_first(&self.reader, max, rest)
+    }
+}
+
+/// A queue's state, locked. For a fed queue, its release tells the reader whether a take may go
+/// straight to the log: only while the queue holds nothing of its own and is open. Whatever
+/// changed under the lock, the answer is made from what the queue holds as it lets go.
+pub(super) struct Locked<'a> {
+    pub(super) state: MutexGuard<'a, State>,
+    pub(super) queue: &'a Queue,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if self.queue.feed.is_some() {
+            let direct = self.state.ready.is_empty() && !self.state.closed;
+            self.queue.reader.set_direct(direct);
         }
-        match log.read_first(&mut state.cursor, max, rest) {
-            Some((first, taken)) => {
-                let taken = taken as u64;
-                state.accepted += taken;
-                state.taken += taken;
-                state.delivered += taken;
-                TakeOne::Taken(first)
-            }
-            None => TakeOne::Empty,
-        }
+    }
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.state
     }
 }

@@ -13,14 +13,16 @@
 
 mod feed;
 
+use feed::Locked;
+
 use std::collections::VecDeque;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use super::shared_log::SharedLog;
+use super::shared_log::{Reader, SharedLog};
 use crate::message::Message;
 use crate::store::{
     Browse, MessageStore, NotBrowsable, Pager, Parked, Parking, Push, Pushing, Select, StoreStats,
@@ -44,7 +46,10 @@ struct State {
     /// Counted under the lock already held, saving atomic operations per message.
     accepted: u64,
     /// Messages handed to receivers and not put back (requeue, unprefetch): with `settled`,
-    /// gives the number in flight.
+    /// gives the number in flight. A fed queue's reader counts those it took straight from the
+    /// log; putting one of them back takes this below zero (it wraps): for a fed queue, only
+    /// the sum means anything (`in_flight`; `delivered` likewise). A queue that takes pushes
+    /// is never fed, so the push path reads this alone.
     taken: u64,
     /// Deliveries handed out (a redelivery counts again; prefetched ones given back do not).
     delivered: u64,
@@ -53,8 +58,6 @@ struct State {
     /// atomic (a cache line every ack writes, from the consumer's core) only when this copy
     /// says the queue is full.
     settled_seen: u64,
-    /// For a fed queue, the log position it reads next.
-    cursor: u64,
 }
 
 /// The memory store.
@@ -83,6 +86,9 @@ pub struct Queue {
     counters: Counters,
     /// The log this queue reads from, for a fed subscription.
     feed: Option<Arc<SharedLog>>,
+    /// For a fed queue, where it is in the log and what it took from there directly (these
+    /// count as accepted, taken and delivered beside the counts in `State`).
+    reader: Reader,
     /// For a fed queue: the log position it started at plus what was purged from it. With
     /// `settled`, its progress: the log head minus its progress is what it holds.
     origin: AtomicU64,
@@ -120,7 +126,6 @@ impl Queue {
                 taken: 0,
                 delivered: 0,
                 settled_seen: 0,
-                cursor: 0,
             }),
             settled: OwnLine(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
@@ -133,21 +138,25 @@ impl Queue {
             writers_woken: AtomicBool::new(false),
             counters: Counters::default(),
             feed: None,
+            reader: Reader::new(0),
             origin: AtomicU64::new(0),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> Locked<'_> {
         // A panic while holding this lock can only come from a bug in this module (no user code
         // runs under it); the state is still consistent, so keep going rather than poison everyone.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        Locked {
+            state: self.state.lock().unwrap_or_else(|p| p.into_inner()),
+            queue: self,
+        }
     }
 
-    /// Messages taken and not yet settled. `taken` only changes under the lock the caller
-    /// holds; `settled` only grows, so this never underflows.
+    /// Messages taken and not yet settled. `settled` only grows, so this never underflows.
     fn in_flight(&self, state: &State) -> usize {
         let settled = self.settled.load(Ordering::SeqCst);
-        usize::try_from(state.taken.saturating_sub(settled)).unwrap_or(usize::MAX)
+        let taken = state.taken.wrapping_add(self.reader.taken());
+        usize::try_from(taken.saturating_sub(settled)).unwrap_or(usize::MAX)
     }
 
     fn has_room(&self, state: &State) -> bool {
@@ -368,7 +377,7 @@ impl MessageStore for Queue {
             && !state.closed
         {
             // Nothing put back waiting: straight from the log into the receiver's buffer.
-            let read = log.read(&mut state.cursor, max, into);
+            let read = log.read(&self.reader, max, into);
             state.accepted += read as u64;
         } else if !state.closed && state.ready.len() < max {
             // With a selector, everything: the next one it selects may be anywhere.
@@ -400,8 +409,8 @@ impl MessageStore for Queue {
                 Take::Empty
             };
         }
-        state.taken += taken as u64;
-        state.delivered += taken as u64;
+        state.taken = state.taken.wrapping_add(taken as u64);
+        state.delivered = state.delivered.wrapping_add(taken as u64);
         Take::Taken
     }
 
@@ -412,8 +421,8 @@ impl MessageStore for Queue {
         let mut state = self.lock();
         match state.ready.pop_front() {
             Some(msg) => {
-                state.taken += 1;
-                state.delivered += 1;
+                state.taken = state.taken.wrapping_add(1);
+                state.delivered = state.delivered.wrapping_add(1);
                 TakeOne::Taken(msg)
             }
             None if state.closed => TakeOne::Closed,
@@ -437,8 +446,8 @@ impl MessageStore for Queue {
         if max > 1 && !state.ready.is_empty() {
             taken += move_front(&mut state.ready, max - 1, rest);
         }
-        state.taken += taken;
-        state.delivered += taken;
+        state.taken = state.taken.wrapping_add(taken);
+        state.delivered = state.delivered.wrapping_add(taken);
         TakeOne::Taken(first)
     }
 
@@ -466,8 +475,9 @@ impl MessageStore for Queue {
                 state.ready.push_front(msg);
             }
         }
-        state.taken -= n;
-        state.delivered -= n;
+        // Wrapping: some may have been counted taken by the reader (see `in_flight`)
+        state.taken = state.taken.wrapping_sub(n);
+        state.delivered = state.delivered.wrapping_sub(n);
         drop(state);
         self.readable().0.notify_waiters();
         self.wake_all_writers();
@@ -485,7 +495,7 @@ impl MessageStore for Queue {
 
     fn requeue(&self, msg: Message) -> Result<(), Message> {
         let mut state = self.lock();
-        state.taken -= 1;
+        state.taken = state.taken.wrapping_sub(1);
         if state.closed {
             drop(state);
             self.wake_writers();
@@ -535,7 +545,7 @@ impl MessageStore for Queue {
         {
             let skip = (pager.skippable() as u64).min(unread);
             pager.skipped(skip as usize);
-            log.peek(state.cursor + skip, |msg| {
+            log.peek(self.reader.position() + skip, |msg| {
                 pager.see(msg);
                 !pager.is_done()
             });
@@ -550,8 +560,7 @@ impl MessageStore for Queue {
             return Vec::new();
         }
         if let Some(log) = &self.feed {
-            let state = &mut *state;
-            log.detach(self, &mut state.cursor, &mut state.ready);
+            log.detach(self, &self.reader, &mut state.ready);
         }
         state.closed = true;
         self.closed.store(true, Ordering::Release);
@@ -567,10 +576,11 @@ impl MessageStore for Queue {
             let state = self.lock();
             let in_flight = self.in_flight(&state);
             let unread = usize::try_from(self.unread(&state)).unwrap_or(usize::MAX);
+            let direct = self.reader.taken();
             (
                 state.ready.len() + unread,
-                state.accepted + unread as u64,
-                state.delivered,
+                state.accepted.wrapping_add(direct) + unread as u64,
+                state.delivered.wrapping_add(direct),
                 in_flight,
             )
         };

@@ -1,4 +1,6 @@
 use super::*;
+use crate::message::MessageId;
+use crate::store::Take;
 use crate::store::memory::Overflow;
 
 fn subscription(log: &Arc<SharedLog>) -> Arc<Queue> {
@@ -121,4 +123,87 @@ fn the_floor_never_lets_a_subscription_exceed_its_capacity() {
     ));
     settle_all(&a);
     assert!(matches!(log.try_append(Message::new("z")), Append::Full(_)));
+}
+
+/// The id of what a take of one got, or what it said instead.
+fn take_one(queue: &Queue) -> Result<MessageId, &'static str> {
+    match queue.try_take_one() {
+        TakeOne::Taken(msg) => Ok(msg.id()),
+        TakeOne::Empty => Err("empty"),
+        TakeOne::Closed => Err("closed"),
+        TakeOne::Batched => {
+            let mut into = VecDeque::new();
+            match queue.try_take(None, 1, &mut into) {
+                Take::Taken => into.pop_front().map(|m| m.id()).ok_or("taken, but none"),
+                Take::Empty => Err("empty"),
+                Take::Closed => Err("closed"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_take_straight_from_the_log_is_counted_and_a_put_back_message_comes_first() {
+    let log = Arc::new(SharedLog::new(10));
+    let q = subscription(&log);
+    let (m1, m2) = (Message::new("1"), Message::new("2"));
+    let (id1, id2) = (m1.id(), m2.id());
+    for m in [m1.clone(), m2] {
+        assert!(matches!(log.try_append(m), Append::Stored(None)));
+    }
+    assert_eq!(take_one(&q), Ok(id1));
+    let stats = q.stats();
+    assert_eq!(
+        (
+            stats.depth,
+            stats.in_flight,
+            stats.accepted,
+            stats.delivered
+        ),
+        (1, 1, 2, 1)
+    );
+
+    // Put back: the queue holds it now, and the next take must not go past it to the log
+    assert!(q.requeue(m1).is_ok());
+    let stats = q.stats();
+    assert_eq!((stats.depth, stats.in_flight, stats.requeued), (2, 0, 1));
+    assert!(matches!(
+        q.try_take_first(1, &mut VecDeque::new()),
+        TakeOne::Batched
+    ));
+    assert_eq!(take_one(&q), Ok(id1), "the put-back message comes first");
+    assert_eq!(take_one(&q), Ok(id2), "then the log again, straight");
+    assert_eq!(take_one(&q), Err("empty"));
+    let stats = q.stats();
+    assert_eq!(
+        (
+            stats.depth,
+            stats.in_flight,
+            stats.accepted,
+            stats.delivered
+        ),
+        (0, 2, 2, 3)
+    );
+    q.settle(&Message::new("any"));
+    q.settle(&Message::new("any"));
+    let stats = q.stats();
+    assert_eq!((stats.in_flight, stats.acked), (0, 2));
+}
+
+#[test]
+fn a_closed_subscription_takes_nothing_more_from_the_log_and_holds_no_one_up() {
+    let log = Arc::new(SharedLog::new(10));
+    let (a, b) = (subscription(&log), subscription(&log));
+    let first = Message::new("1");
+    let id = first.id();
+    assert!(matches!(log.try_append(first), Append::Stored(None)));
+    assert_eq!(take_one(&a), Ok(id));
+    assert!(a.close().is_empty());
+    let later = Message::new("2");
+    let later_id = later.id();
+    assert!(matches!(log.try_append(later), Append::Stored(None)));
+    assert_eq!(take_one(&a), Err("closed"));
+    assert_eq!(take_one(&b), Ok(id));
+    assert_eq!(take_one(&b), Ok(later_id));
+    assert_eq!(stored(&log), 0, "nothing waits for the closed one");
 }
