@@ -142,6 +142,17 @@ fn take_one(queue: &Queue) -> Result<MessageId, &'static str> {
     }
 }
 
+/// Depth, in flight, accepted and delivered.
+fn counts(queue: &Queue) -> (usize, usize, u64, u64) {
+    let stats = queue.stats();
+    (
+        stats.depth,
+        stats.in_flight,
+        stats.accepted,
+        stats.delivered,
+    )
+}
+
 #[test]
 fn a_take_straight_from_the_log_is_counted_and_a_put_back_message_comes_first() {
     let log = Arc::new(SharedLog::new(10));
@@ -152,16 +163,7 @@ fn a_take_straight_from_the_log_is_counted_and_a_put_back_message_comes_first() 
         assert!(matches!(log.try_append(m), Append::Stored(None)));
     }
     assert_eq!(take_one(&q), Ok(id1));
-    let stats = q.stats();
-    assert_eq!(
-        (
-            stats.depth,
-            stats.in_flight,
-            stats.accepted,
-            stats.delivered
-        ),
-        (1, 1, 2, 1)
-    );
+    assert_eq!(counts(&q), (1, 1, 2, 1));
 
     // Put back: the queue holds it now, and the next take must not go past it to the log
     assert!(q.requeue(m1).is_ok());
@@ -174,16 +176,7 @@ fn a_take_straight_from_the_log_is_counted_and_a_put_back_message_comes_first() 
     assert_eq!(take_one(&q), Ok(id1), "the put-back message comes first");
     assert_eq!(take_one(&q), Ok(id2), "then the log again, straight");
     assert_eq!(take_one(&q), Err("empty"));
-    let stats = q.stats();
-    assert_eq!(
-        (
-            stats.depth,
-            stats.in_flight,
-            stats.accepted,
-            stats.delivered
-        ),
-        (0, 2, 2, 3)
-    );
+    assert_eq!(counts(&q), (0, 2, 2, 3));
     q.settle(&Message::new("any"));
     q.settle(&Message::new("any"));
     let stats = q.stats();
