@@ -6,15 +6,18 @@
 //! again later, say replayed from a broker) each such channel also remembers the ids it stored,
 //! bounded by count and by age ([`LoopDetection`]): an id older than `max_age`, or pushed out by
 //! `max_ids` newer ones, is forgotten, and a message with that id would be stored again. The
-//! memory exists only for channels that are the source or destination of a join. Archival joins
+//! memory exists only for channels that are the source or destination of a join. A
+//! publish-subscribe channel's memory lives under its log's lock, so that a publish (or a join's
+//! store) that appends there consults it without a lock of its own. Archival joins
 //! skip the check at their destination queue on purpose (see [`crate::join`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::message::MessageId;
+use crate::store::memory::shared_log::SharedLog;
 
 /// How much a channel remembers for loop detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +52,15 @@ impl Default for LoopDetection {
 /// front's age: a stream through memory as long as the ring, on every channel that takes part in
 /// joins. So an entry is kept small (24 bytes): times are whole milliseconds since the memory
 /// was made and numbers count modulo 2³², both compared by wrapping difference.
-struct RecentIds {
+pub(crate) struct RecentIds {
     ascending: VecDeque<Remembered>,
     others: VecDeque<Remembered>,
     others_at: HashMap<u128, Millis, IdHash>,
     admitted: u32,
     /// `max_age`, as [`Ages::longest`].
     max_age: Millis,
+    /// `max_ids`, at most 2³⁰: numbers compare by wrapping difference.
+    max_ids: usize,
 }
 
 /// Milliseconds since the process first read the time for loop memory, modulo 2³² (see
@@ -132,14 +137,54 @@ impl Ages {
 }
 
 impl RecentIds {
-    fn new(max_age: Duration) -> Self {
+    fn new(config: LoopDetection) -> Self {
         RecentIds {
-            max_age: Ages::longest(max_age),
+            max_age: Ages::longest(config.max_age),
+            max_ids: config.max_ids.clamp(1, 1 << 30),
             ascending: VecDeque::new(),
             others: VecDeque::new(),
             others_at: HashMap::with_hasher(IdHash),
             admitted: 0,
         }
+    }
+
+    /// Whether `id` may be stored now: true the first time (then it is remembered), false for
+    /// an id remembered and not forgotten yet.
+    pub(crate) fn admit(&mut self, id: MessageId, now: Moment) -> bool {
+        let ages = self.ages(now);
+        if self.others.is_empty() {
+            // Every id remembered came in order (the common case): forget from the front,
+            // and an id greater than the last is new.
+            while let Some(oldest) = self.ascending.front() {
+                if self.ascending.len() < self.max_ids && ages.young(oldest.at) {
+                    break;
+                }
+                self.ascending.pop_front();
+            }
+            let id = key(id);
+            if self.ascending.back().is_none_or(|last| last.key() < id) {
+                self.remember_newest(id, ages.now);
+                return true;
+            }
+        }
+        while let Some((oldest, in_ascending)) = self.oldest() {
+            if self.len() < self.max_ids && ages.young(oldest) {
+                break;
+            }
+            self.forget_oldest(in_ascending);
+        }
+        if self.admitted_at(id).is_none() {
+            self.remember(id, ages.now);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether `id` would be admitted at `now`, remembering nothing.
+    pub(crate) fn would_admit(&self, id: MessageId, now: Moment) -> bool {
+        let ages = self.ages(now);
+        self.admitted_at(id).is_none_or(|at| !ages.young(at))
     }
 
     fn ages(&self, now: Moment) -> Ages {
@@ -250,91 +295,100 @@ impl std::hash::Hasher for IdHasher {
 }
 
 /// A channel's memory of the ids it stored, switched on by the first join that touches it.
-#[derive(Default)]
 pub(crate) struct LoopGuard {
     config: LoopDetection,
-    recent: OnceLock<Mutex<RecentIds>>,
+    memory: Memory,
     duplicates: AtomicU64,
+}
+
+/// Where a guard keeps its memory.
+enum Memory {
+    /// Its own, under a lock of its own.
+    Own(OnceLock<Mutex<RecentIds>>),
+    /// In the channel's log, under the log's lock: a publish that appends there reads it
+    /// under the lock it takes anyway ([`SharedLog::try_append_following`]).
+    Log(Arc<SharedLog>),
+}
+
+fn lock(recent: &Mutex<RecentIds>) -> std::sync::MutexGuard<'_, RecentIds> {
+    // Nothing under this lock panics but a bug, and the memory stays consistent.
+    recent.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl LoopGuard {
     pub(crate) fn new(config: LoopDetection) -> Self {
         LoopGuard {
             config,
-            recent: OnceLock::new(),
+            memory: Memory::Own(OnceLock::new()),
+            duplicates: AtomicU64::new(0),
+        }
+    }
+
+    /// A guard whose memory `log` keeps.
+    pub(crate) fn in_log(config: LoopDetection, log: Arc<SharedLog>) -> Self {
+        LoopGuard {
+            config,
+            memory: Memory::Log(log),
             duplicates: AtomicU64::new(0),
         }
     }
 
     /// Starts remembering ids (idempotent).
     pub(crate) fn enable(&self) {
-        self.recent
-            .get_or_init(|| Mutex::new(RecentIds::new(self.config.max_age)));
+        match &self.memory {
+            Memory::Own(recent) => {
+                recent.get_or_init(|| Mutex::new(RecentIds::new(self.config)));
+            }
+            Memory::Log(log) => log.remember_ids(|| RecentIds::new(self.config)),
+        }
     }
 
     /// Whether the guard remembers ids (a join has touched its channel).
     pub(crate) fn is_on(&self) -> bool {
-        self.recent.get().is_some()
+        match &self.memory {
+            Memory::Own(recent) => recent.get().is_some(),
+            Memory::Log(log) => log.remembers_ids(),
+        }
     }
 
     /// The time to check against, if the guard is on: senders read the clock only then.
     pub(crate) fn clock(&self) -> Option<Moment> {
-        self.recent.get().map(|_| Moment::now())
+        self.is_on().then(Moment::now)
     }
 
     /// Whether `id` may be stored: true the first time (and remembers it), false for an id
     /// stored before and not yet forgotten (counted as a duplicate). Always true when off.
     pub(crate) fn admit(&self, id: MessageId, now: Moment) -> bool {
-        let Some(recent) = self.recent.get() else {
-            return true;
+        let fresh = match &self.memory {
+            Memory::Own(recent) => match recent.get() {
+                Some(recent) => lock(recent).admit(id, now),
+                None => true,
+            },
+            Memory::Log(log) => log.admit_id(id, now),
         };
-        // Numbers compare by wrapping difference: at most 2³⁰ ids are remembered.
-        let max_ids = self.config.max_ids.clamp(1, 1 << 30);
-        let mut recent = recent.lock().unwrap_or_else(|p| p.into_inner());
-        let ages = recent.ages(now);
-        if recent.others.is_empty() {
-            // Every id remembered came in order (the common case): forget from the front,
-            // and an id greater than the last is new.
-            while let Some(oldest) = recent.ascending.front() {
-                if recent.ascending.len() < max_ids && ages.young(oldest.at) {
-                    break;
-                }
-                recent.ascending.pop_front();
-            }
-            let id = key(id);
-            if recent.ascending.back().is_none_or(|last| last.key() < id) {
-                recent.remember_newest(id, ages.now);
-                return true;
-            }
-        }
-        while let Some((oldest, in_ascending)) = recent.oldest() {
-            if recent.len() < max_ids && ages.young(oldest) {
-                break;
-            }
-            recent.forget_oldest(in_ascending);
-        }
-        if recent.admitted_at(id).is_none() {
-            recent.remember(id, ages.now);
-            true
-        } else {
-            drop(recent);
+        if !fresh {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
-            false
         }
+        fresh
     }
 
     /// Whether `id` would be admitted now, without remembering it (for dry runs).
     pub(crate) fn would_admit(&self, id: MessageId) -> bool {
-        let Some(recent) = self.recent.get() else {
-            return true;
-        };
-        let recent = recent.lock().unwrap_or_else(|p| p.into_inner());
-        let ages = recent.ages(Moment::now());
-        recent.admitted_at(id).is_none_or(|at| !ages.young(at))
+        match &self.memory {
+            Memory::Own(recent) => recent
+                .get()
+                .is_none_or(|recent| lock(recent).would_admit(id, Moment::now())),
+            Memory::Log(log) => log.would_admit_id(id, Moment::now()),
+        }
     }
 
+    /// Messages refused as duplicates, here and by the log keeping the memory.
     pub(crate) fn duplicates(&self) -> u64 {
-        self.duplicates.load(Ordering::Relaxed)
+        let own = self.duplicates.load(Ordering::Relaxed);
+        match &self.memory {
+            Memory::Own(_) => own,
+            Memory::Log(log) => own + log.duplicates(),
+        }
     }
 }
 
@@ -352,6 +406,26 @@ mod tests {
         assert!(guard.admit(id, Moment::now()));
         assert!(!guard.admit(id, Moment::now()));
         assert_eq!(guard.duplicates(), 1);
+    }
+
+    #[test]
+    fn a_memory_kept_by_the_log_answers_as_an_own_one() {
+        let log = Arc::new(SharedLog::new(4));
+        let guard = LoopGuard::in_log(LoopDetection::default(), log.clone());
+        let id = MessageId::new();
+        assert!(!guard.is_on() && guard.clock().is_none());
+        assert!(guard.admit(id, Moment::now()), "off: everything passes");
+        guard.enable();
+        assert!(guard.is_on() && log.remembers_ids());
+        assert!(guard.would_admit(id));
+        assert!(guard.admit(id, Moment::now()));
+        assert!(!guard.would_admit(id));
+        assert!(!guard.admit(id, Moment::now()));
+        assert!(
+            !log.admit_id(id, Moment::now()),
+            "the log sees the same memory"
+        );
+        assert_eq!(guard.duplicates(), 1, "counted by the guard that refused");
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
 pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
 pub use loop_guard::LoopDetection;
-pub(crate) use loop_guard::{LoopGuard, Moment};
+pub(crate) use loop_guard::{LoopGuard, Moment, RecentIds};
 pub(crate) use outgoing::Joins;
 pub use point_to_point::PointToPoint;
 pub use publish_subscribe::{PublishSubscribe, Subscriber};

@@ -190,14 +190,16 @@ impl PublishSubscribe {
             let storing = match self.log_only() {
                 // Only the log to append to, the most common publish: written out here, as its
                 // every step is paid per message.
-                Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: now }) {
-                    Ok(msg) => match log.try_append_following(msg) {
+                // The log keeps the loop memory and consults it as it appends.
+                Some(log) => match self.rules().admit(msg, false, Mode::Store { loops: None }) {
+                    Ok(msg) => match log.try_append_following(msg, now) {
                         Append::Stored(None) => return Ok(Outcome::Accepted),
                         Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
                         Append::Closed(msg) => {
                             return Err(Refused::Closed(msg).into_send_error(self.name()));
                         }
-                        Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
+                        Append::Full(msg) => Err(append_waiting(log.clone(), msg, now)),
+                        Append::Duplicate(_) => Ok(Stored::Duplicate),
                     },
                     Err(refusal) => refusal.carry_out(self.name()),
                 },
@@ -251,17 +253,18 @@ impl PublishSubscribe {
         let Some(log) = self.log_only() else {
             return self.store_later(msg, loops);
         };
-        let msg = match self.rules().admit(msg, false, Mode::Store { loops }) {
+        // The log keeps the loop memory and consults it as it appends.
+        let msg = match self.rules().admit(msg, false, Mode::Store { loops: None }) {
             Ok(msg) => msg,
             Err(refusal) => return refusal.carry_out(self.name()),
         };
         // The joins to follow come with the append; a deletion from here on closes the log
         // first, and the append sees it.
-        match log.try_append_following(msg) {
+        match log.try_append_following(msg, loops) {
             Append::Stored(None) => Ok(Stored::Yes),
             Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
-            Append::Closed(msg) => Ok(Stored::Refused(Refused::Closed(msg))),
-            Append::Full(msg) => Err(append_waiting(log.clone(), msg)),
+            Append::Full(msg) => Err(append_waiting(log.clone(), msg, loops)),
+            refused => Ok(stored(refused)),
         }
     }
 
@@ -499,16 +502,24 @@ impl PublishSubscribe {
     }
 }
 
+/// An append's outcome as a store's.
+fn stored(appended: Append) -> Stored {
+    match appended {
+        Append::Stored(None) => Stored::Yes,
+        Append::Stored(Some((stored, joins))) => Stored::Forward(stored, joins),
+        Append::Closed(msg) | Append::Full(msg) => Stored::Refused(Refused::Closed(msg)),
+        Append::Duplicate(_) => Stored::Duplicate,
+    }
+}
+
 /// The rest of a store that found the log full: the append, once there is room, and the
 /// joins the log carries then.
-fn append_waiting(log: Arc<SharedLog>, msg: Message) -> Waiting<'static, Stored> {
-    Box::pin(async move {
-        match log.append_waiting(msg, true).await {
-            Ok(None) => Stored::Yes,
-            Ok(Some((stored, joins))) => Stored::Forward(stored, joins),
-            Err(msg) => Stored::Refused(Refused::Closed(msg)),
-        }
-    })
+fn append_waiting(
+    log: Arc<SharedLog>,
+    msg: Message,
+    loops: Option<Moment>,
+) -> Waiting<'static, Stored> {
+    Box::pin(async move { stored(log.append_waiting(msg, Some(loops)).await) })
 }
 
 impl ChannelBuilder<PublishSubscribe> {
@@ -532,7 +543,10 @@ impl ChannelBuilder<PublishSubscribe> {
         let channel = PublishSubscribe {
             inner: Arc::new(Inner {
                 log_only: AtomicBool::new(log.is_some() && fan_out.is_none()),
-                guard: LoopGuard::new(config.loop_detection),
+                guard: match &log {
+                    Some(log) => LoopGuard::in_log(config.loop_detection, log.clone()),
+                    None => LoopGuard::new(config.loop_detection),
+                },
                 follow: OnceLock::new(),
                 log,
                 fan_out,

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::queue::Queue;
-use crate::channel::Joins;
-use crate::message::Message;
+use crate::channel::{Joins, Moment, RecentIds};
+use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, TakeOne};
 
 struct Entry {
@@ -50,6 +50,9 @@ struct State {
     /// them: read with the append ([`SharedLog::try_append_following`]), so that such a
     /// publish takes one lock, not the set's too.
     joins: Option<Joins>,
+    /// The channel's loop memory, once a join touches it ([`LoopGuard::in_log`]): an append
+    /// that follows joins consults it under this lock.
+    recent: Option<RecentIds>,
 }
 
 pub(crate) struct SharedLog {
@@ -64,63 +67,10 @@ pub(crate) struct SharedLog {
     woken: AtomicBool,
     /// Where the last look for room found a full subscription.
     scan_from: AtomicUsize,
-}
-
-/// A subscription's place in the log, kept in the log's lock domain: its position and the
-/// messages it took straight from the log are read and written only under the log's lock, so a
-/// take that finds nothing waiting in the subscription's own queue takes that one lock, not the
-/// queue's too. They are atomics only so that they can live in the queue, where looks that do
-/// not need them exact (fill levels, statistics) read them without the log's lock.
-pub(crate) struct Reader {
-    /// The log position read next.
-    at: AtomicU64,
-    /// Messages taken straight from the log ([`SharedLog::take_first`]): each counts as
-    /// accepted, taken and delivered by the subscription.
-    taken: AtomicU64,
-    /// Whether a take may go straight to the log: the subscription is attached and nothing
-    /// waits in its own queue (put back, or read ahead). Cleared under either lock, set only
-    /// under the queue's (by the queue, which knows what it holds).
-    direct: AtomicBool,
-}
-
-impl Reader {
-    /// A reader at `at`, taking straight from the log.
-    pub(crate) fn new(at: u64) -> Self {
-        Reader {
-            at: AtomicU64::new(at),
-            taken: AtomicU64::new(0),
-            direct: AtomicBool::new(true),
-        }
-    }
-
-    /// The position read next: exact under the log's lock, otherwise a position the reader
-    /// has reached (it only grows).
-    pub(crate) fn position(&self) -> u64 {
-        self.at.load(Ordering::Relaxed)
-    }
-
-    /// The messages taken straight from the log so far.
-    pub(crate) fn taken(&self) -> u64 {
-        self.taken.load(Ordering::Relaxed)
-    }
-
-    /// Says whether a take may go straight to the log (see `direct`).
-    pub(crate) fn set_direct(&self, direct: bool) {
-        self.direct.store(direct, Ordering::Relaxed);
-    }
-
-    /// Moves the position to `to`. Only under the log's lock, which the state borrowed
-    /// stands for: the one writer at a time makes a load and a store enough.
-    #[inline(always)]
-    fn advance(&self, _locked: &State, to: u64) {
-        self.at.store(to, Ordering::Relaxed);
-    }
-
-    /// Counts `n` more messages taken straight from the log; under its lock, as `advance`.
-    #[inline(always)]
-    fn count_taken(&self, _locked: &State, n: u64) {
-        self.taken.store(self.taken() + n, Ordering::Relaxed);
-    }
+    /// Whether `State::recent` is there (it never goes), for looks without the lock.
+    remembers: AtomicBool,
+    /// Appends refused by the loop memory.
+    duplicates: AtomicU64,
 }
 
 pub(crate) enum Append {
@@ -129,6 +79,8 @@ pub(crate) enum Append {
     Stored(Option<(Message, Joins)>),
     Full(Message),
     Closed(Message),
+    /// Not stored: the loop memory has stored its id here before.
+    Duplicate(Message),
 }
 
 impl SharedLog {
@@ -144,13 +96,52 @@ impl SharedLog {
                 floor: 0,
                 closed: false,
                 joins: None,
+                recent: None,
             }),
             head: AtomicU64::new(0),
             readable: Notify::new(),
             readers_waiting: AtomicUsize::new(0),
             woken: AtomicBool::new(false),
             scan_from: AtomicUsize::new(0),
+            remembers: AtomicBool::new(false),
+            duplicates: AtomicU64::new(0),
         }
+    }
+
+    /// Keeps a loop memory, `make`'s, from now on (idempotent).
+    pub(crate) fn remember_ids(&self, make: impl FnOnce() -> RecentIds) {
+        let mut state = self.lock();
+        if state.recent.is_none() {
+            state.recent = Some(make());
+        }
+        self.remembers.store(true, Ordering::Release);
+    }
+
+    /// Whether the log keeps a loop memory.
+    pub(crate) fn remembers_ids(&self) -> bool {
+        self.remembers.load(Ordering::Acquire)
+    }
+
+    /// The loop memory's answer for `id` stored at `now` (see [`RecentIds::admit`]); true
+    /// without a memory.
+    pub(crate) fn admit_id(&self, id: MessageId, now: Moment) -> bool {
+        self.lock()
+            .recent
+            .as_mut()
+            .is_none_or(|recent| recent.admit(id, now))
+    }
+
+    /// Whether the loop memory would admit `id` at `now`, remembering nothing.
+    pub(crate) fn would_admit_id(&self, id: MessageId, now: Moment) -> bool {
+        self.lock()
+            .recent
+            .as_ref()
+            .is_none_or(|recent| recent.would_admit(id, now))
+    }
+
+    /// Appends refused as duplicates.
+    pub(crate) fn duplicates(&self) -> u64 {
+        self.duplicates.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -240,16 +231,40 @@ impl SharedLog {
 
     /// Stores `msg` like [`try_append`](Self::try_append), and hands back a copy and the
     /// joins to follow if the log carries joins ([`carry_joins`](Self::carry_joins)), read
-    /// under the same lock as the append.
-    pub(crate) fn try_append_following(&self, msg: Message) -> Append {
+    /// under the same lock as the append. Given the time (`loops`), the loop memory decides
+    /// first, under that lock too: an id stored here before is a duplicate, room or not.
+    pub(crate) fn try_append_following(&self, msg: Message, loops: Option<Moment>) -> Append {
         let mut state = self.lock();
         let Some(readers) = self.room_for_one(&mut state) else {
-            return self.refused(&state, msg);
+            return self.refused_following(&state, msg, loops);
         };
+        if let (Some(now), Some(recent)) = (loops, state.recent.as_mut())
+            && !recent.admit(msg.id(), now)
+        {
+            return self.duplicate(msg);
+        }
         let forward = state.joins.clone().map(|joins| (msg.clone(), joins));
         put(&mut state, msg, readers);
         self.published(state);
         Append::Stored(forward)
+    }
+
+    /// Why [`try_append_following`](Self::try_append_following) found no room: a duplicate
+    /// is refused as one at once (it would be after the wait).
+    #[cold]
+    fn refused_following(&self, state: &State, msg: Message, loops: Option<Moment>) -> Append {
+        if let (Some(now), Some(recent), false) = (loops, &state.recent, state.closed)
+            && !recent.would_admit(msg.id(), now)
+        {
+            return self.duplicate(msg);
+        }
+        self.refused(state, msg)
+    }
+
+    #[cold]
+    fn duplicate(&self, msg: Message) -> Append {
+        self.duplicates.fetch_add(1, Ordering::Relaxed);
+        Append::Duplicate(msg)
     }
 
     /// The subscriptions a message appended now is for, if it may be appended now: the log is
@@ -304,31 +319,34 @@ impl SharedLog {
     pub(crate) async fn append(&self, msg: Message) -> Result<(), Message> {
         match self.try_append(msg) {
             Append::Stored(_) => Ok(()),
-            Append::Closed(msg) => Err(msg),
+            Append::Closed(msg) | Append::Duplicate(msg) => Err(msg),
             // Boxed: the rare path, kept out of every publish's future (moved whole per message).
-            Append::Full(msg) => Box::pin(self.append_waiting(msg, false)).await.map(drop),
+            Append::Full(msg) => match Box::pin(self.append_waiting(msg, None)).await {
+                Append::Stored(_) => Ok(()),
+                Append::Closed(msg) | Append::Duplicate(msg) | Append::Full(msg) => Err(msg),
+            },
         }
     }
 
     /// [`append`](Self::append) once [`try_append`](Self::try_append) found the log full:
-    /// what it stored (see [`Append::Stored`]), or the message back if the log closed.
+    /// with `following`, as [`try_append_following`](Self::try_append_following) with that
+    /// time for the loop memory. Never [`Append::Full`].
     pub(crate) async fn append_waiting(
         &self,
         mut msg: Message,
-        follow: bool,
-    ) -> Result<Option<(Message, Joins)>, Message> {
+        following: Option<Option<Moment>>,
+    ) -> Append {
         loop {
-            let appended = match follow {
-                true => self.try_append_following(msg),
-                false => self.try_append(msg),
+            let appended = match following {
+                Some(loops) => self.try_append_following(msg, loops),
+                None => self.try_append(msg),
             };
             match appended {
-                Append::Stored(forward) => return Ok(forward),
-                Append::Closed(m) => return Err(m),
                 Append::Full(m) => {
                     msg = m;
                     self.room().await;
                 }
+                done => return done,
             }
         }
     }
@@ -546,6 +564,10 @@ enum Look<'a> {
     Room(u64),
     Full(&'a Arc<Queue>),
 }
+
+mod reader;
+
+pub(crate) use reader::Reader;
 
 #[cfg(test)]
 mod tests;
