@@ -150,23 +150,43 @@ impl RecentIds {
 
     /// Whether `id` may be stored now: true the first time (then it is remembered), false for
     /// an id remembered and not forgotten yet.
+    // The common case (ids in order, one forgotten for one remembered) inlined where the
+    // memory is consulted; the rest out of line.
+    #[inline(always)]
     pub(crate) fn admit(&mut self, id: MessageId, now: Moment) -> bool {
         let ages = self.ages(now);
         if self.others.is_empty() {
-            // Every id remembered came in order (the common case): forget from the front,
-            // and an id greater than the last is new.
-            while let Some(oldest) = self.ascending.front() {
-                if self.ascending.len() < self.max_ids && ages.young(oldest.at) {
-                    break;
-                }
+            // Every id remembered came in order: forget from the front, and an id greater than
+            // the last is new.
+            if let Some(oldest) = self.ascending.front()
+                && (self.ascending.len() >= self.max_ids || !ages.young(oldest.at))
+            {
                 self.ascending.pop_front();
+                self.forget_in_order(ages);
             }
-            let id = key(id);
-            if self.ascending.back().is_none_or(|last| last.key() < id) {
-                self.remember_newest(id, ages.now);
+            let key = key(id);
+            if self.ascending.back().is_none_or(|last| last.key() < key) {
+                self.remember_newest(key, ages.now);
                 return true;
             }
         }
+        self.admit_any(id, ages)
+    }
+
+    /// Forgets what is too old, or too many, while every id remembered came in order.
+    #[inline(never)]
+    fn forget_in_order(&mut self, ages: Ages) {
+        while let Some(oldest) = self.ascending.front() {
+            if self.ascending.len() < self.max_ids && ages.young(oldest.at) {
+                break;
+            }
+            self.ascending.pop_front();
+        }
+    }
+
+    /// [`admit`](Self::admit) for an id out of order, or with ids out of order remembered.
+    #[inline(never)]
+    fn admit_any(&mut self, id: MessageId, ages: Ages) -> bool {
         while let Some((oldest, in_ascending)) = self.oldest() {
             if self.len() < self.max_ids && ages.young(oldest) {
                 break;
