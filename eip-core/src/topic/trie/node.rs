@@ -17,9 +17,10 @@ pub(super) struct Node<T> {
     pub(super) wild: Option<Box<Wild<T>>>,
     /// The values of the patterns that end here.
     pub(super) values: Values<T>,
-    /// For a node reached through `#`, its number in the search's memo ([`IdPool`]); unused
-    /// elsewhere. Four bytes the cache line had spare: a search reads it with the node, where
-    /// a number kept beside the node took a cache line of its own.
+    /// For a node reached through a `#` that follows another `#` in its patterns, its number
+    /// in the search's memo ([`IdPool`]); [`NO_MEMO`] elsewhere. Four bytes the cache line had
+    /// spare: a search reads it with the node, where a number kept beside the node took a
+    /// cache line of its own.
     pub(super) hash_id: u32,
 }
 
@@ -96,7 +97,12 @@ pub(super) fn plus_one(n: u16) -> u16 {
     n.saturating_add(1)
 }
 
-/// Dense ids for `#` nodes; a pruned node's id is reused, so the memo stays as small as the
+/// The [`Node::hash_id`] of a node the search needs no memo for: one not reached through `#`,
+/// or reached through a first `#`. A path from the root to such a node takes a fixed number of
+/// words, so a search reaches it at most once, at one position, and expands it once.
+pub(super) const NO_MEMO: u32 = u32::MAX;
+
+/// Dense ids for the `#` nodes that need a memo (those below another `#`); a pruned node's id is reused, so the memo stays as small as the
 /// number of `#` nodes that exist.
 #[derive(Clone, Default)]
 pub(super) struct IdPool {
@@ -125,11 +131,11 @@ impl<T> Node<T> {
             values: Values::None,
             min_rest: UNBOUNDED,
             max_rest: 0,
-            hash_id: 0,
+            hash_id: NO_MEMO,
         }
     }
 
-    /// An empty node reached through `#`, numbered `hash_id`.
+    /// An empty node reached through `#`, numbered `hash_id` ([`NO_MEMO`] if it needs no memo).
     pub(super) fn hash(hash_id: u32) -> Self {
         Node {
             hash_id,

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::node::Node;
+use super::node::{NO_MEMO, Node};
 use super::words::{UNKNOWN, WordId};
 
 thread_local! {
@@ -11,7 +11,7 @@ thread_local! {
     pub(super) static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
 }
 
-/// For each `#` node, the lowest subject position it has been expanded from in the current
+/// For each `#` node below another `#`, the lowest subject position it has been expanded from in the current
 /// search. Slots from earlier searches carry an older generation and count as unset, so
 /// starting a search costs nothing however many `#` nodes there are.
 #[derive(Default)]
@@ -149,7 +149,10 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
         F: FnMut(&'a T),
     {
         let len = self.words.len();
-        let claimed = self.memo.claim(hash.hash_id, i, len);
+        let claimed = match hash.hash_id {
+            NO_MEMO => i..len + 1,
+            id => self.memo.claim(id, i, len),
+        };
         let fitting = hash.fitting_positions(len);
         let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
         // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`

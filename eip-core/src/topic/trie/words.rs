@@ -11,6 +11,7 @@
 //! finding one compares integers in one cache line, with no call and no pointer to follow. A
 //! longer word is checked against its text once its first 8 bytes and length agree.
 
+use crate::topic::MAX_TOPIC_LEN;
 use crate::topic::hash::{chunks, fold, random_seeds};
 
 /// A word's number in its trie.
@@ -58,30 +59,74 @@ const EMPTY: Slot = Slot {
 /// Words of up to this many bytes are told apart by [`Slot::head`] and the length alone.
 const SHORT: usize = 8;
 
-/// The first [`HEAD`] bytes of `word` as two integers, read with at most four loads (which
-/// may overlap): both feed the hash, and for a word of up to [`SHORT`] bytes the first and the
-/// length together name the word, so finding it compares integers only.
+/// The head of `word` as two integers: its first 8 bytes (zero-padded), and its last 8 if it
+/// has 9 to [`HEAD`] bytes, its bytes 8 to 16 if it has more (0 if it has at most 8). Both feed
+/// the hash, and for a word of up to [`SHORT`] bytes the first and the length together name
+/// the word, so finding it compares integers only. [`Words::scan`] reads the same from a
+/// subject without copying each word.
 #[inline]
 fn head(word: &[u8]) -> [u64; 2] {
     let n = word.len();
-    let u64_at = |at: usize| {
-        word.get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_le_bytes)
-    };
-    let u32_at = |at: usize| {
-        word.get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u32::from_le_bytes)
-    };
-    let byte_at = |at: usize| word.get(at).copied().map_or(0, u64::from);
-    match n {
-        0 => [0, 0],
-        1..=3 => [byte_at(0) | byte_at(n / 2) << 8 | byte_at(n - 1) << 16, 0],
-        4..=7 => [u64::from(u32_at(0)) | u64::from(u32_at(n - 4)) << 32, 0],
-        8..=HEAD => [u64_at(0), u64_at(n - 8)],
-        _ => [u64_at(0), u64_at(8)],
+    let mut first = [0_u8; SHORT];
+    for (to, from) in first.iter_mut().zip(word) {
+        *to = *from;
     }
+    let second = match n {
+        0..=SHORT => 0,
+        _ => {
+            let at = if n <= HEAD { n - SHORT } else { SHORT };
+            word.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes)
+        }
+    };
+    [u64::from_le_bytes(first), second]
+}
+
+/// Bytes of the buffer [`Words::scan`] copies a subject into: the longest subject, then room for
+/// an 8-byte load at any of its positions.
+const SCAN: usize = MAX_TOPIC_LEN + 1 + 8;
+
+/// The 8 bytes of `buf` from `at`, little-endian (0 past the end, which a scan never reads).
+#[inline(always)]
+fn load(buf: &[u8; SCAN], at: usize) -> u64 {
+    buf.get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// The 8 bytes of `bytes` from `at`, little-endian, zero-padded past its end: one load, but
+/// for the last chunk of a subject shorter than 8 bytes.
+#[inline(always)]
+fn chunk_at(bytes: &[u8], at: usize) -> u64 {
+    if let Some(whole) = bytes.get(at..at + 8) {
+        return whole.try_into().map_or(0, u64::from_le_bytes);
+    }
+    let rest = bytes.len().saturating_sub(at);
+    match bytes
+        .get(bytes.len().saturating_sub(8)..)
+        .map(<[u8; 8]>::try_from)
+    {
+        // The last 8 bytes, shifted so those before `at` (already read) go.
+        Some(Ok(last)) if rest > 0 => u64::from_le_bytes(last) >> (8 * (8 - rest)),
+        _ => bytes
+            .get(at..)
+            .unwrap_or_default()
+            .iter()
+            .rev()
+            .fold(0, |w, b| w << 8 | u64::from(*b)),
+    }
+}
+
+/// The `.`s of an 8-byte chunk: the high bit of each byte that is one.
+#[inline(always)]
+fn dots_in(chunk: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
+    // A byte of `x` is zero where the chunk has a dot; the high bit of each byte of the result
+    // is set exactly there (no carry crosses a byte: each is at most 0x7f + 0x7f).
+    let x = chunk ^ DOTS;
+    !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
 /// A word prepared for the table: its hash, head and length, computed once.
@@ -113,6 +158,70 @@ impl Words {
     #[inline(always)]
     pub(super) fn get_bytes(&self, word: &[u8]) -> WordId {
         let key = self.key(word);
+        self.find(&key)
+            .and_then(|i| self.slots.get(i))
+            .map_or(UNKNOWN, |s| s.id)
+    }
+
+    /// Looks up the words of `subject` in order, calling `found` with each one's id (as
+    /// [`get_bytes`](Self::get_bytes) does): the words of the empty string are one empty word
+    /// here. The subject is read once, 8 bytes at a time, and copied into a buffer as it goes,
+    /// so that each word's head is one load and a mask, wherever the word ends.
+    #[inline(always)]
+    pub(super) fn scan(&self, subject: &[u8], mut found: impl FnMut(WordId)) {
+        let n = subject.len();
+        if n > MAX_TOPIC_LEN {
+            // Longer than the buffer (callers refuse such subjects first): word by word.
+            for word in subject.split(|b| *b == b'.') {
+                found(self.get_bytes(word));
+            }
+            return;
+        }
+        let mut buf = [0_u8; SCAN];
+        let (mut start, mut at) = (0, 0);
+        while at < n {
+            let chunk = chunk_at(subject, at);
+            if let Some(to) = buf.get_mut(at..at + 8) {
+                to.copy_from_slice(&chunk.to_le_bytes());
+            }
+            // Bytes past the end are zero, never a dot.
+            let mut dots = dots_in(chunk);
+            while dots != 0 {
+                let end = at + dots.trailing_zeros() as usize / 8;
+                found(self.get_scanned(&buf, start, end));
+                start = end + 1;
+                dots &= dots - 1;
+            }
+            at += 8;
+        }
+        found(self.get_scanned(&buf, start, n));
+    }
+
+    /// [`get_bytes`](Self::get_bytes) for the word at `start..end` of a subject being
+    /// [`scan`](Self::scan)ned: its bytes up to `end` are in `buf`, those after are not yet.
+    #[inline(always)]
+    fn get_scanned(&self, buf: &[u8; SCAN], start: usize, end: usize) -> WordId {
+        let word = buf.get(start..end).unwrap_or_default();
+        let n = word.len();
+        if n >= HEAD {
+            // Hashed with a finishing step (see `key`): the general way.
+            return self.get_bytes(word);
+        }
+        // The bytes after the word (the next one's, or zero) are masked off.
+        let first = match n {
+            0..SHORT => load(buf, start) & !(u64::MAX << (8 * n)),
+            _ => load(buf, start),
+        };
+        let second = match n {
+            0..=SHORT => 0,
+            _ => load(buf, end - SHORT),
+        };
+        let [seed, step, _] = self.seeds;
+        let key = Key {
+            word,
+            hash: fold(first ^ seed, second ^ step ^ n as u64),
+            head: [first, second],
+        };
         self.find(&key)
             .and_then(|i| self.slots.get(i))
             .map_or(UNKNOWN, |s| s.id)
@@ -289,71 +398,33 @@ impl Words {
     }
 }
 
-/// The positions of the `.`s in `bytes`, in order, found 8 bytes at a time: a chunk without a
-/// dot costs a few integer operations, however long its words.
-pub(super) fn dots(bytes: &[u8]) -> Dots<'_> {
-    Dots {
-        bytes,
-        at: 0,
-        found: 0,
-    }
-}
-
-pub(super) struct Dots<'a> {
-    bytes: &'a [u8],
-    /// Where the next chunk starts.
-    at: usize,
-    /// The dots of the last chunk not yet returned: the high bit of their bytes.
-    found: u64,
-}
-
-impl Iterator for Dots<'_> {
-    type Item = usize;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
-        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
-        while self.found == 0 {
-            let chunk = match self.bytes.get(self.at..self.at + 8) {
-                Some(whole) => whole.try_into().map_or(0, u64::from_le_bytes),
-                None => {
-                    // The last, partial chunk, zero-padded: a zero byte is not a dot.
-                    let rest = self.bytes.get(self.at..).unwrap_or_default();
-                    if rest.is_empty() {
-                        return None;
-                    }
-                    let len = self.bytes.len();
-                    match self
-                        .bytes
-                        .get(len.saturating_sub(8)..)
-                        .map(<[u8; 8]>::try_from)
-                    {
-                        // The last 8 bytes, shifted so those before `at` (already read) go.
-                        Some(Ok(last)) => u64::from_le_bytes(last) >> (8 * (8 - rest.len())),
-                        _ => rest.iter().rev().fold(0, |w, b| w << 8 | u64::from(*b)),
-                    }
-                }
-            };
-            // A byte of `x` is zero where the chunk has a dot; the high bit of each byte of the
-            // result is set exactly there (no carry crosses a byte: each is at most 0x7f + 0x7f).
-            let x = chunk ^ DOTS;
-            self.found = !(((x & LOW7) + LOW7) | x | LOW7);
-            self.at += 8;
-        }
-        let i = self.at - 8 + self.found.trailing_zeros() as usize / 8;
-        self.found &= self.found - 1;
-        Some(i)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn dots(s: &[u8]) -> Vec<usize> {
-        super::dots(s).collect()
+    /// The ids [`Words::scan`] finds in `subject`.
+    fn scanned(w: &Words, subject: &[u8]) -> Vec<WordId> {
+        let mut ids = Vec::new();
+        w.scan(subject, |id| ids.push(id));
+        ids
+    }
+
+    /// The dots of `bytes` as [`dots_in`] finds them, 8 bytes at a time.
+    fn dots(bytes: &[u8]) -> Vec<usize> {
+        (0..bytes.len())
+            .step_by(8)
+            .flat_map(|at| {
+                let mut found = dots_in(chunk_at(bytes, at));
+                std::iter::from_fn(move || {
+                    (found != 0).then(|| {
+                        let i = at + found.trailing_zeros() as usize / 8;
+                        found &= found - 1;
+                        i
+                    })
+                })
+            })
+            .collect()
     }
 
     #[test]
@@ -366,12 +437,73 @@ mod tests {
         assert_eq!(dots(b"-/\xae\xaf\x2d.\x00\xff.\x2f"), [5, 8]);
     }
 
+    #[test]
+    fn a_scan_looks_up_each_word_between_dots() {
+        let mut w = Words::new();
+        let words = [
+            "stock",
+            "ibm",
+            "nyse",
+            "",
+            "eightbyt",
+            "nine-byte",
+            "longer-than-sixteen",
+        ];
+        let ids: Vec<WordId> = words.iter().map(|s| w.id(s)).collect();
+        assert_eq!(scanned(&w, b"stock.ibm.nyse"), ids[..3]);
+        assert_eq!(scanned(&w, b"."), [ids[3], ids[3]]);
+        assert_eq!(scanned(&w, b""), [ids[3]], "one empty word");
+        assert_eq!(
+            scanned(&w, b"eightbyt.nine-byte.x.longer-than-sixteen"),
+            [ids[4], ids[5], UNKNOWN, ids[6]]
+        );
+        // Words that share a head with a known one, or are a prefix of one, are not it.
+        assert_eq!(
+            scanned(&w, b"nys.nysee.eightbyte.nine-bytf.longer-than-sixteeN"),
+            [UNKNOWN; 5]
+        );
+        let long = ["ibm"; 100].join(".");
+        assert!(long.len() > MAX_TOPIC_LEN);
+        assert_eq!(
+            scanned(&w, long.as_bytes()),
+            [ids[1]; 100],
+            "past the buffer"
+        );
+    }
+
     proptest! {
         #[test]
         fn dots_agree_with_a_byte_scan(s in proptest::collection::vec(
             prop_oneof![Just(b'.'), Just(b'-'), Just(b'/'), Just(0xae_u8), any::<u8>()], 0..40)) {
             let want: Vec<usize> = (0..s.len()).filter(|i| s[*i] == b'.').collect();
             prop_assert_eq!(dots(&s), want);
+        }
+
+        /// Subjects of words of every length class, some numbered and some not: a scan finds
+        /// what looking each split word up finds.
+        #[test]
+        fn a_scan_agrees_with_looking_up_each_word(
+            known in proptest::collection::vec(0..24usize, 0..12),
+            subject in proptest::collection::vec(0..24usize, 1..30),
+        ) {
+            let word = |n: usize| match n % 8 {
+                0 => String::new(),
+                1 => "a".repeat(n % 4 + 1),
+                2 => format!("w{n}"),
+                3 => "é".repeat(n % 5 + 1),
+                4 => format!("eightby{}", n % 10),
+                5 => format!("nine-byte-{}", "x".repeat(n % 7)),
+                6 => format!("a-word-of-more-than-sixteen-{n}"),
+                _ => format!("-/\u{ae}{n}"),
+            };
+            let mut w = Words::new();
+            for n in known {
+                w.id(&word(n));
+            }
+            let subject = subject.iter().map(|n| word(*n)).collect::<Vec<_>>().join(".");
+            let want: Vec<WordId> =
+                subject.split('.').map(|s| w.get_bytes(s.as_bytes())).collect();
+            prop_assert_eq!(scanned(&w, subject.as_bytes()), want, "{:?}", subject);
         }
     }
 
