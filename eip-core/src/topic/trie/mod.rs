@@ -87,8 +87,12 @@ impl<T> TopicTrie<T> {
     }
 
     /// Stores `value` under `pattern`. Storing the same value under the same pattern twice
-    /// keeps both; a match still yields it once.
-    pub fn insert(&mut self, pattern: &TopicPattern, value: T) {
+    /// keeps both; a match still yields it once. (The values under one pattern are kept in
+    /// order, hence `Ord`.)
+    pub fn insert(&mut self, pattern: &TopicPattern, value: T)
+    where
+        T: Ord,
+    {
         // The bounds of each suffix of the pattern: the fewest and most words it takes.
         let mut bounds = vec![(0, 0); pattern.words.len() + 1];
         for (d, word) in pattern.words.iter().enumerate().rev() {
@@ -152,7 +156,13 @@ impl<T> TopicTrie<T> {
     /// Calls `f` once with each value whose pattern matches `subject` (a value stored under
     /// several matching patterns comes once per pattern). A subject over [`MAX_TOPIC_LEN`]
     /// bytes matches nothing.
-    pub fn for_each_match<'a>(&'a self, subject: &str, f: impl FnMut(&'a T)) {
+    pub fn for_each_match<'a>(&'a self, subject: &str, mut f: impl FnMut(&'a T)) {
+        self.for_each_match_slice(subject, |values| values.iter().for_each(&mut f));
+    }
+
+    /// [`for_each_match`](Self::for_each_match), given the values of each matching node at
+    /// once.
+    fn for_each_match_slice<'a>(&'a self, subject: &str, f: impl FnMut(&'a [T])) {
         if subject.len() > MAX_TOPIC_LEN {
             return;
         }
@@ -166,16 +176,16 @@ impl<T> TopicTrie<T> {
 
     /// [`for_each_match`](Self::for_each_match) for a subject already split into words (see
     /// [`subject_words`]). No length limit is applied here.
-    pub fn for_each_match_words<'a>(&'a self, words: &[&str], f: impl FnMut(&'a T)) {
+    pub fn for_each_match_words<'a>(&'a self, words: &[&str], mut f: impl FnMut(&'a T)) {
         let mut ids = WordIds::new();
         for w in words {
             ids.push(self.words.get_bytes(w.as_bytes()));
         }
-        self.search(ids.as_slice(), f);
+        self.search(ids.as_slice(), |values| values.iter().for_each(&mut f));
     }
 
     /// Walks the trie for a subject given as word ids.
-    fn search<'a>(&'a self, ids: &[WordId], mut f: impl FnMut(&'a T)) {
+    fn search<'a>(&'a self, ids: &[WordId], mut f: impl FnMut(&'a [T])) {
         let memo_nodes = self.hash_ids.next as usize;
         if memo_nodes == 0 {
             // No `#` node needs a memo: an empty one (no allocation) is never consulted.
@@ -218,7 +228,10 @@ impl<T> TopicTrie<T> {
         T: Ord + Clone,
     {
         found.clear();
-        self.for_each_match(subject, |v| found.push(v.clone()));
+        self.for_each_match_slice(subject, |values| match values {
+            [value] => found.push(value.clone()),
+            _ => found.extend_from_slice(values),
+        });
         found.sort_unstable();
         found.dedup();
     }
@@ -489,7 +502,7 @@ mod tests {
             .iter()
             .map(|w| t.words.get_bytes(w.as_bytes()))
             .collect();
-        let mut search = Search::new(&ids, &mut memo, |_: &usize| {});
+        let mut search = Search::new(&ids, &mut memo, |_: &[usize]| {});
         search.visit(&t.root, 0);
         assert!(search.visits <= 13 * 31, "{} visits", search.visits);
     }

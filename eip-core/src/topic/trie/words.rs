@@ -11,7 +11,6 @@
 //! finding one compares integers in one cache line, with no call and no pointer to follow. A
 //! longer word is checked against its text once its first 8 bytes and length agree.
 
-use crate::topic::MAX_TOPIC_LEN;
 use crate::topic::hash::{chunks, fold, random_seeds};
 
 /// A word's number in its trie.
@@ -62,8 +61,7 @@ const SHORT: usize = 8;
 /// The head of `word` as two integers: its first 8 bytes (zero-padded), and its last 8 if it
 /// has 9 to [`HEAD`] bytes, its bytes 8 to 16 if it has more (0 if it has at most 8). Both feed
 /// the hash, and for a word of up to [`SHORT`] bytes the first and the length together name
-/// the word, so finding it compares integers only. [`Words::scan`] reads the same from a
-/// subject without copying each word.
+/// the word, so finding it compares integers only. [`Words::scan`] reads the same in place.
 #[inline]
 fn head(word: &[u8]) -> [u64; 2] {
     let n = word.len();
@@ -81,18 +79,6 @@ fn head(word: &[u8]) -> [u64; 2] {
         }
     };
     [u64::from_le_bytes(first), second]
-}
-
-/// Bytes of the buffer [`Words::scan`] copies a subject into: the longest subject, then room for
-/// an 8-byte load at any of its positions.
-const SCAN: usize = MAX_TOPIC_LEN + 1 + 8;
-
-/// The 8 bytes of `buf` from `at`, little-endian (0 past the end, which a scan never reads).
-#[inline(always)]
-fn load(buf: &[u8; SCAN], at: usize) -> u64 {
-    buf.get(at..at + 8)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
 }
 
 /// The 8 bytes of `bytes` from `at`, little-endian, zero-padded past its end: one load, but
@@ -165,56 +151,43 @@ impl Words {
 
     /// Looks up the words of `subject` in order, calling `found` with each one's id (as
     /// [`get_bytes`](Self::get_bytes) does): the words of the empty string are one empty word
-    /// here. The subject is read once, 8 bytes at a time, and copied into a buffer as it goes,
-    /// so that each word's head is one load and a mask, wherever the word ends.
+    /// here. The subject is read 8 bytes at a time for its dots, and each word's head is one
+    /// load and a mask, wherever the word ends.
     #[inline(always)]
     pub(super) fn scan(&self, subject: &[u8], mut found: impl FnMut(WordId)) {
         let n = subject.len();
-        if n > MAX_TOPIC_LEN {
-            // Longer than the buffer (callers refuse such subjects first): word by word.
-            for word in subject.split(|b| *b == b'.') {
-                found(self.get_bytes(word));
-            }
-            return;
-        }
-        let mut buf = [0_u8; SCAN];
         let (mut start, mut at) = (0, 0);
         while at < n {
-            let chunk = chunk_at(subject, at);
-            if let Some(to) = buf.get_mut(at..at + 8) {
-                to.copy_from_slice(&chunk.to_le_bytes());
-            }
-            // Bytes past the end are zero, never a dot.
-            let mut dots = dots_in(chunk);
+            // Bytes past the end read as zero, never a dot.
+            let mut dots = dots_in(chunk_at(subject, at));
             while dots != 0 {
                 let end = at + dots.trailing_zeros() as usize / 8;
-                found(self.get_scanned(&buf, start, end));
+                found(self.get_scanned(subject, start, end));
                 start = end + 1;
                 dots &= dots - 1;
             }
             at += 8;
         }
-        found(self.get_scanned(&buf, start, n));
+        found(self.get_scanned(subject, start, n));
     }
 
-    /// [`get_bytes`](Self::get_bytes) for the word at `start..end` of a subject being
-    /// [`scan`](Self::scan)ned: its bytes up to `end` are in `buf`, those after are not yet.
+    /// [`get_bytes`](Self::get_bytes) for the word at `start..end` of `subject`, read in place.
     #[inline(always)]
-    fn get_scanned(&self, buf: &[u8; SCAN], start: usize, end: usize) -> WordId {
-        let word = buf.get(start..end).unwrap_or_default();
+    fn get_scanned(&self, subject: &[u8], start: usize, end: usize) -> WordId {
+        let word = subject.get(start..end).unwrap_or_default();
         let n = word.len();
         if n >= HEAD {
             // Hashed with a finishing step (see `key`): the general way.
             return self.get_bytes(word);
         }
-        // The bytes after the word (the next one's, or zero) are masked off.
+        // The 8 bytes from the word's start; those after its end are masked off.
         let first = match n {
-            0..SHORT => load(buf, start) & !(u64::MAX << (8 * n)),
-            _ => load(buf, start),
+            0..SHORT => chunk_at(subject, start) & !(u64::MAX << (8 * n)),
+            _ => chunk_at(subject, start),
         };
         let second = match n {
             0..=SHORT => 0,
-            _ => load(buf, end - SHORT),
+            _ => chunk_at(subject, end - SHORT),
         };
         let [seed, step, _] = self.seeds;
         let key = Key {
@@ -463,11 +436,10 @@ mod tests {
             [UNKNOWN; 5]
         );
         let long = ["ibm"; 100].join(".");
-        assert!(long.len() > MAX_TOPIC_LEN);
         assert_eq!(
             scanned(&w, long.as_bytes()),
             [ids[1]; 100],
-            "past the buffer"
+            "a subject longer than a routing key is scanned too"
         );
     }
 
