@@ -174,30 +174,34 @@ impl Words {
     /// [`get_bytes`](Self::get_bytes) for the word at `start..end` of `subject`, read in place.
     #[inline(always)]
     fn get_scanned(&self, subject: &[u8], start: usize, end: usize) -> WordId {
-        let word = subject.get(start..end).unwrap_or_default();
-        let n = word.len();
-        if n >= HEAD {
-            // Hashed with a finishing step (see `key`): the general way.
-            return self.get_bytes(word);
+        let n = end.wrapping_sub(start);
+        if n > SHORT {
+            return self.get_bytes(subject.get(start..end).unwrap_or_default());
         }
-        // The 8 bytes from the word's start; those after its end are masked off.
-        let first = match n {
-            0..SHORT => chunk_at(subject, start) & !(u64::MAX << (8 * n)),
-            _ => chunk_at(subject, start),
-        };
-        let second = match n {
-            0..=SHORT => 0,
-            _ => chunk_at(subject, end - SHORT),
-        };
+        // The 8 bytes from the word's start, those after its end masked off: the word's head
+        // (see `head`), which with its length names it.
+        let first = chunk_at(subject, start) & u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0);
         let [seed, step, _] = self.seeds;
-        let key = Key {
-            word,
-            hash: fold(first ^ seed, second ^ step ^ n as u64),
-            head: [first, second],
-        };
-        self.find(&key)
-            .and_then(|i| self.slots.get(i))
-            .map_or(UNKNOWN, |s| s.id)
+        self.find_short(fold(first ^ seed, step ^ n as u64), first, n)
+    }
+
+    /// The id of the word of at most [`SHORT`] bytes whose hash, head and length are given.
+    #[inline(always)]
+    fn find_short(&self, hash: u64, head: u64, len: usize) -> WordId {
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        // Never full, so an empty slot ends every probe; the bound is a safeguard.
+        for _ in 0..self.slots.len() {
+            let Some(slot) = self.slots.get(i) else {
+                break;
+            };
+            // An empty slot's id is `UNKNOWN`.
+            if slot.id == NO_ID || (slot.head == head && slot.len as usize == len) {
+                return slot.id;
+            }
+            i = (i + 1) & mask;
+        }
+        UNKNOWN
     }
 
     /// The id of `word`, numbered now if it has none. It is freed again unless an edge
