@@ -204,17 +204,6 @@ impl<T> Node<T> {
         (self.min_rest, self.max_rest) = (lo, hi);
     }
 
-    /// The positions `j` (words consumed) of a subject of `len` words at which a pattern
-    /// through here can match the words left.
-    pub(super) fn fitting_positions(&self, len: usize) -> std::ops::Range<usize> {
-        let first = match self.max_rest {
-            UNBOUNDED => 0,
-            max => len.saturating_sub(usize::from(max)),
-        };
-        let end = (len + 1).saturating_sub(usize::from(self.min_rest));
-        first..end
-    }
-
     /// Whether a pattern through here can match the `rest` words left.
     #[inline]
     pub(super) fn fits(&self, rest: usize) -> bool {

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::node::{NO_MEMO, Node};
+use super::node::{NO_MEMO, Node, UNBOUNDED};
 use super::words::{UNKNOWN, WordId};
 
 thread_local! {
@@ -68,7 +68,7 @@ pub(super) struct Search<'w, 'm, F> {
 }
 
 /// Visits a search keeps in an array on the stack before it spills to the heap.
-const INLINE_PENDING: usize = 16;
+const INLINE_PENDING: usize = 8;
 
 /// The visits a search has found and not made yet: a node (known to fit) and the words
 /// consumed when it is reached. A stack, so the walk is one loop and never recurses: a visit
@@ -196,40 +196,40 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
         F: FnMut(&'a [T]),
     {
         let len = self.words.len();
-        let claimed = match hash.hash_id {
-            NO_MEMO => i..len + 1,
-            id => self.memo.claim(id, i, len),
-        };
-        let fitting = hash.fitting_positions(len);
-        let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
+        // The positions where the words left fit the patterns below: `from..to`.
+        let mut from = i;
+        if hash.max_rest != UNBOUNDED {
+            from = from.max(len.saturating_sub(usize::from(hash.max_rest)));
+        }
+        let mut to = (len + 1).saturating_sub(usize::from(hash.min_rest));
+        if hash.hash_id != NO_MEMO {
+            let claimed = self.memo.claim(hash.hash_id, i, len);
+            from = from.max(claimed.start);
+            to = to.min(claimed.end);
+        }
         // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`
         // node has no wildcard child and takes the loop below; the general visit stays for
         // safety.
         if hash.wild.is_some() {
-            for j in positions {
+            for j in from..to {
                 pending.push(hash, j);
             }
             return;
         }
         // At each position only one literal child can go on; at the end, the patterns that end
         // with this `#` match.
-        let words = self
-            .words
-            .get(positions.start..positions.end.min(len))
-            .unwrap_or_default();
-        for (j, &word) in (positions.start..).zip(words) {
-            #[cfg(test)]
-            {
-                self.visits += 1;
-            }
-            if word != UNKNOWN
-                && let Some(child) = hash.words.get(word)
-                && child.fits(len - j - 1)
-            {
+        let words = self.words.get(from..to.min(len)).unwrap_or_default();
+        #[cfg(test)]
+        {
+            self.visits += words.len();
+        }
+        hash.words.find_each(words, |k, child| {
+            let j = from + k;
+            if child.fits(len - j - 1) {
                 pending.push(child, j + 1);
             }
-        }
-        if positions.contains(&len) {
+        });
+        if from <= len && len < to {
             #[cfg(test)]
             {
                 self.visits += 1;
