@@ -508,6 +508,21 @@ mod tests {
     }
 
     #[test]
+    fn a_search_with_more_visits_pending_than_the_stack_holds_finds_them_all() {
+        // At each of the twelve words the `#` can end and `x` go on: twelve visits are found
+        // before any is made, more than the stack keeps inline.
+        let patterns: Vec<String> = (1..=12)
+            .map(|n| format!("#.{}", vec!["x"; n].join(".")))
+            .chain((1..=12).map(|n| format!("{}.#", vec!["*"; n].join("."))))
+            .collect();
+        let t = trie(&patterns.iter().map(String::as_str).collect::<Vec<_>>());
+        let subject = vec!["x"; 12].join(".");
+        assert_eq!(t.matches(&subject), (0..24).collect::<Vec<_>>());
+        assert_eq!(t.matches("x.x"), [0, 1, 12, 13]);
+        assert_eq!(t.matches("y.x"), [0, 12, 13]);
+    }
+
+    #[test]
     fn a_search_from_inside_a_search_gets_its_own_memo() {
         let t = trie(&["#.a", "#"]);
         let mut inner = Vec::new();
