@@ -73,7 +73,11 @@ impl<T> Children<T> {
     /// ([`UNKNOWN`] words have none): a `#` node looks up each position of the subject
     /// where it can end, so the loop is here, inside one match on the kind of children.
     #[inline(always)]
-    pub(super) fn find_each<'a>(&'a self, words: &[WordId], mut found: impl FnMut(usize, &'a Node<T>)) {
+    pub(super) fn find_each<'a>(
+        &'a self,
+        words: &[WordId],
+        mut found: impl FnMut(usize, &'a Node<T>),
+    ) {
         match self {
             Children::Few { ids, nodes } => {
                 for (k, &id) in words.iter().enumerate() {

@@ -516,7 +516,7 @@ mod tests {
             .chain((1..=12).map(|n| format!("{}.#", vec!["*"; n].join("."))))
             .collect();
         let t = trie(&patterns.iter().map(String::as_str).collect::<Vec<_>>());
-        let subject = vec!["x"; 12].join(".");
+        let subject = ["x"; 12].join(".");
         assert_eq!(t.matches(&subject), (0..24).collect::<Vec<_>>());
         assert_eq!(t.matches("x.x"), [0, 1, 12, 13]);
         assert_eq!(t.matches("y.x"), [0, 12, 13]);
