@@ -439,6 +439,13 @@ mod tests {
             scanned(&w, b"nys.nysee.eightbyte.nine-bytf.longer-than-sixteeN"),
             [UNKNOWN; 5]
         );
+        // Sixteen bytes (the head's whole width) and eight, hashed as `key` hashes them.
+        let sixteen = w.id("exactly-16-bytes");
+        let eight = w.id("8-bytes!");
+        assert_eq!(
+            scanned(&w, b"x.exactly-16-bytes.8-bytes!"),
+            [UNKNOWN, sixteen, eight]
+        );
         let long = ["ibm"; 100].join(".");
         assert_eq!(
             scanned(&w, long.as_bytes()),
