@@ -1,7 +1,7 @@
 //! A node's literal children, labelled with word ids.
 
 use super::Node;
-use super::words::WordId;
+use super::words::{UNKNOWN, WordId};
 
 /// The children of a node reached through literal words.
 ///
@@ -66,6 +66,36 @@ impl<T> Children<T> {
                 0 => None,
                 _ => table.nodes.get(table.find(id)?),
             },
+        }
+    }
+
+    /// Calls `found` with the place in `words` and the child of each word that has one
+    /// ([`UNKNOWN`] words have none): a `#` node looks up each position of the subject
+    /// where it can end, so the loop is here, inside one match on the kind of children.
+    #[inline(always)]
+    pub(super) fn find_each<'a>(
+        &'a self,
+        words: &[WordId],
+        mut found: impl FnMut(usize, &'a Node<T>),
+    ) {
+        match self {
+            Children::Few { ids, nodes } => {
+                for (k, &id) in words.iter().enumerate() {
+                    if let Some(child) = few_position(ids, id).and_then(|i| nodes.get(i)) {
+                        found(k, child);
+                    }
+                }
+            }
+            Children::Many { table, filter } => {
+                for (k, &id) in words.iter().enumerate() {
+                    if id != UNKNOWN
+                        && filter & filter_bit(id) != 0
+                        && let Some(child) = table.find(id).and_then(|i| table.nodes.get(i))
+                    {
+                        found(k, child);
+                    }
+                }
+            }
         }
     }
 
@@ -383,6 +413,16 @@ mod tests {
                 for probe in 0..48 {
                     prop_assert_eq!(values(&c, probe), model.get(&probe).map(|v| vec![*v]));
                 }
+                // Looked up as a run of subject words, unknown ones among them, the same.
+                let words: Vec<WordId> = (0..48).chain([UNKNOWN, 3, UNKNOWN]).collect();
+                let mut each = Vec::new();
+                c.find_each(&words, |k, node| each.push((k, node.values.as_slice().to_vec())));
+                let want: Vec<(usize, Vec<u32>)> = words
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, id)| model.get(id).map(|v| (k, vec![*v])))
+                    .collect();
+                prop_assert_eq!(each, want);
                 prop_assert_eq!(c.nodes().count(), model.len());
                 prop_assert_eq!(c.is_empty(), model.is_empty());
                 // The filter holds the bits of the children there are, and (the table being

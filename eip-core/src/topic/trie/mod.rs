@@ -11,10 +11,12 @@
 //!
 //! A `#` edge can take any number of words, so the same node may be reached at the same subject
 //! position along several routes (`#.*.#.*.#.a` against thirty words has thousands). The walk
-//! remembers, for each `#` node, the lowest position it has already expanded from and never
-//! expands a position twice, so it visits each (node, position) pair at most once: its cost is
-//! bounded by the nodes that can match a prefix of the subject times the subject's length,
-//! whatever the patterns. Each node also knows the fewest and most words the patterns below it
+//! remembers, for each `#` node below another `#`, the lowest position it has already expanded
+//! from and never expands a position twice, so it visits each (node, position) pair at most
+//! once: its cost is bounded by the nodes that can match a prefix of the subject times the
+//! subject's length, whatever the patterns. A node with no `#` above it is reached by one
+//! route of a fixed number of words, so at most once a search: a first `#` needs no memo, and
+//! a trie without `#.…#` patterns (the usual case) makes a search keep none. Each node also knows the fewest and most words the patterns below it
 //! need, and the walk skips nodes that can not fit the words left.
 
 mod children;
@@ -24,9 +26,9 @@ mod words;
 
 use std::fmt;
 
-use self::node::{IdPool, Node, UNBOUNDED, plus_one};
+use self::node::{IdPool, NO_MEMO, Node, UNBOUNDED, plus_one};
 use self::search::{MEMO, Memo, Search};
-use self::words::{UNKNOWN, WordId, Words, dots};
+use self::words::{UNKNOWN, WordId, Words};
 #[cfg(doc)]
 use super::subject_words;
 use super::{MAX_TOPIC_LEN, TopicPattern, Word};
@@ -85,8 +87,12 @@ impl<T> TopicTrie<T> {
     }
 
     /// Stores `value` under `pattern`. Storing the same value under the same pattern twice
-    /// keeps both; a match still yields it once.
-    pub fn insert(&mut self, pattern: &TopicPattern, value: T) {
+    /// keeps both; a match still yields it once. (The values under one pattern are kept in
+    /// order, hence `Ord`.)
+    pub fn insert(&mut self, pattern: &TopicPattern, value: T)
+    where
+        T: Ord,
+    {
         // The bounds of each suffix of the pattern: the fewest and most words it takes.
         let mut bounds = vec![(0, 0); pattern.words.len() + 1];
         for (d, word) in pattern.words.iter().enumerate().rev() {
@@ -100,6 +106,8 @@ impl<T> TopicTrie<T> {
         }
         let (words, ids) = (&mut self.words, &mut self.hash_ids);
         let mut node = &mut self.root;
+        // Whether the path so far went through a `#`: a `#` node below one needs a memo id.
+        let mut after_hash = false;
         for (word, bounds) in pattern.words.iter().zip(&bounds) {
             node.widen(*bounds);
             node = match word {
@@ -112,10 +120,12 @@ impl<T> TopicTrie<T> {
                     child
                 }
                 Word::One => node.wild_mut().star.get_or_insert_with(Node::new),
-                Word::Any => node
-                    .wild_mut()
-                    .hash
-                    .get_or_insert_with(|| Node::hash(ids.take())),
+                Word::Any => {
+                    let memo = std::mem::replace(&mut after_hash, true);
+                    node.wild_mut()
+                        .hash
+                        .get_or_insert_with(|| Node::hash(if memo { ids.take() } else { NO_MEMO }))
+                }
             };
         }
         node.widen((0, 0));
@@ -146,42 +156,44 @@ impl<T> TopicTrie<T> {
     /// Calls `f` once with each value whose pattern matches `subject` (a value stored under
     /// several matching patterns comes once per pattern). A subject over [`MAX_TOPIC_LEN`]
     /// bytes matches nothing.
-    pub fn for_each_match<'a>(&'a self, subject: &str, f: impl FnMut(&'a T)) {
+    pub fn for_each_match<'a>(&'a self, subject: &str, mut f: impl FnMut(&'a T)) {
+        self.for_each_match_slice(subject, |values| values.iter().for_each(&mut f));
+    }
+
+    /// [`for_each_match`](Self::for_each_match), given the values of each matching node at
+    /// once.
+    fn for_each_match_slice<'a>(&'a self, subject: &str, f: impl FnMut(&'a [T])) {
         if subject.len() > MAX_TOPIC_LEN {
             return;
         }
         // The subject is scanned once: each word is looked up as soon as its end is found.
         let mut ids = WordIds::new();
         if !subject.is_empty() {
-            let bytes = subject.as_bytes();
-            let mut start = 0;
-            for i in dots(bytes) {
-                ids.push(
-                    self.words
-                        .get_bytes(bytes.get(start..i).unwrap_or_default()),
-                );
-                start = i + 1;
-            }
-            ids.push(self.words.get_bytes(bytes.get(start..).unwrap_or_default()));
+            self.words.scan(subject.as_bytes(), |id| ids.push(id));
         }
         self.search(ids.as_slice(), f);
     }
 
     /// [`for_each_match`](Self::for_each_match) for a subject already split into words (see
     /// [`subject_words`]). No length limit is applied here.
-    pub fn for_each_match_words<'a>(&'a self, words: &[&str], f: impl FnMut(&'a T)) {
+    pub fn for_each_match_words<'a>(&'a self, words: &[&str], mut f: impl FnMut(&'a T)) {
         let mut ids = WordIds::new();
         for w in words {
             ids.push(self.words.get_bytes(w.as_bytes()));
         }
-        self.search(ids.as_slice(), f);
+        self.search(ids.as_slice(), |values| values.iter().for_each(&mut f));
     }
 
     /// Walks the trie for a subject given as word ids.
-    fn search<'a>(&'a self, ids: &[WordId], mut f: impl FnMut(&'a T)) {
-        let hash_nodes = self.hash_ids.next as usize;
+    fn search<'a>(&'a self, ids: &[WordId], mut f: impl FnMut(&'a [T])) {
+        let memo_nodes = self.hash_ids.next as usize;
+        if memo_nodes == 0 {
+            // No `#` node needs a memo: an empty one (no allocation) is never consulted.
+            Search::new(ids, &mut Memo::default(), &mut f).visit(&self.root, 0);
+            return;
+        }
         let mut run = |memo: &mut Memo| {
-            memo.begin(hash_nodes);
+            memo.begin(memo_nodes);
             Search::new(ids, memo, &mut f).visit(&self.root, 0);
         };
         // The shared memo saves an allocation per search; it is busy only if `f` itself
@@ -216,7 +228,10 @@ impl<T> TopicTrie<T> {
         T: Ord + Clone,
     {
         found.clear();
-        self.for_each_match(subject, |v| found.push(v.clone()));
+        self.for_each_match_slice(subject, |values| match values {
+            [value] => found.push(value.clone()),
+            _ => found.extend_from_slice(values),
+        });
         found.sort_unstable();
         found.dedup();
     }
@@ -227,7 +242,7 @@ impl<T> fmt::Debug for TopicTrie<T> {
         f.debug_struct("TopicTrie")
             .field("len", &self.len)
             .field(
-                "hash_nodes",
+                "memo_nodes",
                 &(self.hash_ids.next as usize - self.hash_ids.free.len()),
             )
             .finish()
@@ -286,7 +301,9 @@ fn remove_at<T: PartialEq>(
             };
             let removed = remove_at(child, rest, value, ids, words_ids);
             if removed && child.is_empty() {
-                ids.release(child.hash_id);
+                if child.hash_id != NO_MEMO {
+                    ids.release(child.hash_id);
+                }
                 wild.hash = None;
                 node.tidy_wild();
             }
@@ -396,6 +413,26 @@ mod tests {
     }
 
     #[test]
+    fn matches_come_sorted_and_once_however_many() {
+        for n in [0, 1, 2, 5, 31, 32, 33, 34, 40, 100] {
+            let mut t = TopicTrie::new();
+            let mut want = Vec::new();
+            for i in 0..n {
+                // Out of order, and past 41 values repeated, under patterns that all match.
+                let v = (i * 37) % 41;
+                t.insert(&p(["#", "a.*", "*.b", "a.b"][i % 4]), v);
+                want.push(v);
+            }
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(t.matches("a.b"), want, "{n} values");
+            let mut found = vec![99; 3];
+            t.matches_into("a.b", &mut found);
+            assert_eq!(found, want, "{n} values, into a used buffer");
+        }
+    }
+
+    #[test]
     fn subjects_over_255_bytes_match_nothing() {
         let t = trie(&["#"]);
         assert_eq!(t.matches(&"a".repeat(255)), [0]);
@@ -405,20 +442,47 @@ mod tests {
     #[test]
     fn removing_prunes_empty_nodes_and_reuses_hash_ids() {
         let mut t = TopicTrie::new();
-        t.insert(&p("a.#.b"), 1);
-        t.insert(&p("a.#.b"), 2);
-        assert!(t.remove(&p("a.#.b"), &1));
-        assert!(!t.remove(&p("a.#.b"), &1), "only one copy was stored");
-        assert!(!t.remove(&p("a.*.b"), &2), "not under that pattern");
+        t.insert(&p("a.#.b.#"), 1);
+        t.insert(&p("a.#.b.#"), 2);
+        assert_eq!(t.hash_ids.next, 1, "only the second `#` needs a memo id");
+        assert!(t.remove(&p("a.#.b.#"), &1));
+        assert!(!t.remove(&p("a.#.b.#"), &1), "only one copy was stored");
+        assert!(!t.remove(&p("a.*.b.#"), &2), "not under that pattern");
         assert_eq!(t.matches("a.x.y.b"), [2]);
-        assert!(t.remove(&p("a.#.#.b"), &2), "`#.#` is `#`");
+        assert!(t.remove(&p("a.#.#.b.#"), &2), "`#.#` is `#`");
         assert!(t.is_empty());
         assert!(t.root.is_empty(), "every node was pruned");
         assert_eq!(t.words.len(), 0, "every word id was freed");
         assert_eq!(t.hash_ids.free, [0]);
-        t.insert(&p("#"), 3);
+        t.insert(&p("#.x.#"), 3);
         assert_eq!(t.hash_ids.next, 1, "the freed id was reused");
+        assert!(t.hash_ids.free.is_empty());
         assert_eq!(t.matches("x"), [3]);
+        assert!(t.remove(&p("#.x.#"), &3));
+        assert_eq!(t.hash_ids.free, [0], "freed again with its node");
+    }
+
+    #[test]
+    fn a_first_hash_takes_no_memo_id() {
+        let mut t = TopicTrie::new();
+        for (i, s) in ["#", "#.a", "a.#", "*.#.b", "a.*.#", "#.*"]
+            .iter()
+            .enumerate()
+        {
+            t.insert(&p(s), i);
+        }
+        assert_eq!(t.hash_ids.next, 0);
+        assert_eq!(t.matches("a.b"), [0, 2, 3, 4, 5]);
+        assert_eq!(t.matches("a"), [0, 1, 2, 5]);
+        assert_eq!(t.matches(""), [0]);
+        t.insert(&p("a.#.b.#"), 6);
+        assert_eq!(t.hash_ids.next, 1);
+        assert_eq!(t.matches("a.b"), [0, 2, 3, 4, 5, 6]);
+        assert!(t.remove(&p("#"), &0));
+        assert!(t.remove(&p("a.#"), &2));
+        assert_eq!(t.hash_ids.next, 1, "removing first `#`s frees no memo id");
+        assert!(t.hash_ids.free.is_empty());
+        assert_eq!(t.matches("a.x.b"), [3, 4, 5, 6]);
     }
 
     #[test]
@@ -438,9 +502,24 @@ mod tests {
             .iter()
             .map(|w| t.words.get_bytes(w.as_bytes()))
             .collect();
-        let mut search = Search::new(&ids, &mut memo, |_: &usize| {});
+        let mut search = Search::new(&ids, &mut memo, |_: &[usize]| {});
         search.visit(&t.root, 0);
         assert!(search.visits <= 13 * 31, "{} visits", search.visits);
+    }
+
+    #[test]
+    fn a_search_with_more_visits_pending_than_the_stack_holds_finds_them_all() {
+        // At each of the twelve words the `#` can end and `x` go on: twelve visits are found
+        // before any is made, more than the stack keeps inline.
+        let patterns: Vec<String> = (1..=12)
+            .map(|n| format!("#.{}", vec!["x"; n].join(".")))
+            .chain((1..=12).map(|n| format!("{}.#", vec!["*"; n].join("."))))
+            .collect();
+        let t = trie(&patterns.iter().map(String::as_str).collect::<Vec<_>>());
+        let subject = ["x"; 12].join(".");
+        assert_eq!(t.matches(&subject), (0..24).collect::<Vec<_>>());
+        assert_eq!(t.matches("x.x"), [0, 1, 12, 13]);
+        assert_eq!(t.matches("y.x"), [0, 12, 13]);
     }
 
     #[test]

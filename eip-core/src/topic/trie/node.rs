@@ -17,9 +17,10 @@ pub(super) struct Node<T> {
     pub(super) wild: Option<Box<Wild<T>>>,
     /// The values of the patterns that end here.
     pub(super) values: Values<T>,
-    /// For a node reached through `#`, its number in the search's memo ([`IdPool`]); unused
-    /// elsewhere. Four bytes the cache line had spare: a search reads it with the node, where
-    /// a number kept beside the node took a cache line of its own.
+    /// For a node reached through a `#` that follows another `#` in its patterns, its number
+    /// in the search's memo ([`IdPool`]); [`NO_MEMO`] elsewhere. Four bytes the cache line had
+    /// spare: a search reads it with the node, where a number kept beside the node took a
+    /// cache line of its own.
     pub(super) hash_id: u32,
 }
 
@@ -32,7 +33,8 @@ pub(super) struct Wild<T> {
 }
 
 /// The values stored at a node: one inline (the usual case, read with the node itself), or
-/// several behind a pointer.
+/// several behind a pointer, kept in ascending order: a match's values then come in sorted
+/// runs, which leaves its sort less to do.
 #[derive(Clone)]
 pub(super) enum Values<T> {
     None,
@@ -55,12 +57,18 @@ impl<T> Values<T> {
         }
     }
 
-    pub(super) fn push(&mut self, value: T) {
+    /// Adds `value` in its place (after any equal ones).
+    pub(super) fn push(&mut self, value: T)
+    where
+        T: Ord,
+    {
         *self = match std::mem::replace(self, Values::None) {
             Values::None => Values::One(value),
-            Values::One(first) => Values::Many(Box::new(vec![first, value])),
+            Values::One(first) if first <= value => Values::Many(Box::new(vec![first, value])),
+            Values::One(first) => Values::Many(Box::new(vec![value, first])),
             Values::Many(mut vs) => {
-                vs.push(value);
+                let at = vs.partition_point(|v| *v <= value);
+                vs.insert(at, value);
                 Values::Many(vs)
             }
         };
@@ -96,7 +104,12 @@ pub(super) fn plus_one(n: u16) -> u16 {
     n.saturating_add(1)
 }
 
-/// Dense ids for `#` nodes; a pruned node's id is reused, so the memo stays as small as the
+/// The [`Node::hash_id`] of a node the search needs no memo for: one not reached through `#`,
+/// or reached through a first `#`. A path from the root to such a node takes a fixed number of
+/// words, so a search reaches it at most once, at one position, and expands it once.
+pub(super) const NO_MEMO: u32 = u32::MAX;
+
+/// Dense ids for the `#` nodes that need a memo (those below another `#`); a pruned node's id is reused, so the memo stays as small as the
 /// number of `#` nodes that exist.
 #[derive(Clone, Default)]
 pub(super) struct IdPool {
@@ -125,11 +138,11 @@ impl<T> Node<T> {
             values: Values::None,
             min_rest: UNBOUNDED,
             max_rest: 0,
-            hash_id: 0,
+            hash_id: NO_MEMO,
         }
     }
 
-    /// An empty node reached through `#`, numbered `hash_id`.
+    /// An empty node reached through `#`, numbered `hash_id` ([`NO_MEMO`] if it needs no memo).
     pub(super) fn hash(hash_id: u32) -> Self {
         Node {
             hash_id,
@@ -191,17 +204,6 @@ impl<T> Node<T> {
         (self.min_rest, self.max_rest) = (lo, hi);
     }
 
-    /// The positions `j` (words consumed) of a subject of `len` words at which a pattern
-    /// through here can match the words left.
-    pub(super) fn fitting_positions(&self, len: usize) -> std::ops::Range<usize> {
-        let first = match self.max_rest {
-            UNBOUNDED => 0,
-            max => len.saturating_sub(usize::from(max)),
-        };
-        let end = (len + 1).saturating_sub(usize::from(self.min_rest));
-        first..end
-    }
-
     /// Whether a pattern through here can match the `rest` words left.
     #[inline]
     pub(super) fn fits(&self, rest: usize) -> bool {
@@ -209,5 +211,37 @@ impl<T> Node<T> {
         // and leaves one comparison each way.
         let rest = rest.min(usize::from(UNBOUNDED - 1)) as u16;
         self.min_rest <= rest && rest <= self.max_rest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Values pushed and removed in any order against a sorted list: a node holds the same
+        /// values, in ascending order, and one inline when it holds one.
+        #[test]
+        fn values_stay_in_order(ops in proptest::collection::vec((any::<bool>(), 0..8u32), 0..60)) {
+            let mut values = Values::None;
+            let mut model: Vec<u32> = Vec::new();
+            for (push, v) in ops {
+                if push {
+                    values.push(v);
+                    model.push(v);
+                    model.sort_unstable();
+                } else {
+                    let there = model.iter().position(|m| *m == v);
+                    prop_assert_eq!(values.remove(&v), there.is_some());
+                    if let Some(i) = there {
+                        model.remove(i);
+                    }
+                }
+                prop_assert_eq!(values.as_slice(), model.as_slice());
+                prop_assert_eq!(values.is_empty(), model.is_empty());
+                prop_assert_eq!(matches!(values, Values::One(_)), model.len() == 1);
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::node::Node;
+use super::node::{NO_MEMO, Node, UNBOUNDED};
 use super::words::{UNKNOWN, WordId};
 
 thread_local! {
@@ -11,9 +11,9 @@ thread_local! {
     pub(super) static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
 }
 
-/// For each `#` node, the lowest subject position it has been expanded from in the current
-/// search. Slots from earlier searches carry an older generation and count as unset, so
-/// starting a search costs nothing however many `#` nodes there are.
+/// For each `#` node below another `#`, the lowest subject position it has been expanded from
+/// in the current search. Slots from earlier searches carry an older generation and count as
+/// unset, so starting a search costs nothing however many `#` nodes there are.
 #[derive(Default)]
 pub(super) struct Memo {
     generation: u32,
@@ -57,7 +57,7 @@ impl Memo {
 }
 
 /// One search: the ids of the subject's words ([`UNKNOWN`] for a word no pattern has), the
-/// memo, and what to do with a match.
+/// memo, and what to do with the values of each matching pattern (given a node's at once).
 pub(super) struct Search<'w, 'm, F> {
     words: &'w [WordId],
     memo: &'m mut Memo,
@@ -65,6 +65,47 @@ pub(super) struct Search<'w, 'm, F> {
     /// Nodes entered, for the tests that check a search stays bounded.
     #[cfg(test)]
     pub(super) visits: usize,
+}
+
+/// Visits a search keeps in an array on the stack before it spills to the heap.
+const INLINE_PENDING: usize = 8;
+
+/// The visits a search has found and not made yet: a node (known to fit) and the words
+/// consumed when it is reached. A stack, so the walk is one loop and never recurses: a visit
+/// costs a push and a pop instead of a call, and no pattern can make the walk deep.
+struct Pending<'a, T> {
+    inline: [(&'a Node<T>, usize); INLINE_PENDING],
+    len: usize,
+    spilled: Vec<(&'a Node<T>, usize)>,
+}
+
+impl<'a, T> Pending<'a, T> {
+    /// An empty stack; `filler` fills the unused places of the array.
+    fn new(filler: &'a Node<T>) -> Self {
+        Pending {
+            inline: [(filler, 0); INLINE_PENDING],
+            len: 0,
+            spilled: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, node: &'a Node<T>, i: usize) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = (node, i),
+            None => self.spilled.push((node, i)),
+        }
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(&'a Node<T>, usize)> {
+        self.len = self.len.checked_sub(1)?;
+        match self.inline.get(self.len) {
+            Some(visit) => Some(*visit),
+            None => self.spilled.pop(),
+        }
+    }
 }
 
 impl<'w, 'm, F> Search<'w, 'm, F> {
@@ -78,26 +119,31 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
         }
     }
 
-    /// Visits `node` with the first `i` words consumed, unless its patterns can not fit the
-    /// words left.
-    pub(super) fn visit<'a, T>(&mut self, node: &'a Node<T>, i: usize)
+    /// Visits `root` with the first `i` words consumed (unless its patterns can not fit the
+    /// words left), and every node a match can go on to. The order of the visits does not
+    /// matter: each `#` node's memo holds the positions it has been expanded from, always a
+    /// suffix of the subject.
+    pub(super) fn visit<'a, T>(&mut self, root: &'a Node<T>, i: usize)
     where
-        F: FnMut(&'a T),
+        F: FnMut(&'a [T]),
     {
-        if node.fits(self.words.len().saturating_sub(i)) {
-            self.step(node, i);
+        if !root.fits(self.words.len().saturating_sub(i)) {
+            return;
+        }
+        let mut pending = Pending::new(root);
+        pending.push(root, i);
+        while let Some((node, i)) = pending.pop() {
+            self.walk(node, i, &mut pending);
         }
     }
 
-    /// Visits a node that fits, and the literal children after it: the walk down literal
-    /// words is a loop, and only `*` and `#` edges recurse, so the recursion's depth is bounded
-    /// by the wildcards of the longest pattern (at most 256 words). Children are checked for
-    /// fit before they are entered, and a `#` child is visited only at the positions where it
-    /// fits. The order in which nodes are visited does not matter: each `#` node's memo holds
-    /// the positions it has been expanded from, always a suffix of the subject.
-    fn step<'a, T>(&mut self, mut node: &'a Node<T>, mut i: usize)
+    /// Visits a node that fits, and the literal children after it, in a loop; the `*` and `#`
+    /// children met on the way go to `pending`. Children are checked for fit before they are
+    /// entered or put there, and a `#` child is expanded only at the positions where it fits.
+    #[inline(always)]
+    fn walk<'a, T>(&mut self, mut node: &'a Node<T>, mut i: usize, pending: &mut Pending<'a, T>)
     where
-        F: FnMut(&'a T),
+        F: FnMut(&'a [T]),
     {
         let len = self.words.len();
         loop {
@@ -106,86 +152,96 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
                 self.visits += 1;
             }
             let word = self.words.get(i).copied();
-            // The children this visit may go on to are found, and whether they fit read,
-            // before any branch is walked: the loads of their cache lines (usually misses at
-            // 100k patterns) then overlap the work of the branches walked first instead of
-            // each waiting after it.
-            let wild = node.wild.as_deref();
-            let star = match (word, wild) {
-                (Some(_), Some(wild)) => wild.star.as_ref().filter(|s| s.fits(len - i - 1)),
-                _ => None,
-            };
+            // The literal child is found, and whether it fits read, before the `#` child is
+            // expanded: the load of its cache line (usually a miss at 100k patterns) then
+            // overlaps the expansion instead of waiting after it.
             let next = match word {
-                Some(w) if w != UNKNOWN => node
-                    .words
-                    .get(w)
-                    .map(|child| (child, child.fits(len - i - 1))),
+                Some(w) if w != UNKNOWN => node.words.get(w).filter(|c| c.fits(len - i - 1)),
                 _ => None,
             };
-            if let Some(hash) = wild.and_then(|w| w.hash.as_ref()) {
-                self.expand_hash(hash, i);
-            }
-            if let Some(star) = star {
-                self.step(star, i + 1);
+            if let Some(wild) = node.wild.as_deref() {
+                if let Some(hash) = &wild.hash {
+                    self.expand_hash(hash, i, pending);
+                }
+                if word.is_some()
+                    && let Some(star) = &wild.star
+                    && star.fits(len - i - 1)
+                {
+                    pending.push(star, i + 1);
+                }
             }
             if word.is_none() {
-                node.values.as_slice().iter().for_each(&mut self.emit);
+                self.emit_values(node);
                 return;
             }
             match next {
-                Some((child, true)) => {
+                Some(child) => {
                     node = child;
                     i += 1;
                 }
-                _ => return,
+                None => return,
             }
         }
     }
 
-    /// Visits the `#` child of a node reached at position `i`: at every position from `i` on
+    #[inline(always)]
+    fn emit_values<'a, T>(&mut self, node: &'a Node<T>)
+    where
+        F: FnMut(&'a [T]),
+    {
+        let values = node.values.as_slice();
+        if !values.is_empty() {
+            (self.emit)(values);
+        }
+    }
+
+    /// Expands the `#` child of a node reached at position `i`: at every position from `i` on
     /// where it fits and that it has not been expanded from yet in this search.
-    fn expand_hash<'a, T>(&mut self, hash: &'a Node<T>, i: usize)
+    #[inline(always)]
+    fn expand_hash<'a, T>(&mut self, hash: &'a Node<T>, i: usize, pending: &mut Pending<'a, T>)
     where
-        F: FnMut(&'a T),
+        F: FnMut(&'a [T]),
     {
         let len = self.words.len();
-        let claimed = self.memo.claim(hash.hash_id, i, len);
-        let fitting = hash.fitting_positions(len);
-        let positions = claimed.start.max(fitting.start)..claimed.end.min(fitting.end);
-        // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`
-        // node has no wildcard child and takes the loop below; the general walk stays for safety.
-        if hash.wild.is_some() {
-            for j in positions {
-                self.step(hash, j);
-            }
-        } else {
-            self.literals_after_hash(hash, positions);
+        // The positions where the words left fit the patterns below: `from..to`.
+        let mut from = i;
+        if hash.max_rest != UNBOUNDED {
+            from = from.max(len.saturating_sub(usize::from(hash.max_rest)));
         }
-    }
-
-    /// The visits of a `#` node without wildcard children (the usual `#.a.b`) at `positions`,
-    /// done in one loop: at each, only its values (at the end) or one literal child can match.
-    fn literals_after_hash<'a, T>(&mut self, node: &'a Node<T>, positions: Range<usize>)
-    where
-        F: FnMut(&'a T),
-    {
-        let len = self.words.len();
-        for j in positions {
+        let mut to = (len + 1).saturating_sub(usize::from(hash.min_rest));
+        if hash.hash_id != NO_MEMO {
+            let claimed = self.memo.claim(hash.hash_id, i, len);
+            from = from.max(claimed.start);
+            to = to.min(claimed.end);
+        }
+        // Patterns keep their wildcard runs in canonical order (stars, then one `#`), so a `#`
+        // node has no wildcard child and takes the loop below; the general visit stays for
+        // safety.
+        if hash.wild.is_some() {
+            for j in from..to {
+                pending.push(hash, j);
+            }
+            return;
+        }
+        // At each position only one literal child can go on; at the end, the patterns that end
+        // with this `#` match.
+        let words = self.words.get(from..to.min(len)).unwrap_or_default();
+        #[cfg(test)]
+        {
+            self.visits += words.len();
+        }
+        hash.words.find_each(words, |k, child| {
+            let j = from + k;
+            if child.fits(len - j - 1) {
+                pending.push(child, j + 1);
+            }
+        });
+        if from <= len && len < to {
             #[cfg(test)]
             {
                 self.visits += 1;
             }
-            match self.words.get(j) {
-                None => node.values.as_slice().iter().for_each(&mut self.emit),
-                Some(&word) => {
-                    if word != UNKNOWN
-                        && let Some(child) = node.words.get(word)
-                        && child.fits(len - j - 1)
-                    {
-                        self.step(child, j + 1);
-                    }
-                }
-            }
+            self.emit_values(hash);
         }
     }
 }

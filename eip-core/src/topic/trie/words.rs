@@ -58,30 +58,61 @@ const EMPTY: Slot = Slot {
 /// Words of up to this many bytes are told apart by [`Slot::head`] and the length alone.
 const SHORT: usize = 8;
 
-/// The first [`HEAD`] bytes of `word` as two integers, read with at most four loads (which
-/// may overlap): both feed the hash, and for a word of up to [`SHORT`] bytes the first and the
-/// length together name the word, so finding it compares integers only.
+/// The head of `word` as two integers: its first 8 bytes (zero-padded), and its last 8 if it
+/// has 9 to [`HEAD`] bytes, its bytes 8 to 16 if it has more (0 if it has at most 8). Both feed
+/// the hash, and for a word of up to [`SHORT`] bytes the first and the length together name
+/// the word, so finding it compares integers only. [`Words::scan`] reads the same in place.
 #[inline]
 fn head(word: &[u8]) -> [u64; 2] {
     let n = word.len();
-    let u64_at = |at: usize| {
-        word.get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_le_bytes)
-    };
-    let u32_at = |at: usize| {
-        word.get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u32::from_le_bytes)
-    };
-    let byte_at = |at: usize| word.get(at).copied().map_or(0, u64::from);
-    match n {
-        0 => [0, 0],
-        1..=3 => [byte_at(0) | byte_at(n / 2) << 8 | byte_at(n - 1) << 16, 0],
-        4..=7 => [u64::from(u32_at(0)) | u64::from(u32_at(n - 4)) << 32, 0],
-        8..=HEAD => [u64_at(0), u64_at(n - 8)],
-        _ => [u64_at(0), u64_at(8)],
+    let mut first = [0_u8; SHORT];
+    for (to, from) in first.iter_mut().zip(word) {
+        *to = *from;
     }
+    let second = match n {
+        0..=SHORT => 0,
+        _ => {
+            let at = if n <= HEAD { n - SHORT } else { SHORT };
+            word.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes)
+        }
+    };
+    [u64::from_le_bytes(first), second]
+}
+
+/// The 8 bytes of `bytes` from `at`, little-endian, zero-padded past its end: one load, but
+/// for the last chunk of a subject shorter than 8 bytes.
+#[inline(always)]
+fn chunk_at(bytes: &[u8], at: usize) -> u64 {
+    if let Some(whole) = bytes.get(at..at + 8) {
+        return whole.try_into().map_or(0, u64::from_le_bytes);
+    }
+    let rest = bytes.len().saturating_sub(at);
+    match bytes
+        .get(bytes.len().saturating_sub(8)..)
+        .map(<[u8; 8]>::try_from)
+    {
+        // The last 8 bytes, shifted so those before `at` (already read) go.
+        Some(Ok(last)) if rest > 0 => u64::from_le_bytes(last) >> (8 * (8 - rest)),
+        _ => bytes
+            .get(at..)
+            .unwrap_or_default()
+            .iter()
+            .rev()
+            .fold(0, |w, b| w << 8 | u64::from(*b)),
+    }
+}
+
+/// The `.`s of an 8-byte chunk: the high bit of each byte that is one.
+#[inline(always)]
+fn dots_in(chunk: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
+    // A byte of `x` is zero where the chunk has a dot; the high bit of each byte of the result
+    // is set exactly there (no carry crosses a byte: each is at most 0x7f + 0x7f).
+    let x = chunk ^ DOTS;
+    !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
 /// A word prepared for the table: its hash, head and length, computed once.
@@ -116,6 +147,61 @@ impl Words {
         self.find(&key)
             .and_then(|i| self.slots.get(i))
             .map_or(UNKNOWN, |s| s.id)
+    }
+
+    /// Looks up the words of `subject` in order, calling `found` with each one's id (as
+    /// [`get_bytes`](Self::get_bytes) does): the words of the empty string are one empty word
+    /// here. The subject is read 8 bytes at a time for its dots, and each word's head is one
+    /// load and a mask, wherever the word ends.
+    #[inline(always)]
+    pub(super) fn scan(&self, subject: &[u8], mut found: impl FnMut(WordId)) {
+        let n = subject.len();
+        let (mut start, mut at) = (0, 0);
+        while at < n {
+            // Bytes past the end read as zero, never a dot.
+            let mut dots = dots_in(chunk_at(subject, at));
+            while dots != 0 {
+                let end = at + dots.trailing_zeros() as usize / 8;
+                found(self.get_scanned(subject, start, end));
+                start = end + 1;
+                dots &= dots - 1;
+            }
+            at += 8;
+        }
+        found(self.get_scanned(subject, start, n));
+    }
+
+    /// [`get_bytes`](Self::get_bytes) for the word at `start..end` of `subject`, read in place.
+    #[inline(always)]
+    fn get_scanned(&self, subject: &[u8], start: usize, end: usize) -> WordId {
+        let n = end.wrapping_sub(start);
+        if n > SHORT {
+            return self.get_bytes(subject.get(start..end).unwrap_or_default());
+        }
+        // The 8 bytes from the word's start, those after its end masked off: the word's head
+        // (see `head`), which with its length names it.
+        let first = chunk_at(subject, start) & u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0);
+        let [seed, step, _] = self.seeds;
+        self.find_short(fold(first ^ seed, step ^ n as u64), first, n)
+    }
+
+    /// The id of the word of at most [`SHORT`] bytes whose hash, head and length are given.
+    #[inline(always)]
+    fn find_short(&self, hash: u64, head: u64, len: usize) -> WordId {
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        // Never full, so an empty slot ends every probe; the bound is a safeguard.
+        for _ in 0..self.slots.len() {
+            let Some(slot) = self.slots.get(i) else {
+                break;
+            };
+            // An empty slot's id is `UNKNOWN`.
+            if slot.id == NO_ID || (slot.head == head && slot.len as usize == len) {
+                return slot.id;
+            }
+            i = (i + 1) & mask;
+        }
+        UNKNOWN
     }
 
     /// The id of `word`, numbered now if it has none. It is freed again unless an edge
@@ -289,71 +375,33 @@ impl Words {
     }
 }
 
-/// The positions of the `.`s in `bytes`, in order, found 8 bytes at a time: a chunk without a
-/// dot costs a few integer operations, however long its words.
-pub(super) fn dots(bytes: &[u8]) -> Dots<'_> {
-    Dots {
-        bytes,
-        at: 0,
-        found: 0,
-    }
-}
-
-pub(super) struct Dots<'a> {
-    bytes: &'a [u8],
-    /// Where the next chunk starts.
-    at: usize,
-    /// The dots of the last chunk not yet returned: the high bit of their bytes.
-    found: u64,
-}
-
-impl Iterator for Dots<'_> {
-    type Item = usize;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
-        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
-        while self.found == 0 {
-            let chunk = match self.bytes.get(self.at..self.at + 8) {
-                Some(whole) => whole.try_into().map_or(0, u64::from_le_bytes),
-                None => {
-                    // The last, partial chunk, zero-padded: a zero byte is not a dot.
-                    let rest = self.bytes.get(self.at..).unwrap_or_default();
-                    if rest.is_empty() {
-                        return None;
-                    }
-                    let len = self.bytes.len();
-                    match self
-                        .bytes
-                        .get(len.saturating_sub(8)..)
-                        .map(<[u8; 8]>::try_from)
-                    {
-                        // The last 8 bytes, shifted so those before `at` (already read) go.
-                        Some(Ok(last)) => u64::from_le_bytes(last) >> (8 * (8 - rest.len())),
-                        _ => rest.iter().rev().fold(0, |w, b| w << 8 | u64::from(*b)),
-                    }
-                }
-            };
-            // A byte of `x` is zero where the chunk has a dot; the high bit of each byte of the
-            // result is set exactly there (no carry crosses a byte: each is at most 0x7f + 0x7f).
-            let x = chunk ^ DOTS;
-            self.found = !(((x & LOW7) + LOW7) | x | LOW7);
-            self.at += 8;
-        }
-        let i = self.at - 8 + self.found.trailing_zeros() as usize / 8;
-        self.found &= self.found - 1;
-        Some(i)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn dots(s: &[u8]) -> Vec<usize> {
-        super::dots(s).collect()
+    /// The ids [`Words::scan`] finds in `subject`.
+    fn scanned(w: &Words, subject: &[u8]) -> Vec<WordId> {
+        let mut ids = Vec::new();
+        w.scan(subject, |id| ids.push(id));
+        ids
+    }
+
+    /// The dots of `bytes` as [`dots_in`] finds them, 8 bytes at a time.
+    fn dots(bytes: &[u8]) -> Vec<usize> {
+        (0..bytes.len())
+            .step_by(8)
+            .flat_map(|at| {
+                let mut found = dots_in(chunk_at(bytes, at));
+                std::iter::from_fn(move || {
+                    (found != 0).then(|| {
+                        let i = at + found.trailing_zeros() as usize / 8;
+                        found &= found - 1;
+                        i
+                    })
+                })
+            })
+            .collect()
     }
 
     #[test]
@@ -366,12 +414,79 @@ mod tests {
         assert_eq!(dots(b"-/\xae\xaf\x2d.\x00\xff.\x2f"), [5, 8]);
     }
 
+    #[test]
+    fn a_scan_looks_up_each_word_between_dots() {
+        let mut w = Words::new();
+        let words = [
+            "stock",
+            "ibm",
+            "nyse",
+            "",
+            "eightbyt",
+            "nine-byte",
+            "longer-than-sixteen",
+        ];
+        let ids: Vec<WordId> = words.iter().map(|s| w.id(s)).collect();
+        assert_eq!(scanned(&w, b"stock.ibm.nyse"), ids[..3]);
+        assert_eq!(scanned(&w, b"."), [ids[3], ids[3]]);
+        assert_eq!(scanned(&w, b""), [ids[3]], "one empty word");
+        assert_eq!(
+            scanned(&w, b"eightbyt.nine-byte.x.longer-than-sixteen"),
+            [ids[4], ids[5], UNKNOWN, ids[6]]
+        );
+        // Words that share a head with a known one, or are a prefix of one, are not it.
+        assert_eq!(
+            scanned(&w, b"nys.nysee.eightbyte.nine-bytf.longer-than-sixteeN"),
+            [UNKNOWN; 5]
+        );
+        // Sixteen bytes (the head's whole width) and eight, hashed as `key` hashes them.
+        let sixteen = w.id("exactly-16-bytes");
+        let eight = w.id("8-bytes!");
+        assert_eq!(
+            scanned(&w, b"x.exactly-16-bytes.8-bytes!"),
+            [UNKNOWN, sixteen, eight]
+        );
+        let long = ["ibm"; 100].join(".");
+        assert_eq!(
+            scanned(&w, long.as_bytes()),
+            [ids[1]; 100],
+            "a subject longer than a routing key is scanned too"
+        );
+    }
+
     proptest! {
         #[test]
         fn dots_agree_with_a_byte_scan(s in proptest::collection::vec(
             prop_oneof![Just(b'.'), Just(b'-'), Just(b'/'), Just(0xae_u8), any::<u8>()], 0..40)) {
             let want: Vec<usize> = (0..s.len()).filter(|i| s[*i] == b'.').collect();
             prop_assert_eq!(dots(&s), want);
+        }
+
+        /// Subjects of words of every length class, some numbered and some not: a scan finds
+        /// what looking each split word up finds.
+        #[test]
+        fn a_scan_agrees_with_looking_up_each_word(
+            known in proptest::collection::vec(0..24usize, 0..12),
+            subject in proptest::collection::vec(0..24usize, 1..30),
+        ) {
+            let word = |n: usize| match n % 8 {
+                0 => String::new(),
+                1 => "a".repeat(n % 4 + 1),
+                2 => format!("w{n}"),
+                3 => "é".repeat(n % 5 + 1),
+                4 => format!("eightby{}", n % 10),
+                5 => format!("nine-byte-{}", "x".repeat(n % 7)),
+                6 => format!("a-word-of-more-than-sixteen-{n}"),
+                _ => format!("-/\u{ae}{n}"),
+            };
+            let mut w = Words::new();
+            for n in known {
+                w.id(&word(n));
+            }
+            let subject = subject.iter().map(|n| word(*n)).collect::<Vec<_>>().join(".");
+            let want: Vec<WordId> =
+                subject.split('.').map(|s| w.get_bytes(s.as_bytes())).collect();
+            prop_assert_eq!(scanned(&w, subject.as_bytes()), want, "{:?}", subject);
         }
     }
 
