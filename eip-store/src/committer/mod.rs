@@ -54,6 +54,7 @@ use redb::Durability;
 use tokio::sync::oneshot;
 
 mod acks;
+mod ahead;
 mod answer;
 mod batch;
 mod checkpoint;
@@ -339,7 +340,11 @@ impl Committer {
             return self.fail(effects, error);
         }
         let generation = self.slot.generation();
-        let error = match self.try_write(&mut effects, durable) {
+        let outcome = match self.try_ahead(&mut effects, durable) {
+            Some(outcome) => outcome,
+            None => self.try_write(&mut effects, durable),
+        };
+        let error = match outcome {
             Ok(changes) => return self.committed(effects, changes, durable, started),
             Err(Failure::Journal(error)) => {
                 tracing::error!(%error, "eip-store: writing the journal failed");
@@ -509,21 +514,7 @@ impl Committer {
             // The round is not written into the metadata: only a checkpoint makes the file
             // durable, and it records the round the file holds (see `checkpoint`)
         }
-        self.round = round;
-        self.pending = Some((self.journal.position(), round));
-        match self.journal.write(&mut self.record, round, durable) {
-            Ok(()) => {}
-            Err(WriteError::Write(source)) => {
-                self.discard_pending();
-                return Err(Failure::Journal(self.journal_error(source)));
-            }
-            Err(WriteError::Sync(source)) => {
-                // What reached the disk since the last sync is in doubt: checkpoint before more
-                self.pending = None;
-                self.needs_reset = true;
-                return Err(Failure::Journal(self.journal_error(source)));
-            }
-        }
+        self.journal_round(round, durable)?;
         if durable && publish::publishable(effects) {
             self.publish(effects, &mut changes);
         }
@@ -538,6 +529,25 @@ impl Committer {
         self.pending = None;
         self.applied = round;
         Ok(changes)
+    }
+
+    /// Writes the record of round `round` (the next) into the journal; `durable`: fdatasyncs it.
+    fn journal_round(&mut self, round: u64, durable: bool) -> Result<(), Failure> {
+        self.round = round;
+        self.pending = Some((self.journal.position(), round));
+        match self.journal.write(&mut self.record, round, durable) {
+            Ok(()) => Ok(()),
+            Err(WriteError::Write(source)) => {
+                self.discard_pending();
+                Err(Failure::Journal(self.journal_error(source)))
+            }
+            Err(WriteError::Sync(source)) => {
+                // What reached the disk since the last sync is in doubt: checkpoint before more
+                self.pending = None;
+                self.needs_reset = true;
+                Err(Failure::Journal(self.journal_error(source)))
+            }
+        }
     }
 
     /// After a successful commit: memory first (heads, lengths, bytes), then the answers, so that
