@@ -7,7 +7,9 @@
 //! writes them all in ONE redb write transaction,
 //! which also encodes them as ONE record of the write-ahead journal ([`journal`](crate::journal)),
 //! writes that record, and only then commits the transaction (without an fsync), updates the
-//! queues in memory and answers the jobs. While one round waits for its fsync, the next appends
+//! queues in memory and answers the jobs; a round of only appends and acks is answered before
+//! its commit (`publish`), a small one decided from memory before its transaction is even
+//! built (`ahead`). While one round waits for its fsync, the next appends
 //! queue up and share the next round: one appender gets one round per record, 256 concurrent
 //! appenders about one round per 256 records.
 //!
