@@ -263,12 +263,25 @@ impl Batch {
     /// that can not be read counts nothing).
     fn acked_bytes(&self) -> u64 {
         let file = &self.shared.file;
+        // Those in memory first, before the read transaction begins (see `unstored`)
+        let kept: Vec<Option<u64>> = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Ack { queue, seq, .. } => queue.unstored.len_of(*seq),
+                _ => None,
+            })
+            .collect();
+        let in_memory = kept.iter().flatten().copied().fold(0, u64::saturating_add);
         let sizes = self.shared.read(|txn| {
-            let mut sum = 0u64;
-            for op in &self.ops {
+            let mut sum = in_memory;
+            for (op, kept) in self.ops.iter().zip(&kept) {
                 let Op::Ack { queue, seq, .. } = op else {
                     continue;
                 };
+                if kept.is_some() {
+                    continue;
+                }
                 let size = quiet::catch(|| -> Result<Option<u64>, redb::Error> {
                     let records = txn.open_table(schema::records(&queue.table))?;
                     Ok(records.get(*seq)?.map(|v| frame::payload_len(v.value())))

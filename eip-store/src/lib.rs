@@ -178,6 +178,7 @@ mod space;
 mod store;
 mod table;
 mod ticket;
+mod unstored;
 
 pub use batch::Batch;
 pub use config::StoreConfig;

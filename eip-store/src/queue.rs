@@ -32,6 +32,7 @@ use crate::scan::{self, Target};
 use crate::schema;
 use crate::store::Shared;
 use crate::ticket::AppendTicket;
+use crate::unstored::Unstored;
 
 /// The in-memory state of one queue, shared by its handles and the committer.
 #[derive(Debug)]
@@ -62,6 +63,8 @@ pub(crate) struct QueueState {
     pub(crate) removed: AtomicBool,
     /// Woken whenever the head advances, the queue is removed or the store closes.
     pub(crate) advanced: Notify,
+    /// Records before the head that the database file does not hold yet, for reads.
+    pub(crate) unstored: Unstored,
 }
 
 impl QueueState {
@@ -80,6 +83,7 @@ impl QueueState {
             unreachable: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             advanced: Notify::new(),
+            unstored: Unstored::new(head),
         }
     }
 
@@ -267,22 +271,49 @@ impl QueueLog {
             });
         }
         let file = &self.shared.file;
+        // In this order (see `unstored`): every record before `head` is in `unstored` or before
+        // `stored`
         let head = self.head();
+        let unstored = self.state.unstored.from(from);
+        let mut stored = self.state.unstored.stored().min(head);
+        if covers(&unstored, from, head) {
+            // Memory holds every record from `from` to the head: the database is not read
+            stored = from;
+        }
         let mut skip = self.state.acked().clone();
         skip.extend(self.state.aside().iter().copied());
         let target = Target {
             file,
             id: self.state.id,
             table: &self.state.table,
-            head,
+            head: stored,
             skip: &skip,
         };
-        let found = self.shared.with_database(|db| {
-            let txn = crate::quiet::catch(|| db.begin_read())
-                .map_err(|detail| StoreError::from_panic(file, detail))?
-                .map_err(|e| StoreError::from_redb(file, e))?;
-            scan::scan(&txn, &target, from, max)
-        })?;
+        let mut found = if from < stored {
+            self.shared.with_database(|db| {
+                let txn = crate::quiet::catch(|| db.begin_read())
+                    .map_err(|detail| StoreError::from_panic(file, detail))?
+                    .map_err(|e| StoreError::from_redb(file, e))?;
+                scan::scan(&txn, &target, from, max)
+            })?
+        } else {
+            scan::Scan::starting(from)
+        };
+        if found.next >= stored && found.records.len() < max {
+            // Read up to `stored` (or from past it): what follows up to the head is in memory
+            let start = found.next;
+            found.next = head.max(start);
+            for (seq, record) in unstored {
+                if seq < start || seq >= head || skip.contains(&seq) {
+                    continue;
+                }
+                if found.records.len() == max {
+                    found.next = seq;
+                    break;
+                }
+                found.records.push((seq, record));
+            }
+        }
         for damaged in found.damaged {
             let reason = format!(
                 "record {} of queue {:?} fails its checksum",
@@ -430,3 +461,22 @@ impl QueueLog {
         }
     }
 }
+
+/// Whether `records` (in order) hold every sequence number from `from` up to `head`.
+fn covers(records: &[(u64, Bytes)], from: u64, head: u64) -> bool {
+    let mut want = from;
+    for (seq, _) in records {
+        if want >= head {
+            break;
+        }
+        if *seq != want {
+            return false;
+        }
+        want += 1;
+    }
+    want >= head && !records.is_empty()
+}
+
+#[cfg(test)]
+#[path = "queue_tests.rs"]
+mod tests;

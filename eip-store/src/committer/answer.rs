@@ -14,8 +14,14 @@ use crate::queue::QueueState;
 
 impl Committer {
     /// Answers the job of one committed effect, correcting what the job counted ahead for a
-    /// record that was already gone; declarations and removals update `registry`.
-    pub(super) fn answer(&self, effect: Effect, registry: &mut BTreeMap<String, Arc<QueueState>>) {
+    /// record that was already gone; declarations and removals update `registry`. `published`:
+    /// the round was counted and its appends answered before the commit (`publish`).
+    pub(super) fn answer(
+        &self,
+        effect: Effect,
+        registry: &mut BTreeMap<String, Arc<QueueState>>,
+        published: bool,
+    ) {
         match effect {
             Effect::Append {
                 queue,
@@ -23,19 +29,20 @@ impl Committer {
                 reply,
                 seq,
             } => {
-                let _ = reply.send(self.appended(&queue, &record, seq));
+                // None: answered before the commit (`publish`)
+                if let Some(reply) = reply {
+                    let _ = reply.send(self.appended(&queue, &record, seq));
+                }
             }
             Effect::Ack {
                 queue,
                 seq,
                 deleted,
             } => {
+                // Read no more once the database no longer holds it
                 queue.acked().remove(&seq);
-                if deleted {
-                    self.counters.acks.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    // ack() counted a record that was already gone
-                    queue.len.fetch_add(1, Ordering::AcqRel);
+                if !published {
+                    self.counted_ack(&queue, deleted);
                 }
             }
             Effect::SetAside {
@@ -95,6 +102,16 @@ impl Committer {
         }
     }
 
+    /// Counts a committed ack, or corrects the length an ack of a record already gone counted.
+    pub(super) fn counted_ack(&self, queue: &QueueState, deleted: bool) {
+        if deleted {
+            self.counters.acks.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // ack() counted a record that was already gone
+            queue.len.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
     /// The answer to a declaration of a queue or key table: `state`, entered into `registry` if
     /// the round `created` it.
     fn declared<S>(
@@ -115,7 +132,7 @@ impl Committer {
 
     /// The answer to an append: its sequence number, or, if its queue was removed first, the
     /// error (and its reserved bytes given back).
-    fn appended(
+    pub(super) fn appended(
         &self,
         queue: &QueueState,
         record: &Bytes,
@@ -166,8 +183,11 @@ impl Committer {
         for effect in effects {
             match effect {
                 Effect::Append { record, reply, .. } => {
-                    self.space.release(record.len() as u64);
-                    let _ = reply.send(Err(error.duplicate()));
+                    // None: answered before the commit, and kept (`publish`)
+                    if let Some(reply) = reply {
+                        self.space.release(record.len() as u64);
+                        let _ = reply.send(Err(error.duplicate()));
+                    }
                 }
                 Effect::Ack { queue, seq, .. } => {
                     if queue.acked().remove(&seq) {

@@ -41,6 +41,15 @@ impl Committer {
     /// the file needs reopening (the journal keeps every round until a checkpoint succeeds).
     pub(super) fn checkpoint(&mut self) {
         self.checkpoint_due = false;
+        if self.lagging {
+            // The file lacks rounds the journal holds (memory may hold them, see `publish`):
+            // they are replayed into it first, and the replay makes the checkpoint
+            let generation = self.slot.generation();
+            if let Err(error) = self.reopen(generation, self.applied) {
+                tracing::warn!(%error, "eip-store: no checkpoint; the journal keeps the rounds since the last one");
+            }
+            return;
+        }
         match self.checkpoint_now() {
             Ok(()) => {
                 self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);

@@ -18,7 +18,8 @@ pub(super) enum Effect {
     Append {
         queue: Arc<QueueState>,
         record: Bytes,
-        reply: oneshot::Sender<Result<u64, StoreError>>,
+        /// Taken when the append is answered before its round's commit (`publish`).
+        reply: Option<oneshot::Sender<Result<u64, StoreError>>>,
         /// Given by the write; `None` if the queue was removed first.
         seq: Option<u64>,
     },
@@ -94,7 +95,7 @@ impl Effect {
             } => Effect::Append {
                 queue,
                 record,
-                reply,
+                reply: Some(reply),
                 seq: None,
             },
             Job::Ack { queue, seq } => Effect::Ack {

@@ -7,7 +7,9 @@
 //! writes them all in ONE redb write transaction,
 //! which also encodes them as ONE record of the write-ahead journal ([`journal`](crate::journal)),
 //! writes that record, and only then commits the transaction (without an fsync), updates the
-//! queues in memory and answers the jobs. While one round waits for its fsync, the next appends
+//! queues in memory and answers the jobs; a round of only appends and acks is answered before
+//! its commit (`publish`), a small one decided from memory before its transaction is even
+//! built (`ahead`). While one round waits for its fsync, the next appends
 //! queue up and share the next round: one appender gets one round per record, 256 concurrent
 //! appenders about one round per 256 records.
 //!
@@ -54,11 +56,13 @@ use redb::Durability;
 use tokio::sync::oneshot;
 
 mod acks;
+mod ahead;
 mod answer;
 mod batch;
 mod checkpoint;
 mod effect;
 mod keys;
+mod publish;
 mod reopen;
 mod round;
 
@@ -175,6 +179,9 @@ struct Touched {
 struct Changes {
     queues: HashMap<u32, Touched>,
     tables: HashMap<u32, TouchedTable>,
+    /// Memory took the queues' changes and the appends were answered before the commit
+    /// (`publish`).
+    published: bool,
 }
 
 /// The committer thread's state.
@@ -335,7 +342,11 @@ impl Committer {
             return self.fail(effects, error);
         }
         let generation = self.slot.generation();
-        let error = match self.try_write(&mut effects, durable) {
+        let outcome = match self.try_ahead(&mut effects, durable) {
+            Some(outcome) => outcome,
+            None => self.try_write(&mut effects, durable),
+        };
+        let error = match outcome {
             Ok(changes) => return self.committed(effects, changes, durable, started),
             Err(Failure::Journal(error)) => {
                 tracing::error!(%error, "eip-store: writing the journal failed");
@@ -351,6 +362,17 @@ impl Committer {
                 }
                 if let Err(reopen) = outcome {
                     tracing::error!(error = %reopen, "eip-store: the database file could not be reopened");
+                }
+                if changes.published {
+                    // Answered: the round stands, in the journal and in memory; the file gets it
+                    // before the next round (see `publish`)
+                    tracing::error!(
+                        "eip-store: the round stays in the journal; the next round replays it into the file first"
+                    );
+                    self.pending = None;
+                    self.applied = round;
+                    self.lagging = true;
+                    return self.committed(effects, *changes, true, started);
                 }
                 self.discard_pending();
                 return self.fail(effects, error);
@@ -428,7 +450,10 @@ impl Committer {
         started: Instant,
     ) {
         self.counters.latency.record(started.elapsed());
-        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        if !touched.published {
+            // A published round was counted when it was answered
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
         self.checkpoint_due = true;
         if durable {
             self.unsynced_commits = 0;
@@ -444,7 +469,8 @@ impl Committer {
         }
     }
 
-    /// Writes every effect in one transaction, journals the round, then commits it.
+    /// Writes every effect in one transaction, journals the round, publishes it if it can be
+    /// answered before its commit (`publish`), then commits it.
     fn write(&mut self, effects: &mut [Effect], durable: bool) -> Result<Changes, Failure> {
         let file = self.file.clone();
         let redb_error = |e: redb::Error| Failure::Database(StoreError::from_redb(&file, e));
@@ -490,37 +516,53 @@ impl Committer {
             // The round is not written into the metadata: only a checkpoint makes the file
             // durable, and it records the round the file holds (see `checkpoint`)
         }
-        self.round = round;
-        self.pending = Some((self.journal.position(), round));
-        match self.journal.write(&mut self.record, round, durable) {
-            Ok(()) => {}
-            Err(WriteError::Write(source)) => {
-                self.discard_pending();
-                return Err(Failure::Journal(self.journal_error(source)));
-            }
-            Err(WriteError::Sync(source)) => {
-                // What reached the disk since the last sync is in doubt: checkpoint before more
-                self.pending = None;
-                self.needs_reset = true;
-                return Err(Failure::Journal(self.journal_error(source)));
-            }
+        self.journal_round(round, durable)?;
+        if durable && publish::publishable(effects) {
+            self.publish(effects, &mut changes);
         }
-        if let Err(e) = txn.commit() {
-            return Err(Failure::Committing(
-                StoreError::from_redb(&file, redb::Error::from(e)),
-                Box::new(changes),
-            ));
+        let error = match crate::quiet::catch(|| txn.commit()) {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(StoreError::from_redb(&file, redb::Error::from(e))),
+            Err(detail) => Some(StoreError::from_panic(&file, detail)),
+        };
+        if let Some(error) = error {
+            return Err(Failure::Committing(error, Box::new(changes)));
         }
         self.pending = None;
         self.applied = round;
         Ok(changes)
     }
 
+    /// Writes the record of round `round` (the next) into the journal; `durable`: fdatasyncs it.
+    fn journal_round(&mut self, round: u64, durable: bool) -> Result<(), Failure> {
+        self.round = round;
+        self.pending = Some((self.journal.position(), round));
+        match self.journal.write(&mut self.record, round, durable) {
+            Ok(()) => Ok(()),
+            Err(WriteError::Write(source)) => {
+                self.discard_pending();
+                Err(Failure::Journal(self.journal_error(source)))
+            }
+            Err(WriteError::Sync(source)) => {
+                // What reached the disk since the last sync is in doubt: checkpoint before more
+                self.pending = None;
+                self.needs_reset = true;
+                Err(Failure::Journal(self.journal_error(source)))
+            }
+        }
+    }
+
     /// After a successful commit: memory first (heads, lengths, bytes), then the answers, so that
     /// whoever is answered sees the new state.
     fn apply(&self, effects: Vec<Effect>, changes: Changes) {
         for t in changes.queues.values() {
-            self.apply_touched(t);
+            if !changes.published {
+                self.apply_touched(t, true);
+            } else if !self.lagging {
+                // Published before the commit: the file holds the round (its records stay in
+                // memory one more round, see `unstored`)
+                t.queue.unstored.committed(t.head);
+            }
         }
         for t in changes.tables.values() {
             let bytes = t.table.bytes.load(Ordering::Acquire) + t.added;
@@ -531,22 +573,29 @@ impl Committer {
         }
         let mut registry = crate::store::lock(&self.registry);
         for effect in effects {
-            self.answer(effect, &mut registry);
+            self.answer(effect, &mut registry, changes.published);
         }
         drop(registry);
-        for t in changes.queues.into_values() {
-            t.queue.advanced.notify_waiters();
+        if !changes.published {
+            for t in changes.queues.into_values() {
+                t.queue.advanced.notify_waiters();
+            }
         }
     }
 
     /// What the round did to one queue, in memory: its head, length and bytes, or for a queue
-    /// removed, its bytes given back to the space.
-    fn apply_touched(&self, t: &Touched) {
+    /// removed, its bytes given back to the space. `stored`: the database holds the round (see
+    /// `unstored`: reads learn it before they see the head pass its records).
+    fn apply_touched(&self, t: &Touched, stored: bool) {
         let queue = &t.queue;
         if t.removed {
             let live = queue.bytes.load(Ordering::Acquire) + t.added_bytes;
             self.space.release(live);
+            queue.unstored.stored_up_to(t.head);
         } else {
+            if stored {
+                queue.unstored.stored_up_to(t.head);
+            }
             queue.head.store(t.head, Ordering::Release);
             queue.len.fetch_add(t.appended, Ordering::AcqRel);
             let bytes = queue.bytes.load(Ordering::Acquire) + t.added_bytes;

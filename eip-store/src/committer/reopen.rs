@@ -46,6 +46,13 @@ impl Committer {
         drop(reader);
         drop(db);
         self.applied = replayed.round;
+        self.lagging = false;
+        // The file holds every round memory holds: reads find the records kept in memory for
+        // them (`publish`) in the file
+        for queue in self.registry_snapshot() {
+            let head = queue.head.load(std::sync::atomic::Ordering::Acquire);
+            queue.unstored.stored_up_to(head);
+        }
         if let Err(error) = self.checkpoint_now() {
             tracing::warn!(%error, "eip-store: no checkpoint after the reopen; the journal keeps its rounds");
         }

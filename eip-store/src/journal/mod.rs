@@ -11,8 +11,9 @@
 //! 2. It writes the record at the journal's end (one `pwrite`) and, if the round holds anything
 //!    but acks, `fdatasync`s the journal. Only then is the transaction committed, with
 //!    `Durability::None` (no write to the file: redb keeps the pages in memory), and only then
-//!    are the tickets answered. A ticket thus resolves once its record is on disk in the
-//!    journal. Acks alone are written without the `fdatasync`; the next durable record makes
+//!    are the tickets answered (a round of only appends and acks is answered before its commit,
+//!    its records read from memory until the commit: `committer::publish`). A ticket thus
+//!    resolves once its record is on disk in the journal. Acks alone are written without the `fdatasync`; the next durable record makes
 //!    them durable with it (they are lazy, as before: a lost ack is a redelivery).
 //! 3. Every so often the committer makes a *checkpoint*: a durable redb commit with quick
 //!    repair (the allocator state saved, two phases), then resets the journal. A checkpoint

@@ -77,7 +77,7 @@ pub(crate) struct Scan {
 
 impl Scan {
     /// Nothing found yet, from `from` on.
-    fn starting(from: u64) -> Scan {
+    pub(crate) fn starting(from: u64) -> Scan {
         Scan {
             records: Vec::new(),
             damaged: Vec::new(),

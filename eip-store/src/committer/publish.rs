@@ -1,0 +1,81 @@
+//! Answering a round of appends and acks before its database commit.
+//!
+//! A round is durable once its journal record is fdatasynced: that is what a ticket promises,
+//! and what an open after a crash replays. The database transaction's commit (without an fsync)
+//! only makes the round visible to read transactions, and it is about half of a window-1
+//! round's work (its pages, the table roots written back, the freed-page bookkeeping). So a
+//! round that holds only appends and acks (what a durable channel's sends and acks make) is
+//! *published* as soon as its record is durable: memory takes its effects (head, length,
+//! bytes), its records are kept in memory for reads until the database holds them
+//! ([`unstored`](crate::unstored)), its appends are answered and the queues' waiters woken;
+//! then the transaction commits, while the senders and consumers go on. Acks are answered
+//! after the commit, as before: the records they delete stay hidden from reads until the
+//! database no longer holds them.
+//!
+//! Rounds that declare or remove queues, set records aside, write batches, key tables or
+//! expiries are answered after their commit, as before: their answers depend on the registry
+//! and tables the commit changes.
+//!
+//! If the commit fails after the round was published, the round stays as answered: it is in
+//! the journal, and memory holds it. The file is reopened and the journal replayed into it (as
+//! for any failed commit); if that fails too, the committer is *lagging* with the round counted
+//! as applied: the next round replays it first, no checkpoint is recorded before that (the file
+//! does not hold it), and reads find its records in memory meanwhile.
+
+use std::sync::atomic::Ordering;
+
+use super::{Changes, Committer, Effect};
+
+/// Whether a durable round can be answered before its commit: it holds only appends, acks and
+/// flushes.
+pub(super) fn publishable(effects: &[Effect]) -> bool {
+    effects.iter().all(|effect| {
+        matches!(
+            effect,
+            Effect::Append { .. } | Effect::Ack { .. } | Effect::Flush { .. }
+        )
+    })
+}
+
+impl Committer {
+    /// After a publishable round's record is durable, before its commit: its records kept for
+    /// reads, memory as after the commit, its appends answered and the queues' waiters woken.
+    pub(super) fn publish(&self, effects: &mut [Effect], changes: &mut Changes) {
+        for effect in effects.iter() {
+            if let Effect::Append {
+                queue,
+                record,
+                seq: Some(seq),
+                ..
+            } = effect
+            {
+                queue.unstored.add(*seq, record.clone());
+            }
+        }
+        for t in changes.queues.values() {
+            self.apply_touched(t, false);
+        }
+        changes.published = true;
+        // Durable, so counted now: whoever is answered sees it in the stats
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        for effect in effects.iter_mut() {
+            match effect {
+                Effect::Append {
+                    queue,
+                    record,
+                    reply,
+                    seq: seq @ Some(_),
+                } => {
+                    if let Some(reply) = reply.take() {
+                        let _ = reply.send(self.appended(queue, record, *seq));
+                    }
+                }
+                Effect::Ack { queue, deleted, .. } => self.counted_ack(queue, *deleted),
+                _ => {}
+            }
+        }
+        for t in changes.queues.values() {
+            t.queue.advanced.notify_waiters();
+        }
+    }
+}
