@@ -74,8 +74,8 @@ use round::Round;
 
 use crate::StoreError;
 use crate::batch::Op;
+use crate::journal::Journal;
 use crate::journal::apply::Writer;
-use crate::journal::{Journal, WriteError};
 use crate::queue::QueueState;
 use crate::slot::Slot;
 use crate::space::Space;
@@ -531,25 +531,6 @@ impl Committer {
         self.pending = None;
         self.applied = round;
         Ok(changes)
-    }
-
-    /// Writes the record of round `round` (the next) into the journal; `durable`: fdatasyncs it.
-    fn journal_round(&mut self, round: u64, durable: bool) -> Result<(), Failure> {
-        self.round = round;
-        self.pending = Some((self.journal.position(), round));
-        match self.journal.write(&mut self.record, round, durable) {
-            Ok(()) => Ok(()),
-            Err(WriteError::Write(source)) => {
-                self.discard_pending();
-                Err(Failure::Journal(self.journal_error(source)))
-            }
-            Err(WriteError::Sync(source)) => {
-                // What reached the disk since the last sync is in doubt: checkpoint before more
-                self.pending = None;
-                self.needs_reset = true;
-                Err(Failure::Journal(self.journal_error(source)))
-            }
-        }
     }
 
     /// After a successful commit: memory first (heads, lengths, bytes), then the answers, so that

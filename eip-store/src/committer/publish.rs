@@ -24,7 +24,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Changes, Committer, Effect};
+use super::{Changes, Committer, Effect, Failure};
+use crate::journal::WriteError;
 
 /// Whether a durable round can be answered before its commit: it holds only appends, acks and
 /// flushes.
@@ -76,6 +77,25 @@ impl Committer {
         }
         for t in changes.queues.values() {
             t.queue.advanced.notify_waiters();
+        }
+    }
+
+    /// Writes the record of round `round` (the next) into the journal; `durable`: fdatasyncs it.
+    pub(super) fn journal_round(&mut self, round: u64, durable: bool) -> Result<(), Failure> {
+        self.round = round;
+        self.pending = Some((self.journal.position(), round));
+        match self.journal.write(&mut self.record, round, durable) {
+            Ok(()) => Ok(()),
+            Err(WriteError::Write(source)) => {
+                self.discard_pending();
+                Err(Failure::Journal(self.journal_error(source)))
+            }
+            Err(WriteError::Sync(source)) => {
+                // What reached the disk since the last sync is in doubt: checkpoint before more
+                self.pending = None;
+                self.needs_reset = true;
+                Err(Failure::Journal(self.journal_error(source)))
+            }
         }
     }
 }
