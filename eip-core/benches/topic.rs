@@ -16,7 +16,10 @@
 //! After each size it prints
 //! `compare: topic N: eip X ns/msg, baseline Y ns/msg (naive scan), ratio R` (R = X / Y, the
 //! medians of alternating rounds, as in `channels.rs`; each round starts with an untimed pass
-//! over its subjects), then eip's subjects per second. This is the trie alone, no cache.
+//! over its subjects), then eip's subjects per second. This is the trie alone, no cache, as a
+//! topic exchange uses it: a `TopicTrie<u32>` of target slots, matched with `matches_into`
+//! (the exchange calls `matches`, the same search and sort into a new buffer, when its cache
+//! misses).
 //!
 //! At 100k bindings two more lines measure a [`TopicIndex`] (the trie shared between threads,
 //! with its match cache of 4096 entries), matching into a reused buffer with

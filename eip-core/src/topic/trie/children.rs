@@ -87,6 +87,8 @@ impl<T> Children<T> {
                 }
             }
             Children::Many { table, filter } => {
+                // Read once, not at each word.
+                let (table, filter): (&Many<T>, u64) = (table, *filter);
                 for (k, &id) in words.iter().enumerate() {
                     if id != UNKNOWN
                         && filter & filter_bit(id) != 0
