@@ -177,6 +177,8 @@ mod slot;
 mod space;
 mod store;
 mod table;
+#[cfg(test)]
+mod test_support;
 mod ticket;
 mod unstored;
 

@@ -4,13 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
+use crate::test_support::{record, runtime, scratch_dir};
 use crate::{DurableStore, QueueLog, StoreConfig};
-
-fn record(i: u64) -> Bytes {
-    Bytes::from(format!("record {i}"))
-}
 
 fn page(queue: &QueueLog, from: u64, max: usize) -> (Vec<u64>, u64) {
     let page = queue.read_page(from, max).unwrap();
@@ -22,12 +17,8 @@ fn page(queue: &QueueLog, from: u64, max: usize) -> (Vec<u64>, u64) {
 
 #[test]
 fn reads_find_records_the_database_does_not_hold_yet_after_those_it_does() {
-    let dir = std::env::temp_dir().join(format!("eip-store-unstored-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
+    let dir = scratch_dir("unstored");
+    let runtime = runtime();
     let store = DurableStore::open(&dir, StoreConfig::default()).unwrap();
     let queue = store.queue("q").unwrap();
     runtime.block_on(async {

@@ -4,11 +4,8 @@
 
 use bytes::Bytes;
 
+use crate::test_support::{record, runtime, scratch_dir};
 use crate::{DurableStore, QueueLog, StoreConfig};
-
-fn record(i: u64) -> Bytes {
-    Bytes::from(format!("record {i}"))
-}
 
 fn read_all(queue: &QueueLog) -> Vec<(u64, Bytes)> {
     queue.read(0, 1000).unwrap()
@@ -23,12 +20,8 @@ fn expected() -> Vec<(u64, Bytes)> {
 
 #[test]
 fn a_reopen_of_a_sound_handle_replays_rounds_the_file_holds_without_change() {
-    let dir = std::env::temp_dir().join(format!("eip-store-sound-reopen-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
+    let dir = scratch_dir("sound-reopen");
+    let runtime = runtime();
     {
         let store = DurableStore::open(&dir, StoreConfig::default()).unwrap();
         let queue = store.queue("q").unwrap();
