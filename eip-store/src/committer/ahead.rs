@@ -107,16 +107,7 @@ impl Committer {
             }
         }
         for t in changes.queues.values() {
-            let queue = &t.queue;
-            let bytes =
-                (queue.bytes.load(Ordering::Acquire) + t.added_bytes).saturating_sub(t.freed_bytes);
-            let op = Op::QueueRow {
-                name: &queue.name,
-                id: queue.id,
-                head: t.head,
-                bytes,
-            };
-            op.encode(&mut self.record);
+            t.row().encode(&mut self.record);
         }
         let body_end = self.record.len();
         self.journal_round(round, true)?;
@@ -161,12 +152,5 @@ impl Committer {
 
 /// What the round does to `queue`, from its state in memory on.
 fn touch<'a>(queues: &'a mut HashMap<u32, Touched>, queue: &Arc<QueueState>) -> &'a mut Touched {
-    queues.entry(queue.id).or_insert_with(|| Touched {
-        queue: queue.clone(),
-        head: queue.head.load(Ordering::Acquire),
-        appended: 0,
-        added_bytes: 0,
-        freed_bytes: 0,
-        removed: false,
-    })
+    queues.entry(queue.id).or_insert_with(|| Touched::of(queue))
 }

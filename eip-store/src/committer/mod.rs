@@ -65,6 +65,9 @@ mod keys;
 mod publish;
 mod reopen;
 mod round;
+mod touched;
+
+use touched::Touched;
 
 pub(crate) use acks::AckList;
 use acks::Woken;
@@ -162,16 +165,6 @@ pub(crate) struct Counters {
     pub(crate) acks: AtomicU64,
     /// How long the commits took.
     pub(crate) latency: crate::latency::LatencyCounters,
-}
-
-/// What one round does to one queue, applied to memory once the commit succeeded.
-struct Touched {
-    queue: Arc<QueueState>,
-    head: u64,
-    appended: u64,
-    added_bytes: u64,
-    freed_bytes: u64,
-    removed: bool,
 }
 
 /// What one round did to the queues and key tables, by id.

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::keys::KeyRound;
 use super::{Effect, Touched};
@@ -290,14 +289,9 @@ impl Round<'_, '_> {
     }
 
     pub(super) fn touch(&mut self, queue: &Arc<QueueState>) -> &mut Touched {
-        self.touched.entry(queue.id).or_insert_with(|| Touched {
-            queue: queue.clone(),
-            head: queue.head.load(Ordering::Acquire),
-            appended: 0,
-            added_bytes: 0,
-            freed_bytes: 0,
-            removed: queue.removed.load(Ordering::Acquire),
-        })
+        self.touched
+            .entry(queue.id)
+            .or_insert_with(|| Touched::of(queue))
     }
 
     /// Writes the `queues` row of every queue this round changed.
@@ -306,15 +300,7 @@ impl Round<'_, '_> {
             if t.removed || (t.appended == 0 && t.freed_bytes == 0) {
                 continue;
             }
-            let queue = &t.queue;
-            let bytes =
-                (queue.bytes.load(Ordering::Acquire) + t.added_bytes).saturating_sub(t.freed_bytes);
-            self.w.apply(&Op::QueueRow {
-                name: &queue.name,
-                id: queue.id,
-                head: t.head,
-                bytes,
-            })?;
+            self.w.apply(&t.row())?;
         }
         Ok(())
     }

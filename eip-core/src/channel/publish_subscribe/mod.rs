@@ -519,7 +519,7 @@ fn append_waiting(
     msg: Message,
     loops: Option<Moment>,
 ) -> Waiting<'static, Stored> {
-    Box::pin(async move { stored(log.append_waiting(msg, Some(loops)).await) })
+    Box::pin(async move { stored(log.append_waiting(msg, loops).await) })
 }
 
 impl ChannelBuilder<PublishSubscribe> {

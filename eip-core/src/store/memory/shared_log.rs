@@ -328,20 +328,13 @@ impl SharedLog {
         }
     }
 
-    /// [`append`](Self::append) once [`try_append`](Self::try_append) found the log full:
-    /// with `following`, as [`try_append_following`](Self::try_append_following) with that
-    /// time for the loop memory. Never [`Append::Full`].
-    pub(crate) async fn append_waiting(
-        &self,
-        mut msg: Message,
-        following: Option<Option<Moment>>,
-    ) -> Append {
+    /// [`try_append_following`](Self::try_append_following) (with the time `loops` for the
+    /// loop memory), waiting while the log is full. Never [`Append::Full`]. What
+    /// [`append`](Self::append) waits with too: a log it appends to carries no joins but while
+    /// its channel's set changes, and then the copy handed back is dropped.
+    pub(crate) async fn append_waiting(&self, mut msg: Message, loops: Option<Moment>) -> Append {
         loop {
-            let appended = match following {
-                Some(loops) => self.try_append_following(msg, loops),
-                None => self.try_append(msg),
-            };
-            match appended {
+            match self.try_append_following(msg, loops) {
                 Append::Full(m) => {
                     msg = m;
                     self.room().await;
