@@ -12,6 +12,7 @@
 //! skip the check at their destination queue on purpose (see [`crate::join`]).
 
 use std::collections::{HashMap, VecDeque};
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -48,10 +49,11 @@ impl Default for LoopDetection {
 /// oldest of the two is forgotten first: together they hold exactly the last `max_ids` ids
 /// admitted, within `max_age`.
 ///
-/// Every admission writes one entry at the back of a ring of up to `max_ids` and reads the
-/// front's age: a stream through memory as long as the ring, on every channel that takes part in
-/// joins. So an entry is kept small (24 bytes): times are whole milliseconds since the memory
-/// was made and numbers count modulo 2³², both compared by wrapping difference.
+/// Every admission writes one entry at the back of a ring of up to `max_ids`: a stream through
+/// memory as long as the ring, on every channel that takes part in joins. So an entry is kept
+/// small (24 bytes): times are whole milliseconds since the memory was made and numbers count
+/// modulo 2³², both compared by wrapping difference. The front, written so long ago that it
+/// is out of the caches, is read as seldom as may be (see [`RecentIds::admit`]).
 pub(crate) struct RecentIds {
     ascending: VecDeque<Remembered>,
     others: VecDeque<Remembered>,
@@ -69,8 +71,12 @@ type Millis = u32;
 
 /// A time for loop memory: read once per send (and only where loop detection is on), then
 /// compared at every channel the send stores at, with no clock arithmetic there.
+///
+/// Never zero, so that the `Option<Moment>` a store is given fits four bytes, built and passed
+/// whole in a register: a count of zero reads as one, a millisecond late (at the start and
+/// every 49 days), which [`Ages`] allows for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Moment(Millis);
+pub(crate) struct Moment(NonZeroU32);
 
 impl Moment {
     /// Now.
@@ -78,11 +84,10 @@ impl Moment {
         static EPOCH: OnceLock<Instant> = OnceLock::new();
         let epoch = *EPOCH.get_or_init(Instant::now);
         let since = Instant::now().saturating_duration_since(epoch);
-        Moment(
-            (since.as_secs() as Millis)
-                .wrapping_mul(1000)
-                .wrapping_add(since.subsec_millis()),
-        )
+        let millis = (since.as_secs() as Millis)
+            .wrapping_mul(1000)
+            .wrapping_add(since.subsec_millis());
+        Moment(NonZeroU32::new(millis).unwrap_or(NonZeroU32::MIN))
     }
 }
 
@@ -111,9 +116,11 @@ fn key(id: MessageId) -> u128 {
 }
 
 /// Ages in whole milliseconds, compared so that an id is never forgotten before `max_age`: an
-/// age read as `max_age` rounded up may be up to a millisecond short of it, so only an age
-/// beyond that counts as old (an id is kept at most about two milliseconds longer). Wrapping
-/// differences hold for ages up to 2³¹ ms (24 days), the longest `max_age` honoured.
+/// age read as `max_age` rounded up may be up to a millisecond short of it, and one more if
+/// the moment it was admitted at read a millisecond late ([`Moment`]), so only an age beyond
+/// `max_age` rounded up plus one counts as old (an id is kept at most about three milliseconds
+/// longer). Wrapping differences hold for ages up to 2³¹ ms (24 days), the longest `max_age`
+/// honoured.
 #[derive(Clone, Copy)]
 struct Ages {
     now: Millis,
@@ -123,9 +130,10 @@ struct Ages {
 impl Ages {
     const LONGEST: Millis = (1 << 31) - 2;
 
-    /// `max_age` in milliseconds, rounded up, as `young` reads it.
+    /// `max_age` in milliseconds, rounded up, plus the millisecond a [`Moment`] may be late:
+    /// the age `young` allows.
     fn longest(max_age: Duration) -> Millis {
-        let max_age = max_age.as_nanos().div_ceil(1_000_000);
+        let max_age = max_age.as_nanos().div_ceil(1_000_000) + 1;
         Millis::try_from(max_age).map_or(Ages::LONGEST, |m| m.min(Ages::LONGEST))
     }
 
@@ -137,6 +145,9 @@ impl Ages {
 }
 
 impl RecentIds {
+    /// Admissions in order between two looks at the oldest id's age (a power of two).
+    const AGE_STRIDE: u32 = 64;
+
     fn new(config: LoopDetection) -> Self {
         RecentIds {
             max_age: Ages::longest(config.max_age),
@@ -157,12 +168,13 @@ impl RecentIds {
         let ages = self.ages(now);
         if self.others.is_empty() {
             // Every id remembered came in order: forget from the front, and an id greater than
-            // the last is new.
-            if let Some(oldest) = self.ascending.front()
-                && (self.ascending.len() >= self.max_ids || !ages.young(oldest.at))
-            {
+            // the last is new. The front was written up to `max_ids` admissions ago, long out
+            // of the caches: a full ring forgets it unread, and its age is read only every
+            // `AGE_STRIDE` admissions (see `forget_old_in_order`).
+            if self.ascending.len() >= self.max_ids {
                 self.ascending.pop_front();
-                self.forget_in_order(ages);
+            } else if self.admitted.is_multiple_of(RecentIds::AGE_STRIDE) {
+                self.forget_old_in_order(ages);
             }
             let key = key(id);
             if self.ascending.back().is_none_or(|last| last.key() < key) {
@@ -173,13 +185,18 @@ impl RecentIds {
         self.admit_any(id, ages)
     }
 
-    /// Forgets what is too old, or too many, while every id remembered came in order.
+    /// Forgets the ids that are too old, while every id remembered came in order. Called
+    /// every [`AGE_STRIDE`](Self::AGE_STRIDE) admissions only, so old ids may stay that much
+    /// longer: they are never taken for remembered, as every lookup reads an id's age
+    /// ([`admitted_at`](Self::admitted_at) after [`admit_any`](Self::admit_any) forgot the
+    /// old, [`would_admit`](Self::would_admit)), and the count bound holds regardless.
     #[inline(never)]
-    fn forget_in_order(&mut self, ages: Ages) {
-        while let Some(oldest) = self.ascending.front() {
-            if self.ascending.len() < self.max_ids && ages.young(oldest.at) {
-                break;
-            }
+    fn forget_old_in_order(&mut self, ages: Ages) {
+        while self
+            .ascending
+            .front()
+            .is_some_and(|oldest| !ages.young(oldest.at))
+        {
             self.ascending.pop_front();
         }
     }
@@ -209,7 +226,7 @@ impl RecentIds {
 
     fn ages(&self, now: Moment) -> Ages {
         Ages {
-            now: now.0,
+            now: now.0.get(),
             max_age: self.max_age,
         }
     }
@@ -413,139 +430,4 @@ impl LoopGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn off_until_enabled() {
-        let guard = LoopGuard::new(LoopDetection::default());
-        let id = MessageId::new();
-        assert!(guard.admit(id, Moment::now()));
-        assert!(guard.admit(id, Moment::now()));
-        guard.enable();
-        assert!(guard.admit(id, Moment::now()));
-        assert!(!guard.admit(id, Moment::now()));
-        assert_eq!(guard.duplicates(), 1);
-    }
-
-    #[test]
-    fn a_memory_kept_by_the_log_answers_as_an_own_one() {
-        let log = Arc::new(SharedLog::new(4));
-        let guard = LoopGuard::in_log(LoopDetection::default(), log.clone());
-        let id = MessageId::new();
-        assert!(!guard.is_on() && guard.clock().is_none());
-        assert!(guard.admit(id, Moment::now()), "off: everything passes");
-        guard.enable();
-        assert!(guard.is_on() && log.remembers_ids());
-        assert!(guard.would_admit(id));
-        assert!(guard.admit(id, Moment::now()));
-        assert!(!guard.would_admit(id));
-        assert!(!guard.admit(id, Moment::now()));
-        assert!(
-            !log.admit_id(id, Moment::now()),
-            "the log sees the same memory"
-        );
-        assert_eq!(guard.duplicates(), 1, "counted by the guard that refused");
-    }
-
-    #[test]
-    fn memory_is_bounded_by_count() {
-        let guard = LoopGuard::new(LoopDetection {
-            max_ids: 3,
-            max_age: Duration::from_secs(60),
-        });
-        guard.enable();
-        let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
-        for id in &ids {
-            assert!(guard.admit(*id, Moment::now()));
-        }
-        assert!(
-            guard.admit(ids[0], Moment::now()),
-            "the oldest was forgotten"
-        );
-        assert!(!guard.admit(ids[3], Moment::now()));
-    }
-
-    #[test]
-    fn ids_out_of_order_are_remembered_and_forgotten_oldest_first() {
-        let guard = LoopGuard::new(LoopDetection {
-            max_ids: 3,
-            max_age: Duration::from_secs(60),
-        });
-        guard.enable();
-        let ids: Vec<MessageId> = (0..4).map(|_| MessageId::new()).collect();
-        // Admitted 2, 0, 3, 1: 0 and 1 arrive after a greater id.
-        for i in [2, 0, 3, 1] {
-            assert!(guard.admit(ids[i], Moment::now()), "{i}");
-        }
-        // Three remembered (0, 3, 1); 2, admitted first, is forgotten.
-        for i in [0, 3, 1] {
-            assert!(!guard.would_admit(ids[i]), "{i}");
-        }
-        assert!(guard.would_admit(ids[2]));
-        assert!(
-            guard.admit(ids[2], Moment::now()),
-            "the oldest was forgotten"
-        );
-        // Now 3, 1, 2: admitting a new id forgets 3, then 1.
-        assert!(guard.admit(MessageId::new(), Moment::now()));
-        assert!(guard.would_admit(ids[3]) && !guard.would_admit(ids[1]));
-        let newest = MessageId::new();
-        assert!(guard.admit(newest, Moment::now()));
-        assert!(guard.would_admit(ids[1]) && !guard.would_admit(ids[2]));
-        assert!(!guard.admit(newest, Moment::now()));
-        assert_eq!(guard.duplicates(), 1);
-    }
-
-    #[test]
-    fn an_entry_is_24_bytes() {
-        assert_eq!(std::mem::size_of::<Remembered>(), 24);
-    }
-
-    #[test]
-    fn ages_round_so_that_nothing_is_forgotten_early_and_wrap() {
-        let max_age = Ages::longest(Duration::from_micros(19_500));
-        assert_eq!(max_age, 20);
-        let at_ms = |now| Ages { now, max_age };
-        // Admitted at 10 ms (read as 10): at 30 ms it may be only 19.01 ms old, so kept.
-        assert!(at_ms(30).young(10));
-        assert!(!at_ms(31).young(10));
-        // Across the wrap of the millisecond count.
-        assert!(at_ms(5).young(Millis::MAX - 10));
-        assert!(!at_ms(15).young(Millis::MAX - 10));
-        // Admitted by a publish that read the time after this one.
-        assert!(at_ms(10).young(11));
-        assert!(at_ms(Millis::MAX).young(3));
-        assert_eq!(Ages::longest(Duration::from_secs(u64::MAX)), Ages::LONGEST);
-        assert_eq!(Ages::longest(Duration::ZERO), 0);
-    }
-
-    #[test]
-    fn numbers_order_across_their_wrap() {
-        let entry = |number| Remembered {
-            key: [0, 0],
-            at: 0,
-            number,
-        };
-        assert!(entry(u32::MAX).before(&entry(0)));
-        assert!(entry(3).before(&entry(4)) && !entry(4).before(&entry(3)));
-    }
-
-    #[test]
-    fn memory_is_bounded_by_age() {
-        let guard = LoopGuard::new(LoopDetection {
-            max_ids: 100,
-            max_age: Duration::from_millis(20),
-        });
-        guard.enable();
-        let id = MessageId::new();
-        assert!(guard.admit(id, Moment::now()));
-        assert!(!guard.would_admit(id));
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(guard.would_admit(id));
-        assert!(
-            guard.admit(id, Moment::now()),
-            "an id older than max_age is forgotten"
-        );
-    }
-}
+mod tests;
