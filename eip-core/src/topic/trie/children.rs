@@ -277,20 +277,18 @@ impl<T> Many<T> {
     fn find_spread(&self, id: WordId, s: u32) -> Option<usize> {
         let mask = self.mask;
         let mut i = s as usize & mask;
-        let mut word = *self.ids.get(i)?;
-        // The home slot usually decides (the word, or empty): the probe goes on only past
-        // another word, and the one branch that depends on the subject is whether it was found.
         // At most half full, so an empty slot ends every probe; the bound is a safeguard.
-        if (word != id) & (word != NO_WORD) {
-            for _ in 0..self.ids.len() {
-                i = (i + 1) & mask;
-                word = *self.ids.get(i)?;
-                if (word == id) | (word == NO_WORD) {
-                    break;
-                }
+        for _ in 0..self.ids.len() {
+            let word = *self.ids.get(i)?;
+            if word == id {
+                return Some(i);
             }
+            if word == NO_WORD {
+                return None;
+            }
+            i = (i + 1) & mask;
         }
-        (word == id).then_some(i)
+        None
     }
 
     /// Puts `node` under `id`, which is not in the table; grows the table first if it would
