@@ -28,11 +28,25 @@ pub(super) enum Children<T> {
 /// The slots of the widest table whose filter a removal recomputes (see [`Children::remove`]).
 const EXACT_FILTER: usize = 256;
 
-/// The bit of a word in a [`Children::Many`]'s filter: the top 6 bits of a multiplicative hash
-/// of its id, so that the ids of a node's children (dense, often close) spread over the 64.
+/// A multiplicative hash of a word's id, computed once for a lookup in a [`Children::Many`]:
+/// its top 6 bits pick the word's filter bit ([`filter_bit`]) and its low bits the home slot
+/// ([`Many::home`]). Ids are dense: multiplying by an odd number maps ids that differ in their
+/// low bits to different home slots, and spreads the top bits over the 64.
+#[inline(always)]
+fn spread(id: WordId) -> u32 {
+    id.wrapping_mul(0x9e37_79b9)
+}
+
+/// The bit of a word in a [`Children::Many`]'s filter, from its [`spread`].
+#[inline(always)]
+fn bit(spread: u32) -> u64 {
+    1 << (spread >> 26)
+}
+
+/// The bit of word `id` in a [`Children::Many`]'s filter.
 #[inline]
 fn filter_bit(id: WordId) -> u64 {
-    1 << (id.wrapping_mul(0x9e37_79b9) >> 26)
+    bit(spread(id))
 }
 
 /// Children kept in a slice at most.
@@ -62,10 +76,13 @@ impl<T> Children<T> {
     pub(super) fn get(&self, id: WordId) -> Option<&Node<T>> {
         match self {
             Children::Few { ids, nodes } => nodes.get(few_position(ids, id)?),
-            Children::Many { table, filter } => match filter & filter_bit(id) {
-                0 => None,
-                _ => table.nodes.get(table.find(id)?),
-            },
+            Children::Many { table, filter } => {
+                let s = spread(id);
+                match filter & bit(s) {
+                    0 => None,
+                    _ => table.nodes.get(table.find_spread(id, s)?),
+                }
+            }
         }
     }
 
@@ -90,9 +107,11 @@ impl<T> Children<T> {
                 // Read once, not at each word.
                 let (table, filter): (&Many<T>, u64) = (table, *filter);
                 for (k, &id) in words.iter().enumerate() {
+                    let s = spread(id);
                     if id != UNKNOWN
-                        && filter & filter_bit(id) != 0
-                        && let Some(child) = table.find(id).and_then(|i| table.nodes.get(i))
+                        && filter & bit(s) != 0
+                        && let Some(child) =
+                            table.find_spread(id, s).and_then(|i| table.nodes.get(i))
                     {
                         found(k, child);
                     }
@@ -222,6 +241,8 @@ pub(super) struct Many<T> {
     ids: Box<[WordId]>,
     /// The node in each slot (an empty node where the slot is empty).
     nodes: Box<[Node<T>]>,
+    /// `ids.len() - 1`.
+    mask: usize,
     len: usize,
 }
 
@@ -231,38 +252,43 @@ impl<T> Many<T> {
         Many {
             ids: vec![NO_WORD; capacity].into_boxed_slice(),
             nodes: (0..capacity).map(|_| Node::new()).collect(),
+            mask: capacity - 1,
             len: 0,
         }
     }
 
     fn mask(&self) -> usize {
-        self.ids.len() - 1
+        self.mask
     }
 
-    /// The slot a word's probe starts at: ids are dense, so one multiplication spreads them.
+    /// The slot a word's probe starts at: the low bits of its [`spread`].
     fn home(&self, id: WordId) -> usize {
-        (u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask()
+        spread(id) as usize & self.mask
     }
 
     /// The slot holding `id`.
     #[inline]
     fn find(&self, id: WordId) -> Option<usize> {
-        let mask = self.mask();
-        let mut i = self.home(id);
-        let mut word = *self.ids.get(i)?;
-        // The home slot usually decides (the word, or empty): the probe goes on only past
-        // another word, and the one branch that depends on the subject is whether it was found.
+        self.find_spread(id, spread(id))
+    }
+
+    /// The slot holding `id`, whose [`spread`] is `s`.
+    #[inline(always)]
+    fn find_spread(&self, id: WordId, s: u32) -> Option<usize> {
+        let mask = self.mask;
+        let mut i = s as usize & mask;
         // At most half full, so an empty slot ends every probe; the bound is a safeguard.
-        if (word != id) & (word != NO_WORD) {
-            for _ in 0..self.ids.len() {
-                i = (i + 1) & mask;
-                word = *self.ids.get(i)?;
-                if (word == id) | (word == NO_WORD) {
-                    break;
-                }
+        for _ in 0..self.ids.len() {
+            let word = *self.ids.get(i)?;
+            if word == id {
+                return Some(i);
             }
+            if word == NO_WORD {
+                return None;
+            }
+            i = (i + 1) & mask;
         }
-        (word == id).then_some(i)
+        None
     }
 
     /// Puts `node` under `id`, which is not in the table; grows the table first if it would

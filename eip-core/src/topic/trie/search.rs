@@ -230,12 +230,14 @@ impl<'w, 'm, F> Search<'w, 'm, F> {
         {
             self.visits += words.len();
         }
-        hash.words.find_each(words, |k, child| {
-            let j = from + k;
-            if child.fits(len - j - 1) {
-                pending.push(child, j + 1);
-            }
-        });
+        if !words.is_empty() {
+            hash.words.find_each(words, |k, child| {
+                let j = from + k;
+                if child.fits(len - j - 1) {
+                    pending.push(child, j + 1);
+                }
+            });
+        }
         if from <= len && len < to {
             #[cfg(test)]
             {
