@@ -2,39 +2,43 @@
 //!
 //! Every join a message crosses gives it a new budget, so every store along a chain holds
 //! headers of its own: a copy of the map per hop. Most events carry no header but the budget,
-//! and for them the map is one of a few shared ones (one per budget value and thread, made
-//! once), so crossing a join copies and frees nothing.
+//! and for them the map is one of a few made once for the whole process and kept for its life
+//! ([`Headers::forever`]): crossing a join copies, frees and counts nothing, and no reference
+//! count is shared between cores.
+
+use std::sync::OnceLock;
 
 use crate::message::{Headers, names};
 
 /// Budgets below this have shared budget-only header maps.
 const SHARED: u32 = 64;
 
-thread_local! {
-    /// The budget-only maps, per thread: a map shared by every message of the process would be
-    /// one reference count that all cores write to.
-    static BUDGET_ONLY: Vec<Headers> = (0..SHARED)
-        .map(|b| Headers::from_iter([(names::HOP_BUDGET, i64::from(b))]))
-        .collect();
+/// The budget-only maps, by budget.
+fn maps() -> &'static [Headers] {
+    static BUDGET_ONLY: OnceLock<Vec<Headers>> = OnceLock::new();
+    BUDGET_ONLY.get_or_init(|| {
+        (0..SHARED)
+            .map(|b| Headers::from_iter([(names::HOP_BUDGET, i64::from(b))]).forever())
+            .collect()
+    })
 }
 
-/// Whether `headers` are this thread's shared map holding only `hop-budget: budget`.
+/// Whether `headers` are the shared map holding only `hop-budget: budget`.
 pub(super) fn is_shared(headers: &Headers, budget: u32) -> bool {
     budget < SHARED
-        && BUDGET_ONLY.with(|maps| {
-            maps.get(budget as usize)
-                .is_some_and(|map| map.shares_storage_with(headers))
-        })
+        && maps()
+            .get(budget as usize)
+            .is_some_and(|map| map.shares_storage_with(headers))
 }
 
 /// Sets the `hop-budget` header to `budget`; `budget_only` if the map holds no other header.
 pub(super) fn set(headers: &mut Headers, budget: u32, budget_only: bool) {
-    if budget_only && budget < SHARED {
-        let shared = BUDGET_ONLY.with(|maps| maps.get(budget as usize).cloned());
-        if let Some(shared) = shared {
-            *headers = shared;
-            return;
-        }
+    if budget_only
+        && budget < SHARED
+        && let Some(shared) = maps().get(budget as usize)
+    {
+        *headers = shared.clone();
+        return;
     }
     headers.insert(names::HOP_BUDGET, i64::from(budget));
 }

@@ -180,9 +180,58 @@ pub enum HeaderError {
 /// change to such headers folds the two into one map of its own.
 #[derive(Clone, Default)]
 pub struct Headers {
-    map: Option<Arc<Map>>,
-    /// Headers set over `map`, sorted by name, each name once: they hide `map`'s.
-    over: Option<Arc<[(HeaderName, HeaderValue)]>>,
+    map: Option<SharedMap>,
+    /// Headers set over `map`, sorted by name, each name once: they hide `map`'s. Boxed
+    /// behind the count (a thin pointer) so that headers stay three words: they are moved
+    /// with every message.
+    over: Option<Arc<Box<Overlay>>>,
+}
+
+/// Headers set over a shared map ([`Headers::overlaid`]), sorted by name.
+type Overlay = [(HeaderName, HeaderValue)];
+
+/// The map of a set of headers, shared by its copies: counted, or made once and kept for the
+/// life of the process ([`Headers::forever`]), which copies share without touching a reference
+/// count. Each join crossing sets one of a few such maps (the hop budget), so along a chain of
+/// joins no copy of a message counts references for its headers.
+#[derive(Clone)]
+enum SharedMap {
+    Counted(Arc<Map>),
+    Forever(&'static Map),
+}
+
+impl std::ops::Deref for SharedMap {
+    type Target = Map;
+    fn deref(&self) -> &Map {
+        match self {
+            SharedMap::Counted(map) => map,
+            SharedMap::Forever(map) => map,
+        }
+    }
+}
+
+impl Default for SharedMap {
+    fn default() -> Self {
+        SharedMap::Counted(Arc::default())
+    }
+}
+
+impl SharedMap {
+    /// The map to change, copied first if shared (a map kept forever always is).
+    fn make_mut(&mut self) -> &mut Map {
+        match self {
+            SharedMap::Counted(map) => Arc::make_mut(map),
+            SharedMap::Forever(map) => {
+                let copy = Map::clone(map);
+                *self = SharedMap::Counted(Arc::new(copy));
+                self.make_mut()
+            }
+        }
+    }
+
+    fn as_ptr(&self) -> *const Map {
+        &**self
+    }
 }
 
 impl Headers {
@@ -207,7 +256,7 @@ impl Headers {
             }
             return headers;
         }
-        headers.over = (N > 0).then(|| Arc::from(over));
+        headers.over = (N > 0).then(|| Arc::new(Box::from(over)));
         headers
     }
 
@@ -222,6 +271,10 @@ impl Headers {
             return Some(value);
         }
         self.map.as_ref()?.get(name)
+    }
+
+    fn over_slice(&self) -> &Overlay {
+        self.over.as_deref().map_or(&[], |over| over)
     }
 
     fn over_get(&self, name: &str) -> Option<&HeaderValue> {
@@ -240,7 +293,7 @@ impl Headers {
         let Some(over) = self.over.take() else {
             return;
         };
-        let map = Arc::make_mut(self.map.get_or_insert_with(Default::default));
+        let map = self.map.get_or_insert_with(Default::default).make_mut();
         for (name, value) in over.iter() {
             map.insert(name.clone(), value.clone());
         }
@@ -250,7 +303,7 @@ impl Headers {
     pub fn insert(&mut self, name: impl Into<HeaderName>, value: impl Into<HeaderValue>) {
         self.flatten();
         let map = self.map.get_or_insert_with(Default::default);
-        Arc::make_mut(map).insert(name.into(), value.into());
+        map.make_mut().insert(name.into(), value.into());
     }
 
     /// Removes a header, returning its value.
@@ -259,13 +312,13 @@ impl Headers {
             return None;
         }
         self.flatten();
-        Arc::make_mut(self.map.as_mut()?).remove(name)
+        self.map.as_mut()?.make_mut().remove(name)
     }
 
     /// The number of headers.
     pub fn len(&self) -> usize {
         let map = self.map.as_ref().map_or(0, |m| m.entries.len());
-        let over = self.over.as_deref().unwrap_or_default();
+        let over = self.over_slice();
         let hidden = over.iter().filter(|(k, _)| self.map_has(k)).count();
         map + over.len() - hidden
     }
@@ -282,7 +335,7 @@ impl Headers {
     /// The headers in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &HeaderValue)> {
         let map = self.map.iter().flat_map(|m| m.entries.iter());
-        let over = self.over.as_deref().unwrap_or_default().iter();
+        let over = self.over_slice().iter();
         Merged {
             map: map.map(|(k, v)| (k.as_ref(), v)).peekable(),
             over: over.map(|(k, v)| (k.as_ref(), v)).peekable(),
@@ -292,7 +345,7 @@ impl Headers {
     /// Whether `self` and `other` share one map (no copy was made between them).
     pub fn shares_storage_with(&self, other: &Headers) -> bool {
         let map = match (&self.map, &other.map) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => std::ptr::eq(a.as_ptr(), b.as_ptr()),
             (None, None) => true,
             _ => false,
         };
@@ -302,6 +355,20 @@ impl Headers {
             _ => false,
         };
         map && over
+    }
+
+    /// These headers, kept for the life of the process: their copies share the map without
+    /// counting references, and dropping one frees nothing. For the few header sets made once
+    /// and set on many messages; each call keeps one more map, so make them once.
+    pub(crate) fn forever(mut self) -> Headers {
+        self.flatten();
+        match self.map.take() {
+            Some(map) => Headers {
+                map: Some(SharedMap::Forever(Box::leak(Box::new(Map::clone(&map))))),
+                over: None,
+            },
+            None => self,
+        }
     }
 
     pub(crate) fn str(&self, name: &'static str) -> Result<Option<&str>, HeaderError> {
@@ -426,135 +493,4 @@ impl<N: Into<HeaderName>, V: Into<HeaderValue>> FromIterator<(N, V)> for Headers
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The names' summary never hides a header: after any inserts and removes, every
-        /// look-up answers what a plain map answers.
-        #[test]
-        fn look_ups_agree_with_a_plain_map(
-            changes in proptest::collection::vec(("[a-e]{0,3}", any::<bool>()), 0..40),
-            asked in proptest::collection::vec("[a-e]{0,3}", 0..20),
-        ) {
-            let mut headers = Headers::new();
-            let mut model = BTreeMap::new();
-            for (i, (name, insert)) in changes.iter().enumerate() {
-                if *insert {
-                    headers.insert(name.clone(), i as i64);
-                    model.insert(name.clone(), i as i64);
-                } else {
-                    prop_assert_eq!(
-                        headers.remove(name).and_then(|v| v.as_int()),
-                        model.remove(name)
-                    );
-                }
-            }
-            for name in changes.iter().map(|(n, _)| n).chain(&asked) {
-                prop_assert_eq!(
-                    headers.get(name).and_then(|v| v.as_int()),
-                    model.get(name).copied()
-                );
-            }
-            prop_assert_eq!(headers.len(), model.len());
-        }
-    }
-
-    #[test]
-    fn empty_headers_allocate_no_map() {
-        let h = Headers::new();
-        assert!(h.map.is_none());
-        assert_eq!(h.len(), 0);
-        assert_eq!(h.get("x"), None);
-    }
-
-    #[test]
-    fn write_to_shared_headers_copies_only_the_writer() {
-        let mut a = Headers::new();
-        a.insert("k", "v");
-        let mut b = a.clone();
-        assert!(a.shares_storage_with(&b));
-        b.insert("k", 2_i64);
-        assert!(!a.shares_storage_with(&b));
-        assert_eq!(a.get("k"), Some(&HeaderValue::Str("v".into())));
-        assert_eq!(b.get("k"), Some(&HeaderValue::Int(2)));
-    }
-
-    #[test]
-    fn removing_an_absent_header_does_not_copy() {
-        let mut a: Headers = [("k", "v")].into_iter().collect();
-        let mut b = a.clone();
-        assert_eq!(b.remove("missing"), None);
-        assert!(a.shares_storage_with(&b));
-        assert_eq!(a.remove("k"), Some(HeaderValue::Str("v".into())));
-        assert!(b.contains("k"));
-    }
-
-    #[test]
-    fn overlaid_headers_share_the_map_and_hide_its_values() {
-        let base: Headers = [("a", "1"), ("m", "2"), ("z", "3")].into_iter().collect();
-        let over = base.overlaid([
-            ("z".into(), HeaderValue::Int(9)),
-            ("b".into(), HeaderValue::Int(4)),
-        ]);
-        assert_eq!(
-            over.map.as_ref().map(Arc::as_ptr),
-            base.map.as_ref().map(Arc::as_ptr)
-        );
-        assert_eq!(over.get("z"), Some(&HeaderValue::Int(9)));
-        assert_eq!(over.get("m"), Some(&HeaderValue::Str("2".into())));
-        assert_eq!(over.len(), 4);
-        let names: Vec<&str> = over.iter().map(|(k, _)| k).collect();
-        assert_eq!(names, ["a", "b", "m", "z"]);
-        let flat: Headers = [
-            ("a", HeaderValue::from("1")),
-            ("b", HeaderValue::Int(4)),
-            ("m", HeaderValue::from("2")),
-            ("z", HeaderValue::Int(9)),
-        ]
-        .into_iter()
-        .collect();
-        assert_eq!(over, flat);
-        assert_eq!(
-            base.get("z"),
-            Some(&HeaderValue::Str("3".into())),
-            "the base unchanged"
-        );
-    }
-
-    #[test]
-    fn a_change_to_overlaid_headers_folds_them_into_a_map_of_their_own() {
-        let base: Headers = [("a", "1"), ("z", "3")].into_iter().collect();
-        let mut over = base.overlaid([("z".into(), HeaderValue::Int(9))]);
-        assert_eq!(over.remove("z"), Some(HeaderValue::Int(9)));
-        assert_eq!(over.get("z"), None, "the base's value is gone too");
-        over.insert("b", 2_i64);
-        assert_eq!(over.len(), 2);
-        assert_eq!(base.len(), 2);
-        assert_eq!(base.get("z"), Some(&HeaderValue::Str("3".into())));
-        let twice = base.overlaid([
-            ("k".into(), HeaderValue::Int(1)),
-            ("k".into(), HeaderValue::Int(2)),
-        ]);
-        assert_eq!(
-            twice.get("k"),
-            Some(&HeaderValue::Int(2)),
-            "the later value"
-        );
-        assert_eq!(twice.len(), 3);
-    }
-
-    #[test]
-    fn typed_access_reports_wrong_type() {
-        let h: Headers = [(names::PRIORITY, "high")].into_iter().collect();
-        assert_eq!(
-            h.int(names::PRIORITY),
-            Err(HeaderError::WrongType {
-                name: names::PRIORITY,
-                expected: "integer",
-                found: "string"
-            })
-        );
-    }
-}
+mod tests;
