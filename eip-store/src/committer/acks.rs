@@ -16,10 +16,14 @@
 
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{ACK_DELAY, Committer, IDLE_CHECKPOINT, Job, MAX_BATCH};
 use crate::queue::QueueState;
+
+/// How long the committer looks for the next job before it sleeps (see
+/// [`Committer::look_a_while`]).
+const LOOK: Duration = Duration::from_micros(150);
 
 /// Acks waiting for the committer's next round.
 #[derive(Default)]
@@ -68,6 +72,9 @@ impl Committer {
     /// [`IDLE_CHECKPOINT`] after `idle_since` when a checkpoint is due, at which point the
     /// checkpoint is recorded; else without a deadline.
     pub(super) fn wait(&mut self, acks_since: Option<Instant>, idle_since: Instant) -> Woken {
+        if let Some(woken) = self.look_a_while() {
+            return woken;
+        }
         let deadline = match acks_since {
             Some(since) => since + ACK_DELAY,
             None if self.checkpoint_due => {
@@ -89,6 +96,23 @@ impl Committer {
             Ok(job) => Woken::Job(job),
             Err(RecvTimeoutError::Timeout) => Woken::Timeout,
             Err(RecvTimeoutError::Disconnected) => Woken::Closed,
+        }
+    }
+
+    /// Looks for the next job for up to [`LOOK`], giving the core away between looks, before
+    /// the committer sleeps: with one message in flight the next send comes within some tens
+    /// of microseconds of the answer, and a committer that finds it so is not woken through
+    /// the kernel (several microseconds more on the path of every message). Measured at window
+    /// 1 on a 2-core guest: 50 µs caught fewer sends than 150 µs; see the book's benchmarks.
+    fn look_a_while(&mut self) -> Option<Woken> {
+        let until = Instant::now() + LOOK;
+        loop {
+            match self.jobs.try_recv() {
+                Ok(job) => return Some(Woken::Job(job)),
+                Err(TryRecvError::Disconnected) => return Some(Woken::Closed),
+                Err(TryRecvError::Empty) if Instant::now() < until => std::thread::yield_now(),
+                Err(TryRecvError::Empty) => return None,
+            }
         }
     }
 
