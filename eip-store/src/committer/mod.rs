@@ -231,8 +231,12 @@ impl Committer {
         let mut acks_since: Option<Instant> = None;
         let mut idle_since = Instant::now();
         let mut open = true;
+        // A round was committed since the last wait: more work is likely on its way.
+        let mut committed = false;
         while open {
-            let woken = self.wait(acks_since, idle_since);
+            let looked = committed.then(|| self.look_a_while()).flatten();
+            let woken = looked.unwrap_or_else(|| self.wait(acks_since, idle_since));
+            committed = false;
             // A wait that ran out: acks listed meanwhile have waited their time (at most one
             // step of `ACK_DELAY`)
             let timed_out = matches!(woken, Woken::Timeout);
@@ -256,6 +260,7 @@ impl Committer {
                 self.commit(std::mem::take(&mut batch), durable);
                 acks_since = None;
                 idle_since = Instant::now();
+                committed = true;
             }
         }
         // Acks listed past the last round's room
