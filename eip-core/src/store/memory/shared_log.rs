@@ -28,15 +28,15 @@ use crate::channel::{Joins, Moment, RecentIds};
 use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, TakeOne};
 
-struct Entry {
-    message: Message,
-    /// Subscriptions that have not read it. Never decreases along the log (a subscription
-    /// reads in order and detaches reading everything), so the read entries are a prefix.
-    unread: u32,
-}
-
 struct State {
-    entries: VecDeque<Entry>,
+    /// The messages held, oldest first. Kept apart from their counts (`unread`): a message
+    /// goes into the log as it came, not copied into an entry built beside it first and then
+    /// read back at once (a stall on every publish).
+    entries: VecDeque<Message>,
+    /// For each of `entries`, the subscriptions that have not read it. Never decreases along
+    /// the log (a subscription reads in order and detaches reading everything), so the read
+    /// entries are a prefix.
+    unread: VecDeque<u32>,
     /// Log position of `entries[0]`; `base + entries.len()` is the head.
     base: u64,
     head: u64,
@@ -90,6 +90,7 @@ impl SharedLog {
             capacity,
             state: Mutex::new(State {
                 entries: VecDeque::with_capacity(capacity.min(1024)),
+                unread: VecDeque::with_capacity(capacity.min(1024)),
                 base: 0,
                 head: 0,
                 subscriptions: Arc::from([]),
@@ -243,10 +244,21 @@ impl SharedLog {
         {
             return self.duplicate(msg);
         }
-        let forward = state.joins.clone().map(|joins| (msg.clone(), joins));
-        put(&mut state, msg, readers);
-        self.published(state);
-        Append::Stored(forward)
+        // Each way ends in its own return: a result built once and moved out would be read
+        // back at once from the stores that wrote it (a stall on every publish).
+        match state.joins.clone() {
+            None => {
+                put(&mut state, msg, readers);
+                self.published(state);
+                Append::Stored(None)
+            }
+            Some(joins) => {
+                let copy = msg.clone();
+                put(&mut state, msg, readers);
+                self.published(state);
+                Append::Stored(Some((copy, joins)))
+            }
+        }
     }
 
     /// Why [`try_append_following`](Self::try_append_following) found no room: a duplicate
@@ -391,8 +403,8 @@ impl SharedLog {
     pub(crate) fn peek(&self, from: u64, mut see: impl FnMut(&Message) -> bool) {
         let state = self.lock();
         let start = usize::try_from(from.saturating_sub(state.base)).unwrap_or(usize::MAX);
-        for entry in state.entries.iter().skip(start) {
-            if !see(&entry.message) {
+        for message in state.entries.iter().skip(start) {
+            if !see(message) {
                 break;
             }
         }
@@ -485,10 +497,8 @@ fn put(state: &mut State, msg: Message, readers: u32) {
         state.base = state.head + 1;
         state.floor = state.head + 1;
     } else {
-        state.entries.push_back(Entry {
-            message: msg,
-            unread: readers,
-        });
+        state.entries.push_back(msg);
+        state.unread.push_back(readers);
     }
     state.head += 1;
 }
@@ -504,17 +514,20 @@ fn read_locked(
     let mut i = index_of(state, *cursor);
     // `pass` written out: through its `Option`, a read of many cost a tenth more.
     for _ in 0..n {
-        match state.entries.front() {
-            Some(front) if i == 0 && front.unread == 1 => {
-                if let Some(entry) = state.entries.pop_front() {
+        match state.unread.front() {
+            Some(1) if i == 0 => {
+                state.unread.pop_front();
+                if let Some(message) = state.entries.pop_front() {
                     state.base += 1;
-                    into.push_back(entry.message);
+                    into.push_back(message);
                 }
             }
             _ => {
-                if let Some(entry) = state.entries.get_mut(i) {
-                    entry.unread -= 1;
-                    into.push_back(entry.message.clone());
+                if let (Some(unread), Some(message)) =
+                    (state.unread.get_mut(i), state.entries.get(i))
+                {
+                    *unread -= 1;
+                    into.push_back(message.clone());
                 }
                 i += 1;
             }
@@ -537,17 +550,18 @@ fn index_of(state: &State, cursor: u64) -> usize {
 /// A reader passes the entry at `i`: its copy, taken out rather than cloned if it is the front
 /// entry's last reader (then the next entry is at `i` again).
 fn pass(state: &mut State, i: &mut usize) -> Option<Message> {
-    match state.entries.front() {
-        Some(front) if *i == 0 && front.unread == 1 => {
-            let entry = state.entries.pop_front()?;
+    match state.unread.front() {
+        Some(1) if *i == 0 => {
+            state.unread.pop_front();
+            let message = state.entries.pop_front()?;
             state.base += 1;
-            Some(entry.message)
+            Some(message)
         }
         _ => {
-            let entry = state.entries.get_mut(*i)?;
-            entry.unread -= 1;
+            let (unread, message) = (state.unread.get_mut(*i)?, state.entries.get(*i)?);
+            *unread -= 1;
             *i += 1;
-            Some(entry.message.clone())
+            Some(message.clone())
         }
     }
 }

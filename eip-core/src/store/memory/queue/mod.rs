@@ -300,6 +300,8 @@ impl MessageStore for Queue {
         state.closed || self.has_room(&state) || self.overflow == Overflow::DropOldest
     }
 
+    // Inlined into `push_now`: not copied into another call's frame and read back (a stall).
+    #[inline(always)]
     fn try_push(&self, msg: Message) -> Push {
         let mut state = self.lock();
         if state.closed {
