@@ -22,6 +22,7 @@
 mod children;
 mod node;
 mod search;
+mod sorted;
 mod words;
 
 use std::fmt;
@@ -232,8 +233,7 @@ impl<T> TopicTrie<T> {
             [value] => found.push(value.clone()),
             _ => found.extend_from_slice(values),
         });
-        found.sort_unstable();
-        found.dedup();
+        sorted::sort_dedup(found);
     }
 }
 
