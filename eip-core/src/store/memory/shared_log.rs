@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::queue::Queue;
-use crate::channel::{Joins, Moment, RecentIds};
+use crate::channel::{Copied, Joins, Moment, RecentIds};
 use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, TakeOne};
 
@@ -247,6 +247,27 @@ impl SharedLog {
         put(&mut state, msg, readers);
         self.published(state);
         Append::Stored(forward)
+    }
+
+    /// [`try_append_following`](Self::try_append_following) storing a copy of `msg`, which
+    /// stays with the caller; declined, storing nothing, when that would not store it at once
+    /// (the log is full or closed: the caller's `try_append_following` sorts that out).
+    pub(crate) fn try_append_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+        let mut state = self.lock();
+        let Some(readers) = self.room_for_one(&mut state) else {
+            return Copied::Declined;
+        };
+        if let (Some(now), Some(recent)) = (loops, state.recent.as_mut())
+            && !recent.admit(msg.id(), now)
+        {
+            drop(state);
+            self.duplicates.fetch_add(1, Ordering::Relaxed);
+            return Copied::Duplicate;
+        }
+        let joins = state.joins.clone();
+        put(&mut state, msg.clone(), readers);
+        self.published(state);
+        Copied::Stored(joins)
     }
 
     /// Why [`try_append_following`](Self::try_append_following) found no room: a duplicate
