@@ -252,6 +252,8 @@ impl SharedLog {
     /// [`try_append_following`](Self::try_append_following) storing a copy of `msg`, which
     /// stays with the caller; declined, storing nothing, when that would not store it at once
     /// (the log is full or closed: the caller's `try_append_following` sorts that out).
+    // Inlined into the walk, its one caller: what it hands back then stays in registers.
+    #[inline(always)]
     pub(crate) fn try_append_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
         let mut state = self.lock();
         let Some(readers) = self.room_for_one(&mut state) else {
