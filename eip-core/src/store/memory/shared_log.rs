@@ -255,6 +255,9 @@ impl SharedLog {
     // Inlined into the walk, its one caller: what it hands back then stays in registers.
     #[inline(always)]
     pub(crate) fn try_append_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+        // Copied before the lock: taking it lets the copy's writes settle, and the append
+        // then moves the copy from memory that is done being written.
+        let copy = msg.clone();
         let mut state = self.lock();
         let Some(readers) = self.room_for_one(&mut state) else {
             return Copied::Declined;
@@ -267,7 +270,7 @@ impl SharedLog {
             return Copied::Duplicate;
         }
         let joins = state.joins.clone();
-        put(&mut state, msg.clone(), readers);
+        put(&mut state, copy, readers);
         self.published(state);
         Copied::Stored(joins)
     }
