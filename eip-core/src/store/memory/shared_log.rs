@@ -255,9 +255,13 @@ impl SharedLog {
     // Inlined into the walk, its one caller: what it hands back then stays in registers.
     #[inline(always)]
     pub(crate) fn try_append_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
-        // Copied before the lock: taking it lets the copy's writes settle, and the append
-        // then moves the copy from memory that is done being written.
-        let copy = msg.clone();
+        // The entry is made before the lock: taking it lets the entry's writes settle, and the
+        // append then moves it from memory that is done being written (its reader count is
+        // written in place).
+        let entry = Entry {
+            message: msg.clone(),
+            unread: 0,
+        };
         let mut state = self.lock();
         let Some(readers) = self.room_for_one(&mut state) else {
             return Copied::Declined;
@@ -270,7 +274,7 @@ impl SharedLog {
             return Copied::Duplicate;
         }
         let joins = state.joins.clone();
-        put(&mut state, copy, readers);
+        put_entry(&mut state, entry, readers);
         self.published(state);
         Copied::Stored(joins)
     }
@@ -505,18 +509,30 @@ impl SharedLog {
 }
 
 /// Puts `msg` in the log for its `readers` (none: it is gone at once).
+/// Appends `entry` for `readers` subscriptions (none: it is gone at once). The reader count
+/// is written where the entry lands, not before it is moved there: a move reading what was
+/// just written would wait for the write.
 #[inline(always)]
-fn put(state: &mut State, msg: Message, readers: u32) {
+fn put_entry(state: &mut State, entry: Entry, readers: u32) {
     if readers == 0 {
         state.base = state.head + 1;
         state.floor = state.head + 1;
     } else {
-        state.entries.push_back(Entry {
-            message: msg,
-            unread: readers,
-        });
+        state.entries.push_back(entry);
+        if let Some(last) = state.entries.back_mut() {
+            last.unread = readers;
+        }
     }
     state.head += 1;
+}
+
+#[inline(always)]
+fn put(state: &mut State, msg: Message, readers: u32) {
+    let entry = Entry {
+        message: msg,
+        unread: 0,
+    };
+    put_entry(state, entry, readers);
 }
 
 fn read_locked(
