@@ -52,17 +52,20 @@ fn store_until_waiting(
     mut next: Option<Hop>,
     now: Moment,
 ) -> Option<Pending> {
-    while let Some(hop) = next {
+    // The hop is read where it is, field by field: moved out whole, it would be read in wider
+    // pieces than it was just written in, and wait for those writes.
+    while let Some(hop) = &next {
         let loops = hop.via.checks_loops().then_some(now);
         let destination = hop.via.destination();
-        next = match destination.store_copy(message, loops) {
+        let after = match destination.store_copy(message, loops) {
             Copied::Stored(Some(joins)) => walk.stored_then_next(joins, message, Some(hop.budget)),
             Copied::Stored(None) | Copied::Duplicate => walk.next_into(message),
             Copied::Declined => match destination.store_now(take(message), loops) {
-                Ok(stored) => settle(walk, message, &hop, stored),
-                Err(storing) => return Some(Pending { storing, hop }),
+                Ok(stored) => settle(walk, message, hop, stored),
+                Err(storing) => return next.map(|hop| Pending { storing, hop }),
             },
         };
+        next = after;
     }
     None
 }
