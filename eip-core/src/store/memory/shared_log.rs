@@ -35,6 +35,19 @@ struct Entry {
     unread: u32,
 }
 
+impl Entry {
+    /// An entry of a copy of `msg`, its reader count to be set. Out of line: the copy is then
+    /// made where the entry is, not moved there as soon as it is made (a move that would wait
+    /// for the copy's writes).
+    #[inline(never)]
+    fn of(msg: &Message) -> Entry {
+        Entry {
+            message: msg.clone(),
+            unread: 0,
+        }
+    }
+}
+
 struct State {
     entries: VecDeque<Entry>,
     /// Log position of `entries[0]`; `base + entries.len()` is the head.
@@ -258,10 +271,7 @@ impl SharedLog {
         // The entry is made before the lock: taking it lets the entry's writes settle, and the
         // append then moves it from memory that is done being written (its reader count is
         // written in place).
-        let entry = Entry {
-            message: msg.clone(),
-            unread: 0,
-        };
+        let entry = Entry::of(msg);
         let mut state = self.lock();
         let Some(readers) = self.room_for_one(&mut state) else {
             return Copied::Declined;
