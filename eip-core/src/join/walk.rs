@@ -232,8 +232,24 @@ impl Visited {
         1 << ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
     }
 
+    /// Whether `id` is seen for the first time (then it is remembered). A clear filter bit
+    /// with room inline, every hop of a chain, is answered here, inlined into the walk.
+    #[inline(always)]
     fn first_time(&mut self, id: usize) -> bool {
         let bit = Visited::bit(id);
+        if self.filter & bit == 0 && self.len < Visited::INLINE {
+            self.filter |= bit;
+            self.inline[self.len] = id;
+            self.len += 1;
+            return true;
+        }
+        self.first_time_searched(id, bit)
+    }
+
+    /// [`first_time`](Self::first_time) where the filter may have seen `id`, or the inline
+    /// array is full.
+    #[inline(never)]
+    fn first_time_searched(&mut self, id: usize, bit: u64) -> bool {
         if self.filter & bit != 0
             && (self.inline[..self.len].contains(&id) || self.more.contains(&id))
         {
