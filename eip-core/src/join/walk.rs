@@ -89,7 +89,10 @@ impl Walk {
         let hop = self.cross(joins, message, arrived_with);
         match self.queue.pop() {
             // `cross` only adds to the queue: empty now, it was empty before.
-            None => hop.filter(|hop| self.admits(hop)),
+            None => match hop {
+                Some(hop) if self.admits(&hop) => Some(hop),
+                _ => None,
+            },
             Some((first, waiting)) => {
                 // The crossing queues behind the hops waiting; the first of those is next.
                 let crossing = std::mem::replace(message, waiting);
