@@ -54,6 +54,13 @@ pub(crate) enum Refusal<'a> {
 }
 
 impl<'a> Rules<'a> {
+    /// Whether a store's admission, loop memory aside, leaves every message as it is: no
+    /// datatype to check, no time-to-live to set, no history to record.
+    #[inline]
+    pub(crate) fn change_nothing(&self) -> bool {
+        self.datatype.is_none() && self.time_to_live.is_none() && self.history.is_none()
+    }
+
     /// The message as the channel would store it, or why it would not. `deleted`: whether the
     /// channel is known to be deleted (a store that finds out as it pushes says `false`).
     // Always inlined: on the hot path of every send it must cost what the checks written out

@@ -91,6 +91,16 @@ pub(crate) enum Stored {
     Refused(lane::Refused),
 }
 
+/// What a store of a copy did ([`Channel::store_copy`]): the message stays with the caller.
+pub(crate) enum Copied {
+    /// Stored as given; the joins that leave the channel, if any, to follow with it.
+    Stored(Option<Joins>),
+    /// Refused by loop detection.
+    Duplicate,
+    /// Not done: this store needs the message itself ([`Channel::store_now`]).
+    Declined,
+}
+
 /// A store at one channel: what it did, if it is done, or the rest of it, to be awaited. A store
 /// that waits for nothing (room in memory, the common case) is done without a future; the rest
 /// owns what it needs (the channel's handles), so a caller can keep it beside whatever told it
@@ -173,6 +183,18 @@ impl Channel {
         match self {
             Channel::PointToPoint(c) => c.store_now(msg, loops),
             Channel::PublishSubscribe(c) => c.store_now(msg, loops),
+        }
+    }
+
+    /// Stores a copy of `msg` here, as [`store_now`](Self::store_now) would store `msg`, if
+    /// that can be done at once and the channel's rules change nothing in what it stores (so
+    /// the caller's message is the message as stored); otherwise stores nothing and declines.
+    /// A join chain's message then stays in one place from hop to hop.
+    #[inline]
+    pub(crate) fn store_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+        match self {
+            Channel::PointToPoint(_) => Copied::Declined,
+            Channel::PublishSubscribe(c) => c.store_copy(msg, loops),
         }
     }
 

@@ -32,6 +32,8 @@ pub(super) fn is_shared(headers: &Headers, budget: u32) -> bool {
 }
 
 /// Sets the `hop-budget` header to `budget`; `budget_only` if the map holds no other header.
+// Inlined into the walk's crossing: a call there would leave the hop being made in memory.
+#[inline(always)]
 pub(super) fn set(headers: &mut Headers, budget: u32, budget_only: bool) {
     if budget_only
         && budget < SHARED

@@ -9,10 +9,13 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::walk::{Hop, Via, Walk};
-use crate::channel::{Joins, Moment, PublishSubscribe, Stored};
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::walk::{Hop, Walk};
+use crate::channel::{Copied, Joins, Moment, PublishSubscribe, Stored};
 use crate::log::Escaped;
-use crate::message::Message;
+use crate::message::{Headers, Message, MessageId};
 use crate::store::Waiting;
 
 /// The [`Follow`](crate::channel::outgoing::Follow) function a channel calls after a publish
@@ -23,48 +26,69 @@ use crate::store::Waiting;
 pub(super) fn follow<'a>(
     entry: &'a PublishSubscribe,
     joins: Joins,
-    stored: Message,
+    mut stored: Message,
     now: Option<Moment>,
 ) -> Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>> {
     let now = now.unwrap_or_else(Moment::now);
     let mut walk = Walk::new(entry.identity());
-    let first = walk.stored_then_next(joins, stored, None);
-    let waiting = store_until_waiting(&mut walk, first, now)?;
+    let first = walk.stored_then_next(joins, &mut stored, None);
+    let waiting = store_until_waiting(&mut walk, &mut stored, first, now)?;
     Some(Box::pin(finish(walk, waiting, now)))
 }
 
 /// A store that has to wait: the rest of it, and the hop it is for.
 struct Pending {
     storing: Waiting<'static, Stored>,
-    via: Via,
-    budget: u32,
+    hop: Hop,
 }
 
 /// Makes the walk's stores, from `next` on, while each completes at once; the first that has
-/// to wait.
-fn store_until_waiting(walk: &mut Walk, mut next: Option<Hop>, now: Moment) -> Option<Pending> {
-    while let Some(hop) = next {
+/// to wait. `message` is the message `next` stores, and where each later hop's is left: a
+/// store that can leaves it there and stores a copy ([`Channel::store_copy`]), so along a
+/// chain of channels in memory the message stays in this one place.
+fn store_until_waiting(
+    walk: &mut Walk,
+    message: &mut Message,
+    mut next: Option<Hop>,
+    now: Moment,
+) -> Option<Pending> {
+    // The hop is read where it is, field by field: moved out whole, it would be read in wider
+    // pieces than it was just written in, and wait for those writes.
+    while let Some(hop) = &next {
         let loops = hop.via.checks_loops().then_some(now);
-        next = match hop.via.destination().store_now(hop.message, loops) {
-            Ok(stored) => settle(walk, &hop.via, hop.budget, stored),
-            Err(storing) => {
-                return Some(Pending {
-                    storing,
-                    via: hop.via,
-                    budget: hop.budget,
-                });
-            }
+        let destination = hop.via.destination();
+        let after = match destination.store_copy(message, loops) {
+            Copied::Stored(Some(joins)) => walk.stored_then_next(joins, message, Some(hop.budget)),
+            Copied::Stored(None) | Copied::Duplicate => walk.next_into(message),
+            Copied::Declined => match destination.store_now(take(message), loops) {
+                Ok(stored) => settle(walk, message, hop, stored),
+                Err(storing) => return next.map(|hop| Pending { storing, hop }),
+            },
         };
+        next = after;
     }
     None
 }
 
+/// The message out of `slot`, which holds a [`stand_in`] until the walk puts the next hop's
+/// message there (nothing reads the slot before that).
+fn take(slot: &mut Message) -> Message {
+    std::mem::replace(slot, stand_in())
+}
+
+/// What a message slot holds while the walk has no message in it: nothing allocated, no id
+/// made.
+fn stand_in() -> Message {
+    Message::from_parts(MessageId::from(Uuid::nil()), Headers::new(), Bytes::new())
+}
+
 /// The walk from a store that has to wait on.
 async fn finish(mut walk: Walk, mut pending: Pending, now: Moment) {
+    let mut message = stand_in();
     loop {
         let stored = pending.storing.await;
-        let next = settle(&mut walk, &pending.via, pending.budget, stored);
-        match store_until_waiting(&mut walk, next, now) {
+        let next = settle(&mut walk, &mut message, &pending.hop, stored);
+        match store_until_waiting(&mut walk, &mut message, next, now) {
             Some(waiting) => pending = waiting,
             None => return,
         }
@@ -72,22 +96,24 @@ async fn finish(mut walk: Walk, mut pending: Pending, now: Moment) {
 }
 
 /// What one store did, fed back into the walk (a channel that stored the message and has
-/// joins leaving it adds their hops), and the next hop to make.
+/// joins leaving it adds their hops), and the next hop to make, its message left in `message`.
 #[inline(always)]
-fn settle(walk: &mut Walk, via: &Via, budget: u32, stored: Stored) -> Option<Hop> {
+fn settle(walk: &mut Walk, message: &mut Message, hop: &Hop, stored: Stored) -> Option<Hop> {
     match stored {
-        Stored::Forward(message, joins) => {
-            return walk.stored_then_next(joins, message, Some(budget));
+        Stored::Forward(stored, joins) => {
+            *message = stored;
+            return walk.stored_then_next(joins, message, Some(hop.budget));
         }
         Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
         Stored::Refused(refused) => {
-            let error = refused.into_send_error(via.destination().name());
+            let destination = hop.via.destination();
+            let error = refused.into_send_error(destination.name());
             tracing::warn!(
-                channel = via.destination().name(),
+                channel = destination.name(),
                 error = %Escaped(&error),
                 "join destination did not take the message: not forwarded"
             )
         }
     }
-    walk.next()
+    walk.next_into(message)
 }

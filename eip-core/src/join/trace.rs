@@ -77,9 +77,9 @@ impl Tracer {
         };
         let mut walk = Walk::new(entry.identity());
         follow(&mut walk, entry, stored, None);
-        while let Some(hop) = walk.next() {
+        while let Some((hop, message)) = walk.next() {
             let (to, loops) = (hop.via.destination(), hop.via.checks_loops());
-            if let Some(stored) = self.store(to, &hop.message, loops, &mut traced) {
+            if let Some(stored) = self.store(to, &message, loops, &mut traced) {
                 follow(&mut walk, to, stored, Some(hop.budget));
             }
         }

@@ -16,13 +16,14 @@ use super::{Join, budget};
 use crate::channel::{Channel, Joins};
 use crate::message::Message;
 
-/// One store to make: a message arriving at a channel over a join.
+/// One store to make: the message arriving at a channel over a join. The message itself is
+/// not part of it: along a chain it stays in one place, the caller's, and each crossing edits
+/// its hop budget there ([`Walk::stored_then_next`]); only the hops that wait in the queue
+/// hold their own copy.
 pub(crate) struct Hop {
     /// The join it crosses.
     pub(crate) via: Via,
-    /// The message as it arrives, carrying its remaining hop budget.
-    pub(crate) message: Message,
-    /// That budget, for [`Walk::stored`].
+    /// The remaining hop budget the message carries, for [`Walk::stored`].
     pub(crate) budget: u32,
 }
 
@@ -31,19 +32,6 @@ pub(crate) struct Hop {
 pub(crate) struct Via {
     joins: Joins,
     index: usize,
-}
-
-impl Hop {
-    // Inlined into `Walk::stored` (its two calls), where the message is moved once, not twice.
-    #[inline(always)]
-    fn new(joins: Joins, index: usize, mut message: Message, budget: u32, only: bool) -> Hop {
-        budget::set(message.headers_mut(), budget, only);
-        Hop {
-            via: Via { joins, index },
-            message,
-            budget,
-        }
-    }
 }
 
 impl Via {
@@ -81,44 +69,61 @@ impl Walk {
     /// A channel stored `message` (as stored, after its own rules) and `joins` leave it:
     /// queues a hop for each join the message crosses, in the joins' order. `arrived_with` is
     /// the budget of the hop that brought it, if one did ([`Hop::budget`]).
-    pub(crate) fn stored(&mut self, joins: Joins, message: Message, arrived_with: Option<u32>) {
-        if let Some(last) = self.cross(joins, message, arrived_with) {
-            self.queue.push(last);
+    pub(crate) fn stored(&mut self, joins: Joins, mut message: Message, arrived_with: Option<u32>) {
+        if let Some(last) = self.cross(joins, &mut message, arrived_with) {
+            self.queue.push(last, message);
         }
     }
 
-    /// [`stored`](Self::stored), then [`next`](Self::next). Along a chain (one crossing,
-    /// nothing else waiting) the crossing is the next hop: it is handed over without going
-    /// through the queue.
+    /// [`stored`](Self::stored), then [`next_into`](Self::next_into), with the message in
+    /// `message`, where the next hop's message is left. Along a chain (one crossing, nothing
+    /// else waiting) the crossing is the next hop: its budget is set in place and the message
+    /// goes nowhere.
     #[inline(always)]
     pub(crate) fn stored_then_next(
         &mut self,
         joins: Joins,
-        message: Message,
+        message: &mut Message,
         arrived_with: Option<u32>,
     ) -> Option<Hop> {
-        match self.cross(joins, message, arrived_with) {
+        let hop = self.cross(joins, message, arrived_with);
+        match self.queue.pop() {
             // `cross` only adds to the queue: empty now, it was empty before.
-            Some(hop) if self.queue.is_empty() => self.admits(&hop).then_some(hop),
-            Some(hop) => {
-                self.queue.push(hop);
-                self.next()
+            None => match hop {
+                Some(hop) if self.admits(&hop) => Some(hop),
+                _ => None,
+            },
+            Some((first, waiting)) => {
+                // The crossing queues behind the hops waiting; the first of those is next.
+                let crossing = std::mem::replace(message, waiting);
+                if let Some(hop) = hop {
+                    self.queue.push(hop, crossing);
+                }
+                if self.admits(&first) {
+                    Some(first)
+                } else {
+                    self.next_into(message)
+                }
             }
-            None => self.next(),
         }
     }
 
-    /// The hops for the joins the message crosses: all but the last queued, the last handed
-    /// back (each crossing is made when the next is found, so the last takes the message and
-    /// the set itself, uncloned).
+    /// The hops for the joins the message crosses: all but the last queued with copies of the
+    /// message, the last handed back, its budget set in `message` (each crossing is made when
+    /// the next is found, so the last takes the set itself, uncloned).
     #[inline(always)]
-    fn cross(&mut self, joins: Joins, message: Message, arrived_with: Option<u32>) -> Option<Hop> {
+    fn cross(
+        &mut self,
+        joins: Joins,
+        message: &mut Message,
+        arrived_with: Option<u32>,
+    ) -> Option<Hop> {
         let headers = message.headers();
         let (remaining, budget_only) = match arrived_with {
             // Still the shared budget-only map the hop set: no need to read it.
             Some(budget) if budget::is_shared(headers, budget) => (Some(budget), true),
             _ => {
-                let remaining = super::remaining(&message);
+                let remaining = super::remaining(message);
                 // The map holds the budget and nothing else (or nothing at all).
                 (remaining, headers.len() == usize::from(remaining.is_some()))
             }
@@ -128,26 +133,43 @@ impl Walk {
         }
         let mut pending: Option<(usize, u32)> = None;
         for (index, join) in joins.iter().enumerate() {
-            if let Some(budget) = join.crossing(&message, remaining)
+            if let Some(budget) = join.crossing(message, remaining)
                 && let Some((i, b)) = pending.replace((index, budget))
             {
-                let hop = Hop::new(joins.clone(), i, message.clone(), b, budget_only);
-                self.queue.push(hop);
+                let mut copy = message.clone();
+                budget::set(copy.headers_mut(), b, budget_only);
+                let via = Via {
+                    joins: joins.clone(),
+                    index: i,
+                };
+                self.queue.push(Hop { via, budget: b }, copy);
             }
         }
-        let (i, b) = pending?;
-        Some(Hop::new(joins, i, message, b, budget_only))
+        let (index, budget) = pending?;
+        budget::set(message.headers_mut(), budget, budget_only);
+        Some(Hop {
+            via: Via { joins, index },
+            budget,
+        })
     }
 
-    /// The next store to make, if any: archival arrivals always, others only at a channel this
-    /// send has not stored at (once per channel, whatever the paths and cycles).
-    pub(crate) fn next(&mut self) -> Option<Hop> {
-        while let Some(hop) = self.queue.pop() {
+    /// The next store to make, if any, and the message it stores: archival arrivals always,
+    /// others only at a channel this send has not stored at (once per channel, whatever the
+    /// paths and cycles).
+    pub(crate) fn next(&mut self) -> Option<(Hop, Message)> {
+        while let Some((hop, message)) = self.queue.pop() {
             if self.admits(&hop) {
-                return Some(hop);
+                return Some((hop, message));
             }
         }
         None
+    }
+
+    /// [`next`](Self::next), its message left in `message`.
+    pub(crate) fn next_into(&mut self, message: &mut Message) -> Option<Hop> {
+        let (hop, next) = self.next()?;
+        *message = next;
+        Some(hop)
     }
 
     /// Whether `hop` is made: an archival arrival always, another only at a channel this send
@@ -159,29 +181,26 @@ impl Walk {
     }
 }
 
-/// The hops waiting, first in first out. Along a chain one hop waits at a time: it takes the
-/// `first` slot, and a send allocates a queue only when hops fan out.
+/// The hops waiting, first in first out, each with its message. Along a chain no hop waits
+/// (the next is handed over at once); when hops fan out one waits in the `first` slot, and a
+/// send allocates a queue only when more do.
 #[derive(Default)]
 struct Queue {
-    first: Option<Hop>,
-    rest: VecDeque<Hop>,
+    first: Option<(Hop, Message)>,
+    rest: VecDeque<(Hop, Message)>,
 }
 
 impl Queue {
-    fn push(&mut self, hop: Hop) {
-        if self.is_empty() {
-            self.first = Some(hop);
+    fn push(&mut self, hop: Hop, message: Message) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some((hop, message));
         } else {
-            self.rest.push_back(hop);
+            self.rest.push_back((hop, message));
         }
     }
 
-    fn pop(&mut self) -> Option<Hop> {
+    fn pop(&mut self) -> Option<(Hop, Message)> {
         self.first.take().or_else(|| self.rest.pop_front())
-    }
-
-    fn is_empty(&self) -> bool {
-        self.first.is_none() && self.rest.is_empty()
     }
 }
 
@@ -216,8 +235,24 @@ impl Visited {
         1 << ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
     }
 
+    /// Whether `id` is seen for the first time (then it is remembered). A clear filter bit
+    /// with room inline, every hop of a chain, is answered here, inlined into the walk.
+    #[inline(always)]
     fn first_time(&mut self, id: usize) -> bool {
         let bit = Visited::bit(id);
+        if self.filter & bit == 0 && self.len < Visited::INLINE {
+            self.filter |= bit;
+            self.inline[self.len] = id;
+            self.len += 1;
+            return true;
+        }
+        self.first_time_searched(id, bit)
+    }
+
+    /// [`first_time`](Self::first_time) where the filter may have seen `id`, or the inline
+    /// array is full.
+    #[inline(never)]
+    fn first_time_searched(&mut self, id: usize, bit: u64) -> bool {
         if self.filter & bit != 0
             && (self.inline[..self.len].contains(&id) || self.more.contains(&id))
         {
@@ -251,11 +286,11 @@ mod tests {
         let mut walk = Walk::new(entry.identity());
         walk.stored(entry.joins(), msg, None);
         let mut hops = Vec::new();
-        while let Some(hop) = walk.next() {
+        while let Some((hop, message)) = walk.next() {
             let to = hop.via.destination().clone();
-            hops.push((to.name().to_owned(), hop.message.hop_budget().unwrap()));
+            hops.push((to.name().to_owned(), message.hop_budget().unwrap()));
             if let Channel::PublishSubscribe(to) = to {
-                walk.stored(to.joins(), hop.message, Some(hop.budget));
+                walk.stored(to.joins(), message, Some(hop.budget));
             }
         }
         hops
@@ -280,6 +315,42 @@ mod tests {
         Join::builder(c[0].clone(), c[1].clone()).create().unwrap();
         Join::builder(c[1].clone(), c[0].clone()).create().unwrap();
         assert_eq!(walk(&c[0], Message::new("x")), [("b".into(), Some(10))]);
+    }
+
+    #[test]
+    fn a_walk_in_place_makes_the_hops_of_a_walk_through_the_queue() {
+        let c = channels(&["a", "b", "c", "d", "e"]);
+        for (from, to, hops) in [(0, 1, 3), (0, 2, 10), (1, 3, 10), (2, 3, 10), (3, 4, 10)] {
+            Join::builder(c[from].clone(), c[to].clone())
+                .hops(hops)
+                .create()
+                .unwrap();
+        }
+        let mut in_place = Vec::new();
+        let mut in_place_walk = Walk::new(c[0].identity());
+        let mut message = Message::new("x");
+        let mut next = in_place_walk.stored_then_next(c[0].joins(), &mut message, None);
+        while let Some(hop) = next {
+            let to = hop.via.destination().clone();
+            in_place.push((to.name().to_owned(), message.hop_budget().unwrap()));
+            next = match to {
+                Channel::PublishSubscribe(to) => {
+                    in_place_walk.stored_then_next(to.joins(), &mut message, Some(hop.budget))
+                }
+                Channel::PointToPoint(_) => in_place_walk.next_into(&mut message),
+            };
+        }
+        let queued = walk(&c[0], Message::new("x"));
+        assert_eq!(in_place, queued);
+        assert_eq!(
+            queued,
+            [
+                ("b".into(), Some(3)),
+                ("c".into(), Some(10)),
+                ("d".into(), Some(2)),
+                ("e".into(), Some(1)),
+            ]
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ use super::outgoing::Joins;
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
-use super::{LoopGuard, Mode, Moment, Outcome, Rules, StoreNow, Stored};
+use super::{Copied, LoopGuard, Mode, Moment, Outcome, Rules, StoreNow, Stored};
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::{Append, SharedLog};
 use crate::store::{Overflow, Push, Select, Waiting};
@@ -265,6 +265,17 @@ impl PublishSubscribe {
             Append::Stored(Some((stored, joins))) => Ok(Stored::Forward(stored, joins)),
             Append::Full(msg) => Err(append_waiting(log.clone(), msg, loops)),
             refused => Ok(stored(refused)),
+        }
+    }
+
+    /// [`Channel::store_copy`](super::Channel::store_copy) here: done when only the log is
+    /// stored to, it has room, and the rules change nothing (the loop memory, which the log
+    /// keeps, decides under the append's lock as for [`store_now`](Self::store_now)).
+    #[inline]
+    pub(crate) fn store_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+        match self.log_only() {
+            Some(log) if self.rules().change_nothing() => log.try_append_copy(msg, loops),
+            _ => Copied::Declined,
         }
     }
 

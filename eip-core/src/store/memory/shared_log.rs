@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::queue::Queue;
-use crate::channel::{Joins, Moment, RecentIds};
+use crate::channel::{Copied, Joins, Moment, RecentIds};
 use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, TakeOne};
 
@@ -261,6 +261,32 @@ impl SharedLog {
         }
     }
 
+    /// [`try_append_following`](Self::try_append_following) storing a copy of `msg`, which
+    /// stays with the caller; declined, storing nothing, when that would not store it at once
+    /// (the log is full or closed: the caller's `try_append_following` sorts that out).
+    // Inlined into the walk, its one caller: what it hands back then stays in registers.
+    #[inline(always)]
+    pub(crate) fn try_append_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+        // The copy is made before the lock: taking it lets the copy's writes settle, and the
+        // append then moves it from memory that is done being written.
+        let copy = msg.clone();
+        let mut state = self.lock();
+        let Some(readers) = self.room_for_one(&mut state) else {
+            return Copied::Declined;
+        };
+        if let (Some(now), Some(recent)) = (loops, state.recent.as_mut())
+            && !recent.admit(msg.id(), now)
+        {
+            drop(state);
+            self.duplicates.fetch_add(1, Ordering::Relaxed);
+            return Copied::Duplicate;
+        }
+        let joins = state.joins.clone();
+        put(&mut state, copy, readers);
+        self.published(state);
+        Copied::Stored(joins)
+    }
+
     /// Why [`try_append_following`](Self::try_append_following) found no room: a duplicate
     /// is refused as one at once (it would be after the wait).
     #[cold]
@@ -490,90 +516,16 @@ impl SharedLog {
     }
 }
 
-/// Puts `msg` in the log for its `readers` (none: it is gone at once).
-#[inline(always)]
-fn put(state: &mut State, msg: Message, readers: u32) {
-    if readers == 0 {
-        state.base = state.head + 1;
-        state.floor = state.head + 1;
-    } else {
-        state.entries.push_back(msg);
-        state.unread.push_back(readers);
-    }
-    state.head += 1;
-}
-
-fn read_locked(
-    state: &mut State,
-    cursor: &mut u64,
-    max: usize,
-    into: &mut VecDeque<Message>,
-) -> usize {
-    let unread = usize::try_from(state.head.saturating_sub(*cursor)).unwrap_or(usize::MAX);
-    let n = unread.min(max);
-    let mut i = index_of(state, *cursor);
-    // `pass` written out: through its `Option`, a read of many cost a tenth more.
-    for _ in 0..n {
-        match state.unread.front() {
-            Some(1) if i == 0 => {
-                state.unread.pop_front();
-                if let Some(message) = state.entries.pop_front() {
-                    state.base += 1;
-                    into.push_back(message);
-                }
-            }
-            _ => {
-                if let (Some(unread), Some(message)) =
-                    (state.unread.get_mut(i), state.entries.get(i))
-                {
-                    *unread -= 1;
-                    into.push_back(message.clone());
-                }
-                i += 1;
-            }
-        }
-    }
-    *cursor += n as u64;
-    n
-}
-
-/// Where the reader at `cursor` is among the entries.
-fn index_of(state: &State, cursor: u64) -> usize {
-    // An entry leaves only once every reader passed it, so a cursor is never behind `base`.
-    debug_assert!(
-        cursor >= state.base,
-        "a reader's cursor fell behind the log"
-    );
-    usize::try_from(cursor.saturating_sub(state.base)).unwrap_or(usize::MAX)
-}
-
-/// A reader passes the entry at `i`: its copy, taken out rather than cloned if it is the front
-/// entry's last reader (then the next entry is at `i` again).
-fn pass(state: &mut State, i: &mut usize) -> Option<Message> {
-    match state.unread.front() {
-        Some(1) if *i == 0 => {
-            state.unread.pop_front();
-            let message = state.entries.pop_front()?;
-            state.base += 1;
-            Some(message)
-        }
-        _ => {
-            let (unread, message) = (state.unread.get_mut(*i)?, state.entries.get(*i)?);
-            *unread -= 1;
-            *i += 1;
-            Some(message.clone())
-        }
-    }
-}
-
 enum Look<'a> {
     /// No subscription is full; none has progressed less than this.
     Room(u64),
     Full(&'a Arc<Queue>),
 }
 
+mod entries;
 mod reader;
 
+use entries::{index_of, pass, put, read_locked};
 pub(crate) use reader::Reader;
 
 #[cfg(test)]

@@ -200,3 +200,32 @@ fn a_closed_subscription_takes_nothing_more_from_the_log_and_holds_no_one_up() {
     assert_eq!(take_one(&b), Ok(later_id));
     assert_eq!(stored(&log), 0, "nothing waits for the closed one");
 }
+
+#[test]
+fn an_append_of_a_copy_stores_what_an_append_stores_and_declines_when_it_must_wait() {
+    use crate::channel::{LoopDetection, LoopGuard};
+    let log = Arc::new(SharedLog::new(2));
+    LoopGuard::in_log(LoopDetection::default(), log.clone()).enable();
+    let sub = subscription(&log);
+    let msg = Message::new("x");
+    let now = Some(Moment::now());
+    assert!(matches!(
+        log.try_append_copy(&msg, now),
+        Copied::Stored(None)
+    ));
+    assert!(matches!(log.try_append_copy(&msg, now), Copied::Duplicate));
+    assert_eq!(log.duplicates(), 1);
+    assert!(matches!(
+        log.try_append_copy(&msg, None),
+        Copied::Stored(None)
+    ));
+    // Full: nothing stored, the id not remembered; the caller appends the message itself.
+    let later = Message::new("y");
+    assert!(matches!(log.try_append_copy(&later, now), Copied::Declined));
+    assert_eq!(stored(&log), 2);
+    assert!(log.would_admit_id(later.id(), Moment::now()));
+    assert_eq!(
+        take_all(&sub).iter().map(Message::id).collect::<Vec<_>>(),
+        [msg.id(), msg.id()]
+    );
+}
