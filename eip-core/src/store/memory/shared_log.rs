@@ -411,9 +411,10 @@ impl SharedLog {
         }
         let mut i = index_of(&state, cursor);
         cursor += 1;
-        let Some(first) = pass(&mut state, &mut i) else {
-            return TakeOne::Empty;
-        };
+        let first = pass_first(&mut state, &mut i);
+        if !matches!(first, TakeOne::Taken(_)) {
+            return first;
+        }
         let more = if max > 1 && state.head > cursor {
             read_locked(&mut state, &mut cursor, max - 1, rest)
         } else {
@@ -421,7 +422,7 @@ impl SharedLog {
         };
         reader.advance(&state, cursor);
         reader.count_taken(&state, 1 + more as u64);
-        TakeOne::Taken(first)
+        first
     }
 
     /// Shows `see` the messages from position `from` to the head, in order, taking nothing,
@@ -525,7 +526,7 @@ enum Look<'a> {
 mod entries;
 mod reader;
 
-use entries::{index_of, pass, put, read_locked};
+use entries::{index_of, pass_first, put, read_locked};
 pub(crate) use reader::Reader;
 
 #[cfg(test)]

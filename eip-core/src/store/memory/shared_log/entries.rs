@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use super::State;
 use crate::message::Message;
+use crate::store::TakeOne;
 
 /// Puts `msg` in the log for its `readers` (none: it is gone at once).
 #[inline(always)]
@@ -69,19 +70,24 @@ pub(super) fn index_of(state: &State, cursor: u64) -> usize {
 // Out of line: measured faster for a subscriber's take straight from the log (a chain of ten
 // joins, two to three per cent), where inlined the message is staged on the stack.
 #[inline(never)]
-pub(super) fn pass(state: &mut State, i: &mut usize) -> Option<Message> {
+pub(super) fn pass_first(state: &mut State, i: &mut usize) -> TakeOne {
     match state.unread.front() {
         Some(1) if *i == 0 => {
             state.unread.pop_front();
-            let message = state.entries.pop_front()?;
+            let Some(message) = state.entries.pop_front() else {
+                return TakeOne::Empty;
+            };
             state.base += 1;
-            Some(message)
+            TakeOne::Taken(message)
         }
         _ => {
-            let (unread, message) = (state.unread.get_mut(*i)?, state.entries.get(*i)?);
+            let (Some(unread), Some(message)) = (state.unread.get_mut(*i), state.entries.get(*i))
+            else {
+                return TakeOne::Empty;
+            };
             *unread -= 1;
             *i += 1;
-            Some(message.clone())
+            TakeOne::Taken(message.clone())
         }
     }
 }
