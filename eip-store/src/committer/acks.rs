@@ -97,10 +97,11 @@ impl Committer {
     }
 
     /// Looks for the next job for up to [`LOOK`], giving the core away between looks: what the
-    /// committer does after a round, before it waits. With one message in flight the next send comes within some tens
-    /// of microseconds of the answer, and a committer that finds it so is not woken through
-    /// the kernel (several microseconds more on the path of every message). Measured at window
-    /// 1 on a 2-core guest: 50 µs caught fewer sends than 150 µs; see the book's benchmarks.
+    /// committer does after a round, before it waits. With one message in flight the next
+    /// send comes within some tens of microseconds of the answer, and a committer that finds
+    /// it so is not woken through the kernel (several microseconds more on the path of every
+    /// message). Measured at window 1 on a 2-core guest: 50 µs caught fewer sends than 150 µs;
+    /// see the book's benchmarks.
     pub(super) fn look_a_while(&mut self) -> Option<Woken> {
         let until = Instant::now() + LOOK;
         loop {

@@ -126,10 +126,7 @@ impl SharedLog {
     /// The loop memory's answer for `id` stored at `now` (see [`RecentIds::admit`]); true
     /// without a memory.
     pub(crate) fn admit_id(&self, id: MessageId, now: Moment) -> bool {
-        self.lock()
-            .recent
-            .as_mut()
-            .is_none_or(|recent| recent.admit(id, now))
+        self.lock().admits(id, Some(now))
     }
 
     /// Whether the loop memory would admit `id` at `now`, remembering nothing.
@@ -239,9 +236,7 @@ impl SharedLog {
         let Some(readers) = self.room_for_one(&mut state) else {
             return self.refused_following(&state, msg, loops);
         };
-        if let (Some(now), Some(recent)) = (loops, state.recent.as_mut())
-            && !recent.admit(msg.id(), now)
-        {
+        if !state.admits(msg.id(), loops) {
             return self.duplicate(msg);
         }
         // Each way ends in its own return: a result built once and moved out would be read
@@ -274,9 +269,7 @@ impl SharedLog {
         let Some(readers) = self.room_for_one(&mut state) else {
             return Copied::Declined;
         };
-        if let (Some(now), Some(recent)) = (loops, state.recent.as_mut())
-            && !recent.admit(msg.id(), now)
-        {
+        if !state.admits(msg.id(), loops) {
             drop(state);
             self.duplicates.fetch_add(1, Ordering::Relaxed);
             return Copied::Duplicate;
@@ -514,6 +507,18 @@ impl SharedLog {
     pub(crate) fn release_subscriptions(&self) {
         let subscriptions = std::mem::replace(&mut self.lock().subscriptions, Arc::from([]));
         drop(subscriptions);
+    }
+}
+
+impl State {
+    /// Whether the loop memory, given the time (`loops`), lets `id` in: it has not stored it
+    /// here before, and remembers it from now on. Without the time or a memory, it does.
+    #[inline(always)]
+    fn admits(&mut self, id: MessageId, loops: Option<Moment>) -> bool {
+        match (loops, self.recent.as_mut()) {
+            (Some(now), Some(recent)) => recent.admit(id, now),
+            _ => true,
+        }
     }
 }
 

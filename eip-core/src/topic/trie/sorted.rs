@@ -54,28 +54,33 @@ fn exchange<T: Ord + Clone, const W: usize>(places: &mut [T; W], i: usize, j: us
     places[j] = high;
 }
 
+/// The exchanges of a network over the places from `$at` on.
 macro_rules! network {
-    ($places:ident; $(($i:literal, $j:literal)),* $(,)?) => {
-        $(exchange($places, $i, $j);)*
+    ($places:ident, $at:expr; $(($i:literal, $j:literal)),* $(,)?) => {
+        $(exchange($places, $at + $i, $at + $j);)*
     };
 }
 
+/// Sorts the 8 places from `at` on.
 #[inline(always)]
-fn sort_8<T: Ord + Clone, const W: usize>(p: &mut [T; W]) {
-    network!(p;
+fn sort_8_at<T: Ord + Clone, const W: usize>(p: &mut [T; W], at: usize) {
+    network!(p, at;
         (0, 1), (2, 3), (0, 2), (1, 3), (1, 2), (4, 5), (6, 7), (4, 6), (5, 7), (5, 6),
         (0, 4), (2, 6), (2, 4), (1, 5), (3, 7), (3, 5), (1, 2), (3, 4), (5, 6),
     );
 }
 
 #[inline(always)]
+fn sort_8<T: Ord + Clone>(p: &mut [T; 8]) {
+    sort_8_at(p, 0);
+}
+
+#[inline(always)]
 fn sort_16<T: Ord + Clone>(p: &mut [T; 16]) {
     // Each half on its own, then the two merged.
-    sort_8(p);
-    network!(p;
-        (8, 9), (10, 11), (8, 10), (9, 11), (9, 10), (12, 13), (14, 15), (12, 14), (13, 15),
-        (13, 14), (8, 12), (10, 14), (10, 12), (9, 13), (11, 15), (11, 13), (9, 10), (11, 12),
-        (13, 14),
+    sort_8_at(p, 0);
+    sort_8_at(p, 8);
+    network!(p, 0;
         (0, 8), (4, 12), (4, 8), (2, 10), (6, 14), (6, 10), (2, 4), (6, 8), (10, 12), (1, 9),
         (5, 13), (5, 9), (3, 11), (7, 15), (7, 11), (3, 5), (7, 9), (11, 13), (1, 2), (3, 4),
         (5, 6), (7, 8), (9, 10), (11, 12), (13, 14),
