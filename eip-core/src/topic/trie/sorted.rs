@@ -3,48 +3,68 @@
 //! A match yields a dozen values or so, in no order. An insertion sort of random values takes
 //! a branch the processor can not predict about once a value, and each miss costs as much as
 //! a few dozen instructions. Up to 16 values of a type without drop glue (ids, indices) are
-//! sorted by a fixed sorting network instead (Batcher's odd-even merge sort on 8 or 16
-//! places): each comparison picks the smaller and the larger of two places with conditional
-//! moves, and the sequence of comparisons is the same whatever the values.
+//! sorted by a fixed sorting network instead (Batcher's odd-even merge sort on 16 places):
+//! each comparison picks the smaller and the larger of two places with conditional moves, and
+//! the sequence of comparisons is the same whatever the values.
+//!
+//! The network is cut to the number of values: think of the places past the last value as
+//! holding a value larger than all. A comparison never moves the larger of its two places to
+//! the lower one, so those places keep that value to the end, and every comparison that
+//! reaches one of them changes nothing: it is left out. Twelve values take 42 comparisons
+//! where the whole network takes 63, and no place is padded.
 
 /// Sorts `values` and drops repeats, as `sort_unstable` then `dedup` do.
 pub(super) fn sort_dedup<T: Ord + Clone>(values: &mut Vec<T>) {
-    let n = values.len();
-    if n < 2 {
-        return;
-    }
-    // A network compares every pair it names, padding included, and copies values to move
-    // them: for values that own memory (whose copies allocate) the standard sort is better;
-    // past 16 values, a network's comparisons cost more than the insertion sort's misses save.
-    if n > 16 || std::mem::needs_drop::<T>() {
+    // Past 16 values, a network's comparisons cost more than the insertion sort's misses save;
+    // for values that own memory (whose copies allocate) the standard sort is better.
+    if values.len() > 16 || std::mem::needs_drop::<T>() {
         values.sort_unstable();
         values.dedup();
         return;
     }
-    // Padded with copies of the largest value to 8 or 16 places: the network leaves them past
-    // the first `n` (it never moves a larger value to a lower place).
-    let Some(largest) = values.iter().max().cloned() else {
-        return;
-    };
-    if n <= 8 {
-        values.resize(8, largest);
-        if let Ok(places) = <&mut [T; 8]>::try_from(values.as_mut_slice()) {
-            sort_8(places);
-        }
-    } else {
-        values.resize(16, largest);
-        if let Ok(places) = <&mut [T; 16]>::try_from(values.as_mut_slice()) {
-            sort_16(places);
-        }
-    }
-    values.truncate(n);
+    sort_network(values);
     values.dedup();
 }
 
+/// Sorts at most 16 values with the network cut to their number (more are left as they are).
+#[inline(always)]
+fn sort_network<T: Ord + Clone>(p: &mut [T]) {
+    match p.len() {
+        2 => sort_first::<T, 2>(p),
+        3 => sort_first::<T, 3>(p),
+        4 => sort_first::<T, 4>(p),
+        5 => sort_first::<T, 5>(p),
+        6 => sort_first::<T, 6>(p),
+        7 => sort_first::<T, 7>(p),
+        8 => sort_first::<T, 8>(p),
+        9 => sort_first::<T, 9>(p),
+        10 => sort_first::<T, 10>(p),
+        11 => sort_first::<T, 11>(p),
+        12 => sort_first::<T, 12>(p),
+        13 => sort_first::<T, 13>(p),
+        14 => sort_first::<T, 14>(p),
+        15 => sort_first::<T, 15>(p),
+        16 => sort_first::<T, 16>(p),
+        _ => {} // 0 or 1: sorted
+    }
+}
+
+/// Sorts the `N` places of `p` (which has `N`) with the network cut to `N` places.
+#[inline(always)]
+fn sort_first<T: Ord + Clone, const N: usize>(p: &mut [T]) {
+    if let Ok(places) = <&mut [T; N]>::try_from(p) {
+        sort_16_cut(places);
+    }
+}
+
 /// Puts the smaller of places `i` and `j` (`i < j`) at `i`, the larger at `j`: the copies are
-/// picked by a comparison the compiler turns into conditional moves, not a branch.
+/// picked by a comparison the compiler turns into conditional moves, not a branch. Left out
+/// (at compile time) where `j` is past the places there are.
 #[inline(always)]
 fn exchange<T: Ord + Clone, const W: usize>(places: &mut [T; W], i: usize, j: usize) {
+    if j >= W {
+        return;
+    }
     let (a, b) = (&places[i], &places[j]);
     let (low, high) = match b < a {
         true => (b.clone(), a.clone()),
@@ -61,7 +81,7 @@ macro_rules! network {
     };
 }
 
-/// Sorts the 8 places from `at` on.
+/// Sorts the 8 places from `at` on (those of them there are).
 #[inline(always)]
 fn sort_8_at<T: Ord + Clone, const W: usize>(p: &mut [T; W], at: usize) {
     network!(p, at;
@@ -70,15 +90,14 @@ fn sort_8_at<T: Ord + Clone, const W: usize>(p: &mut [T; W], at: usize) {
     );
 }
 
+/// Sorts up to 16 places: the first 8 on their own, then (with more than 8) the rest, and
+/// the two halves merged.
 #[inline(always)]
-fn sort_8<T: Ord + Clone>(p: &mut [T; 8]) {
+fn sort_16_cut<T: Ord + Clone, const W: usize>(p: &mut [T; W]) {
     sort_8_at(p, 0);
-}
-
-#[inline(always)]
-fn sort_16<T: Ord + Clone>(p: &mut [T; 16]) {
-    // Each half on its own, then the two merged.
-    sort_8_at(p, 0);
+    if W <= 8 {
+        return;
+    }
     sort_8_at(p, 8);
     network!(p, 0;
         (0, 8), (4, 12), (4, 8), (2, 10), (6, 14), (6, 10), (2, 4), (6, 8), (10, 12), (1, 9),
@@ -94,19 +113,15 @@ mod tests {
 
     #[test]
     fn the_networks_sort_every_input_of_zeros_and_ones() {
-        // By the 0-1 principle, a network that sorts every sequence of 0s and 1s sorts all.
-        for bits in 0..1_u32 << 16 {
-            let mut p: [u8; 16] = std::array::from_fn(|i| (bits >> i) as u8 & 1);
-            let mut want = p;
-            want.sort_unstable();
-            sort_16(&mut p);
-            assert_eq!(p, want, "{bits:016b}");
-            if bits < 1 << 8 {
-                let mut p: [u8; 8] = std::array::from_fn(|i| (bits >> i) as u8 & 1);
-                let mut want = p;
+        // By the 0-1 principle, a network that sorts every sequence of 0s and 1s sorts all:
+        // the network cut to each number of places from 2 to 16.
+        for n in 2..=16 {
+            for bits in 0..1_u32 << n {
+                let mut p: Vec<u8> = (0..n).map(|i| (bits >> i) as u8 & 1).collect();
+                let mut want = p.clone();
                 want.sort_unstable();
-                sort_8(&mut p);
-                assert_eq!(p, want, "{bits:08b}");
+                sort_network(&mut p);
+                assert_eq!(p, want, "{n} places: {bits:0n$b}");
             }
         }
     }
