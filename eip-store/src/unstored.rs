@@ -10,9 +10,10 @@
 //! readable once its append is answered, as before.
 //!
 //! A committed round's records stay one round longer (until the next round commits, or any
-//! round that is not published): a reader woken by the round finds them here even once the
-//! commit is done, and the next round (where a window of one has their acks) drops them before
-//! it answers those acks, that is before reads stop passing over the acknowledged records.
+//! round that is not published): a reader woken by the round's sender, or by its commit (see
+//! `committer::publish`), finds them here even once the commit is done, and the next round
+//! (where a window of one has their acks) drops them before it answers those acks, that is
+//! before reads stop passing over the acknowledged records.
 //!
 //! The order that makes this safe: the committer adds a record here before it advances the
 //! queue's head past it, and takes it out only after it advanced [`stored`](Unstored::stored)

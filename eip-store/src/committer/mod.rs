@@ -555,10 +555,9 @@ impl Committer {
             self.answer(effect, &mut registry, changes.published);
         }
         drop(registry);
-        if !changes.published {
-            for t in changes.queues.into_values() {
-                t.queue.advanced.notify_waiters();
-            }
+        // Published rounds too: their waiters are woken here, after the commit (see `publish`)
+        for t in changes.queues.into_values() {
+            t.queue.advanced.notify_waiters();
         }
     }
 

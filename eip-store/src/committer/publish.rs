@@ -7,10 +7,18 @@
 //! round that holds only appends and acks (what a durable channel's sends and acks make) is
 //! *published* as soon as its record is durable: memory takes its effects (head, length,
 //! bytes), its records are kept in memory for reads until the database holds them
-//! ([`unstored`](crate::unstored)), its appends are answered and the queues' waiters woken;
-//! then the transaction commits, while the senders and consumers go on. Acks are answered
-//! after the commit, as before: the records they delete stay hidden from reads until the
-//! database no longer holds them.
+//! ([`unstored`](crate::unstored)) and its appends are answered; then the transaction commits,
+//! while the senders and consumers go on. Acks are answered after the commit, as before: the
+//! records they delete stay hidden from reads until the database no longer holds them.
+//!
+//! The queues' waiters ([`QueueLog::committed`](crate::QueueLog::committed)) are woken after
+//! the commit too, not with the answers. A sender that is answered hands its record to the
+//! readers itself (a durable channel's push does), from the core it runs on; a wake-up from
+//! the committer as well sent a second thread through the kernel on the path of every message
+//! (measured at window 1, a round 59 → 51 µs above its `fdatasync`, medians of eight
+//! alternated runs), and it reached readers that had nothing to read before the sender ran.
+//! Readers of records nobody hands over (their sender stopped waiting) learn of them one
+//! commit later, tens of microseconds.
 //!
 //! Rounds that declare or remove queues, set records aside, write batches, key tables or
 //! expiries are answered after their commit, as before: their answers depend on the registry
@@ -40,7 +48,8 @@ pub(super) fn publishable(effects: &[Effect]) -> bool {
 
 impl Committer {
     /// After a publishable round's record is durable, before its commit: its records kept for
-    /// reads, memory as after the commit, its appends answered and the queues' waiters woken.
+    /// reads, memory as after the commit, its appends answered (the queues' waiters are woken
+    /// after the commit, see the module's documentation).
     pub(super) fn publish(&self, effects: &mut [Effect], changes: &mut Changes) {
         for effect in effects.iter() {
             if let Effect::Append {
@@ -74,9 +83,6 @@ impl Committer {
                 Effect::Ack { queue, deleted, .. } => self.counted_ack(queue, *deleted),
                 _ => {}
             }
-        }
-        for t in changes.queues.values() {
-            t.queue.advanced.notify_waiters();
         }
     }
 
