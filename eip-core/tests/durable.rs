@@ -326,6 +326,41 @@ async fn a_send_waits_while_the_channel_holds_its_capacity() {
         .expect("sent");
 }
 
+/// A send given up once its message went to the store (its future dropped while the commit was
+/// on its way) still reaches a consumer already waiting: nobody hands that message over, so the
+/// store itself wakes the channel's readers once the record is committed.
+#[tokio::test]
+async fn a_waiting_consumer_receives_a_message_whose_send_was_given_up() {
+    let dir = DataDir::new("given-up");
+    let store = dir.open();
+    let channel = orders(&store);
+    let mut receiver = channel.receiver();
+    let consumer = tokio::spawn(async move {
+        let delivery = receiver.recv().await.expect("channel open");
+        let id = delivery.message().id();
+        delivery.ack();
+        id
+    });
+    // The consumer parks on the empty channel first.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!consumer.is_finished());
+    let msg = Message::new("given up");
+    let id = msg.id();
+    let mut send = Box::pin(channel.send(msg));
+    // Polled once: the record goes to the committer; then the send is dropped unanswered.
+    let polled = std::future::poll_fn(|cx| std::task::Poll::Ready(send.as_mut().poll(cx))).await;
+    assert!(
+        polled.is_pending(),
+        "the send waits for its commit: {polled:?}"
+    );
+    drop(send);
+    let received = tokio::time::timeout(Duration::from_secs(5), consumer)
+        .await
+        .expect("the waiting consumer is woken within 5 s")
+        .expect("the consumer ends");
+    assert_eq!(received, id);
+}
+
 #[tokio::test]
 async fn a_second_opening_of_one_directory_is_refused_as_in_use() {
     let dir = DataDir::new("in-use");
