@@ -26,6 +26,7 @@ pub mod datatype;
 pub mod dead_letter;
 pub mod delivery;
 mod error;
+mod held_joins;
 mod lane;
 mod loop_guard;
 pub(crate) mod outgoing;
@@ -45,6 +46,7 @@ pub use datatype::{Datatype, JsonSchema, JsonType};
 pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
 pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
+pub(crate) use held_joins::{Guard, HeldJoins, JoinsSlot, pin};
 pub use loop_guard::LoopDetection;
 pub(crate) use loop_guard::{LoopGuard, Moment, RecentIds};
 pub(crate) use outgoing::Joins;
@@ -92,9 +94,10 @@ pub(crate) enum Stored {
 }
 
 /// What a store of a copy did ([`Channel::store_copy`]): the message stays with the caller.
-pub(crate) enum Copied {
-    /// Stored as given; the joins that leave the channel, if any, to follow with it.
-    Stored(Option<Joins>),
+pub(crate) enum Copied<'g> {
+    /// Stored as given; the joins that leave the channel, if any, to follow with it, held
+    /// while the store's guard lasts.
+    Stored(Option<HeldJoins<'g>>),
     /// Refused by loop detection.
     Duplicate,
     /// Not done: this store needs the message itself ([`Channel::store_now`]).
@@ -189,12 +192,18 @@ impl Channel {
     /// Stores a copy of `msg` here, as [`store_now`](Self::store_now) would store `msg`, if
     /// that can be done at once and the channel's rules change nothing in what it stores (so
     /// the caller's message is the message as stored); otherwise stores nothing and declines.
-    /// A join chain's message then stays in one place from hop to hop.
+    /// A join chain's message then stays in one place from hop to hop. The joins it hands
+    /// back are held pinned by `guard` (see [`HeldJoins`]).
     #[inline]
-    pub(crate) fn store_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+    pub(crate) fn store_copy<'g>(
+        &self,
+        msg: &Message,
+        loops: Option<Moment>,
+        guard: &'g Guard,
+    ) -> Copied<'g> {
         match self {
             Channel::PointToPoint(_) => Copied::Declined,
-            Channel::PublishSubscribe(c) => c.store_copy(msg, loops),
+            Channel::PublishSubscribe(c) => c.store_copy(msg, loops, guard),
         }
     }
 

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::walk::{Hop, Walk};
-use crate::channel::{Copied, Joins, Moment, PublishSubscribe, Stored};
+use crate::channel::{Copied, Guard, Joins, Moment, PublishSubscribe, Stored, pin};
 use crate::log::Escaped;
 use crate::message::{Headers, Message, MessageId};
 use crate::store::Waiting;
@@ -30,34 +30,47 @@ pub(super) fn follow<'a>(
     now: Option<Moment>,
 ) -> Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>> {
     let now = now.unwrap_or_else(Moment::now);
+    // Pinned for the synchronous stretch: the walk holds the joins sets it reads pinned.
+    let guard = pin();
     let mut walk = Walk::new(entry.identity());
-    let first = walk.stored_then_next(joins, &mut stored, None);
-    let waiting = store_until_waiting(&mut walk, &mut stored, first, now)?;
-    Some(Box::pin(finish(walk, waiting, now)))
+    let first = walk.stored_then_next(joins.into(), &mut stored, None);
+    let waiting = store_until_waiting(&mut walk, &mut stored, first, now, &guard)?;
+    Some(Box::pin(finish(walk.counted(), waiting.counted(), now)))
 }
 
 /// A store that has to wait: the rest of it, and the hop it is for.
-struct Pending {
+struct Pending<'g> {
     storing: Waiting<'static, Stored>,
-    hop: Hop,
+    hop: Hop<'g>,
+}
+
+impl Pending<'_> {
+    /// The same, its hop holding its joins counted, to keep past the pin.
+    fn counted(self) -> Pending<'static> {
+        Pending {
+            storing: self.storing,
+            hop: self.hop.counted(),
+        }
+    }
 }
 
 /// Makes the walk's stores, from `next` on, while each completes at once; the first that has
 /// to wait. `message` is the message `next` stores, and where each later hop's is left: a
 /// store that can leaves it there and stores a copy ([`Channel::store_copy`]), so along a
 /// chain of channels in memory the message stays in this one place.
-fn store_until_waiting(
-    walk: &mut Walk,
+fn store_until_waiting<'g>(
+    walk: &mut Walk<'g>,
     message: &mut Message,
-    mut next: Option<Hop>,
+    mut next: Option<Hop<'g>>,
     now: Moment,
-) -> Option<Pending> {
+    guard: &'g Guard,
+) -> Option<Pending<'g>> {
     // The hop is read where it is, field by field: moved out whole, it would be read in wider
     // pieces than it was just written in, and wait for those writes.
     while let Some(hop) = &next {
         let loops = hop.via.checks_loops().then_some(now);
         let destination = hop.via.destination();
-        let after = match destination.store_copy(message, loops) {
+        let after = match destination.store_copy(message, loops, guard) {
             Copied::Stored(Some(joins)) => walk.stored_then_next(joins, message, Some(hop.budget)),
             Copied::Stored(None) | Copied::Duplicate => walk.next_into(message),
             Copied::Declined => match destination.store_now(take(message), loops) {
@@ -82,27 +95,36 @@ fn stand_in() -> Message {
     Message::from_parts(MessageId::from(Uuid::nil()), Headers::new(), Bytes::new())
 }
 
-/// The walk from a store that has to wait on.
-async fn finish(mut walk: Walk, mut pending: Pending, now: Moment) {
+/// The walk from a store that has to wait on. Each synchronous stretch is pinned on its own;
+/// what waits holds its joins counted.
+async fn finish(mut walk: Walk<'static>, mut pending: Pending<'static>, now: Moment) {
     let mut message = stand_in();
     loop {
         let stored = pending.storing.await;
-        let next = settle(&mut walk, &mut message, &pending.hop, stored);
-        match store_until_waiting(&mut walk, &mut message, next, now) {
-            Some(waiting) => pending = waiting,
+        let guard = pin();
+        let mut pinned: Walk<'_> = walk;
+        let next = settle(&mut pinned, &mut message, &pending.hop, stored);
+        let waiting = store_until_waiting(&mut pinned, &mut message, next, now, &guard);
+        (walk, pending) = match waiting {
+            Some(waiting) => (pinned.counted(), waiting.counted()),
             None => return,
-        }
+        };
     }
 }
 
 /// What one store did, fed back into the walk (a channel that stored the message and has
 /// joins leaving it adds their hops), and the next hop to make, its message left in `message`.
 #[inline(always)]
-fn settle(walk: &mut Walk, message: &mut Message, hop: &Hop, stored: Stored) -> Option<Hop> {
+fn settle<'g>(
+    walk: &mut Walk<'g>,
+    message: &mut Message,
+    hop: &Hop<'_>,
+    stored: Stored,
+) -> Option<Hop<'g>> {
     match stored {
         Stored::Forward(stored, joins) => {
             *message = stored;
-            return walk.stored_then_next(joins, message, Some(hop.budget));
+            return walk.stored_then_next(joins.into(), message, Some(hop.budget));
         }
         Stored::Yes | Stored::Invalid(_) | Stored::Duplicate => {}
         Stored::Refused(refused) => {

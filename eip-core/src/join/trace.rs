@@ -157,6 +157,6 @@ impl Channel {
 /// Feeds the joins leaving `channel` (if it can have any) to the walk, as a store there would.
 fn follow(walk: &mut Walk, channel: &Channel, message: Message, arrived_with: Option<u32>) {
     if let Channel::PublishSubscribe(pubsub) = channel {
-        walk.stored(pubsub.joins(), message, arrived_with);
+        walk.stored(pubsub.joins().into(), message, arrived_with);
     }
 }

@@ -13,28 +13,42 @@
 use std::collections::VecDeque;
 
 use super::{Join, budget};
-use crate::channel::{Channel, Joins};
+use crate::channel::{Channel, HeldJoins};
 use crate::message::Message;
 
 /// One store to make: the message arriving at a channel over a join. The message itself is
 /// not part of it: along a chain it stays in one place, the caller's, and each crossing edits
 /// its hop budget there ([`Walk::stored_then_next`]); only the hops that wait in the queue
 /// hold their own copy.
-pub(crate) struct Hop {
+pub(crate) struct Hop<'g> {
     /// The join it crosses.
-    pub(crate) via: Via,
+    pub(crate) via: Via<'g>,
     /// The remaining hop budget the message carries, for [`Walk::stored`].
     pub(crate) budget: u32,
 }
 
 /// The join a hop crosses, held as its place among the joins of its source rather than by a
-/// clone of the destination: along a chain the set moves from hop to hop, counted by no one.
-pub(crate) struct Via {
-    joins: Joins,
+/// clone of the destination: along a chain the set moves from hop to hop, pinned
+/// ([`HeldJoins`]), counted by no one.
+pub(crate) struct Via<'g> {
+    joins: HeldJoins<'g>,
     index: usize,
 }
 
-impl Via {
+impl Hop<'_> {
+    /// The same hop holding its joins counted, to keep past the pin.
+    pub(crate) fn counted(self) -> Hop<'static> {
+        Hop {
+            via: Via {
+                joins: self.via.joins.counted(),
+                index: self.via.index,
+            },
+            budget: self.budget,
+        }
+    }
+}
+
+impl Via<'_> {
     fn join(&self) -> &Join {
         &self.joins[self.index]
     }
@@ -52,12 +66,12 @@ impl Via {
 }
 
 /// The breadth-first walk of one send through joins (see the module documentation).
-pub(crate) struct Walk {
+pub(crate) struct Walk<'g> {
     visited: Visited,
-    queue: Queue,
+    queue: Queue<'g>,
 }
 
-impl Walk {
+impl<'g> Walk<'g> {
     /// A walk from the channel with identity `entry`, which has stored the message.
     pub(crate) fn new(entry: usize) -> Self {
         Walk {
@@ -69,7 +83,12 @@ impl Walk {
     /// A channel stored `message` (as stored, after its own rules) and `joins` leave it:
     /// queues a hop for each join the message crosses, in the joins' order. `arrived_with` is
     /// the budget of the hop that brought it, if one did ([`Hop::budget`]).
-    pub(crate) fn stored(&mut self, joins: Joins, mut message: Message, arrived_with: Option<u32>) {
+    pub(crate) fn stored(
+        &mut self,
+        joins: HeldJoins<'g>,
+        mut message: Message,
+        arrived_with: Option<u32>,
+    ) {
         if let Some(last) = self.cross(joins, &mut message, arrived_with) {
             self.queue.push(last, message);
         }
@@ -82,10 +101,10 @@ impl Walk {
     #[inline(always)]
     pub(crate) fn stored_then_next(
         &mut self,
-        joins: Joins,
+        joins: HeldJoins<'g>,
         message: &mut Message,
         arrived_with: Option<u32>,
-    ) -> Option<Hop> {
+    ) -> Option<Hop<'g>> {
         let hop = self.cross(joins, message, arrived_with);
         match self.queue.pop() {
             // `cross` only adds to the queue: empty now, it was empty before.
@@ -114,10 +133,10 @@ impl Walk {
     #[inline(always)]
     fn cross(
         &mut self,
-        joins: Joins,
+        joins: HeldJoins<'g>,
         message: &mut Message,
         arrived_with: Option<u32>,
-    ) -> Option<Hop> {
+    ) -> Option<Hop<'g>> {
         let headers = message.headers();
         let (remaining, budget_only) = match arrived_with {
             // Still the shared budget-only map the hop set: no need to read it.
@@ -139,7 +158,7 @@ impl Walk {
                 let mut copy = message.clone();
                 budget::set(copy.headers_mut(), b, budget_only);
                 let via = Via {
-                    joins: joins.clone(),
+                    joins: joins.share(),
                     index: i,
                 };
                 self.queue.push(Hop { via, budget: b }, copy);
@@ -156,7 +175,7 @@ impl Walk {
     /// The next store to make, if any, and the message it stores: archival arrivals always,
     /// others only at a channel this send has not stored at (once per channel, whatever the
     /// paths and cycles).
-    pub(crate) fn next(&mut self) -> Option<(Hop, Message)> {
+    pub(crate) fn next(&mut self) -> Option<(Hop<'g>, Message)> {
         while let Some((hop, message)) = self.queue.pop() {
             if self.admits(&hop) {
                 return Some((hop, message));
@@ -166,16 +185,28 @@ impl Walk {
     }
 
     /// [`next`](Self::next), its message left in `message`.
-    pub(crate) fn next_into(&mut self, message: &mut Message) -> Option<Hop> {
+    pub(crate) fn next_into(&mut self, message: &mut Message) -> Option<Hop<'g>> {
         let (hop, next) = self.next()?;
         *message = next;
         Some(hop)
     }
 
+    /// The same walk holding every joins set it holds counted, to keep past the pin.
+    pub(crate) fn counted(self) -> Walk<'static> {
+        let counted = |(hop, message): (Hop<'g>, Message)| (hop.counted(), message);
+        Walk {
+            visited: self.visited,
+            queue: Queue {
+                first: self.queue.first.map(counted),
+                rest: self.queue.rest.into_iter().map(counted).collect(),
+            },
+        }
+    }
+
     /// Whether `hop` is made: an archival arrival always, another only at a channel this send
     /// has not stored at (which counts as stored at from now on).
     #[inline(always)]
-    fn admits(&mut self, hop: &Hop) -> bool {
+    fn admits(&mut self, hop: &Hop<'g>) -> bool {
         let via = &hop.via;
         !via.checks_loops() || self.visited.first_time(via.destination().identity())
     }
@@ -185,13 +216,13 @@ impl Walk {
 /// (the next is handed over at once); when hops fan out one waits in the `first` slot, and a
 /// send allocates a queue only when more do.
 #[derive(Default)]
-struct Queue {
-    first: Option<(Hop, Message)>,
-    rest: VecDeque<(Hop, Message)>,
+struct Queue<'g> {
+    first: Option<(Hop<'g>, Message)>,
+    rest: VecDeque<(Hop<'g>, Message)>,
 }
 
-impl Queue {
-    fn push(&mut self, hop: Hop, message: Message) {
+impl<'g> Queue<'g> {
+    fn push(&mut self, hop: Hop<'g>, message: Message) {
         if self.first.is_none() && self.rest.is_empty() {
             self.first = Some((hop, message));
         } else {
@@ -199,7 +230,7 @@ impl Queue {
         }
     }
 
-    fn pop(&mut self) -> Option<(Hop, Message)> {
+    fn pop(&mut self) -> Option<(Hop<'g>, Message)> {
         self.first.take().or_else(|| self.rest.pop_front())
     }
 }
@@ -284,13 +315,13 @@ mod tests {
     /// Walks from `entry` as if every channel stored what reached it: (channel, budget) each.
     fn walk(entry: &PublishSubscribe, msg: Message) -> Vec<(String, Option<u32>)> {
         let mut walk = Walk::new(entry.identity());
-        walk.stored(entry.joins(), msg, None);
+        walk.stored(entry.joins().into(), msg, None);
         let mut hops = Vec::new();
         while let Some((hop, message)) = walk.next() {
             let to = hop.via.destination().clone();
             hops.push((to.name().to_owned(), message.hop_budget().unwrap()));
             if let Channel::PublishSubscribe(to) = to {
-                walk.stored(to.joins(), message, Some(hop.budget));
+                walk.stored(to.joins().into(), message, Some(hop.budget));
             }
         }
         hops
@@ -329,14 +360,16 @@ mod tests {
         let mut in_place = Vec::new();
         let mut in_place_walk = Walk::new(c[0].identity());
         let mut message = Message::new("x");
-        let mut next = in_place_walk.stored_then_next(c[0].joins(), &mut message, None);
+        let mut next = in_place_walk.stored_then_next(c[0].joins().into(), &mut message, None);
         while let Some(hop) = next {
             let to = hop.via.destination().clone();
             in_place.push((to.name().to_owned(), message.hop_budget().unwrap()));
             next = match to {
-                Channel::PublishSubscribe(to) => {
-                    in_place_walk.stored_then_next(to.joins(), &mut message, Some(hop.budget))
-                }
+                Channel::PublishSubscribe(to) => in_place_walk.stored_then_next(
+                    to.joins().into(),
+                    &mut message,
+                    Some(hop.budget),
+                ),
                 Channel::PointToPoint(_) => in_place_walk.next_into(&mut message),
             };
         }

@@ -50,7 +50,7 @@ use super::outgoing::Joins;
 use super::selector::Selector;
 use super::sender::ChannelSender;
 use super::stats::ChannelStats;
-use super::{Copied, LoopGuard, Mode, Moment, Outcome, Rules, StoreNow, Stored};
+use super::{Copied, Guard, LoopGuard, Mode, Moment, Outcome, Rules, StoreNow, Stored};
 use crate::message::{DeathReason, Message};
 use crate::store::memory::shared_log::{Append, SharedLog};
 use crate::store::{Overflow, Push, Select, Waiting};
@@ -272,9 +272,14 @@ impl PublishSubscribe {
     /// stored to, it has room, and the rules change nothing (the loop memory, which the log
     /// keeps, decides under the append's lock as for [`store_now`](Self::store_now)).
     #[inline]
-    pub(crate) fn store_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+    pub(crate) fn store_copy<'g>(
+        &self,
+        msg: &Message,
+        loops: Option<Moment>,
+        guard: &'g Guard,
+    ) -> Copied<'g> {
         match self.log_only() {
-            Some(log) if self.rules().change_nothing() => log.try_append_copy(msg, loops),
+            Some(log) if self.rules().change_nothing() => log.try_append_copy(msg, loops, guard),
             _ => Copied::Declined,
         }
     }

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::queue::Queue;
-use crate::channel::{Copied, Joins, Moment, RecentIds};
+use crate::channel::{Copied, Guard, Joins, JoinsSlot, Moment, RecentIds};
 use crate::message::{Message, MessageId};
 use crate::store::{MessageStore, TakeOne};
 
@@ -48,8 +48,9 @@ struct State {
     closed: bool,
     /// The joins leaving the channel, when a publish does nothing but append here and follow
     /// them: read with the append ([`SharedLog::try_append_following`]), so that such a
-    /// publish takes one lock, not the set's too.
-    joins: Option<Joins>,
+    /// publish takes one lock, not the set's too. Walks hold it pinned (see
+    /// [`HeldJoins`](crate::channel::HeldJoins)), so it is changed only through the slot.
+    joins: JoinsSlot,
     /// The channel's loop memory, once a join touches it ([`LoopGuard::in_log`]): an append
     /// that follows joins consults it under this lock.
     recent: Option<RecentIds>,
@@ -96,7 +97,7 @@ impl SharedLog {
                 subscriptions: Arc::from([]),
                 floor: 0,
                 closed: false,
-                joins: None,
+                joins: JoinsSlot::default(),
                 recent: None,
             }),
             head: AtomicU64::new(0),
@@ -211,7 +212,7 @@ impl SharedLog {
     /// Sets the joins a publish that appends here follows (`None`: none, or a publish that
     /// does more than append reads them from the channel's set).
     pub(crate) fn carry_joins(&self, joins: Option<Joins>) {
-        drop(std::mem::replace(&mut self.lock().joins, joins));
+        self.lock().joins.replace(joins);
     }
 
     /// Stores `msg` for every attached subscription, if none of them is full: `floor` answers
@@ -241,7 +242,7 @@ impl SharedLog {
         }
         // Each way ends in its own return: a result built once and moved out would be read
         // back at once from the stores that wrote it (a stall on every publish).
-        match state.joins.clone() {
+        match state.joins.get().cloned() {
             None => {
                 put(&mut state, msg, readers);
                 self.published(state);
@@ -258,10 +259,16 @@ impl SharedLog {
 
     /// [`try_append_following`](Self::try_append_following) storing a copy of `msg`, which
     /// stays with the caller; declined, storing nothing, when that would not store it at once
-    /// (the log is full or closed: the caller's `try_append_following` sorts that out).
+    /// (the log is full or closed: the caller's `try_append_following` sorts that out). The
+    /// joins come back held pinned by `guard`, which the caller pinned before this call.
     // Inlined into the walk, its one caller: what it hands back then stays in registers.
     #[inline(always)]
-    pub(crate) fn try_append_copy(&self, msg: &Message, loops: Option<Moment>) -> Copied {
+    pub(crate) fn try_append_copy<'g>(
+        &self,
+        msg: &Message,
+        loops: Option<Moment>,
+        guard: &'g Guard,
+    ) -> Copied<'g> {
         // The copy is made before the lock: taking it lets the copy's writes settle, and the
         // append then moves it from memory that is done being written.
         let copy = msg.clone();
@@ -274,7 +281,7 @@ impl SharedLog {
             self.duplicates.fetch_add(1, Ordering::Relaxed);
             return Copied::Duplicate;
         }
-        let joins = state.joins.clone();
+        let joins = state.joins.pinned(guard);
         put(&mut state, copy, readers);
         self.published(state);
         Copied::Stored(joins)

@@ -209,19 +209,26 @@ fn an_append_of_a_copy_stores_what_an_append_stores_and_declines_when_it_must_wa
     let sub = subscription(&log);
     let msg = Message::new("x");
     let now = Some(Moment::now());
+    let guard = crate::channel::pin();
     assert!(matches!(
-        log.try_append_copy(&msg, now),
+        log.try_append_copy(&msg, now, &guard),
         Copied::Stored(None)
     ));
-    assert!(matches!(log.try_append_copy(&msg, now), Copied::Duplicate));
+    assert!(matches!(
+        log.try_append_copy(&msg, now, &guard),
+        Copied::Duplicate
+    ));
     assert_eq!(log.duplicates(), 1);
     assert!(matches!(
-        log.try_append_copy(&msg, None),
+        log.try_append_copy(&msg, None, &guard),
         Copied::Stored(None)
     ));
     // Full: nothing stored, the id not remembered; the caller appends the message itself.
     let later = Message::new("y");
-    assert!(matches!(log.try_append_copy(&later, now), Copied::Declined));
+    assert!(matches!(
+        log.try_append_copy(&later, now, &guard),
+        Copied::Declined
+    ));
     assert_eq!(stored(&log), 2);
     assert!(log.would_admit_id(later.id(), Moment::now()));
     assert_eq!(
