@@ -3,32 +3,96 @@
 //! A send that follows a chain of joins reads, at each channel it stores at, the set of joins
 //! leaving that channel, and holds it until it has crossed the join it takes. Counting each
 //! hold (an `Arc` clone and drop per hop) costs two locked instructions a hop, which on a chain
-//! of ten is a fifth of the send. So the walk pins the current thread in an epoch instead
-//! ([`crossbeam_epoch`], once per send) and holds the sets it reads *pinned*: borrowed for as
-//! long as the pin lasts.
+//! of ten is a fifth of the send. So a send instead says once that it is walking ([`pin`],
+//! one counter for the process), and holds the sets it reads *pinned*: borrowed for as long as
+//! its [`Guard`] lasts.
 //!
-//! That is sound because a set a walk can read is freed only through a [`JoinsSlot`], and a
-//! slot never drops a set it let go of (a change put another in its place, or the slot itself
-//! went) at once: it hands the set to the epoch, which drops it once every thread that was
-//! pinned at that moment has unpinned. A walk reads a set from a slot under the lock the slot
-//! is changed under, after it pinned; so a set it reads is either still in the slot or handed
-//! over after the walk pinned, and is kept until the walk unpins. A pin lives in one
-//! synchronous stretch of the walk: before the walk awaits anything it turns the sets it still
-//! holds into counted ones ([`HeldJoins::counted`]).
+//! That is sound because a set a walk reads is freed only once no walk that could have read
+//! it is still going. A log keeps its set in a [`JoinsSlot`]. A set the slot lets go of for
+//! another (a join added or removed) is retired, not dropped: it is dropped at once if no walk
+//! is going, and otherwise by the last walk to end, once none is. A walk reads a set under the
+//! lock the slot is changed under, after it started; so a set it reads is either still in the
+//! slot or retired after the walk started, and kept until the walk ends. A slot dropped with its
+//! log drops its set at once: a walk reaches a log only over a join from a set that is itself
+//! in a slot or retired, which holds that join's channel, and so the log, past the walk's end.
+//! A guard lives in one synchronous stretch of the walk (it can not be sent to another
+//! thread): before the walk awaits anything it turns the sets it still holds into counted ones
+//! ([`HeldJoins::counted`]).
+//!
+//! Releasing retired sets when the count of walks reaches zero, rather than by epochs, keeps
+//! the release prompt: a removed join lets go of its destination channel (and that channel's
+//! store, its files) as soon as no send is walking, as with a plain reference count.
 
+use std::marker::PhantomData;
 use std::ops::Deref;
-use std::sync::Arc;
-
-pub(crate) use crossbeam_epoch::{Guard, pin};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Joins;
 use super::outgoing::Join;
+
+/// Walks going on in the process.
+static WALKING: AtomicUsize = AtomicUsize::new(0);
+/// Sets let go of while walks were going.
+static RETIRED: Mutex<Vec<Joins>> = Mutex::new(Vec::new());
+/// Whether `RETIRED` may hold a set: read by every walk as it ends, without the lock.
+static ANY_RETIRED: AtomicBool = AtomicBool::new(false);
+
+/// A walk going on: the sets it reads from slots stay whole while this lasts.
+pub(crate) struct Guard {
+    /// Not `Send`: a guard belongs to a synchronous stretch of one walk.
+    _here: PhantomData<*const ()>,
+}
+
+/// Starts a walk.
+pub(crate) fn pin() -> Guard {
+    WALKING.fetch_add(1, Ordering::SeqCst);
+    Guard { _here: PhantomData }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // Sequentially consistent with `retire`: of a walk ending now and a set retired now,
+        // at least one sees the other, and so one of them releases the set.
+        if WALKING.fetch_sub(1, Ordering::SeqCst) == 1 && ANY_RETIRED.load(Ordering::SeqCst) {
+            release_retired();
+        }
+    }
+}
+
+/// Keeps a set a slot let go of until no walk that may hold it is going.
+fn retire(joins: Joins) {
+    RETIRED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(joins);
+    ANY_RETIRED.store(true, Ordering::SeqCst);
+    if WALKING.load(Ordering::SeqCst) == 0 {
+        release_retired();
+    }
+}
+
+/// Drops the retired sets if no walk is going (a walk that starts later can not read them:
+/// they are in no slot).
+fn release_retired() {
+    let released = {
+        let mut retired = RETIRED.lock().unwrap_or_else(PoisonError::into_inner);
+        if WALKING.load(Ordering::SeqCst) != 0 {
+            // A walk is going: the last to end releases them.
+            return;
+        }
+        ANY_RETIRED.store(false, Ordering::SeqCst);
+        std::mem::take(&mut *retired)
+    };
+    // Outside the lock: dropping a set may drop channels, and with them other sets.
+    drop(released);
+}
 
 /// A joins set as a walk holds it.
 pub(crate) enum HeldJoins<'g> {
     /// With a reference of its own.
     Counted(Joins),
-    /// Kept by the epoch for as long as the guard `'g` lasts (see the module documentation).
+    /// Kept whole for as long as the guard `'g` lasts (see the module documentation).
     Pinned(&'g [Arc<Join>]),
 }
 
@@ -67,9 +131,9 @@ impl<'g> HeldJoins<'g> {
                 let data = std::ptr::from_ref(joins);
                 // SAFETY: a pinned set was borrowed from an `Arc<[Arc<Join>]>` in a slot
                 // (`JoinsSlot::pinned`, from `Arc::as_ptr`), so `data` is that `Arc`'s data
-                // pointer; the epoch keeps that `Arc`, and so its allocation, alive while the
-                // guard `'g` lasts, and `self` lives within it. The count raised here is the one
-                // `from_raw` takes over.
+                // pointer; that `Arc`, and so its allocation, is kept while the guard `'g`
+                // lasts (see the module documentation), and `self` lives within it. The count
+                // raised here is the one `from_raw` takes over.
                 HeldJoins::Counted(unsafe {
                     Arc::increment_strong_count(data);
                     Arc::from_raw(data)
@@ -80,7 +144,7 @@ impl<'g> HeldJoins<'g> {
 }
 
 /// Where a channel's log keeps its joins set, so that walks can hold it pinned: a set it lets
-/// go of is dropped by the epoch once no walk pinned before can hold it.
+/// go of for another is retired, dropped once no walk that may hold it is going.
 #[derive(Default)]
 pub(crate) struct JoinsSlot(Option<Joins>);
 
@@ -95,29 +159,19 @@ impl JoinsSlot {
     #[inline(always)]
     pub(crate) fn pinned<'g>(&self, _guard: &'g Guard) -> Option<HeldJoins<'g>> {
         let joins = self.0.as_ref()?;
-        // SAFETY: the slot lets go of this set only through `retire`, which hands it to the
-        // epoch; the epoch drops it only after every thread pinned at that moment has
-        // unpinned, and this thread pinned `guard` before reading the set (under the lock
-        // `replace` needs too), so the set outlives `'g`.
+        // SAFETY: the slot lets go of this set for another only through `retire`, which keeps
+        // it until no walk that started before is going; `guard` started before this read
+        // (under the lock `replace` needs too), so the set outlives `'g`. The slot drops it
+        // when the slot itself goes, with its log, which outlives the walk (see the module
+        // documentation).
         Some(HeldJoins::Pinned(unsafe { &*Arc::as_ptr(joins) }))
     }
 
-    /// Puts `joins` in place of the set there was, which goes to the epoch.
+    /// Puts `joins` in place of the set there was, which is retired.
     pub(crate) fn replace(&mut self, joins: Option<Joins>) {
-        retire(std::mem::replace(&mut self.0, joins));
-    }
-}
-
-impl Drop for JoinsSlot {
-    fn drop(&mut self) {
-        retire(self.0.take());
-    }
-}
-
-/// Hands a set a slot let go of to the epoch, which drops it once no walk can hold it.
-fn retire(joins: Option<Joins>) {
-    if let Some(joins) = joins {
-        pin().defer(move || drop(joins));
+        if let Some(old) = std::mem::replace(&mut self.0, joins) {
+            retire(old);
+        }
     }
 }
 
@@ -155,12 +209,30 @@ mod tests {
         drop(slot);
         let counted = held.counted();
         drop(guard);
-        // Unpinned, the epoch may drop what the slot let go of; the counted hold is its own.
-        for _ in 0..512 {
-            pin().flush();
-        }
-        assert_eq!(names(&counted), ["a", "b"]);
+        assert_eq!(names(&counted), ["a", "b"], "a counted hold is its own");
         assert!(matches!(counted, HeldJoins::Counted(_)));
+    }
+
+    #[test]
+    fn a_retired_set_is_kept_while_a_walk_goes_and_let_go_of_after() {
+        let mut slot = JoinsSlot::default();
+        let joins = set(&["d"]);
+        let weak = Arc::downgrade(&joins);
+        slot.replace(Some(joins));
+        let guard = pin();
+        slot.replace(None);
+        assert!(
+            weak.upgrade().is_some(),
+            "retired, not dropped, while a walk goes"
+        );
+        drop(guard);
+        // Other tests' walks may be going on this process's other threads: the last of them
+        // to end lets go of it, within microseconds.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while weak.upgrade().is_some() && std::time::Instant::now() < until {
+            std::thread::yield_now();
+        }
+        assert!(weak.upgrade().is_none(), "let go of once no walk goes");
     }
 
     #[test]
