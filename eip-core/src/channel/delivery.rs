@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
+use super::anchor::{Anchor, LaneRef};
 use super::lane::Lane;
 use super::redelivery::RedeliveryPolicy;
 use super::selector::Selector;
@@ -23,7 +24,8 @@ use crate::store::{Select, Take, TakeOne, take_parked};
 /// A message taken from a channel, to be settled exactly once.
 pub struct Delivery {
     message: Option<Message>,
-    queue: Arc<Lane>,
+    /// The lane it came from, handed out by its receiver's [`Anchor`].
+    queue: LaneRef,
 }
 
 /// Gives back the in-flight slot even if the settling future is cancelled half-way.
@@ -43,7 +45,7 @@ async fn dead_letter_undeliverable(queue: Arc<Lane>, msg: Message, reason: Death
 }
 
 impl Delivery {
-    pub(crate) fn new(message: Message, queue: Arc<Lane>) -> Self {
+    pub(crate) fn new(message: Message, queue: LaneRef) -> Self {
         Delivery {
             message: Some(message),
             queue,
@@ -60,18 +62,18 @@ impl Delivery {
 
     /// The name of the channel it came from.
     pub fn channel(&self) -> &str {
-        &self.queue.name
+        &self.queue.lane().name
     }
 
     /// The redelivery policy of the channel it came from.
     pub fn redelivery_policy(&self) -> &RedeliveryPolicy {
-        &self.queue.redelivery
+        &self.queue.lane().redelivery
     }
 
     /// Processed: the message is gone from the channel.
     pub fn ack(mut self) {
         if let Some(msg) = &self.message {
-            self.queue.store.settle(msg);
+            self.queue.lane().store.settle(msg);
         }
         // Dropped where it lies: moved out first, the message's 88 bytes would be read back
         // at once from the stores that just wrote them, a stall on every ack.
@@ -81,7 +83,7 @@ impl Delivery {
     /// Not processed: back to the head of the channel, to be delivered again.
     pub fn nack(mut self) {
         if let Some(msg) = self.message.take() {
-            self.queue.requeue(msg);
+            self.queue.lane().requeue(msg);
         }
     }
 
@@ -96,7 +98,7 @@ impl Delivery {
     /// channel even if this future is dropped.
     pub async fn dead_letter(mut self, reason: DeathReason, error: Option<String>) {
         if let Some(msg) = self.message.take() {
-            let queue = self.queue.clone();
+            let queue = self.queue.lane().clone();
             let _release = Release(&queue, &msg);
             queue.dead_letter(msg.clone(), reason, error).await;
         }
@@ -106,7 +108,7 @@ impl Delivery {
 impl Drop for Delivery {
     fn drop(&mut self) {
         if let Some(msg) = self.message.take() {
-            self.queue.requeue(msg);
+            self.queue.lane().requeue(msg);
         }
     }
 }
@@ -141,7 +143,8 @@ pub enum TryRecvError {
 /// prefetch 1 by default, so competing consumers share work message by message; subscriptions,
 /// which usually have one consumer, prefetch [`SUBSCRIPTION_PREFETCH`].
 pub struct Receiver {
-    queue: Arc<Lane>,
+    /// The lane, and the references to it its deliveries hold.
+    queue: Anchor,
     selector: Option<Selector>,
     prefetch: usize,
     buffer: VecDeque<Message>,
@@ -153,7 +156,7 @@ pub const SUBSCRIPTION_PREFETCH: usize = 32;
 impl Receiver {
     pub(crate) fn new(queue: Arc<Lane>, selector: Option<Selector>) -> Self {
         Receiver {
-            queue,
+            queue: Anchor::new(queue),
             selector,
             prefetch: 1,
             buffer: VecDeque::new(),
@@ -178,11 +181,11 @@ impl Receiver {
     fn next_buffered_now(&mut self) -> Option<Delivery> {
         while let Some(msg) = self.buffer.pop_front() {
             if let Some(reason) = self.undeliverable(&msg) {
-                self.queue.store.release(&msg);
-                self.queue.dead_letter_now(msg, reason, None);
+                self.queue.lane().store.release(&msg);
+                self.queue.lane().dead_letter_now(msg, reason, None);
                 continue;
             }
-            return Some(Delivery::new(msg, self.queue.clone()));
+            return Some(Delivery::new(msg, self.queue.hand_out()));
         }
         None
     }
@@ -198,12 +201,12 @@ impl Receiver {
             return None;
         }
         let msg = self.buffer.pop_front()?;
-        Some(Delivery::new(msg, self.queue.clone()))
+        Some(Delivery::new(msg, self.queue.hand_out()))
     }
 
     /// Why a prefetched message must not be handed out, if it must not.
     fn undeliverable(&self, msg: &Message) -> Option<DeathReason> {
-        if self.queue.store.is_closed() {
+        if self.queue.lane().store.is_closed() {
             Some(DeathReason::ChannelDeleted)
         } else if is_expired(msg) {
             Some(DeathReason::Expired)
@@ -227,12 +230,13 @@ impl Receiver {
                     // Boxed, with all it holds: inline, dead-lettering's future (a send to
                     // another channel) would make every `recv`'s future several times larger,
                     // and each one is moved.
-                    Box::pin(dead_letter_undeliverable(self.queue.clone(), msg, reason)).await;
+                    let queue = self.queue.lane().clone();
+                    Box::pin(dead_letter_undeliverable(queue, msg, reason)).await;
                     continue;
                 }
-                return Some(Delivery::new(msg, self.queue.clone()));
+                return Some(Delivery::new(msg, self.queue.hand_out()));
             }
-            let store = &self.queue.store;
+            let store = &self.queue.lane().store;
             let select = self.selector.as_ref().map(|s| s as &dyn Select);
             let took = if select.is_none() {
                 // Everything selected: the first straight from the store, only the rest of a
@@ -244,7 +248,7 @@ impl Receiver {
                 };
                 match first {
                     TakeOne::Taken(msg) if !is_expired(&msg) => {
-                        return Some(Delivery::new(msg, self.queue.clone()));
+                        return Some(Delivery::new(msg, self.queue.hand_out()));
                     }
                     TakeOne::Taken(msg) => {
                         // Expired: the buffered path dead-letters it, ahead of the rest.
@@ -288,6 +292,7 @@ impl Receiver {
             let select = self.selector.as_ref().map(|s| s as &dyn Select);
             match self
                 .queue
+                .lane()
                 .store
                 .try_take(select, self.prefetch, &mut self.buffer)
             {
@@ -300,7 +305,7 @@ impl Receiver {
 
     /// The name of the channel.
     pub fn channel(&self) -> &str {
-        &self.queue.name
+        &self.queue.lane().name
     }
 
     /// The selector, for a selective consumer.
@@ -316,7 +321,7 @@ fn is_expired(msg: &Message) -> bool {
 
 impl Clone for Receiver {
     fn clone(&self) -> Self {
-        Receiver::new(self.queue.clone(), self.selector.clone()).with_prefetch(self.prefetch)
+        Receiver::new(self.queue.lane().clone(), self.selector.clone()).with_prefetch(self.prefetch)
     }
 }
 
@@ -324,7 +329,7 @@ impl Receiver {
     /// Gives prefetched, not yet handed out messages back to the head of the channel.
     pub(crate) fn return_prefetched(&mut self) {
         if !self.buffer.is_empty() {
-            self.queue.unprefetch(&mut self.buffer);
+            self.queue.lane().unprefetch(&mut self.buffer);
         }
     }
 }

@@ -20,6 +20,7 @@
 //! on `join`. The dry run of a send through joins, [`Channel::trace`], is the join module's.
 
 mod admission;
+mod anchor;
 pub mod browse;
 mod builder;
 pub mod datatype;
