@@ -25,6 +25,7 @@
 
 use std::marker::PhantomData;
 use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -93,8 +94,21 @@ pub(crate) enum HeldJoins<'g> {
     /// With a reference of its own.
     Counted(Joins),
     /// Kept whole for as long as the guard `'g` lasts (see the module documentation).
-    Pinned(&'g [Arc<Join>]),
+    Pinned(Pinned<'g>),
 }
+
+/// A set in a slot, borrowed for `'g`: the pointer `Arc::as_ptr` gave for it, kept as it is
+/// (a reference made from it could reach only the set, not the count beside it that
+/// [`HeldJoins::counted`] raises).
+#[derive(Clone, Copy)]
+pub(crate) struct Pinned<'g> {
+    data: NonNull<[Arc<Join>]>,
+    _set: PhantomData<&'g [Arc<Join>]>,
+}
+
+// SAFETY: a `Pinned` is used as the `&'g [Arc<Join>]` it stands for, which is Send and Sync.
+unsafe impl Send for Pinned<'_> {}
+unsafe impl Sync for Pinned<'_> {}
 
 impl From<Joins> for HeldJoins<'_> {
     fn from(joins: Joins) -> Self {
@@ -109,7 +123,9 @@ impl Deref for HeldJoins<'_> {
     fn deref(&self) -> &[Arc<Join>] {
         match self {
             HeldJoins::Counted(joins) => joins,
-            HeldJoins::Pinned(joins) => joins,
+            // SAFETY: the set is kept whole while `'g` lasts (`JoinsSlot::pinned`), and the
+            // reference made here lives no longer than `self`.
+            HeldJoins::Pinned(pinned) => unsafe { pinned.data.as_ref() },
         }
     }
 }
@@ -119,7 +135,7 @@ impl<'g> HeldJoins<'g> {
     pub(crate) fn share(&self) -> HeldJoins<'g> {
         match self {
             HeldJoins::Counted(joins) => HeldJoins::Counted(joins.clone()),
-            HeldJoins::Pinned(joins) => HeldJoins::Pinned(joins),
+            HeldJoins::Pinned(pinned) => HeldJoins::Pinned(*pinned),
         }
     }
 
@@ -127,11 +143,10 @@ impl<'g> HeldJoins<'g> {
     pub(crate) fn counted(self) -> HeldJoins<'static> {
         match self {
             HeldJoins::Counted(joins) => HeldJoins::Counted(joins),
-            HeldJoins::Pinned(joins) => {
-                let data = std::ptr::from_ref(joins);
-                // SAFETY: a pinned set was borrowed from an `Arc<[Arc<Join>]>` in a slot
-                // (`JoinsSlot::pinned`, from `Arc::as_ptr`), so `data` is that `Arc`'s data
-                // pointer; that `Arc`, and so its allocation, is kept while the guard `'g`
+            HeldJoins::Pinned(pinned) => {
+                let data = pinned.data.as_ptr().cast_const();
+                // SAFETY: `data` is what `Arc::as_ptr` gave for an `Arc<[Arc<Join>]>` in a slot
+                // (`JoinsSlot::pinned`); that `Arc`, and so its allocation, is kept while `'g`
                 // lasts (see the module documentation), and `self` lives within it. The count
                 // raised here is the one `from_raw` takes over.
                 HeldJoins::Counted(unsafe {
@@ -159,12 +174,15 @@ impl JoinsSlot {
     #[inline(always)]
     pub(crate) fn pinned<'g>(&self, _guard: &'g Guard) -> Option<HeldJoins<'g>> {
         let joins = self.0.as_ref()?;
-        // SAFETY: the slot lets go of this set for another only through `retire`, which keeps
-        // it until no walk that started before is going; `guard` started before this read
-        // (under the lock `replace` needs too), so the set outlives `'g`. The slot drops it
-        // when the slot itself goes, with its log, which outlives the walk (see the module
-        // documentation).
-        Some(HeldJoins::Pinned(unsafe { &*Arc::as_ptr(joins) }))
+        // The slot lets go of this set for another only through `retire`, which keeps it until
+        // no walk that started before is going; `_guard` started before this read (under the
+        // lock `replace` needs too), so the set outlives `'g`. The slot drops it when the slot
+        // itself goes, with its log, which outlives the walk (see the module documentation).
+        let data = NonNull::new(Arc::as_ptr(joins).cast_mut())?;
+        Some(HeldJoins::Pinned(Pinned {
+            data,
+            _set: PhantomData,
+        }))
     }
 
     /// Puts `joins` in place of the set there was, which is retired.
