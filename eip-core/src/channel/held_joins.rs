@@ -3,91 +3,28 @@
 //! A send that follows a chain of joins reads, at each channel it stores at, the set of joins
 //! leaving that channel, and holds it until it has crossed the join it takes. Counting each
 //! hold (an `Arc` clone and drop per hop) costs two locked instructions a hop, which on a chain
-//! of ten is a fifth of the send. So a send instead says once that it is walking ([`pin`],
-//! one counter for the process), and holds the sets it reads *pinned*: borrowed for as long as
-//! its [`Guard`] lasts.
+//! of ten is a fifth of the send. So a send instead counts itself once as walking ([`pin`],
+//! see [`walking`](super::walking)) and holds the sets it reads *pinned*: borrowed for as long
+//! as its [`Guard`] lasts.
 //!
 //! That is sound because a set a walk reads is freed only once no walk that could have read
 //! it is still going. A log keeps its set in a [`JoinsSlot`]. A set the slot lets go of for
-//! another (a join added or removed) is retired, not dropped: it is dropped at once if no walk
-//! is going, and otherwise by the last walk to end, once none is. A walk reads a set under the
-//! lock the slot is changed under, after it started; so a set it reads is either still in the
-//! slot or retired after the walk started, and kept until the walk ends. A slot dropped with its
-//! log drops its set at once: a walk reaches a log only over a join from a set that is itself
-//! in a slot or retired, which holds that join's channel, and so the log, past the walk's end.
-//! A guard lives in one synchronous stretch of the walk (it can not be sent to another
-//! thread): before the walk awaits anything it turns the sets it still holds into counted ones
-//! ([`HeldJoins::counted`]).
-//!
-//! Releasing retired sets when the count of walks reaches zero, rather than by epochs, keeps
-//! the release prompt: a removed join lets go of its destination channel (and that channel's
-//! store, its files) as soon as no send is walking, as with a plain reference count.
+//! another (a join added or removed) is retired, not dropped, and kept until no walk that
+//! started before is going. A slot dropped with its log drops its set at once: a walk reaches
+//! a log only over a join from a set that is itself in a slot or retired, which holds that
+//! join's channel, and so the log, past the walk's end. A guard lives in one synchronous
+//! stretch of the walk (it can not be sent to another thread): before the walk awaits anything
+//! it turns the sets it still holds into counted ones ([`HeldJoins::counted`]).
 
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::Joins;
 use super::outgoing::Join;
-
-/// Walks going on in the process.
-static WALKING: AtomicUsize = AtomicUsize::new(0);
-/// Sets let go of while walks were going.
-static RETIRED: Mutex<Vec<Joins>> = Mutex::new(Vec::new());
-/// Whether `RETIRED` may hold a set: read by every walk as it ends, without the lock.
-static ANY_RETIRED: AtomicBool = AtomicBool::new(false);
-
-/// A walk going on: the sets it reads from slots stay whole while this lasts.
-pub(crate) struct Guard {
-    /// Not `Send`: a guard belongs to a synchronous stretch of one walk.
-    _here: PhantomData<*const ()>,
-}
-
-/// Starts a walk.
-pub(crate) fn pin() -> Guard {
-    WALKING.fetch_add(1, Ordering::SeqCst);
-    Guard { _here: PhantomData }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        // Sequentially consistent with `retire`: of a walk ending now and a set retired now,
-        // at least one sees the other, and so one of them releases the set.
-        if WALKING.fetch_sub(1, Ordering::SeqCst) == 1 && ANY_RETIRED.load(Ordering::SeqCst) {
-            release_retired();
-        }
-    }
-}
-
-/// Keeps a set a slot let go of until no walk that may hold it is going.
-fn retire(joins: Joins) {
-    RETIRED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(joins);
-    ANY_RETIRED.store(true, Ordering::SeqCst);
-    if WALKING.load(Ordering::SeqCst) == 0 {
-        release_retired();
-    }
-}
-
-/// Drops the retired sets if no walk is going (a walk that starts later can not read them:
-/// they are in no slot).
-fn release_retired() {
-    let released = {
-        let mut retired = RETIRED.lock().unwrap_or_else(PoisonError::into_inner);
-        if WALKING.load(Ordering::SeqCst) != 0 {
-            // A walk is going: the last to end releases them.
-            return;
-        }
-        ANY_RETIRED.store(false, Ordering::SeqCst);
-        std::mem::take(&mut *retired)
-    };
-    // Outside the lock: dropping a set may drop channels, and with them other sets.
-    drop(released);
-}
+use super::walking::retire;
+pub(crate) use super::walking::{Guard, pin};
 
 /// A joins set as a walk holds it.
 pub(crate) enum HeldJoins<'g> {
@@ -229,28 +166,6 @@ mod tests {
         drop(guard);
         assert_eq!(names(&counted), ["a", "b"], "a counted hold is its own");
         assert!(matches!(counted, HeldJoins::Counted(_)));
-    }
-
-    #[test]
-    fn a_retired_set_is_kept_while_a_walk_goes_and_let_go_of_after() {
-        let mut slot = JoinsSlot::default();
-        let joins = set(&["d"]);
-        let weak = Arc::downgrade(&joins);
-        slot.replace(Some(joins));
-        let guard = pin();
-        slot.replace(None);
-        assert!(
-            weak.upgrade().is_some(),
-            "retired, not dropped, while a walk goes"
-        );
-        drop(guard);
-        // Other tests' walks may be going on this process's other threads: the last of them
-        // to end lets go of it, within microseconds.
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while weak.upgrade().is_some() && std::time::Instant::now() < until {
-            std::thread::yield_now();
-        }
-        assert!(weak.upgrade().is_none(), "let go of once no walk goes");
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod redelivery;
 pub mod selector;
 pub mod sender;
 mod stats;
+mod walking;
 
 pub use crate::store::Overflow;
 pub(crate) use admission::{Mode, Refusal, Rules};
