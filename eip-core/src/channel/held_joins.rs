@@ -122,10 +122,22 @@ impl JoinsSlot {
         }))
     }
 
-    /// Puts `joins` in place of the set there was, which is retired.
-    pub(crate) fn replace(&mut self, joins: Option<Joins>) {
-        if let Some(old) = std::mem::replace(&mut self.0, joins) {
-            retire(old);
+    /// Puts `joins` in place of the set there was, which is retired when what this returns is
+    /// dropped: after the caller has let go of the lock the slot is changed under, since
+    /// dropping a set may drop channels.
+    pub(crate) fn replace(&mut self, joins: Option<Joins>) -> Retiring {
+        Retiring(std::mem::replace(&mut self.0, joins))
+    }
+}
+
+/// A set a slot let go of, retired when this is dropped.
+#[must_use = "dropped, it retires the set: drop it once the slot's lock is let go of"]
+pub(crate) struct Retiring(Option<Joins>);
+
+impl Drop for Retiring {
+    fn drop(&mut self) {
+        if let Some(joins) = self.0.take() {
+            retire(joins);
         }
     }
 }
@@ -155,10 +167,10 @@ mod tests {
     #[test]
     fn a_pinned_set_outlives_its_replacement_and_its_slot() {
         let mut slot = JoinsSlot::default();
-        slot.replace(Some(set(&["a", "b"])));
+        drop(slot.replace(Some(set(&["a", "b"]))));
         let guard = pin();
         let held = slot.pinned(&guard).unwrap();
-        slot.replace(Some(set(&["c"])));
+        drop(slot.replace(Some(set(&["c"]))));
         assert_eq!(names(&held), ["a", "b"], "the replaced set, still whole");
         assert_eq!(names(slot.get().unwrap()), ["c"]);
         drop(slot);
@@ -172,7 +184,7 @@ mod tests {
     fn an_empty_slot_holds_nothing() {
         let mut slot = JoinsSlot::default();
         assert!(slot.pinned(&pin()).is_none());
-        slot.replace(None);
+        drop(slot.replace(None));
         assert!(slot.get().is_none());
     }
 }

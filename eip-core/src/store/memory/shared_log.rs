@@ -212,7 +212,9 @@ impl SharedLog {
     /// Sets the joins a publish that appends here follows (`None`: none, or a publish that
     /// does more than append reads them from the channel's set).
     pub(crate) fn carry_joins(&self, joins: Option<Joins>) {
-        self.lock().joins.replace(joins);
+        let retiring = self.lock().joins.replace(joins);
+        // The lock is let go of: the set it held may be the last hold on channels.
+        drop(retiring);
     }
 
     /// Stores `msg` for every attached subscription, if none of them is full: `floor` answers
