@@ -78,7 +78,12 @@ impl PointToPoint {
         let waiting: Result<Waiting<'_, Result<(), Refused>>, Waiting<'_, Stored>> =
             match self.rules().admit(msg, false, loops) {
                 Ok(msg) => match self.store.push_now(msg) {
-                    Ok(Push::Stored) => return Ok(Outcome::Accepted),
+                    Ok(stored @ Push::Stored) => {
+                        // It holds nothing: forgotten, it skips the drop glue of a `Push` (a
+                        // call that matches on every kind, each message a send stores).
+                        std::mem::forget(stored);
+                        return Ok(Outcome::Accepted);
+                    }
                     Ok(pushed) => Ok(Box::pin(self.queue.pushed(pushed))),
                     Err(msg) => Ok(Box::pin(self.push_waiting(msg))),
                 },
