@@ -3,9 +3,9 @@
 //! A send that follows a chain of joins reads, at each channel it stores at, the set of joins
 //! leaving that channel, and holds it until it has crossed the join it takes. Counting each
 //! hold (an `Arc` clone and drop per hop) costs two locked instructions a hop, which on a chain
-//! of ten is a fifth of the send. So a send instead counts itself once as walking ([`pin`],
-//! see [`walking`](super::walking)) and holds the sets it reads *pinned*: borrowed for as long
-//! as its [`Guard`] lasts.
+//! of ten is a fifth of the send. So a send instead counts itself once as walking
+//! ([`pin`](super::walking::pin), see [`walking`](super::walking)) and holds the sets it reads
+//! *pinned*: borrowed for as long as its [`Guard`] lasts.
 //!
 //! That is sound because a set a walk reads is freed only once no walk that could have read
 //! it is still going. A log keeps its set in a [`JoinsSlot`]. A set the slot lets go of for
@@ -23,8 +23,7 @@ use std::sync::Arc;
 
 use super::Joins;
 use super::outgoing::Join;
-use super::walking::retire;
-pub(crate) use super::walking::{Guard, pin};
+use super::walking::{Guard, retire};
 
 /// A joins set as a walk holds it.
 pub(crate) enum HeldJoins<'g> {
@@ -146,6 +145,7 @@ impl Drop for Retiring {
 mod tests {
     use super::*;
     use crate::channel::PublishSubscribe;
+    use crate::channel::walking::pin;
     use crate::join::Join as JoinBuilder;
 
     fn set(to: &[&str]) -> Joins {

@@ -48,7 +48,7 @@ pub use datatype::{Datatype, JsonSchema, JsonType};
 pub use dead_letter::{DeadLetterChannel, InvalidMessageChannel, marked_dead};
 pub use delivery::{Delivery, Receiver, SUBSCRIPTION_PREFETCH, TryRecvError};
 pub use error::{ChannelError, SendError, TrySendError, validate_channel_name};
-pub(crate) use held_joins::{Guard, HeldJoins, JoinsSlot, pin};
+pub(crate) use held_joins::{HeldJoins, JoinsSlot};
 pub use loop_guard::LoopDetection;
 pub(crate) use loop_guard::{LoopGuard, Moment, RecentIds};
 pub(crate) use outgoing::Joins;
@@ -60,6 +60,7 @@ pub use redelivery::RedeliveryPolicy;
 pub use selector::Selector;
 pub use sender::ChannelSender;
 pub use stats::ChannelStats;
+pub(crate) use walking::{Guard, pin};
 
 use std::sync::Arc;
 
