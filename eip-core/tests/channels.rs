@@ -126,6 +126,26 @@ async fn senders_waiting_on_a_full_channel_all_get_through_as_room_frees() {
 }
 
 #[tokio::test]
+async fn a_receive_takes_nothing_until_it_is_awaited() {
+    let ch = PointToPoint::new("lazy", 10).unwrap();
+    ch.send(Message::new("first")).await.unwrap();
+    let mut early = ch.receiver();
+    let mut other = ch.receiver();
+    // Made and dropped without being polled: the message stays in the channel.
+    drop(early.recv());
+    assert_eq!(ch.stats().delivered, 0);
+    let delivery = other.try_recv().expect("still waiting in the channel");
+    assert_eq!(delivery.message().payload().as_ref(), b"first");
+    delivery.ack();
+    // Polled while the channel is empty, it waits; the next message reaches it.
+    let waiting = tokio::spawn(async move { early.recv().await.map(|d| d.message().clone()) });
+    tokio::task::yield_now().await;
+    ch.send(Message::new("second")).await.unwrap();
+    let got = timeout(WAIT, waiting).await.unwrap().unwrap().unwrap();
+    assert_eq!(got.payload().as_ref(), b"second");
+}
+
+#[tokio::test]
 async fn point_to_point_is_fifo_per_producer() {
     let ch = PointToPoint::new("fifo", 100).unwrap();
     let mut rx = ch.receiver();

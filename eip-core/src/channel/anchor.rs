@@ -100,6 +100,7 @@ impl LaneRef {
 }
 
 impl Drop for LaneRef {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the reference is this one's to give.
         unsafe { give_back(self.shared, 1) }
@@ -110,14 +111,25 @@ impl Drop for LaneRef {
 ///
 /// # Safety
 /// The caller holds `n` references to `shared` and does not use it afterwards.
+#[inline]
 unsafe fn give_back(shared: NonNull<Shared>, n: usize) {
     // SAFETY: the caller's references keep `shared` alive until this subtraction.
     let before = unsafe { shared.as_ref() }
         .refs
         .fetch_sub(n, Ordering::Release);
-    if before != n {
-        return;
+    if before == n {
+        // SAFETY: that was the last reference.
+        unsafe { free(shared) }
     }
+}
+
+/// Frees `shared` once its last reference is given back: rare, so kept out of line.
+///
+/// # Safety
+/// No reference to `shared` is left.
+#[cold]
+#[inline(never)]
+unsafe fn free(shared: NonNull<Shared>) {
     // Every other holder's last use happened before its release; see them before freeing.
     fence(Ordering::Acquire);
     // SAFETY: no reference is left: `shared` came from `Box::leak` in `Anchor::new` and nobody

@@ -12,7 +12,12 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
 
 use super::anchor::{Anchor, LaneRef};
 use super::lane::Lane;
@@ -71,6 +76,9 @@ impl Delivery {
     }
 
     /// Processed: the message is gone from the channel.
+    // Inlined where it is called (across crates, too): settling every message, a call cost
+    // more than the settle's own few instructions.
+    #[inline]
     pub fn ack(mut self) {
         if let Some(msg) = &self.message {
             self.queue.lane().store.settle(msg);
@@ -106,6 +114,7 @@ impl Delivery {
 }
 
 impl Drop for Delivery {
+    #[inline]
     fn drop(&mut self) {
         if let Some(msg) = self.message.take() {
             self.queue.lane().requeue(msg);
@@ -120,6 +129,56 @@ impl fmt::Debug for Delivery {
             .field("message", &self.message)
             .finish()
     }
+}
+
+pin_project! {
+    /// [`Receiver::recv`]'s future. Hand-written, so that its poll is inlined where it is
+    /// awaited: the common paths (a message waiting) are done there, without a call. As an
+    /// `async fn`, its poll was a call of its own wherever the caller's code grew, and the
+    /// delivery it made (96 bytes) was written to the call's result and read back at once, a
+    /// stall on every delivery. What waits is an `async fn` (`waiting`), made in place.
+    struct Recv<'a, W, F> {
+        // Until the first poll.
+        receiver: Option<&'a mut Receiver>,
+        waiting: W,
+        #[pin]
+        slow: Option<F>,
+    }
+}
+
+impl<'a, W, F> Future for Recv<'a, W, F>
+where
+    W: Fn(&'a mut Receiver, bool) -> F,
+    F: Future<Output = Option<Delivery>>,
+{
+    type Output = Option<Delivery>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+        let mut this = self.project();
+        if let Some(receiver) = this.receiver.take() {
+            let park = match receiver.recv_now() {
+                Now::Ready(delivery) => return Poll::Ready(delivery),
+                Now::Park => true,
+                Now::Look => false,
+            };
+            this.slow.set(Some((this.waiting)(receiver, park)));
+        }
+        match this.slow.as_pin_mut() {
+            Some(slow) => slow.poll(cx),
+            None => panic!("`Receiver::recv`'s future polled after it completed"),
+        }
+    }
+}
+
+/// What [`Receiver::recv`] found without waiting.
+enum Now {
+    /// A delivery, or `None`: the channel is closed.
+    Ready(Option<Delivery>),
+    /// The channel has nothing now: park.
+    Park,
+    /// Something to look at on the slow path (the buffer, a selector, a batch).
+    Look,
 }
 
 /// Why [`Receiver::try_recv`] returned nothing.
@@ -218,69 +277,110 @@ impl Receiver {
     /// The next message (that this receiver selects), waiting for one. `None` once the channel
     /// is closed and nothing more is there for this receiver. Expired messages met on the way
     /// go to the dead letter channel with reason `expired`. Cancel-safe.
-    pub async fn recv(&mut self) -> Option<Delivery> {
-        if !self.buffer.is_empty()
-            && let Some(delivery) = self.buffered_deliverable()
-        {
-            return Some(delivery);
+    pub fn recv(&mut self) -> impl Future<Output = Option<Delivery>> + Send + '_ {
+        Recv {
+            receiver: Some(self),
+            waiting: Receiver::recv_waiting,
+            slow: None,
         }
-        loop {
-            while let Some(msg) = self.buffer.pop_front() {
-                if let Some(reason) = self.undeliverable(&msg) {
-                    // Boxed, with all it holds: inline, dead-lettering's future (a send to
-                    // another channel) would make every `recv`'s future several times larger,
-                    // and each one is moved.
-                    let queue = self.queue.lane().clone();
-                    Box::pin(dead_letter_undeliverable(queue, msg, reason)).await;
-                    continue;
-                }
-                return Some(Delivery::new(msg, self.queue.hand_out()));
+    }
+
+    /// What [`recv`](Self::recv) finds without waiting, on its common paths: a buffered
+    /// message that may be handed out, or (without a selector or prefetch) the one at the head
+    /// of the channel.
+    #[inline(always)]
+    fn recv_now(&mut self) -> Now {
+        if !self.buffer.is_empty() {
+            return match self.buffered_deliverable() {
+                Some(delivery) => Now::Ready(Some(delivery)),
+                None => Now::Look,
+            };
+        }
+        if self.selector.is_some() || self.prefetch != 1 {
+            return Now::Look;
+        }
+        match self.queue.lane().store.try_take_one() {
+            TakeOne::Taken(msg) if !is_expired(&msg) => {
+                Now::Ready(Some(Delivery::new(msg, self.queue.hand_out())))
             }
-            let store = &self.queue.lane().store;
-            let select = self.selector.as_ref().map(|s| s as &dyn Select);
-            let took = if select.is_none() {
-                // Everything selected: the first straight from the store, only the rest of a
-                // prefetch through the buffer (empty here).
-                let first = if self.prefetch == 1 {
-                    store.try_take_one()
-                } else {
-                    store.try_take_first(self.prefetch, &mut self.buffer)
-                };
-                match first {
-                    TakeOne::Taken(msg) if !is_expired(&msg) => {
-                        return Some(Delivery::new(msg, self.queue.hand_out()));
-                    }
-                    TakeOne::Taken(msg) => {
-                        // Expired: the buffered path dead-letters it, ahead of the rest.
-                        self.buffer.push_front(msg);
+            TakeOne::Taken(msg) => {
+                // Expired: the buffered path dead-letters it.
+                self.buffer.push_front(msg);
+                Now::Look
+            }
+            TakeOne::Empty => Now::Park,
+            TakeOne::Closed => Now::Ready(None),
+            TakeOne::Batched => Now::Look,
+        }
+    }
+
+    /// The rest of [`recv`](Self::recv): what the buffer holds (dead-lettering what may not be
+    /// handed out), then the channel, parking while it has nothing. `park`: the channel was
+    /// just found empty, so park first.
+    async fn recv_waiting(&mut self, mut park: bool) -> Option<Delivery> {
+        loop {
+            if !park {
+                while let Some(msg) = self.buffer.pop_front() {
+                    if let Some(reason) = self.undeliverable(&msg) {
+                        // Boxed, with all it holds: inline, dead-lettering's future (a send to
+                        // another channel) would make every `recv`'s future several times
+                        // larger, and each one is moved.
+                        let queue = self.queue.lane().clone();
+                        Box::pin(dead_letter_undeliverable(queue, msg, reason)).await;
                         continue;
                     }
-                    TakeOne::Empty => Take::Empty,
-                    TakeOne::Closed => Take::Closed,
-                    TakeOne::Batched => store.try_take(select, self.prefetch, &mut self.buffer),
+                    return Some(Delivery::new(msg, self.queue.hand_out()));
                 }
-            } else {
-                store.try_take(select, self.prefetch, &mut self.buffer)
+                match self.take_now() {
+                    Ok(delivery) => return Some(delivery),
+                    Err(Take::Taken) => continue,
+                    Err(Take::Closed) => return None,
+                    Err(Take::Empty) => {}
+                }
+            }
+            park = false;
+            let store = &self.queue.lane().store;
+            let select = self.selector.as_ref().map(|s| s as &dyn Select);
+            let took = match store.parking() {
+                // Parked inline: no allocation, however often the consumer catches up.
+                Some(parking) => {
+                    take_parked(&**store, parking, select, self.prefetch, &mut self.buffer).await
+                }
+                None => store.take(select, self.prefetch, &mut self.buffer).await,
             };
-            match took {
-                Take::Taken => {}
-                Take::Closed => return None,
-                Take::Empty => match store.parking() {
-                    // Parked inline: no allocation, however often the consumer catches up.
-                    Some(parking) => {
-                        let buffer = &mut self.buffer;
-                        if !take_parked(&**store, parking, select, self.prefetch, buffer).await {
-                            return None;
-                        }
-                    }
-                    None => {
-                        if !store.take(select, self.prefetch, &mut self.buffer).await {
-                            return None;
-                        }
-                    }
-                },
+            if !took {
+                return None;
             }
         }
+    }
+
+    /// Takes what this receiver selects from the channel without waiting: the first message
+    /// as a delivery when it may be handed out, what else there is into the buffer.
+    fn take_now(&mut self) -> Result<Delivery, Take> {
+        let store = &self.queue.lane().store;
+        let select = self.selector.as_ref().map(|s| s as &dyn Select);
+        if select.is_some() {
+            return Err(store.try_take(select, self.prefetch, &mut self.buffer));
+        }
+        // Everything selected: the rest of a prefetch goes through the buffer (empty here).
+        let first = if self.prefetch == 1 {
+            store.try_take_one()
+        } else {
+            store.try_take_first(self.prefetch, &mut self.buffer)
+        };
+        Err(match first {
+            TakeOne::Taken(msg) if !is_expired(&msg) => {
+                return Ok(Delivery::new(msg, self.queue.hand_out()));
+            }
+            TakeOne::Taken(msg) => {
+                // Expired: the buffered path dead-letters it, ahead of the rest.
+                self.buffer.push_front(msg);
+                Take::Taken
+            }
+            TakeOne::Empty => Take::Empty,
+            TakeOne::Closed => Take::Closed,
+            TakeOne::Batched => store.try_take(select, self.prefetch, &mut self.buffer),
+        })
     }
 
     /// The next message if one is waiting now.
@@ -314,7 +414,10 @@ impl Receiver {
     }
 }
 
-/// Reads the clock only for messages that carry an expiration.
+/// Reads the clock only for messages that carry an expiration. Inlined: asked of every
+/// delivery, and most messages have no headers at all, which one comparison tells; as a call,
+/// its entry and exit cost more than that.
+#[inline]
 fn is_expired(msg: &Message) -> bool {
     msg.headers().contains(names::EXPIRES_AT) && msg.is_expired_at(now_millis())
 }

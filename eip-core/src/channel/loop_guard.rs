@@ -381,6 +381,7 @@ impl LoopGuard {
     }
 
     /// Whether the guard remembers ids (a join has touched its channel).
+    #[inline]
     pub(crate) fn is_on(&self) -> bool {
         match &self.memory {
             Memory::Own(recent) => recent.get().is_some(),
@@ -389,6 +390,8 @@ impl LoopGuard {
     }
 
     /// The time to check against, if the guard is on: senders read the clock only then.
+    /// Inlined: asked on every send, where a guard is usually off.
+    #[inline]
     pub(crate) fn clock(&self) -> Option<Moment> {
         self.is_on().then(Moment::now)
     }
