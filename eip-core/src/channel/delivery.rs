@@ -296,10 +296,17 @@ impl Receiver {
                 None => Now::Look,
             };
         }
-        if self.selector.is_some() || self.prefetch != 1 {
+        if self.selector.is_some() {
             return Now::Look;
         }
-        match self.queue.lane().store.try_take_one() {
+        let store = &self.queue.lane().store;
+        let first = if self.prefetch == 1 {
+            store.try_take_one()
+        } else {
+            // The rest of a prefetch goes to the buffer (empty here).
+            store.try_take_first(self.prefetch, &mut self.buffer)
+        };
+        match first {
             TakeOne::Taken(msg) if !is_expired(&msg) => {
                 Now::Ready(Some(Delivery::new(msg, self.queue.hand_out())))
             }

@@ -24,12 +24,14 @@ impl Subscriber {
 
 impl Deref for Subscriber {
     type Target = Receiver;
+    #[inline]
     fn deref(&self) -> &Receiver {
         &self.receiver
     }
 }
 
 impl DerefMut for Subscriber {
+    #[inline]
     fn deref_mut(&mut self) -> &mut Receiver {
         &mut self.receiver
     }
