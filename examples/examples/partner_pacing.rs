@@ -15,7 +15,10 @@ use eip_steps::throttle::{Rate, ThrottleConfig, ThrottleLayer};
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
-#[tokio::main]
+// One thread: the four calls spawned below then start in the order they were spawned, and the
+// throttle gives turns in the order calls start. On several worker threads the spawned tasks may
+// start in any order, and which of acme's three orders waits for the next token would vary.
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let started = Arc::new(Instant::now());
     let clock = started.clone();
