@@ -48,6 +48,7 @@ pub mod message;
 pub mod predicate;
 pub mod router;
 pub mod store;
+mod sync;
 pub mod template;
 pub mod topic;
 

@@ -270,10 +270,7 @@ impl MessageBus {
     }
 
     fn wildcards(&self) -> std::sync::MutexGuard<'_, Vec<Wildcard>> {
-        self.inner
-            .wildcards
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner.wildcards)
     }
 
     /// The channel named `name`.

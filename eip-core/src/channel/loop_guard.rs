@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::message::MessageId;
 use crate::store::memory::shared_log::SharedLog;
+use crate::sync::lock;
 
 /// How much a channel remembers for loop detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,11 +346,6 @@ enum Memory {
     /// In the channel's log, under the log's lock: a publish that appends there reads it
     /// under the lock it takes anyway ([`SharedLog::try_append_following`]).
     Log(Arc<SharedLog>),
-}
-
-fn lock(recent: &Mutex<RecentIds>) -> std::sync::MutexGuard<'_, RecentIds> {
-    // Nothing under this lock panics but a bug, and the memory stays consistent.
-    recent.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl LoopGuard {

@@ -17,9 +17,10 @@
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use super::Joins;
+use crate::sync::lock;
 
 /// One thread's count of the walks going on it. Written by that thread alone; read by
 /// whoever looks for walks going.
@@ -60,10 +61,6 @@ impl Drop for Registered {
 
 thread_local! {
     static HERE: Registered = Registered::new();
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A walk going on: the sets it reads from slots stay whole while this lasts.

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::MAX_TOPIC_LEN;
 use super::hash::{hash_bytes, random_seeds};
+use crate::sync::lock;
 
 /// Entries per set: a subject is looked for in these only.
 const WAYS: usize = 4;
@@ -350,10 +351,6 @@ fn victim<T>(ways: &mut [Entry<T>], generation: u64, hand: &mut usize) -> usize 
         }
     }
     0
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -140,10 +140,7 @@ impl PublishSubscribe {
     }
 
     fn lock(&self) -> MutexGuard<'_, Subscriptions> {
-        self.inner
-            .subscriptions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.inner.subscriptions)
     }
 
     /// Applies `change` to the set and says whether a publish now only appends to the log.

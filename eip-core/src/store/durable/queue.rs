@@ -103,7 +103,7 @@ impl DurableQueue {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // No user code runs under this lock, and every change keeps the state consistent.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Messages held: on disk and not acknowledged, plus those being written.

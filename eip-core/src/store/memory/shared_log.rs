@@ -145,7 +145,7 @@ impl SharedLog {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // No user code runs under this lock, and every change keeps the state consistent.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// The position the next message will take.

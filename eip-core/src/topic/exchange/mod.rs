@@ -27,7 +27,7 @@ mod table;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 
 pub use binding::{Binding, BindingChanges, BindingId};
@@ -37,6 +37,7 @@ use self::binding::Change;
 use self::table::Table;
 use crate::channel::Channel;
 use crate::message::Message;
+use crate::sync::lock;
 #[cfg(doc)]
 use crate::topic::TopicTrie;
 use crate::topic::{CacheStats, DEFAULT_CACHE_CAPACITY, MAX_TOPIC_LEN, MatchCache};
@@ -439,10 +440,6 @@ fn routable_subject(msg: &Message) -> Option<&str> {
         Ok(subject) => Some(subject.unwrap_or("")).filter(|s| s.len() <= MAX_TOPIC_LEN),
         Err(_) => None,
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

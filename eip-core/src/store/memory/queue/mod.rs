@@ -147,7 +147,7 @@ impl Queue {
         // A panic while holding this lock can only come from a bug in this module (no user code
         // runs under it); the state is still consistent, so keep going rather than poison everyone.
         Locked {
-            state: self.state.lock().unwrap_or_else(|p| p.into_inner()),
+            state: crate::sync::lock(&self.state),
             queue: self,
         }
     }
