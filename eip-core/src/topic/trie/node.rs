@@ -1,5 +1,7 @@
 //! A node of the trie, and what it holds.
 
+use thin_vec::{ThinVec, thin_vec};
+
 use super::children::Children;
 
 /// A node: where the patterns with one prefix continue. With a value of up to 8 bytes it is
@@ -39,9 +41,10 @@ pub(super) struct Wild<T> {
 pub(super) enum Values<T> {
     None,
     One(T),
-    // A thin pointer keeps the node within its cache line; more than one value is rare.
-    #[allow(clippy::box_collection)]
-    Many(Box<Vec<T>>),
+    /// A thin pointer keeps the node within its cache line, and the values' count sits in
+    /// front of them, so reading them waits for one line, not for a vector's header and then
+    /// its buffer.
+    Many(ThinVec<T>),
 }
 
 impl<T> Values<T> {
@@ -64,8 +67,8 @@ impl<T> Values<T> {
     {
         *self = match std::mem::replace(self, Values::None) {
             Values::None => Values::One(value),
-            Values::One(first) if first <= value => Values::Many(Box::new(vec![first, value])),
-            Values::One(first) => Values::Many(Box::new(vec![value, first])),
+            Values::One(first) if first <= value => Values::Many(thin_vec![first, value]),
+            Values::One(first) => Values::Many(thin_vec![value, first]),
             Values::Many(mut vs) => {
                 let at = vs.partition_point(|v| *v <= value);
                 vs.insert(at, value);
