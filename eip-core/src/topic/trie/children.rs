@@ -258,8 +258,8 @@ fn equal_four(four: [WordId; 4], id: WordId) -> u32 {
         .fold(0, |found, (i, w)| found | u32::from(*w == id) << i)
 }
 
-/// A bucket of a [`Many`]'s hash table: the ids, then the nodes, so that a node is found at a fixed
-/// distance from the line of ids that names it, without a table header to read first.
+/// A bucket of a [`Many`]'s hash table: the ids, then the nodes, so that a node is found at a
+/// fixed distance from the line of ids that names it, without a table header to read first.
 #[derive(Clone)]
 #[repr(C)]
 struct Group<T> {
