@@ -113,12 +113,17 @@ fn compare(
 ) {
     let name = format!("durable window {window}");
     let mut commits = Vec::new();
+    let mut commit_us = Vec::new();
     let mut eip_ns = Vec::new();
     let mut eip = |round: usize| {
-        let (elapsed, round_commits) = rt.block_on(eip_round(window, messages));
+        let (elapsed, round_commits, committing) = rt.block_on(eip_round(window, messages));
         commits.push(round_commits);
+        let mean_us = committing.as_secs_f64() * 1e6 / round_commits.max(1) as f64;
+        commit_us.push(mean_us);
         let ns = per_item(elapsed, messages);
-        eprintln!("  {name} round {round}: eip {ns:.0} ns/msg, {round_commits} commits");
+        eprintln!(
+            "  {name} round {round}: eip {ns:.0} ns/msg, {round_commits} commits of {mean_us:.0} µs on average"
+        );
         eip_ns.push(ns);
         ns
     };
@@ -172,14 +177,15 @@ fn compare(
     commits.sort_unstable();
     let median_commits = commits[commits.len() / 2];
     println!(
-        "detail: {name}: eip {median_commits} commits for {messages} messages ({:.2} messages per commit, median round)",
-        messages as f64 / median_commits as f64
+        "detail: {name}: eip {median_commits} commits for {messages} messages ({:.2} messages per commit, median round), a commit {:.0} µs on average (median round)",
+        messages as f64 / median_commits as f64,
+        eip_bench::median(&mut commit_us)
     );
 }
 
 /// One round on a durable channel in a fresh directory: the time from the first send to the
-/// last message stored and acked, and the store's commits meanwhile.
-async fn eip_round(window: usize, messages: usize) -> (Duration, u64) {
+/// last message stored and acked, the store's commits meanwhile and their time together.
+async fn eip_round(window: usize, messages: usize) -> (Duration, u64, Duration) {
     let dir = TempDir::new("durable");
     let store = Arc::new(Durable::open(dir.path(), StoreConfig::default()).expect("store opens"));
     let channel = PointToPoint::builder("bench")
@@ -188,7 +194,7 @@ async fn eip_round(window: usize, messages: usize) -> (Duration, u64) {
         .build()
         .expect("channel builds");
     let in_flight = Window::new(window, messages);
-    let commits_before = store.store().stats().commits;
+    let before = store.store().stats();
     let started = Instant::now();
 
     let consumer = tokio::spawn({
@@ -222,11 +228,13 @@ async fn eip_round(window: usize, messages: usize) -> (Duration, u64) {
     }
     in_flight.finished().await;
     let elapsed = started.elapsed();
-    let commits = store.store().stats().commits - commits_before;
+    let after = store.store().stats();
+    let commits = after.commits - before.commits;
+    let committing = after.commit_latency.total_nanos - before.commit_latency.total_nanos;
     consumer.await.expect("the consumer finishes");
     drop(channel);
     drop(store);
-    (elapsed, commits)
+    (elapsed, commits, Duration::from_nanos(committing))
 }
 
 async fn connect() -> lapin::Result<Connection> {
