@@ -308,9 +308,7 @@ impl Workload {
 fn profile_matches(work: &Workload, count: usize) -> usize {
     let mut buffers = Buffers::default();
     let mut found = 0;
-    let cycle = std::env::var("EIP_TOPIC_SUBSET")
-        .ok()
-        .and_then(|n| n.parse().ok())
+    let cycle = env_count("EIP_TOPIC_SUBSET")
         .unwrap_or(work.subjects.len())
         .clamp(1, work.subjects.len());
     for i in 0..count {
@@ -318,6 +316,11 @@ fn profile_matches(work: &Workload, count: usize) -> usize {
         found += black_box(&buffers.targets).len();
     }
     found
+}
+
+/// The number the environment variable `name` holds, if it holds one.
+fn env_count(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.parse().ok()
 }
 
 /// Nanoseconds this thread has run on a CPU (Linux's `/proc/thread-self/schedstat`; 0
@@ -330,10 +333,7 @@ fn cpu_ns() -> u128 {
 }
 
 fn topic(c: &mut Criterion) {
-    if let Some(count) = std::env::var("EIP_TOPIC_PROFILE")
-        .ok()
-        .and_then(|n| n.parse().ok())
-    {
+    if let Some(count) = env_count("EIP_TOPIC_PROFILE") {
         let work = Workload::new(100_000);
         // A first, unprofiled pass: the buffers and the search's memo are allocated here.
         let (mut warm, mut emitted) = (0, 0);

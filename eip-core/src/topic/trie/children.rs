@@ -99,7 +99,7 @@ impl<T> Children<T> {
             Children::Few { ids, nodes } => nodes.get_mut(ids.iter().position(|w| *w == id)?),
             Children::Many(table) => {
                 let at = table.find(id)?;
-                table.node_mut(at)
+                Some(table.node_mut(at))
             }
         }
     }
@@ -133,7 +133,7 @@ impl<T> Children<T> {
                 (&mut nodes[i], made)
             }
             Children::Many(table) => match table.find(id) {
-                Some(at) => (&mut table.groups[at.0].nodes[at.1], false),
+                Some(at) => (table.node_mut(at), false),
                 None => (table.insert_new(id, Node::new()), true),
             },
         }
@@ -308,8 +308,9 @@ impl<T> Many<T> {
         self.groups.get(g)?.nodes.get(lane)
     }
 
-    fn node_mut(&mut self, (g, lane): (usize, usize)) -> Option<&mut Node<T>> {
-        self.groups.get_mut(g)?.nodes.get_mut(lane)
+    /// The node at a place [`find`](Self::find) gave.
+    fn node_mut(&mut self, (g, lane): (usize, usize)) -> &mut Node<T> {
+        &mut self.groups[g].nodes[lane]
     }
 
     /// The group and lane holding `id`.
