@@ -1,12 +1,4 @@
 //! The outbound half: a channel's messages published to an exchange, `Ok` once confirmed.
-//!
-//! [`AmqpOutbound`] publishes each message persistent (delivery mode 2) to the configured
-//! exchange, with a fixed routing key or the message's `subject`, and answers `Ok` only once
-//! the broker confirmed it (publisher confirms). A negative confirm, or a message returned as
-//! unroutable (publishing is `mandatory`), is an error, so the consumer driving the adapter
-//! retries it and finally dead-letters it. The adapter owns its connection: it connects on
-//! first use, and after any failure drops it and connects again on a later call, never sooner
-//! than its [`Backoff`] allows.
 
 use std::time::Duration;
 
@@ -155,8 +147,15 @@ impl AmqpOutboundConfig {
     }
 }
 
-/// The outbound RabbitMQ adapter; see the [module](self). Cheap to clone: clones share the
-/// connection.
+/// The outbound RabbitMQ adapter. Cheap to clone: clones share the connection.
+///
+/// [`AmqpOutbound`] publishes each message persistent (delivery mode 2) to the configured
+/// exchange, with a fixed routing key or the message's `subject`, and answers `Ok` only once
+/// the broker confirmed it (publisher confirms). A negative confirm, or a message returned as
+/// unroutable (publishing is `mandatory`), is an error, so the consumer driving the adapter
+/// retries it and finally dead-letters it. The adapter owns its connection: it connects on
+/// first use, and after any failure drops it and connects again on a later call, never sooner
+/// than its [`Backoff`] allows.
 pub type AmqpOutbound = Outbound<AmqpPublisher>;
 
 impl AmqpOutbound {

@@ -1,11 +1,5 @@
 //! The inbound half: a queue feeding a channel, read by an
 //! [`InboundBridge`](crate::bridge::InboundBridge).
-//!
-//! At each connection [`AmqpSource`] declares what it was told to (exchanges, the queue durable
-//! or exclusive, its bindings), then consumes the queue with a prefetch of the bridge's window
-//! and manual acks: a message is acked to RabbitMQ only once the channel accepted it. What was
-//! not acked when a connection dies is RabbitMQ's to deliver again, marked redelivered (the
-//! eip message's redelivery count is raised).
 
 use std::time::Duration;
 
@@ -71,7 +65,13 @@ impl AmqpSourceConfig {
     }
 }
 
-/// The inbound RabbitMQ source; see the [module](self). Run it with
+/// The inbound RabbitMQ source.
+///
+/// At each connection [`AmqpSource`] declares what it was told to (exchanges, the queue durable
+/// or exclusive, its bindings), then consumes the queue with a prefetch of the bridge's window
+/// and manual acks: a message is acked to RabbitMQ only once the channel accepted it. What was
+/// not acked when a connection dies is RabbitMQ's to deliver again, marked redelivered (the
+/// eip message's redelivery count is raised). Run it with
 /// [`InboundBridge`](crate::bridge::InboundBridge):
 ///
 /// ```no_run

@@ -1,14 +1,5 @@
 //! Where an outbound bridge sends a message, made from the message: an eip
 //! [`Template`](eip_core::template::Template).
-//!
-//! Every broker names its destinations its own way (a NATS subject, a Redis stream key, an
-//! MQTT topic, an AMQP routing key), and every outbound bridge lets the message choose it the
-//! same way: a template, with the placeholders every eip template takes (`{subject}`, `{id}`,
-//! `{header.NAME}`, `{$.path}`, and `{jq: EXPR}` where the flow was built with jq), parsed once
-//! when the bridge is configured. [`DestinationTemplate`] is that template; what a broker allows
-//! in a name, and how it turns a value into its own kind of name (MQTT's dots become slashes),
-//! stays in the broker's module, which wraps this one and checks each value through
-//! [`DestinationTemplate::render`].
 
 use std::borrow::Cow;
 use std::fmt;
@@ -16,7 +7,16 @@ use std::fmt;
 use eip_core::Message;
 use eip_core::template::{Placeholder, RenderError, Syntax, Template, TemplateError};
 
-/// A destination made per message; see the [module](self).
+/// A destination made per message.
+///
+/// Every broker names its destinations its own way (a NATS subject, a Redis stream key, an
+/// MQTT topic, an AMQP routing key), and every outbound bridge lets the message choose it the
+/// same way: a template, with the placeholders every eip template takes (`{subject}`, `{id}`,
+/// `{header.NAME}`, `{$.path}`, and `{jq: EXPR}` where the flow was built with jq), parsed once
+/// when the bridge is configured. [`DestinationTemplate`] is that template; what a broker allows
+/// in a name, and how it turns a value into its own kind of name (MQTT's dots become slashes),
+/// stays in the broker's module, which wraps this one and checks each value through
+/// [`DestinationTemplate::render`].
 ///
 /// ```
 /// use eip_adapters::bridge::DestinationTemplate;

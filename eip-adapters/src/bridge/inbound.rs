@@ -1,19 +1,4 @@
 //! The inbound half of a bridge: a broker source feeding an eip channel, at least once.
-//!
-//! [`InboundBridge`] owns the loop every broker shares, so each broker module only says how to
-//! connect and how to read one delivery ([`Source`], [`Delivery`]):
-//! - connect (declaring what the bridge declares), retried with [`Backoff`] until it works;
-//! - take deliveries while fewer than `window` are unacknowledged; for each, send its message to
-//!   the channel (waiting for room: a full channel stops the bridge reading, and the broker
-//!   keeps the rest) and acknowledge it to the broker only once the channel accepted it (for a
-//!   durable channel: once it is on disk);
-//! - a delivery that can not become a message (a poison message: its headers do not parse)
-//!   goes to the channel's dead letter channel with reason `invalid` and the error, then is
-//!   acknowledged, so it never blocks the bridge;
-//! - when the connection is lost, what was not acknowledged is the broker's to deliver again
-//!   (a duplicate, never a loss): the bridge reconnects with backoff and resumes. The loss is
-//!   a warning, and so is the reconnection that ends it (`bridge reconnected`), so the default
-//!   log level shows both ends of an outage.
 
 use std::future::Future;
 use std::pin::pin;
@@ -63,7 +48,22 @@ pub trait Delivery: Send + Sync + 'static {
     fn ack(self) -> impl Future<Output = Result<(), BridgeError>> + Send;
 }
 
-/// A broker source feeding a channel; see the [module](self).
+/// A broker source feeding a channel.
+///
+/// [`InboundBridge`] owns the loop every broker shares, so each broker module only says how to
+/// connect and how to read one delivery ([`Source`], [`Delivery`]):
+/// - connect (declaring what the bridge declares), retried with [`Backoff`] until it works;
+/// - take deliveries while fewer than `window` are unacknowledged; for each, send its message to
+///   the channel (waiting for room: a full channel stops the bridge reading, and the broker
+///   keeps the rest) and acknowledge it to the broker only once the channel accepted it (for a
+///   durable channel: once it is on disk);
+/// - a delivery that can not become a message (a poison message: its headers do not parse)
+///   goes to the channel's dead letter channel with reason `invalid` and the error, then is
+///   acknowledged, so it never blocks the bridge;
+/// - when the connection is lost, what was not acknowledged is the broker's to deliver again
+///   (a duplicate, never a loss): the bridge reconnects with backoff and resumes. The loss is
+///   a warning, and so is the reconnection that ends it (`bridge reconnected`), so the default
+///   log level shows both ends of an outage.
 pub struct InboundBridge<S> {
     source: S,
     channel: Channel,

@@ -1,14 +1,4 @@
 //! The outbound half of a bridge: a broker's publisher as a `tower::Service<Message>`.
-//!
-//! Every broker publishes its own way (a publisher confirm, a JetStream ack, a PUBACK, the
-//! `XADD` reply), and each says so by implementing [`Publisher`]: publish one message, answer
-//! once the broker confirmed it. [`Outbound`] is what the rest of eip drives: a cheap-to-clone
-//! handle on that publisher (clones share its connection) and a `tower::Service` whose
-//! `poll_ready` is always ready (publishes in flight are bounded by the
-//! [`Consumer`](eip_core::endpoint::Consumer)'s concurrency, or by the publisher itself) and
-//! whose call answers `Ok` only once the broker confirmed. `Err` is a [`BridgeError`]: the
-//! consumer retries it with the channel's redelivery policy, or dead-letters it at once when
-//! [`BridgeError::is_permanent`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -39,9 +29,19 @@ pub trait Publisher: Send + Sync + 'static {
     }
 }
 
-/// A broker's [`Publisher`] as an outbound adapter; see the [module](self). Each broker module
+/// A broker's [`Publisher`] as an outbound adapter. Each broker module
 /// names its own: [`AmqpOutbound`](crate::amqp::AmqpOutbound),
 /// [`JetStreamOutbound`](crate::nats::JetStreamOutbound), and so on.
+///
+/// Every broker publishes its own way (a publisher confirm, a JetStream ack, a PUBACK, the
+/// `XADD` reply), and each says so by implementing [`Publisher`]: publish one message, answer
+/// once the broker confirmed it. [`Outbound`] is what the rest of eip drives: a cheap-to-clone
+/// handle on that publisher (clones share its connection) and a `tower::Service` whose
+/// `poll_ready` is always ready (publishes in flight are bounded by the
+/// [`Consumer`](eip_core::endpoint::Consumer)'s concurrency, or by the publisher itself) and
+/// whose call answers `Ok` only once the broker confirmed. `Err` is a [`BridgeError`]: the
+/// consumer retries it with the channel's redelivery policy, or dead-letters it at once when
+/// [`BridgeError::is_permanent`].
 pub struct Outbound<P> {
     publisher: Arc<P>,
 }

@@ -1,21 +1,4 @@
 //! The outbound file adapter: a `tower::Service<Message>` that writes each message to a file.
-//!
-//! Two modes. **Write** makes one file per message, atomically: the payload goes to a
-//! temporary file in the target directory (a dot name the inbound adapter never takes), which
-//! is fsynced, renamed to its name and the directory fsynced; a reader sees the whole file or
-//! none. Every directory below the sink's own is opened without following a symlink (and made
-//! if missing), and the file is created, renamed and appended to relative to that handle, so
-//! nothing swapped in on the way can lead a write elsewhere. **Append** adds the payload, which must be JSON, as one line to a JSON-lines file,
-//! fsynced before the call answers `Ok`. Names come from a [`NameTemplate`]; a name that would
-//! leave the directory (through `..`, an absolute path, a separator in a header value, or a
-//! symlink in the directory pointing elsewhere) is refused with [`FileError::Escape`], and the
-//! consumer driving the sink dead-letters the message with that error.
-//!
-//! The temporary file's name, `.eip-PID-SEQ.tmp`, is at most 40 bytes whatever the final name,
-//! so every name the file system can hold can be written. A name it can never hold (a
-//! component longer than its limit, 255 bytes on most; a name it calls invalid) is
-//! [`FileError::Name`]: permanent, so the message is dead-lettered at once with the reason,
-//! not retried.
 
 use std::fs;
 use std::future::Future;
@@ -125,8 +108,25 @@ impl FileSinkBuilder {
     }
 }
 
-/// The outbound file channel adapter (see the [module](self)). Cheap to clone: clones share
+/// The outbound file channel adapter. Cheap to clone: clones share
 /// the directory and the append lock.
+///
+/// Two modes. **Write** makes one file per message, atomically: the payload goes to a
+/// temporary file in the target directory (a dot name the inbound adapter never takes), which
+/// is fsynced, renamed to its name and the directory fsynced; a reader sees the whole file or
+/// none. Every directory below the sink's own is opened without following a symlink (and made
+/// if missing), and the file is created, renamed and appended to relative to that handle, so
+/// nothing swapped in on the way can lead a write elsewhere. **Append** adds the payload, which must be JSON, as one line to a JSON-lines file,
+/// fsynced before the call answers `Ok`. Names come from a [`NameTemplate`]; a name that would
+/// leave the directory (through `..`, an absolute path, a separator in a header value, or a
+/// symlink in the directory pointing elsewhere) is refused with [`FileError::Escape`], and the
+/// consumer driving the sink dead-letters the message with that error.
+///
+/// The temporary file's name, `.eip-PID-SEQ.tmp`, is at most 40 bytes whatever the final name,
+/// so every name the file system can hold can be written. A name it can never hold (a
+/// component longer than its limit, 255 bytes on most; a name it calls invalid) is
+/// [`FileError::Name`]: permanent, so the message is dead-lettered at once with the reason,
+/// not retried.
 #[derive(Debug, Clone)]
 pub struct FileSink {
     inner: Arc<Inner>,

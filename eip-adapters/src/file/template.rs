@@ -1,11 +1,4 @@
 //! File name templates: an eip template, with the UTC date parts of the time of writing.
-//!
-//! A name is an eip template (`{id}`, `{subject}`, `{header.NAME}`, `{$.path}`, and
-//! `{jq: EXPR}` where the flow was built with jq; `{{` and `}}` are braces, and a `{` without
-//! its `}` is refused), plus the file's own `{yyyy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}`: the
-//! time of writing, UTC. `/` in the template's own text makes subdirectories. A template can
-//! not leave its directory: it may not be absolute nor have an empty, `.` or `..` component,
-//! and a value put in a placeholder may not hold `/`, `\` or NUL nor be empty, `.` or `..`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,7 +12,14 @@ use super::FileError;
 /// The names a file name template fills itself, in the order of [`DatePart`].
 const DATE_NAMES: [&str; 6] = ["yyyy", "MM", "dd", "HH", "mm", "ss"];
 
-/// A parsed file name template (see the [module](self) for the syntax and rules).
+/// A parsed file name template.
+///
+/// A name is an eip template (`{id}`, `{subject}`, `{header.NAME}`, `{$.path}`, and
+/// `{jq: EXPR}` where the flow was built with jq; `{{` and `}}` are braces, and a `{` without
+/// its `}` is refused), plus the file's own `{yyyy}` `{MM}` `{dd}` `{HH}` `{mm}` `{ss}`: the
+/// time of writing, UTC. `/` in the template's own text makes subdirectories. A template can
+/// not leave its directory: it may not be absolute nor have an empty, `.` or `..` component,
+/// and a value put in a placeholder may not hold `/`, `\` or NUL nor be empty, `.` or `..`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct NameTemplate(Template);
 

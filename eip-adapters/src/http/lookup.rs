@@ -1,20 +1,5 @@
 //! HTTP lookups: a request made for a message, whose answer is used to enrich it (EIP's
 //! Content Enricher), not to deliver it.
-//!
-//! An [`HttpLookup`] sends a `GET` (or a `POST` of the message's payload) to a
-//! [`UrlTemplate`] filled from the message, and reads the answer:
-//!
-//! | answer | [`HttpLookup::lookup`] gives |
-//! | --- | --- |
-//! | **2xx** | `Ok(Some(body))` (an empty body for a 204) |
-//! | **404** | `Ok(None)`: there is nothing to look up for this message |
-//! | 5xx, 408, 429, a connect error, a timeout | `Err`, transient ([`HttpOutboundError::is_permanent`] is false): another attempt may succeed |
-//! | any other status (4xx, 3xx: redirects are not followed) | `Err`, permanent: another attempt would get the same answer |
-//!
-//! The errors are the outbound adapter's ([`HttpOutboundError`]), with the same meaning, and
-//! the client is built the same way (a connect timeout, a timeout per request, no redirects,
-//! an optional bearer token read from an environment variable, message headers copied). The
-//! message id goes along as `Message-Id`.
 
 use std::time::Duration;
 
@@ -111,8 +96,23 @@ pub struct LookupRequest {
     pub body: Option<Bytes>,
 }
 
-/// A client that looks things up over HTTP; see the [module](self). Cheap to clone: clones
+/// A client that looks things up over HTTP. Cheap to clone: clones
 /// share their connections.
+///
+/// An [`HttpLookup`] sends a `GET` (or a `POST` of the message's payload) to a
+/// [`UrlTemplate`] filled from the message, and reads the answer:
+///
+/// | answer | [`HttpLookup::lookup`] gives |
+/// | --- | --- |
+/// | **2xx** | `Ok(Some(body))` (an empty body for a 204) |
+/// | **404** | `Ok(None)`: there is nothing to look up for this message |
+/// | 5xx, 408, 429, a connect error, a timeout | `Err`, transient ([`HttpOutboundError::is_permanent`] is false): another attempt may succeed |
+/// | any other status (4xx, 3xx: redirects are not followed) | `Err`, permanent: another attempt would get the same answer |
+///
+/// The errors are the outbound adapter's ([`HttpOutboundError`]), with the same meaning, and
+/// the client is built the same way (a connect timeout, a timeout per request, no redirects,
+/// an optional bearer token read from an environment variable, message headers copied). The
+/// message id goes along as `Message-Id`.
 #[derive(Debug, Clone)]
 pub struct HttpLookup {
     client: reqwest::Client,

@@ -1,25 +1,4 @@
 //! The outbound half: each message published at QoS 1, `Ok` once its PUBACK came back.
-//!
-//! [`MqttOutbound`] is a `tower::Service<Message>` (drive it with a
-//! [`Consumer`](eip_core::endpoint::Consumer)). Its connection lives on a task of its own,
-//! which polls the client's event loop: it hands each publish the packet id the client gave it
-//! (the client sends publishes in the order they were queued, so the n-th queued publish is
-//! the n-th one sent) and completes the call when the PUBACK with that id arrives. At most
-//! `in_flight` publishes wait for their PUBACK at once; further calls wait for room. The
-//! broker's receive maximum (Mosquitto: 20 by default) caps what is on the wire; the rest of
-//! the window waits in the client's queue, still in order.
-//!
-//! When the connection is lost, every call still waiting fails (the broker may or may not have
-//! the message: the consumer's redelivery sends it again, a duplicate rather than a loss), and
-//! so does every call made until the task has connected again (with [`Backoff`]). A PUBACK
-//! overdue by `ack_timeout` fails its call and counts as a stalled connection: that connection
-//! is dropped and made again. Each connection starts a clean session: nothing is resent behind
-//! the consumer's back.
-//!
-//! A PUBACK with a failure reason fails the call; `not authorized`, `topic name invalid` and
-//! `payload format invalid` are permanent (see [`BridgeError::is_permanent`]), the others
-//! (quota exceeded, unspecified) are retried. So is a message whose topic can not be made (no
-//! subject, a subject with a wildcard): permanent.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -97,7 +76,28 @@ impl MqttOutboundConfig {
     }
 }
 
-/// Publishes messages to an MQTT topic at QoS 1; see the [module](self).
+/// Publishes messages to an MQTT topic at QoS 1.
+///
+/// [`MqttOutbound`] is a `tower::Service<Message>` (drive it with a
+/// [`Consumer`](eip_core::endpoint::Consumer)). Its connection lives on a task of its own,
+/// which polls the client's event loop: it hands each publish the packet id the client gave it
+/// (the client sends publishes in the order they were queued, so the n-th queued publish is
+/// the n-th one sent) and completes the call when the PUBACK with that id arrives. At most
+/// `in_flight` publishes wait for their PUBACK at once; further calls wait for room. The
+/// broker's receive maximum (Mosquitto: 20 by default) caps what is on the wire; the rest of
+/// the window waits in the client's queue, still in order.
+///
+/// When the connection is lost, every call still waiting fails (the broker may or may not have
+/// the message: the consumer's redelivery sends it again, a duplicate rather than a loss), and
+/// so does every call made until the task has connected again (with [`Backoff`]). A PUBACK
+/// overdue by `ack_timeout` fails its call and counts as a stalled connection: that connection
+/// is dropped and made again. Each connection starts a clean session: nothing is resent behind
+/// the consumer's back.
+///
+/// A PUBACK with a failure reason fails the call; `not authorized`, `topic name invalid` and
+/// `payload format invalid` are permanent (see [`BridgeError::is_permanent`]), the others
+/// (quota exceeded, unspecified) are retried. So is a message whose topic can not be made (no
+/// subject, a subject with a wildcard): permanent.
 pub type MqttOutbound = Outbound<MqttPublisher>;
 
 /// How an [`MqttOutbound`] publishes: its connection task and the calls waiting for a PUBACK.

@@ -1,18 +1,5 @@
 //! The inbound half: a persistent QoS 1 subscription, each publish acknowledged (its PUBACK
 //! sent) only once the channel accepted its message.
-//!
-//! [`MqttSource`] is a [`Source`] for [`InboundBridge`](crate::bridge::InboundBridge). It
-//! connects under a fixed client id without a clean start and with a session expiry interval,
-//! so the broker keeps the subscription and every publish not acknowledged while the bridge is
-//! away (stopped, crashed, cut off) and delivers them again to the next connection with that
-//! client id. Acknowledgements are manual: the PUBACK for a publish is sent by
-//! [`Delivery::ack`], which the bridge calls after the channel took the message. The bridge's
-//! `window` is the connection's receive maximum: the broker sends no more than that many
-//! publishes unacknowledged.
-//!
-//! The client's event loop is polled on a task of its own while the connection lives (the
-//! bridge stops reading when its window is full, and acknowledgements must still go out); its
-//! publishes reach [`Source::next`] in order.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -65,7 +52,20 @@ impl MqttSourceConfig {
     }
 }
 
-/// A persistent QoS 1 subscription; see the [module](self).
+/// A persistent QoS 1 subscription.
+///
+/// [`MqttSource`] is a [`Source`] for [`InboundBridge`](crate::bridge::InboundBridge). It
+/// connects under a fixed client id without a clean start and with a session expiry interval,
+/// so the broker keeps the subscription and every publish not acknowledged while the bridge is
+/// away (stopped, crashed, cut off) and delivers them again to the next connection with that
+/// client id. Acknowledgements are manual: the PUBACK for a publish is sent by
+/// [`Delivery::ack`], which the bridge calls after the channel took the message. The bridge's
+/// `window` is the connection's receive maximum: the broker sends no more than that many
+/// publishes unacknowledged.
+///
+/// The client's event loop is polled on a task of its own while the connection lives (the
+/// bridge stops reading when its window is full, and acknowledgements must still go out); its
+/// publishes reach [`Source::next`] in order.
 #[derive(Debug)]
 pub struct MqttSource {
     config: MqttSourceConfig,

@@ -1,17 +1,4 @@
 //! The outbound half: a channel's messages published to a JetStream subject.
-//!
-//! [`JetStreamOutbound`] is a `tower::Service<Message>` driven by a
-//! [`Consumer`](eip_core::endpoint::Consumer). **Ok means stored**: a call answers `Ok` only
-//! once JetStream's publish ack came back, so the consumer acks the eip message only when a
-//! stream holds it. Each publish carries `Nats-Msg-Id` = the eip message id: a retry after a
-//! lost ack (a timeout, a cut connection) is dropped by JetStream as a duplicate within the
-//! stream's duplicate window, and answered `Ok` like the first.
-//!
-//! The adapter owns its connection: made at the first call (or by
-//! [`connect`](JetStreamOutbound::connect)), dropped when the client reports it lost or a
-//! publish ack times out, made again by a later call. After a failed attempt, calls fail at
-//! once until the [`Backoff`] wait is over, so a broker that is down costs the channel's
-//! redeliveries, not a connection attempt per message.
 
 use std::time::Duration;
 
@@ -86,7 +73,20 @@ pub struct Published {
     pub duplicate: bool,
 }
 
-/// Publishes messages to JetStream, answering once stored; see the [module](self).
+/// Publishes messages to JetStream, answering once stored.
+///
+/// [`JetStreamOutbound`] is a `tower::Service<Message>` driven by a
+/// [`Consumer`](eip_core::endpoint::Consumer). **Ok means stored**: a call answers `Ok` only
+/// once JetStream's publish ack came back, so the consumer acks the eip message only when a
+/// stream holds it. Each publish carries `Nats-Msg-Id` = the eip message id: a retry after a
+/// lost ack (a timeout, a cut connection) is dropped by JetStream as a duplicate within the
+/// stream's duplicate window, and answered `Ok` like the first.
+///
+/// The adapter owns its connection: made at the first call (or by
+/// [`connect`](JetStreamOutbound::connect)), dropped when the client reports it lost or a
+/// publish ack times out, made again by a later call. After a failed attempt, calls fail at
+/// once until the [`Backoff`] wait is over, so a broker that is down costs the channel's
+/// redeliveries, not a connection attempt per message.
 ///
 /// ```no_run
 /// use eip_adapters::bridge::BridgeError;

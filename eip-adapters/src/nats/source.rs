@@ -1,21 +1,5 @@
 //! The inbound half: a durable pull consumer on a JetStream stream, read by an
 //! [`InboundBridge`](crate::bridge::InboundBridge).
-//!
-//! At each connection [`JetStreamSource`] creates the stream if it is missing (when it was
-//! given subjects) and creates or updates its durable consumer: explicit acks, at most `window`
-//! messages delivered and not acknowledged (`max_ack_pending`), and `ack_wait` before JetStream
-//! delivers again a message nobody acknowledged. Then it pulls, `window` at a time, one pull
-//! request outstanding whenever the bridge asks for a message ([`pull`](super::pull): a request
-//! is counted exactly, so a window of one never waits for a message nobody asked for).
-//!
-//! Each delivery becomes an eip message through [`envelope::from_text`] over its NATS headers
-//! (the `Nats-…` headers are JetStream's and stay out, but a `Nats-Msg-Id` that is not the
-//! message's eip id, set by a producer that is not eip, is kept as `external-id`); without a
-//! `subject` header the NATS subject it was published to becomes the eip `subject`. A delivery JetStream makes again
-//! keeps its eip id (it is in the message's `eip-id` header) and has its eip redelivery count
-//! raised by the deliveries before it. [`ack`](Delivery::ack) is a double ack: it completes
-//! once the server confirmed it, so an ack lost with a connection is seen as an error (the
-//! bridge reconnects, JetStream delivers the message again: a duplicate, never a loss).
 
 use std::time::Duration;
 
@@ -111,7 +95,23 @@ impl JetStreamSourceConfig {
     }
 }
 
-/// A durable pull consumer as a bridge [`Source`]; see the [module](self).
+/// A durable pull consumer as a bridge [`Source`].
+///
+/// At each connection [`JetStreamSource`] creates the stream if it is missing (when it was
+/// given subjects) and creates or updates its durable consumer: explicit acks, at most `window`
+/// messages delivered and not acknowledged (`max_ack_pending`), and `ack_wait` before JetStream
+/// delivers again a message nobody acknowledged. Then it pulls, `window` at a time, one pull
+/// request outstanding whenever the bridge asks for a message (a pull request
+/// is counted exactly, so a window of one never waits for a message nobody asked for).
+///
+/// Each delivery becomes an eip message through [`envelope::from_text`] over its NATS headers
+/// (the `Nats-…` headers are JetStream's and stay out, but a `Nats-Msg-Id` that is not the
+/// message's eip id, set by a producer that is not eip, is kept as `external-id`); without a
+/// `subject` header the NATS subject it was published to becomes the eip `subject`. A delivery JetStream makes again
+/// keeps its eip id (it is in the message's `eip-id` header) and has its eip redelivery count
+/// raised by the deliveries before it. [`ack`](Delivery::ack) is a double ack: it completes
+/// once the server confirmed it, so an ack lost with a connection is seen as an error (the
+/// bridge reconnects, JetStream delivers the message again: a duplicate, never a loss).
 ///
 /// ```no_run
 /// use eip_adapters::nats::{JetStreamSource, JetStreamSourceConfig, StreamDeclaration};

@@ -1,28 +1,4 @@
 //! Replay: a dead letter sent back to the channel it died on, keeping its id.
-//!
-//! [`MessageBus::replay`] replays one delivery a consumer took from a dead letter channel;
-//! [`MessageBus::replay_dead_letters`] replays, straight from a dead letter channel's store,
-//! the waiting dead letters a [`Which`] selects: some ids, those a selector selects, or all.
-//!
-//! - **The same message.** The replayed message keeps its id, payload and headers, and its
-//!   death record (a second death on the same channel for the same reason counts on). Its
-//!   `redelivery-count` is removed (it gets a fresh set of attempts under the channel's
-//!   redelivery policy) and the header [`REPLAYED`] counts its replays: 1 the first time, 2 if
-//!   it dies and is replayed again.
-//! - **Acknowledged once accepted.** A dead letter leaves its channel only once the channel it
-//!   died on took the message back: stored it (on disk, for a durable channel) or, the
-//!   message not fitting that channel's datatype, sent it on to the invalid message channel.
-//!   A process that crashes in between delivers both again: at least once, never lost.
-//! - **A failed replay leaves the dead letter.** Unknown channel, a channel deleted or full
-//!   past its store's limit, no death record to say where it died, or a channel that takes
-//!   part in joins and still remembers the id (loop detection would drop the copy): the dead
-//!   letter goes back to the head of its channel, unchanged (its redelivery count too), and
-//!   the failure says why.
-//! - **Bounded.** [`Which::All`] and [`Which::Matching`] replay at most as many dead letters
-//!   as were waiting when the replay began, each at most once: a message that dies again at
-//!   once is not replayed again by the same call. A durable dead letter channel is looked
-//!   through from its head, as far as a selective consumer looks
-//!   ([`SELECTOR_WINDOW`](crate::store::durable::SELECTOR_WINDOW)).
 
 use std::collections::{HashSet, VecDeque};
 
@@ -123,8 +99,31 @@ impl Select for Unseen<'_> {
 }
 
 impl MessageBus {
-    /// Sends a dead letter back to the channel it died on (see the [module](self) for what
-    /// is sent), then acks it.
+    /// Sends a dead letter back to the channel it died on, then acks it.
+    ///
+    /// [`MessageBus::replay`] replays one delivery a consumer took from a dead letter channel;
+    /// [`MessageBus::replay_dead_letters`] replays, straight from a dead letter channel's store,
+    /// the waiting dead letters a [`Which`] selects: some ids, those a selector selects, or all.
+    ///
+    /// - **The same message.** The replayed message keeps its id, payload and headers, and its
+    ///   death record (a second death on the same channel for the same reason counts on). Its
+    ///   `redelivery-count` is removed (it gets a fresh set of attempts under the channel's
+    ///   redelivery policy) and the header [`REPLAYED`] counts its replays: 1 the first time, 2 if
+    ///   it dies and is replayed again.
+    /// - **Acknowledged once accepted.** A dead letter leaves its channel only once the channel it
+    ///   died on took the message back: stored it (on disk, for a durable channel) or, the
+    ///   message not fitting that channel's datatype, sent it on to the invalid message channel.
+    ///   A process that crashes in between delivers both again: at least once, never lost.
+    /// - **A failed replay leaves the dead letter.** Unknown channel, a channel deleted or full
+    ///   past its store's limit, no death record to say where it died, or a channel that takes
+    ///   part in joins and still remembers the id (loop detection would drop the copy): the dead
+    ///   letter goes back to the head of its channel, unchanged (its redelivery count too), and
+    ///   the failure says why.
+    /// - **Bounded.** [`Which::All`] and [`Which::Matching`] replay at most as many dead letters
+    ///   as were waiting when the replay began, each at most once: a message that dies again at
+    ///   once is not replayed again by the same call. A durable dead letter channel is looked
+    ///   through from its head, as far as a selective consumer looks
+    ///   ([`SELECTOR_WINDOW`](crate::store::durable::SELECTOR_WINDOW)).
     ///
     /// On failure the delivery comes back unsettled with the error, for the caller to decide:
     /// ack it (give up), reject it elsewhere, or drop it (it is requeued at the head).
@@ -144,7 +143,7 @@ impl MessageBus {
     }
 
     /// Replays the dead letters waiting on `dead_letters` that `which` selects, each to the
-    /// channel it died on, in the order they wait (see the [module](self)). Each is acked
+    /// channel it died on, in the order they wait (see [`MessageBus::replay`]). Each is acked
     /// once its channel accepted it; those that fail go back to the head of `dead_letters`
     /// together, in their order, once the replay is done.
     pub async fn replay_dead_letters(

@@ -227,7 +227,7 @@ impl PointToPoint {
     }
 
     /// The acknowledgement of the message `id`, taken from this channel and not settled yet, for a commit
-    /// of the caller's own: see [`MessageStore::durable_ack`](crate::store::MessageStore::durable_ack).
+    /// of the caller's own: see [`MessageStore::durable_ack`].
     /// `None` unless the channel is durable.
     pub fn durable_ack(&self, id: MessageId) -> Option<crate::store::durable::DurableAck> {
         self.queue().store.durable_ack(id)

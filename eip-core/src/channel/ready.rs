@@ -1,11 +1,4 @@
 //! Ready: waiting until a channel's stores can take and give messages.
-//!
-//! A store in memory or on disk is ready once opened. A store that connects in the
-//! background (a broker's subscription) sees only what is published after it connected and
-//! declared what it reads, so whoever owns a channel waits for that before it sends:
-//! [`Channel::ready`] for one channel, [`all_ready`] for a flow's channels. Each waits on the
-//! stores of the channels it is given and no others (two flows in one process never wait on
-//! each other), and names every store that did not get ready in time.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,8 +19,15 @@ pub struct NotReady {
 /// A store to wait for, and how to name it if it is late.
 pub(crate) type Awaited = (String, Arc<dyn MessageStore>);
 
-/// Waits until every store of `channels` is ready (see the [module](self)), for at most
+/// Waits until every store of `channels` is ready, for at most
 /// `limit` in all.
+///
+/// A store in memory or on disk is ready once opened. A store that connects in the
+/// background (a broker's subscription) sees only what is published after it connected and
+/// declared what it reads, so whoever owns a channel waits for that before it sends:
+/// [`Channel::ready`] for one channel, [`all_ready`] for a flow's channels. Each waits on the
+/// stores of the channels it is given and no others (two flows in one process never wait on
+/// each other), and names every store that did not get ready in time.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -70,7 +70,7 @@ async fn wait(stores: Vec<Awaited>, limit: Duration) -> Result<(), NotReady> {
 
 impl Channel {
     /// Waits until the channel's stores (a publish-subscribe channel's: each subscription's
-    /// too) are ready, for at most `limit`; see the [module](self).
+    /// too) are ready, for at most `limit`; see [`all_ready`].
     pub async fn ready(&self, limit: Duration) -> Result<(), NotReady> {
         wait(self.awaited(), limit).await
     }
@@ -84,8 +84,7 @@ impl Channel {
 }
 
 impl PointToPoint {
-    /// Waits until the channel's store is ready, for at most `limit`; see the
-    /// [module](self).
+    /// Waits until the channel's store is ready, for at most `limit`; see [`all_ready`].
     pub async fn ready(&self, limit: Duration) -> Result<(), NotReady> {
         wait(self.awaited(), limit).await
     }
@@ -98,7 +97,7 @@ impl PointToPoint {
 
 impl PublishSubscribe {
     /// Waits until the channel's stores, each subscription's included, are ready, for at most
-    /// `limit`; see the [module](self).
+    /// `limit`; see [`all_ready`].
     pub async fn ready(&self, limit: Duration) -> Result<(), NotReady> {
         wait(self.awaited(), limit).await
     }

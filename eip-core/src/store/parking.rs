@@ -1,12 +1,4 @@
 //! Where a receiver waits for a store: parked inline on the store's `Notify`, no boxed wait.
-//!
-//! Waiting for a message is the receiver's side of a channel; knowing when one may have
-//! arrived is the store's. A store that can say *where* its receivers wait gives a
-//! [`Parking`]: the `Notify` it wakes when a message may have arrived, the count of parked
-//! receivers it reads before it pays for a wake-up, and, if it wakes one receiver at a time,
-//! the count of parked *selective* receivers (which need every waiter woken: the one woken
-//! might not select the new message). The receiver raises those counts while it parks, so a
-//! store never needs to be told who its receivers are.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,7 +8,15 @@ use tokio::sync::Notify;
 use super::{MessageStore, Select, Take};
 use crate::message::Message;
 
-/// Where a receiver parks on a store; see the [module](self).
+/// Where a receiver parks on a store.
+///
+/// Waiting for a message is the receiver's side of a channel; knowing when one may have
+/// arrived is the store's. A store that can say *where* its receivers wait gives a
+/// [`Parking`]: the `Notify` it wakes when a message may have arrived, the count of parked
+/// receivers it reads before it pays for a wake-up, and, if it wakes one receiver at a time,
+/// the count of parked *selective* receivers (which need every waiter woken: the one woken
+/// might not select the new message). The receiver raises those counts while it parks, so a
+/// store never needs to be told who its receivers are.
 #[derive(Clone, Copy)]
 pub struct Parking<'a> {
     readable: &'a Notify,

@@ -1,31 +1,5 @@
 //! A bounded cache of recent match results: subject → the values it matched, tagged with the
 //! generation of the bindings they were computed from.
-//!
-//! The cache never decides whether an entry is still true: the caller passes the generation of
-//! the bindings it is matching against, and an entry counts only if it was stored with that same
-//! generation. A binding change bumps the generation, so every older entry turns into a miss at
-//! once, with nothing to clear and no window in which a reader could see a result from before
-//! the change next to bindings from after it.
-//!
-//! It is split into shards, each behind its own lock, chosen by the subject's hash: threads
-//! matching different subjects rarely touch the same lock, and nothing on the way is shared by
-//! all of them. Within a shard a subject can sit in one set of [`WAYS`] entries; a full set
-//! evicts by the clock rule (an entry read since the hand last passed gets a second chance),
-//! after entries that are empty or from an older generation. The capacity is fixed when the
-//! cache is made, so memory is bounded: at most `capacity` subjects of up to
-//! [`MAX_TOPIC_LEN`] bytes, each with its result.
-//!
-//! **Admission.** A subject seen once is not worth storing: in a stream of mostly distinct
-//! subjects, storing each would cost a copy per miss and push out the subjects that do come
-//! back. So a miss only stores its result ([`get_or_insert_with`](MatchCache::get_or_insert_with))
-//! if the subject has missed before, recently: each shard keeps a doorkeeper, one bit per hash
-//! value of a few times as many subjects as it holds, set at a subject's first miss and all
-//! cleared once an eighth of them are set. A subject whose entry is only stale (an older
-//! generation) is stored again at once. A hit allocates nothing: the result is an `Arc<[T]>`
-//! shared by every reader of the entry, or copied into the caller's buffer.
-//!
-//! One lookup, one lock: the hash is computed once, and a miss learns under the same lock
-//! whether its result will be stored.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -55,7 +29,33 @@ pub struct CacheStats {
 }
 
 /// A fixed-size, sharded cache of match results keyed by subject and checked against a
-/// generation. See the [module documentation](self).
+/// generation.
+///
+/// The cache never decides whether an entry is still true: the caller passes the generation of
+/// the bindings it is matching against, and an entry counts only if it was stored with that same
+/// generation. A binding change bumps the generation, so every older entry turns into a miss at
+/// once, with nothing to clear and no window in which a reader could see a result from before
+/// the change next to bindings from after it.
+///
+/// It is split into shards, each behind its own lock, chosen by the subject's hash: threads
+/// matching different subjects rarely touch the same lock, and nothing on the way is shared by
+/// all of them. Within a shard a subject can sit in one set of four entries; a full set
+/// evicts by the clock rule (an entry read since the hand last passed gets a second chance),
+/// after entries that are empty or from an older generation. The capacity is fixed when the
+/// cache is made, so memory is bounded: at most `capacity` subjects of up to
+/// [`MAX_TOPIC_LEN`] bytes, each with its result.
+///
+/// **Admission.** A subject seen once is not worth storing: in a stream of mostly distinct
+/// subjects, storing each would cost a copy per miss and push out the subjects that do come
+/// back. So a miss only stores its result ([`get_or_insert_with`](MatchCache::get_or_insert_with))
+/// if the subject has missed before, recently: each shard keeps a doorkeeper, one bit per hash
+/// value of a few times as many subjects as it holds, set at a subject's first miss and all
+/// cleared once an eighth of them are set. A subject whose entry is only stale (an older
+/// generation) is stored again at once. A hit allocates nothing: the result is an `Arc<[T]>`
+/// shared by every reader of the entry, or copied into the caller's buffer.
+///
+/// One lookup, one lock: the hash is computed once, and a miss learns under the same lock
+/// whether its result will be stored.
 pub struct MatchCache<T> {
     shards: Box<[Shard<T>]>,
     /// Sets per shard, minus one (a power of two minus one).
@@ -283,7 +283,7 @@ impl<T> MatchCache<T> {
 
     /// The result for `subject` at `generation`: from the cache, or computed by `compute`
     /// (called without any lock held) and stored if the subject has missed before recently
-    /// (see the [module documentation](self)).
+    /// (see [`MatchCache`]).
     pub fn get_or_insert_with(
         &self,
         subject: &str,

@@ -1,14 +1,4 @@
 //! Stopping an aggregator: what becomes of the groups still open when its flow shuts down.
-//!
-//! Groups no rule completed yet are still open when the flow stops. Kept in memory only, they
-//! would end with the process and their messages with them, without a word; so the owner of
-//! the aggregator calls [`Aggregator::stop`] once nothing more comes in, and every open group
-//! is handled as the configured [`OnStop`] says: released as it is (the default, as Camel's
-//! `forceCompletionOnStop` does), handed to the dead letters with reason `incomplete`,
-//! dropped (counted and logged), or kept in the store, which a durable one gives back at the
-//! next start. The groups are handled oldest first, one at a time, each release waiting until
-//! the inner service took it. The aggregator goes on working afterwards: a message that comes
-//! later opens a new group, which a second `stop` handles the same way.
 
 use std::fmt;
 
@@ -68,9 +58,18 @@ where
     S::Response: Send + 'static,
     S::Error: fmt::Display + Send + 'static,
 {
-    /// Handles every open group as the configured [`OnStop`] says (see the
-    /// [module](self)); completes once each release was taken, or each dead letter handed
+    /// Handles every open group as the configured [`OnStop`] says; completes once each release was taken, or each dead letter handed
     /// over.
+    ///
+    /// Groups no rule completed yet are still open when the flow stops. Kept in memory only, they
+    /// would end with the process and their messages with them, without a word; so the owner of
+    /// the aggregator calls [`Aggregator::stop`] once nothing more comes in, and every open group
+    /// is handled as the configured [`OnStop`] says: released as it is (the default, as Camel's
+    /// `forceCompletionOnStop` does), handed to the dead letters with reason `incomplete`,
+    /// dropped (counted and logged), or kept in the store, which a durable one gives back at the
+    /// next start. The groups are handled oldest first, one at a time, each release waiting until
+    /// the inner service took it. The aggregator goes on working afterwards: a message that comes
+    /// later opens a new group, which a second `stop` handles the same way.
     pub async fn stop(&self) -> Stopped {
         let shared = &self.shared;
         let action = shared.config.on_stop;

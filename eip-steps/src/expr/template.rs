@@ -1,30 +1,4 @@
 //! jq placeholders in templates: `{jq: EXPR}`, a name made by a jq expression over the message.
-//!
-//! [`JqPlaceholder`] is the [`PlaceholderKind`] that adds jq to eip's one template language
-//! (eip-core knows JSONPath only, and does not depend on jaq): a caller that parses templates
-//! hands it to [`Syntax::kinds`](eip_core::template::Syntax::kinds). The expression is compiled
-//! once, when the template is parsed; one that does not compile is a [`TemplateError`] at the
-//! byte of the template where the expression goes wrong. On each message it must give exactly
-//! one output, a string (put in as it is), a number or a boolean; anything else, and every jq
-//! error (`error("...")`, a type error), is the message's fault:
-//! [`RenderError::Computed`](eip_core::template::RenderError::Computed), which a route treats as
-//! an invalid message.
-//!
-//! ```
-//! use eip_core::Message;
-//! use eip_core::template::{PlaceholderKind, Syntax};
-//! use eip_steps::expr::JqPlaceholder;
-//!
-//! let kinds: [&dyn PlaceholderKind; 1] = [&JqPlaceholder];
-//! let syntax = Syntax::new().kinds(&kinds);
-//! let template = syntax.parse("orders.{jq: .region | ascii_downcase}").unwrap();
-//! let msg = Message::new(r#"{"region": "EU"}"#);
-//! assert_eq!(template.render(&msg).unwrap(), "orders.eu");
-//!
-//! let err = syntax.parse("orders.{jq: .region | lower}").unwrap_err();
-//! assert_eq!(err.offset, 22);
-//! assert_eq!(err.reason, "jq: undefined filter `lower/0`");
-//! ```
 
 use std::sync::Arc;
 
@@ -33,7 +7,33 @@ use eip_core::template::{Computed, PlaceholderKind, TemplateError, scalar};
 
 use super::Jq;
 
-/// The `jq` placeholder kind: `{jq: EXPR}`; see the [module](self).
+/// The `jq` placeholder kind: `{jq: EXPR}`.
+///
+/// [`JqPlaceholder`] is the [`PlaceholderKind`] that adds jq to eip's one template language
+/// (eip-core knows JSONPath only, and does not depend on jaq): a caller that parses templates
+/// hands it to [`Syntax::kinds`](eip_core::template::Syntax::kinds). The expression is compiled
+/// once, when the template is parsed; one that does not compile is a [`TemplateError`] at the
+/// byte of the template where the expression goes wrong. On each message it must give exactly
+/// one output, a string (put in as it is), a number or a boolean; anything else, and every jq
+/// error (`error("...")`, a type error), is the message's fault:
+/// [`RenderError::Computed`](eip_core::template::RenderError::Computed), which a route treats as
+/// an invalid message.
+///
+/// ```
+/// use eip_core::Message;
+/// use eip_core::template::{PlaceholderKind, Syntax};
+/// use eip_steps::expr::JqPlaceholder;
+///
+/// let kinds: [&dyn PlaceholderKind; 1] = [&JqPlaceholder];
+/// let syntax = Syntax::new().kinds(&kinds);
+/// let template = syntax.parse("orders.{jq: .region | ascii_downcase}").unwrap();
+/// let msg = Message::new(r#"{"region": "EU"}"#);
+/// assert_eq!(template.render(&msg).unwrap(), "orders.eu");
+///
+/// let err = syntax.parse("orders.{jq: .region | lower}").unwrap_err();
+/// assert_eq!(err.offset, 22);
+/// assert_eq!(err.reason, "jq: undefined filter `lower/0`");
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JqPlaceholder;
 

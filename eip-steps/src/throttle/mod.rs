@@ -11,7 +11,7 @@
 //!   await, then waits for it: messages go on in the order they came.
 //! - **Sharing.** Every [`Throttle`] a [`ThrottleLayer`] makes (and every clone of one) takes
 //!   its turns from the same bucket: the rate is for all of them together.
-//! - **Per key.** With a [`Key`](crate::aggregate::Key) each key has its own bucket (`5` per
+//! - **Per key.** With a [`Key`] each key has its own bucket (`5` per
 //!   second per tenant). A key whose bucket is full again is forgotten, so memory holds only the
 //!   keys seen within the last `burst / rate`. A message whose key can not be computed is handed
 //!   back as failed ([`ThrottleError`]), taking no turn.

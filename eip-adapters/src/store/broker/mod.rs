@@ -68,7 +68,8 @@ impl Default for Limits {
     }
 }
 
-/// A channel's store in a broker; see the [module](self).
+/// A channel's store whose messages are in a broker, seen through a local window: what a
+/// RabbitMQ or NATS JetStream channel store is made of.
 pub struct BrokerStore<D: Delivery> {
     shared: Arc<Shared<D>>,
     /// Set once the store first connected and declared what it reads; `None` for a store

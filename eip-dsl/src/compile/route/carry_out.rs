@@ -22,10 +22,11 @@ use crate::compile::rest::Rest;
 use crate::step::Side;
 
 impl Route {
-    /// Processes one message taken from the route's channel: carries out the steps
-    /// [`decide`](Self::decide) lists, in order. Completes when every channel has accepted
-    /// what it was sent (taps that wait and discards included); an error hands the message
-    /// back for the consumer's redelivery policy.
+    /// Processes one message taken from the route's channel: works out, without sending
+    /// anything, what each step makes of it and what the action sends, then carries that out in
+    /// order. Completes when every channel has accepted what it was sent (taps that wait and
+    /// discards included); an error hands the message back for the consumer's redelivery
+    /// policy.
     ///
     /// With `on-error`, a step's failure on the message's last delivery the policy allows
     /// sends the message, as it was taken, to the `on-error` channel with a death record

@@ -2,7 +2,7 @@
 //!
 //! The file is read and checked as at start. A file with problems is refused with its
 //! diagnostics, and the running flow goes on unchanged. A valid file is compared with the one
-//! the flow runs, as data, part by part ([`diff`]):
+//! the flow runs, as data, part by part (module `diff`):
 //!
 //! - something that can not change while the flow runs differs (a channel declared
 //!   differently, the store, an exchange beyond its bindings, ...): nothing is applied, and
@@ -13,7 +13,7 @@
 //!   adapters and bridges are made ready first (built, compiled, connected); if one fails
 //!   (a port in use, a broker not answering), what was made ready is let go and the answer
 //!   says why ([`NotReloaded::Refused`]). Then the joins and bindings that differ are
-//!   changed ([`joins`]), and the running flow is reshaped: removed parts drained, then
+//!   changed (module `joins`), and the running flow is reshaped: removed parts drained, then
 //!   stopped; changed ones replaced (see [`crate::compile::RunningFlow::commit`]). The file
 //!   becomes the one the flow runs;
 //! - nothing differs: nothing to do.
