@@ -9,10 +9,12 @@
 //! so a JSON payload is in play whatever the mutations did to the bytes.
 //!
 //! What must hold: parsing never panics, and an error points inside the expression. Evaluation
-//! never panics and is boolean: `not p` is the opposite of `p`, `p and p` and `p or p` are `p`,
-//! `p and not p` never holds and `p or not p` always does. A predicate built in code (`not`,
-//! `and`, `or`, `header_equals`, `header_exists`, `header_matches`, `subject_matches`) shows an
-//! expression that parses back into a predicate with the same answer.
+//! never panics, gives the same answer whether the payload is read from its bytes (only what the
+//! predicate names) or from a full parse made first, and is boolean: `not p` is the opposite of
+//! `p`, `p and p` and `p or p` are `p`, `p and not p` never holds and `p or not p` always does.
+//! A predicate built in code (`not`, `and`, `or`, `header_equals`, `header_exists`,
+//! `header_matches`, `subject_matches`) shows an expression that parses back into a predicate
+//! with the same answer.
 
 #![no_main]
 
@@ -33,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
     match Predicate::parse(&expression) {
         Ok(p) => {
             for msg in &messages {
+                check_read_as_parsed(&p, msg);
                 check_boolean(&p, msg);
             }
         }
@@ -106,6 +109,18 @@ fn built_json(headers: &[(String, HeaderValue)], payload: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(payload).into_owned();
     object.insert("payload".into(), serde_json::Value::from(text));
     serde_json::Value::Object(object).to_string().into_bytes()
+}
+
+/// A predicate reads from the payload's bytes only what it names; on a copy whose payload was
+/// parsed whole first, it reads the parse instead. Both give the same answer.
+fn check_read_as_parsed(p: &Predicate, msg: &Message) {
+    let parsed = msg.clone();
+    let whole = parsed.json_value().is_ok();
+    assert_eq!(
+        p.matches(msg),
+        p.matches(&parsed),
+        "`{p}` answers otherwise on the bytes than on the full parse (parsed: {whole})"
+    );
 }
 
 /// The boolean laws, and that the combinations built in code parse back to the same answer.
