@@ -29,8 +29,8 @@ pub trait Publisher: Send + Sync + 'static {
     }
 }
 
-/// A broker's [`Publisher`] as an outbound adapter. Each broker module
-/// names its own: [`AmqpOutbound`](crate::amqp::AmqpOutbound),
+/// A broker's [`Publisher`] as an outbound adapter. Each broker module names its own:
+/// [`AmqpOutbound`](crate::amqp::AmqpOutbound),
 /// [`JetStreamOutbound`](crate::nats::JetStreamOutbound), and so on.
 ///
 /// Every broker publishes its own way (a publisher confirm, a JetStream ack, a PUBACK, the

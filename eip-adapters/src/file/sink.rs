@@ -108,8 +108,8 @@ impl FileSinkBuilder {
     }
 }
 
-/// The outbound file channel adapter. Cheap to clone: clones share
-/// the directory and the append lock.
+/// The outbound file channel adapter. Cheap to clone: clones share the directory and the
+/// append lock.
 ///
 /// Two modes. **Write** makes one file per message, atomically: the payload goes to a
 /// temporary file in the target directory (a dot name the inbound adapter never takes), which

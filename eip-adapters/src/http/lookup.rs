@@ -96,8 +96,7 @@ pub struct LookupRequest {
     pub body: Option<Bytes>,
 }
 
-/// A client that looks things up over HTTP. Cheap to clone: clones
-/// share their connections.
+/// A client that looks things up over HTTP. Cheap to clone: clones share their connections.
 ///
 /// An [`HttpLookup`] sends a `GET` (or a `POST` of the message's payload) to a
 /// [`UrlTemplate`] filled from the message, and reads the answer:

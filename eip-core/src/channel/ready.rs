@@ -19,8 +19,7 @@ pub struct NotReady {
 /// A store to wait for, and how to name it if it is late.
 pub(crate) type Awaited = (String, Arc<dyn MessageStore>);
 
-/// Waits until every store of `channels` is ready, for at most
-/// `limit` in all.
+/// Waits until every store of `channels` is ready, for at most `limit` in all.
 ///
 /// A store in memory or on disk is ready once opened. A store that connects in the
 /// background (a broker's subscription) sees only what is published after it connected and

@@ -1,7 +1,8 @@
 //! The write side for joins and bindings: `POST /api/joins`, `DELETE /api/joins/{id}`,
 //! `POST /api/bindings`, `DELETE /api/bindings/{id}`, and `GET /api/changes` listing what was
-//! added at runtime. Each is a [`RuntimeChanges`](crate::control::RuntimeChanges) call: checked as the flow file's join or
-//! binding would be, kept in the durable store when the flow has one, applied at once.
+//! added at runtime. Each is a [`RuntimeChanges`](crate::control::RuntimeChanges) call:
+//! checked as the flow file's join or binding would be, kept in the durable store when the flow
+//! has one, applied at once.
 //!
 //! A change needs the server's token: a server started without one (loopback only) serves
 //! the read side and answers every change 403, saying how to set a token. Every change made

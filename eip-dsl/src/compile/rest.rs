@@ -33,9 +33,9 @@ impl WeakRest {
     }
 }
 
-/// The rest of a route after a step that [wraps](crate::step::RouteStep::wraps) it: the steps after that
-/// one, then the action. A `tower::Service` too, so a step can put one of eip-steps' services
-/// (an idempotent receiver) in front of it.
+/// The rest of a route after a step that [wraps](crate::step::RouteStep::wraps) it: the steps
+/// after that one, then the action. A `tower::Service` too, so a step can put one of eip-steps'
+/// services (an idempotent receiver) in front of it.
 #[derive(Debug, Clone)]
 pub struct Rest {
     pub(super) route: Route,

@@ -58,8 +58,8 @@ where
     S::Response: Send + 'static,
     S::Error: fmt::Display + Send + 'static,
 {
-    /// Handles every open group as the configured [`OnStop`] says; completes once each release was taken, or each dead letter handed
-    /// over.
+    /// Handles every open group as the configured [`OnStop`] says; completes once each release
+    /// was taken, or each dead letter handed over.
     ///
     /// Groups no rule completed yet are still open when the flow stops. Kept in memory only, they
     /// would end with the process and their messages with them, without a word; so the owner of
